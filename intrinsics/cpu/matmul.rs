@@ -1,0 +1,35 @@
+//! 2-D matrix product on the CPU: `matrixmultiply`'s GEMM on row blocks in parallel with rayon.
+
+use crate::error::Error;
+use crate::exec::TypedVec;
+use crate::proggen::sequence::IntrinsicCall;
+use rayon::prelude::*;
+
+const ROWS_PER_TASK: usize = 64;
+
+pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Result<(), Error> {
+    let (m, k) = (call.in_shapes[0][0], call.in_shapes[0][1]);
+    let n = call.in_shapes[1][1];
+    if n == 0 || m == 0 {
+        return Ok(());
+    }
+    macro_rules! gemm {
+        ($a:expr, $b:expr, $c:expr, $f:path) => {{
+            let (a, b) = ($a, $b);
+            $c.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(blk, c)| {
+                let rows = c.len() / n;
+                let a = &a[blk * ROWS_PER_TASK * k..];
+                // SAFETY: a is rows x k, b is k x n, c is rows x n, all row-major and in bounds.
+                unsafe {
+                    $f(rows, k, n, 1.0, a.as_ptr(), k as isize, 1, b.as_ptr(), n as isize, 1, 0.0, c.as_mut_ptr(), n as isize, 1);
+                }
+            });
+        }};
+    }
+    match (inputs[0], inputs[1], out) {
+        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::F32(c)) => gemm!(a, b, c, matrixmultiply::sgemm),
+        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(c)) => gemm!(a, b, c, matrixmultiply::dgemm),
+        _ => return Err(super::exec_error("matmul takes f32 or f64 matrices".into())),
+    }
+    Ok(())
+}

@@ -1,0 +1,4 @@
+//! The intrinsic library (the seed's 700): hand-written, non-fusible kernels and the host code that
+//! launches them, one folder per target. The program generator schedules them between fused kernels.
+
+pub mod cpu;

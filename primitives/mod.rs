@@ -1,0 +1,10 @@
+//! The primitive library (the seed's 660): one table per list of element-wise operations, giving each
+//! op its name, the element types it accepts, its instruction estimate and its source for each target.
+//! `table.rs` is the only place an op is defined; `cpu.rs` holds scalar helpers the CPU sources use.
+//! Compiled into the crate as `arrayflow::primitives` (the loader lives in `src/proggen/`).
+
+pub mod cpu;
+mod table;
+
+pub use table::{BinaryOp, ReduceOp, UnaryOp};
+pub(crate) use table::{binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int, unary_pred};

@@ -1,0 +1,232 @@
+//! The op tables. One row per op: variant, name, instruction estimate, then one CPU source per class
+//! of element type it accepts:
+//! - `float: |x| ..` for f32/f64, `int: |x| ..` for i32/u32 (wrapping), `boolean: |x| ..` for bool;
+//! - `pred: |x| ..` float in, bool out; `cmp: |x, y| ..` any number in, bool out;
+//! - `intz: |x, y| ..` integer division-like ops: the kernel fails on a zero divisor.
+//!
+//! A class a row does not name is an element type the op rejects at record time.
+//! GPU targets add their source columns here (issue: GPU executors).
+
+use super::cpu::{IntElem, fmax_nan, fmin_nan, fmod_floor, fsign};
+use crate::ir::DType;
+use num_traits::Float;
+
+macro_rules! kind_dtype {
+    (float, $d:expr) => { if $d.is_float() { Some($d) } else { None } };
+    (int, $d:expr) => { if $d.is_int() { Some($d) } else { None } };
+    (intz, $d:expr) => { if $d.is_int() { Some($d) } else { None } };
+    (boolean, $d:expr) => { if $d == DType::Bool { Some($d) } else { None } };
+    (pred, $d:expr) => { if $d.is_float() { Some(DType::Bool) } else { None } };
+    (cmp, $d:expr) => { if $d.is_numeric() { Some(DType::Bool) } else { None } };
+}
+
+macro_rules! unary_arm {
+    (float, float, $f:expr, $a:ident, $o:ident) => {{ let f = $f; for (o, &x) in $o.iter_mut().zip($a) { *o = f(x); } return; }};
+    (int, int, $f:expr, $a:ident, $o:ident) => {{ let f = $f; for (o, &x) in $o.iter_mut().zip($a) { *o = f(x); } return; }};
+    (boolean, boolean, $f:expr, $a:ident, $o:ident) => {{ let f = $f; for (o, &x) in $o.iter_mut().zip($a) { *o = f(x); } return; }};
+    (pred, pred, $f:expr, $a:ident, $o:ident) => {{ let f = $f; for (o, &x) in $o.iter_mut().zip($a) { *o = f(x); } return; }};
+    ($want:ident, $kind:ident, $f:expr, $a:ident, $o:ident) => {};
+}
+
+macro_rules! binary_arm {
+    (float, float, $f:expr, $a:ident, $b:ident, $o:ident) => {{ let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(()); }};
+    (int, int, $f:expr, $a:ident, $b:ident, $o:ident) => {{ let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(()); }};
+    (int, intz, $f:expr, $a:ident, $b:ident, $o:ident) => {{
+        if $b.iter().any(|&y| y == IntElem::ZERO) { return Err("integer division by zero"); }
+        let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(());
+    }};
+    (boolean, boolean, $f:expr, $a:ident, $b:ident, $o:ident) => {{ let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(()); }};
+    (cmp, cmp, $f:expr, $a:ident, $b:ident, $o:ident) => {{ let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(()); }};
+    ($want:ident, $kind:ident, $f:expr, $a:ident, $b:ident, $o:ident) => {};
+}
+
+macro_rules! unary_table {
+    ($( $v:ident $name:literal $cost:literal { $($kind:ident : $imp:expr),* } )*) => {
+        /// Element-wise operations of one input (the seed's section 4.2 list).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum UnaryOp { $($v),* }
+        impl UnaryOp {
+            pub const ALL: &'static [UnaryOp] = &[$(UnaryOp::$v),*];
+            pub fn name(self) -> &'static str { match self { $(UnaryOp::$v => $name),* } }
+            /// Estimated instructions per element.
+            pub fn cost(self) -> u32 { match self { $(UnaryOp::$v => $cost),* } }
+            /// The result's element type for an input of `input`, or `None` if the op rejects it.
+            pub fn out_dtype(self, input: DType) -> Option<DType> {
+                match self { $(UnaryOp::$v => { $( if let Some(d) = kind_dtype!($kind, input) { return Some(d); } )* None }),* }
+            }
+        }
+        /// CPU source, floats in and out.
+        pub(crate) fn unary_float<F: Float>(op: UnaryOp, a: &[F], out: &mut [F]) {
+            match op { $(UnaryOp::$v => { $( unary_arm!(float, $kind, $imp, a, out); )* }),* }
+            unreachable!("{} has no float source; rejected at record time", op.name())
+        }
+        /// CPU source, integers in and out.
+        pub(crate) fn unary_int<I: IntElem>(op: UnaryOp, a: &[I], out: &mut [I]) {
+            match op { $(UnaryOp::$v => { $( unary_arm!(int, $kind, $imp, a, out); )* }),* }
+            unreachable!("{} has no integer source; rejected at record time", op.name())
+        }
+        /// CPU source, bools in and out.
+        pub(crate) fn unary_bool(op: UnaryOp, a: &[bool], out: &mut [bool]) {
+            match op { $(UnaryOp::$v => { $( unary_arm!(boolean, $kind, $imp, a, out); )* }),* }
+            unreachable!("{} has no bool source; rejected at record time", op.name())
+        }
+        /// CPU source, float predicates.
+        pub(crate) fn unary_pred<F: Float>(op: UnaryOp, a: &[F], out: &mut [bool]) {
+            match op { $(UnaryOp::$v => { $( unary_arm!(pred, $kind, $imp, a, out); )* }),* }
+            unreachable!("{} has no predicate source; rejected at record time", op.name())
+        }
+    };
+}
+
+macro_rules! binary_table {
+    ($( $v:ident $name:literal $cost:literal { $($kind:ident : $imp:expr),* } )*) => {
+        /// Element-wise operations of two inputs (broadcast NumPy-style).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum BinaryOp { $($v),* }
+        impl BinaryOp {
+            pub const ALL: &'static [BinaryOp] = &[$(BinaryOp::$v),*];
+            pub fn name(self) -> &'static str { match self { $(BinaryOp::$v => $name),* } }
+            /// Estimated instructions per element.
+            pub fn cost(self) -> u32 { match self { $(BinaryOp::$v => $cost),* } }
+            /// The result's element type for inputs of `input`, or `None` if the op rejects it.
+            pub fn out_dtype(self, input: DType) -> Option<DType> {
+                match self { $(BinaryOp::$v => { $( if let Some(d) = kind_dtype!($kind, input) { return Some(d); } )* None }),* }
+            }
+        }
+        /// CPU source, floats in and out.
+        pub(crate) fn binary_float<F: Float>(op: BinaryOp, a: &[F], b: &[F], out: &mut [F]) -> Result<(), &'static str> {
+            match op { $(BinaryOp::$v => { $( binary_arm!(float, $kind, $imp, a, b, out); )* }),* }
+            unreachable!("{} has no float source; rejected at record time", op.name())
+        }
+        /// CPU source, integers in and out; fails on a zero divisor.
+        pub(crate) fn binary_int<I: IntElem>(op: BinaryOp, a: &[I], b: &[I], out: &mut [I]) -> Result<(), &'static str> {
+            match op { $(BinaryOp::$v => { $( binary_arm!(int, $kind, $imp, a, b, out); )* }),* }
+            unreachable!("{} has no integer source; rejected at record time", op.name())
+        }
+        /// CPU source, bools in and out.
+        pub(crate) fn binary_bool(op: BinaryOp, a: &[bool], b: &[bool], out: &mut [bool]) -> Result<(), &'static str> {
+            match op { $(BinaryOp::$v => { $( binary_arm!(boolean, $kind, $imp, a, b, out); )* }),* }
+            unreachable!("{} has no bool source; rejected at record time", op.name())
+        }
+        /// CPU source, comparisons of any number type.
+        pub(crate) fn binary_cmp<T: PartialOrd + Copy>(op: BinaryOp, a: &[T], b: &[T], out: &mut [bool]) -> Result<(), &'static str> {
+            match op { $(BinaryOp::$v => { $( binary_arm!(cmp, $kind, $imp, a, b, out); )* }),* }
+            unreachable!("{} has no comparison source; rejected at record time", op.name())
+        }
+    };
+}
+
+unary_table! {
+    Neg   "neg"   1  { float: |x: F| -x, int: |x: I| x.wneg() }
+    Abs   "abs"   1  { float: |x: F| x.abs(), int: |x: I| x.wabs() }
+    Sign  "sign"  2  { float: fsign::<F>, int: |x: I| x.sign() }
+    Sqrt  "sqrt"  4  { float: |x: F| x.sqrt() }
+    Rsqrt "rsqrt" 5  { float: |x: F| x.sqrt().recip() }
+    Cbrt  "cbrt"  20 { float: |x: F| x.cbrt() }
+    Exp   "exp"   20 { float: |x: F| x.exp() }
+    Exp2  "exp2"  20 { float: |x: F| x.exp2() }
+    Ln    "ln"    20 { float: |x: F| x.ln() }
+    Log10 "log10" 20 { float: |x: F| x.log10() }
+    Log2  "log2"  20 { float: |x: F| x.log2() }
+    Sin   "sin"   20 { float: |x: F| x.sin() }
+    Cos   "cos"   20 { float: |x: F| x.cos() }
+    Tan   "tan"   25 { float: |x: F| x.tan() }
+    Sec   "sec"   22 { float: |x: F| x.cos().recip() }
+    Csc   "csc"   22 { float: |x: F| x.sin().recip() }
+    Cot   "cot"   27 { float: |x: F| x.tan().recip() }
+    Asin  "asin"  25 { float: |x: F| x.asin() }
+    Acos  "acos"  25 { float: |x: F| x.acos() }
+    Atan  "atan"  25 { float: |x: F| x.atan() }
+    Asec  "asec"  27 { float: |x: F| x.recip().acos() }
+    Acsc  "acsc"  27 { float: |x: F| x.recip().asin() }
+    Acot  "acot"  27 { float: |x: F| x.recip().atan() }
+    Sinh  "sinh"  25 { float: |x: F| x.sinh() }
+    Cosh  "cosh"  25 { float: |x: F| x.cosh() }
+    Tanh  "tanh"  25 { float: |x: F| x.tanh() }
+    Sech  "sech"  27 { float: |x: F| x.cosh().recip() }
+    Csch  "csch"  27 { float: |x: F| x.sinh().recip() }
+    Coth  "coth"  27 { float: |x: F| x.tanh().recip() }
+    Asinh "asinh" 30 { float: |x: F| x.asinh() }
+    Acosh "acosh" 30 { float: |x: F| x.acosh() }
+    Atanh "atanh" 30 { float: |x: F| x.atanh() }
+    Floor "floor" 1  { float: |x: F| x.floor() }
+    Ceil  "ceil"  1  { float: |x: F| x.ceil() }
+    Trunc "trunc" 1  { float: |x: F| x.trunc() }
+    Round "round" 2  { float: |x: F| x.round() }
+    Not   "not"   1  { boolean: |x: bool| !x, int: |x: I| x.not() }
+    IsNan "is_nan" 1 { pred: |x: F| x.is_nan() }
+    IsInf "is_inf" 1 { pred: |x: F| x.is_infinite() }
+}
+
+binary_table! {
+    Add   "add"   1  { float: |x: F, y: F| x + y, int: |x: I, y: I| x.wadd(y) }
+    Sub   "sub"   1  { float: |x: F, y: F| x - y, int: |x: I, y: I| x.wsub(y) }
+    Mul   "mul"   1  { float: |x: F, y: F| x * y, int: |x: I, y: I| x.wmul(y) }
+    Div   "div"   4  { float: |x: F, y: F| x / y, intz: |x: I, y: I| x.wdiv(y) }
+    Rem   "rem"   8  { float: |x: F, y: F| x % y, intz: |x: I, y: I| x.wrem(y) }
+    Mod   "mod"   9  { float: fmod_floor::<F>, intz: |x: I, y: I| x.wmod(y) }
+    Pow   "pow"   40 { float: |x: F, y: F| x.powf(y) }
+    Atan2 "atan2" 30 { float: |x: F, y: F| x.atan2(y) }
+    Min   "min"   1  { float: fmin_nan::<F>, int: |x: I, y: I| if y < x { y } else { x } }
+    Max   "max"   1  { float: fmax_nan::<F>, int: |x: I, y: I| if y > x { y } else { x } }
+    Lt    "lt"    1  { cmp: |x: T, y: T| x < y }
+    Le    "le"    1  { cmp: |x: T, y: T| x <= y }
+    Gt    "gt"    1  { cmp: |x: T, y: T| x > y }
+    Ge    "ge"    1  { cmp: |x: T, y: T| x >= y }
+    Eq    "eq"    1  { cmp: |x: T, y: T| x == y, boolean: |x: bool, y: bool| x == y }
+    Ne    "ne"    1  { cmp: |x: T, y: T| x != y, boolean: |x: bool, y: bool| x != y }
+    And   "and"   1  { boolean: |x: bool, y: bool| x & y, int: |x: I, y: I| x.and(y) }
+    Or    "or"    1  { boolean: |x: bool, y: bool| x | y, int: |x: I, y: I| x.or(y) }
+    Xor   "xor"   1  { boolean: |x: bool, y: bool| x ^ y, int: |x: I, y: I| x.xor(y) }
+    Nand  "nand"  2  { boolean: |x: bool, y: bool| !(x & y) }
+    Nor   "nor"   2  { boolean: |x: bool, y: bool| !(x | y) }
+}
+
+/// Reductions (the first stage fuses with producers; the final stage combines tile partials).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Prod,
+    Max,
+    Min,
+    ArgMax,
+    ArgMin,
+    Any,
+    All,
+}
+
+impl ReduceOp {
+    pub const ALL: &'static [ReduceOp] =
+        &[ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Any, ReduceOp::All];
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+            ReduceOp::Any => "any",
+            ReduceOp::All => "all",
+        }
+    }
+    /// Estimated instructions per input element.
+    pub fn cost(self) -> u32 {
+        match self {
+            ReduceOp::ArgMax | ReduceOp::ArgMin => 3,
+            _ => 1,
+        }
+    }
+    /// The result's element type for an input of `input`, or `None` if the op rejects it.
+    pub fn out_dtype(self, input: DType) -> Option<DType> {
+        match self {
+            ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => input.is_numeric().then_some(input),
+            ReduceOp::ArgMax | ReduceOp::ArgMin => input.is_numeric().then_some(DType::U32),
+            ReduceOp::Any | ReduceOp::All => (input == DType::Bool).then_some(DType::Bool),
+        }
+    }
+    /// Whether the reduction of zero elements has a value.
+    pub fn has_identity(self) -> bool {
+        matches!(self, ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Any | ReduceOp::All)
+    }
+}

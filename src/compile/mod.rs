@@ -1,0 +1,8 @@
+//! The compilation scheduler (the seed's C-Scheduler 300): the work queue, the flush policy, and the
+//! hand-off of generated program sequences to the execution scheduler (with flow control).
+
+mod flush;
+mod work_queue;
+
+pub use flush::flush;
+pub use work_queue::{Entry, FlushReason, WorkQueue};

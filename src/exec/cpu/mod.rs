@@ -1,0 +1,150 @@
+//! The CPU executor (the seed's 900-2) on its own thread: holds buffers in host memory, allocates
+//! outputs from a pool of released buffers, runs fused kernels on the tile VM and intrinsics from the
+//! intrinsic library, and reports each task's completion to the scheduler.
+
+mod index;
+mod reduce;
+pub mod vm;
+
+use super::scheduler::{ExecMsg, SchedMsg, Task};
+use super::{BufferId, BufferPool, TypedVec};
+use crate::error::{Error, ErrorKind};
+use crate::proggen::sequence::Kernel;
+use crate::runtime::stats::Counters;
+use ahash::AHashMap;
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use std::sync::Arc;
+
+/// Bytes of released buffers the pool keeps for reuse.
+const POOL_LIMIT: usize = 1 << 30;
+
+pub struct CpuExecutor {
+    tx: Sender<ExecMsg>,
+}
+
+impl CpuExecutor {
+    pub(crate) fn start(sched: Sender<SchedMsg>, counters: Arc<Counters>) -> CpuExecutor {
+        let (tx, rx) = unbounded();
+        std::thread::Builder::new()
+            .name("arrayflow-cpu".into())
+            .spawn(move || CpuLoop { sched, counters, store: AHashMap::new(), failed: AHashMap::new(), pool: BufferPool::new(POOL_LIMIT) }.run(rx))
+            .expect("arrayflow: cannot start the CPU executor thread");
+        CpuExecutor { tx }
+    }
+    pub(crate) fn send(&self, msg: ExecMsg) {
+        let _ = self.tx.send(msg);
+    }
+}
+
+struct CpuLoop {
+    sched: Sender<SchedMsg>,
+    counters: Arc<Counters>,
+    store: AHashMap<BufferId, Arc<TypedVec>>,
+    /// Outputs of failed tasks, with the error a task reading them fails with.
+    failed: AHashMap<BufferId, Error>,
+    pool: BufferPool,
+}
+
+impl CpuLoop {
+    fn run(mut self, rx: Receiver<ExecMsg>) {
+        while let Ok(msg) = rx.recv() {
+            match msg {
+                ExecMsg::MoveDataIn { buf, data } => {
+                    self.store.insert(buf, Arc::new(data));
+                }
+                ExecMsg::ComputeData(task) => self.compute(task),
+                ExecMsg::ComputeSequential(tasks) => tasks.into_iter().for_each(|t| self.compute(t)),
+                ExecMsg::MoveDataOut { buf, reply } => {
+                    let r = match (self.store.get(&buf), self.failed.get(&buf)) {
+                        (_, Some(e)) => Err(e.clone()),
+                        (Some(v), None) => {
+                            Counters::add(&self.counters.bytes_downloaded, v.bytes() as u64);
+                            Ok(v.clone())
+                        }
+                        (None, None) => Err(Error::new(ErrorKind::Runtime, "the CPU executor has no such buffer")),
+                    };
+                    let _ = reply.send(r);
+                }
+                ExecMsg::Free(buf) => {
+                    self.failed.remove(&buf);
+                    if let Some(v) = self.store.remove(&buf)
+                        && let Ok(v) = Arc::try_unwrap(v)
+                    {
+                        self.pool.give(v);
+                    }
+                }
+                ExecMsg::Shutdown => break,
+            }
+        }
+    }
+
+    fn compute(&mut self, task: Task) {
+        let result = self.run_task(&task);
+        if let Err(e) = &result {
+            for &b in &task.outputs {
+                self.failed.insert(b, e.clone());
+            }
+        }
+        let _ = self.sched.send(SchedMsg::Done { task: task.id, result });
+    }
+
+    fn run_task(&mut self, task: &Task) -> Result<(), Error> {
+        let mut inputs = Vec::with_capacity(task.inputs.len());
+        for b in &task.inputs {
+            if let Some(e) = self.failed.get(b) {
+                return Err(e.clone());
+            }
+            inputs.push(self.store.get(b).cloned().ok_or_else(|| Error::new(ErrorKind::Runtime, "input buffer missing on the CPU executor"))?);
+        }
+        let shapes: Vec<(crate::ir::DType, usize)> = match &*task.program.kernel {
+            Kernel::Fused(k) => (0..k.outputs.len())
+                .map(|o| {
+                    let is_red = k.reductions.iter().any(|r| r.output as usize == o);
+                    (k.outputs[o], if is_red { k.domain.outer } else { k.domain.len() })
+                })
+                .collect(),
+            Kernel::Intrinsic(c) => vec![(c.dtype, c.out_shape.iter().product())],
+        };
+        let mut outputs: Vec<TypedVec> = shapes
+            .into_iter()
+            .map(|(d, len)| {
+                let (v, reused) = self.pool.take(d, len);
+                if reused {
+                    Counters::add(&self.counters.buffers_reused, 1);
+                } else {
+                    Counters::add(&self.counters.buffers_allocated, 1);
+                    Counters::add(&self.counters.bytes_allocated, v.bytes() as u64);
+                }
+                v
+            })
+            .collect();
+        let refs: Vec<&TypedVec> = inputs.iter().map(|a| &**a).collect();
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &*task.program.kernel {
+            Kernel::Fused(k) => vm::run_fused(k, task.program.launch.tile, &refs, &mut outputs),
+            Kernel::Intrinsic(c) => crate::intrinsics::cpu::run(c, &refs, &mut outputs[0]).map_err(|e| match task.program.sites.first() {
+                Some(&s) => e.origin(s),
+                None => e,
+            }),
+        }));
+        let result = match run {
+            Ok(r) => r,
+            Err(panic) => {
+                let what = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+                let mut e = Error::new(ErrorKind::Runtime, format!("internal error in the CPU executor: {what}"))
+                    .hint("this is a bug in arrayflow; please report it with the program that triggers it");
+                if let Some(&s) = task.program.sites.first() {
+                    e = e.origin(s);
+                }
+                Err(e)
+            }
+        };
+        if result.is_ok() {
+            for (&b, v) in task.outputs.iter().zip(outputs) {
+                self.store.insert(b, Arc::new(v));
+            }
+        } else {
+            outputs.into_iter().for_each(|v| self.pool.give(v));
+        }
+        result
+    }
+}

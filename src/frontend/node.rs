@@ -1,0 +1,51 @@
+//! The port table: every live IR node, what it computes, and where its data is.
+
+use crate::exec::BufferId;
+use crate::ir::{DType, NodeId, Op, Shape, Site};
+use smallvec::SmallVec;
+
+/// Where a node's value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeState {
+    /// Recorded in the work queue, not yet compiled.
+    Pending,
+    /// Has (or will have, once its program runs) a buffer.
+    Stored(BufferId),
+}
+
+/// One IR node (the seed's port and its parse node).
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub op: Op,
+    pub inputs: SmallVec<[NodeId; 3]>,
+    pub shape: Shape,
+    pub dtype: DType,
+    /// The user's call site that recorded it.
+    pub site: Site,
+    pub state: NodeState,
+    /// The application dropped its last handle.
+    pub released: bool,
+    /// Pending nodes that read this one.
+    pub users: u32,
+}
+
+impl NodeInfo {
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn is_pending(&self) -> bool {
+        self.state == NodeState::Pending
+    }
+    pub fn buffer(&self) -> Option<BufferId> {
+        match self.state {
+            NodeState::Stored(b) => Some(b),
+            NodeState::Pending => None,
+        }
+    }
+}
+
+/// All nodes the runtime still knows, by id.
+pub type NodeTable = ahash::AHashMap<NodeId, NodeInfo>;

@@ -1,0 +1,19 @@
+//! The intermediate representation shared by every stage: element types, scalars, shapes, call sites
+//! and the operations an IR node can hold.
+
+mod dtype;
+mod op;
+mod shape;
+
+pub use crate::primitives::{BinaryOp, ReduceOp, UnaryOp};
+pub use dtype::{DType, Scalar};
+pub use op::{GenKind, Intrinsic, Op, RandomDist};
+pub use shape::{Shape, broadcast_shapes, contiguous_strides, numel};
+
+/// A call site in the user's program: the seed's "program counter". Every public API function is
+/// `#[track_caller]` and records one.
+pub type Site = &'static std::panic::Location<'static>;
+
+/// Identifies an IR node (the seed's port) for the life of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u64);

@@ -1,0 +1,113 @@
+//! What an IR node computes. Element-wise operator lists live in the primitive tables
+//! (`primitives/table.rs`); this file holds the structural kinds around them.
+
+use super::{BinaryOp, DType, ReduceOp, Scalar, UnaryOp};
+use smallvec::SmallVec;
+
+/// The operation of an IR node. Inputs are held by the node, not here.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Data written by the application; has a buffer from the moment it is created.
+    Source,
+    /// Every element the same value (a scalar operand is a 0-d `Const`).
+    Const(Scalar),
+    /// Values computed from the element's position.
+    Generate(GenKind),
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    /// `select(cond, a, b)`: the seed's Cond. Inputs: cond, a, b.
+    Select,
+    Cast(DType),
+    /// Same elements, new shape. Fused as a reinterpretation of a stored input.
+    Reshape,
+    /// Output axis `i` is input axis `perm[i]`.
+    Permute(SmallVec<[usize; 4]>),
+    /// Output index `i` along axis `d` reads input index `start[d] + step[d] * i`.
+    Slice { start: SmallVec<[isize; 4]>, step: SmallVec<[isize; 4]> },
+    /// NumPy broadcast to the node's shape (the seed's spread).
+    Broadcast,
+    /// Periodic copy to the node's shape (the seed's periodic copy, NumPy `tile`).
+    Tile,
+    /// Reduction over `axes` of the input (sorted, unique). The result drops those axes.
+    Reduce { op: ReduceOp, axes: SmallVec<[usize; 4]> },
+    /// A non-fusible operation implemented by hand-written kernels.
+    Intrinsic(Intrinsic),
+}
+
+/// Position-dependent generators.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GenKind {
+    /// The index along `axis`.
+    Iota { axis: usize },
+    /// 1 on the diagonal of a square matrix, else 0.
+    Identity,
+    /// `start + i * step`, the last element exactly `end`.
+    Linspace { start: f64, step: f64, end: f64, n: usize },
+    /// Philox4x32-10 counter-based random numbers: element `i` uses counter `counter + i`.
+    Random { key: [u32; 2], counter: u64, dist: RandomDist },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RandomDist {
+    /// Uniform on [0, 1).
+    Uniform,
+    /// Standard normal (Box-Muller).
+    Normal,
+}
+
+/// Hand-written, non-fusible operations (the seed's intrinsic library).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Intrinsic {
+    /// 2-D matrix product. Inputs: a [m, k], b [k, n].
+    Matmul,
+    /// NumPy `take`: inputs: data, indices (i32 or u32).
+    Gather { axis: usize },
+    /// Join along `axis`. Inputs: the parts.
+    Concat { axis: usize },
+}
+
+impl Intrinsic {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Intrinsic::Matmul => "matmul",
+            Intrinsic::Gather { .. } => "gather",
+            Intrinsic::Concat { .. } => "concat",
+        }
+    }
+}
+
+impl Op {
+    /// Whether the program generator may fuse this node into a kernel with its producers.
+    pub fn is_fusible(&self) -> bool {
+        !matches!(self, Op::Intrinsic(_) | Op::Source)
+    }
+    /// Whether the node reads its input through a stored buffer (so the input must be stored).
+    pub fn needs_stored_input(&self) -> bool {
+        matches!(self, Op::Reshape | Op::Tile | Op::Intrinsic(_))
+    }
+    /// A short name for logs, profiles and error messages.
+    pub fn name(&self) -> String {
+        match self {
+            Op::Source => "source".into(),
+            Op::Const(_) => "const".into(),
+            Op::Generate(g) => match g {
+                GenKind::Iota { .. } => "iota".into(),
+                GenKind::Identity => "identity".into(),
+                GenKind::Linspace { .. } => "linspace".into(),
+                GenKind::Random { dist: RandomDist::Uniform, .. } => "random_uniform".into(),
+                GenKind::Random { dist: RandomDist::Normal, .. } => "random_normal".into(),
+            },
+            Op::Unary(u) => u.name().into(),
+            Op::Binary(b) => b.name().into(),
+            Op::Select => "select".into(),
+            Op::Cast(d) => format!("cast_{d}"),
+            Op::Reshape => "reshape".into(),
+            Op::Permute(_) => "permute".into(),
+            Op::Slice { .. } => "slice".into(),
+            Op::Broadcast => "broadcast".into(),
+            Op::Tile => "tile".into(),
+            Op::Reduce { op, .. } => op.name().into(),
+            Op::Intrinsic(i) => i.name().into(),
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! The fused kernel the program generator produces: a register program over an iteration domain,
+//! target-neutral. The CPU executor runs it tile by tile; GPU targets render it to source.
+
+use crate::ir::{BinaryOp, DType, GenKind, ReduceOp, Scalar, Shape, Site, UnaryOp};
+use smallvec::SmallVec;
+
+/// A virtual register (SSA value) of a kernel.
+pub type Reg = u32;
+
+/// The iteration space of a kernel: `shape` in row-major order. A kernel with reductions has its
+/// reduced axes last; `inner` is their element count (1 when the kernel has no reduction).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Domain {
+    pub shape: Shape,
+    pub inner: usize,
+    /// Number of reduction results (the kept extent); the domain's length without reductions.
+    pub outer: usize,
+}
+
+impl Domain {
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// How a kernel finds, for each domain element, the linear index it reads in a buffer (or, for a
+/// generator, the linear index in its own shape).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum IndexMap {
+    /// The domain's own linear index.
+    Contiguous,
+    /// `offset + sum_k strides[k] * d_k` over the domain index `d`.
+    Strided { offset: isize, strides: SmallVec<[isize; 6]> },
+    /// `sum_j ((offset_j + sum_k coef_jk * d_k) mod modulus_j) * stride_j` (periodic copy).
+    Periodic { dims: SmallVec<[PeriodicDim; 4]> },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PeriodicDim {
+    pub offset: isize,
+    pub coef: SmallVec<[isize; 6]>,
+    pub modulus: usize,
+    pub stride: usize,
+}
+
+/// One instruction. Every instruction writes register `dst` for all elements of a tile.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Instr {
+    Load { dst: Reg, input: u32, map: IndexMap },
+    Const { dst: Reg, value: Scalar },
+    Gen { dst: Reg, kind: GenKind, shape: Shape, map: IndexMap },
+    Unary { dst: Reg, op: UnaryOp, a: Reg },
+    Binary { dst: Reg, op: BinaryOp, a: Reg, b: Reg },
+    Select { dst: Reg, cond: Reg, a: Reg, b: Reg },
+    Cast { dst: Reg, to: DType, a: Reg },
+}
+
+impl Instr {
+    pub fn dst(&self) -> Reg {
+        match self {
+            Instr::Load { dst, .. }
+            | Instr::Const { dst, .. }
+            | Instr::Gen { dst, .. }
+            | Instr::Unary { dst, .. }
+            | Instr::Binary { dst, .. }
+            | Instr::Select { dst, .. }
+            | Instr::Cast { dst, .. } => *dst,
+        }
+    }
+    /// Registers this instruction reads.
+    pub fn srcs(&self) -> SmallVec<[Reg; 3]> {
+        match self {
+            Instr::Load { .. } | Instr::Const { .. } | Instr::Gen { .. } => SmallVec::new(),
+            Instr::Unary { a, .. } | Instr::Cast { a, .. } => smallvec::smallvec![*a],
+            Instr::Binary { a, b, .. } => smallvec::smallvec![*a, *b],
+            Instr::Select { cond, a, b, .. } => smallvec::smallvec![*cond, *a, *b],
+        }
+    }
+    pub fn set_regs(&mut self, f: &impl Fn(Reg) -> Reg) {
+        match self {
+            Instr::Load { dst, .. } | Instr::Const { dst, .. } | Instr::Gen { dst, .. } => *dst = f(*dst),
+            Instr::Unary { dst, a, .. } | Instr::Cast { dst, a, .. } => {
+                *dst = f(*dst);
+                *a = f(*a);
+            }
+            Instr::Binary { dst, a, b, .. } => {
+                *dst = f(*dst);
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Instr::Select { dst, cond, a, b } => {
+                *dst = f(*dst);
+                *cond = f(*cond);
+                *a = f(*a);
+                *b = f(*b);
+            }
+        }
+    }
+}
+
+/// An element-wise result written to an output buffer at the domain's linear index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Store {
+    pub reg: Reg,
+    pub output: u32,
+}
+
+/// A reduction result: register `reg` reduced over the domain's `inner` trailing elements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReduceStore {
+    pub reg: Reg,
+    pub op: ReduceOp,
+    pub output: u32,
+}
+
+/// A fused kernel: loads, element-wise work, stores, and the first stage of reductions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedKernel {
+    pub domain: Domain,
+    /// Element type of each input parameter (bound to the program's inputs in order).
+    pub inputs: Vec<DType>,
+    /// Element type of each output parameter (bound to the program's outputs in order).
+    pub outputs: Vec<DType>,
+    pub instrs: Vec<Instr>,
+    /// The user's call site of the IR node each instruction came from.
+    pub instr_sites: Vec<Site>,
+    pub stores: Vec<Store>,
+    pub reductions: Vec<ReduceStore>,
+    /// Element type of each register after allocation; constants keep registers of their own.
+    pub reg_dtypes: Vec<DType>,
+}
+
+impl FusedKernel {
+    /// Estimated instructions per domain element (the primitive table's estimates summed).
+    pub fn cost(&self) -> u32 {
+        self.instrs
+            .iter()
+            .map(|i| match i {
+                Instr::Unary { op, .. } => op.cost(),
+                Instr::Binary { op, .. } => op.cost(),
+                Instr::Gen { .. } => 10,
+                _ => 1,
+            })
+            .sum::<u32>()
+            + self.reductions.iter().map(|r| r.op.cost()).sum::<u32>()
+    }
+}

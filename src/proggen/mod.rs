@@ -1,0 +1,168 @@
+//! The program generator (the seed's ProgGen 600): turns one flush's work-queue entries into a
+//! program sequence. Backward and forward passes in `liveness`, the scheduling pass (FIG. 6E: ready
+//! lists of non-fusible and fusible roots, one fused kernel at a time) here, kernel emission in
+//! `builder`.
+
+pub mod builder;
+pub mod kernel;
+pub mod liveness;
+pub mod pos;
+mod regalloc;
+pub mod sequence;
+
+use crate::compile::Entry;
+use crate::frontend::NodeTable;
+use crate::ir::{NodeId, Op};
+use ahash::{AHashMap, AHashSet};
+use builder::{KernelBuilder, RootDomain};
+use sequence::{ExecutorKind, Formal, FormalId, FormalRole, IntrinsicCall, Kernel, LaunchSpec, Program, ProgramSequence};
+use std::sync::Arc;
+
+/// Limits the program generator works within.
+#[derive(Debug, Clone)]
+pub struct GenConfig {
+    /// Elements per CPU work unit.
+    pub tile: usize,
+    /// Largest instruction estimate of one fused kernel before it is closed.
+    pub max_kernel_cost: u32,
+}
+
+impl Default for GenConfig {
+    fn default() -> Self {
+        GenConfig { tile: 4096, max_kernel_cost: 4000 }
+    }
+}
+
+/// A generated sequence and how its formal buffers relate to IR nodes.
+pub struct Generated {
+    pub sequence: ProgramSequence,
+    /// Formals bound to buffers that exist before the sequence runs.
+    pub inputs: Vec<(FormalId, NodeId)>,
+    /// Formals whose buffers become the stored value of a node the application holds.
+    pub outputs: Vec<(FormalId, NodeId)>,
+    /// Pending compute nodes the flush processed (fused, stored or dropped).
+    pub processed: Vec<NodeId>,
+    /// How many pending nodes were dead (released and unused) and dropped.
+    pub eliminated: usize,
+}
+
+/// Generates the program sequence for `entries`, all of which are taken from the queue.
+pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Generated {
+    let a = liveness::analyse(nodes, entries);
+    let mut seq = ProgramSequence::default();
+    let mut formal_of: AHashMap<NodeId, FormalId> = AHashMap::new();
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    let mut done: AHashSet<NodeId> = AHashSet::new();
+
+    let mut formal = |seq: &mut ProgramSequence, id: NodeId| -> FormalId {
+        if let Some(&f) = formal_of.get(&id) {
+            return f;
+        }
+        let n = &nodes[&id];
+        let role = if !n.is_pending() {
+            FormalRole::Input
+        } else if n.released {
+            FormalRole::Temp
+        } else {
+            FormalRole::Output
+        };
+        let f = seq.formals.len() as FormalId;
+        seq.formals.push(Formal { dtype: n.dtype, len: n.len(), role });
+        formal_of.insert(id, f);
+        match role {
+            FormalRole::Input => inputs.push((f, id)),
+            FormalRole::Output => outputs.push((f, id)),
+            FormalRole::Temp => {}
+        }
+        f
+    };
+
+    let fusible = |id: &NodeId| !matches!(nodes[id].op, Op::Intrinsic(_));
+    let mut remaining: Vec<NodeId> = a.roots.clone();
+    while !remaining.is_empty() {
+        let ready = |id: &NodeId, done: &AHashSet<NodeId>| a.deps[id].iter().all(|d| done.contains(d));
+        // Non-fusible ready list first, so their consumers become ready for fusion.
+        let mut progressed = false;
+        let mut i = 0;
+        while i < remaining.len() {
+            let id = remaining[i];
+            if !fusible(&id) && ready(&id, &done) {
+                let n = &nodes[&id];
+                let Op::Intrinsic(op) = &n.op else { unreachable!() };
+                let ins: Vec<FormalId> = n.inputs.iter().map(|&i| formal(&mut seq, i)).collect();
+                let out = formal(&mut seq, id);
+                let call = IntrinsicCall {
+                    op: op.clone(),
+                    in_shapes: n.inputs.iter().map(|i| nodes[i].shape.clone()).collect(),
+                    in_dtypes: n.inputs.iter().map(|i| nodes[i].dtype).collect(),
+                    out_shape: n.shape.clone(),
+                    dtype: n.dtype,
+                };
+                seq.programs.push(Program {
+                    kernel: Arc::new(Kernel::Intrinsic(call)),
+                    inputs: ins,
+                    outputs: vec![out],
+                    launch: LaunchSpec { domain_len: n.len(), tile: n.len().max(1), tiles: 1, final_stage: false },
+                    executor: ExecutorKind::Cpu,
+                    sites: vec![n.site],
+                });
+                done.insert(id);
+                remaining.remove(i);
+                progressed = true;
+            } else {
+                i += 1;
+            }
+        }
+        // Then one fused kernel from the fusible ready list.
+        let Some(first) = remaining.iter().copied().find(|id| fusible(id) && ready(id, &done)) else {
+            assert!(progressed || remaining.is_empty(), "program generator: no root is ready (cycle in the IR)");
+            continue;
+        };
+        let mut kb = KernelBuilder::new(nodes, &a.stored, &done, &RootDomain::of(nodes, &nodes[&first]));
+        let mut added: AHashSet<NodeId> = AHashSet::new();
+        loop {
+            let mut grew = false;
+            for &id in &remaining {
+                if added.contains(&id) || !fusible(&id) || kb.cost() > cfg.max_kernel_cost {
+                    continue;
+                }
+                // Producers must be done, or element-wise stores of this kernel (checked when emitting).
+                if !a.deps[&id].iter().all(|d| done.contains(d) || added.contains(d)) {
+                    continue;
+                }
+                if !kb.accepts(&RootDomain::of(nodes, &nodes[&id])) {
+                    continue;
+                }
+                if kb.add_root(id).is_ok() {
+                    added.insert(id);
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        assert!(!kb.is_empty(), "program generator: a ready root did not fit an empty kernel");
+        let (kernel, k_inputs, k_outputs) = kb.finish();
+        let ins: Vec<FormalId> = k_inputs.iter().map(|&i| formal(&mut seq, i)).collect();
+        let outs: Vec<FormalId> = k_outputs.iter().map(|&o| formal(&mut seq, o)).collect();
+        let len = kernel.domain.len();
+        let tiles = len.div_ceil(cfg.tile);
+        let mut sites: Vec<_> = kernel.instr_sites.clone();
+        sites.dedup();
+        seq.programs.push(Program {
+            launch: LaunchSpec { domain_len: len, tile: cfg.tile, tiles, final_stage: !kernel.reductions.is_empty() },
+            kernel: Arc::new(Kernel::Fused(kernel)),
+            inputs: ins,
+            outputs: outs,
+            executor: ExecutorKind::Cpu,
+            sites,
+        });
+        remaining.retain(|id| !added.contains(id));
+        done.extend(added);
+    }
+
+    let eliminated = a.order.iter().filter(|id| !a.needed.contains(id)).count();
+    Generated { sequence: seq, inputs, outputs, processed: a.order, eliminated }
+}

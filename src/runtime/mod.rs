@@ -1,0 +1,110 @@
+//! The process-wide runtime: configuration, the front end's state behind one lock, the execution
+//! scheduler, flow control and counters. The application's threads share it.
+
+pub mod stats;
+
+use crate::compile::WorkQueue;
+use crate::exec::Scheduler;
+use crate::frontend::NodeTable;
+use crate::proggen::GenConfig;
+use parking_lot::{Condvar, Mutex};
+use stats::Counters;
+use std::sync::{Arc, OnceLock};
+
+/// Settings of the runtime. Set them with [`crate::Runtime::init`] before the first array operation,
+/// or through environment variables (`ARRAYFLOW_QUEUE_THRESHOLD`, `ARRAYFLOW_TILE`,
+/// `ARRAYFLOW_MAX_OUTSTANDING`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Compute entries the work queue holds before it is flushed (outside blocks).
+    pub queue_threshold: usize,
+    /// Programs submitted but not completed before the application thread waits.
+    pub max_outstanding: usize,
+    /// Elements per CPU work unit.
+    pub tile: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+        Config {
+            queue_threshold: env("ARRAYFLOW_QUEUE_THRESHOLD", 512),
+            max_outstanding: env("ARRAYFLOW_MAX_OUTSTANDING", 256),
+            tile: env("ARRAYFLOW_TILE", 4096).max(64),
+        }
+    }
+}
+
+/// The front end's state: the port table and the work queue.
+#[derive(Default)]
+pub struct FrontEnd {
+    pub nodes: NodeTable,
+    pub queue: WorkQueue,
+    pub next_id: u64,
+    pub block_depth: u32,
+}
+
+/// Bounds the programs in flight, so a fast application thread waits for the executors instead of
+/// queueing without limit (the seed's shared capacity counters).
+pub struct FlowControl {
+    outstanding: Mutex<usize>,
+    cv: Condvar,
+    limit: usize,
+}
+
+impl FlowControl {
+    pub fn new(limit: usize) -> Self {
+        FlowControl { outstanding: Mutex::new(0), cv: Condvar::new(), limit }
+    }
+    /// Waits while more than the limit is outstanding, then adds `n`.
+    pub fn acquire(&self, n: usize) {
+        let mut g = self.outstanding.lock();
+        while *g > self.limit {
+            self.cv.wait(&mut g);
+        }
+        *g += n;
+    }
+    pub fn complete(&self, n: usize) {
+        let mut g = self.outstanding.lock();
+        *g = g.saturating_sub(n);
+        self.cv.notify_all();
+    }
+}
+
+/// Everything the runtime owns.
+pub struct Inner {
+    pub config: Config,
+    pub gen_config: GenConfig,
+    pub fe: Mutex<FrontEnd>,
+    pub sched: Scheduler,
+    pub counters: Arc<Counters>,
+    pub flow: Arc<FlowControl>,
+}
+
+static RUNTIME: OnceLock<Inner> = OnceLock::new();
+
+impl Inner {
+    fn new(config: Config) -> Inner {
+        let counters = Arc::new(Counters::default());
+        let flow = Arc::new(FlowControl::new(config.max_outstanding));
+        let sched = Scheduler::start(counters.clone(), flow.clone());
+        let gen_config = GenConfig { tile: config.tile, ..GenConfig::default() };
+        tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");
+        Inner { config, gen_config, fe: Mutex::new(FrontEnd::default()), sched, counters, flow }
+    }
+
+    /// The runtime, started with the default configuration on first use.
+    pub fn get() -> &'static Inner {
+        RUNTIME.get_or_init(|| Inner::new(Config::default()))
+    }
+
+    /// Starts the runtime with `config`; `false` if it was already running.
+    pub fn init(config: Config) -> bool {
+        let mut fresh = false;
+        RUNTIME.get_or_init(|| {
+            fresh = true;
+            Inner::new(config)
+        });
+        fresh
+    }
+}

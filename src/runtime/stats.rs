@@ -1,0 +1,160 @@
+//! Counters every stage updates and `Runtime::stats()` reads: what was recorded, generated,
+//! launched, allocated and moved, and why each flush happened.
+
+use crate::compile::FlushReason;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Live counters (atomics, updated from every thread).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub ops_recorded: AtomicU64,
+    pub ops_folded: AtomicU64,
+    pub ops_eliminated: AtomicU64,
+    pub flushes: [AtomicU64; 6],
+    pub sequences_generated: AtomicU64,
+    pub kernels_generated: AtomicU64,
+    pub intrinsics_generated: AtomicU64,
+    pub kernels_launched: AtomicU64,
+    pub intrinsics_launched: AtomicU64,
+    pub final_stages_launched: AtomicU64,
+    pub buffers_allocated: AtomicU64,
+    pub bytes_allocated: AtomicU64,
+    pub buffers_reused: AtomicU64,
+    pub temporaries: AtomicU64,
+    pub bytes_uploaded: AtomicU64,
+    pub bytes_downloaded: AtomicU64,
+    pub failed_programs: AtomicU64,
+}
+
+/// A snapshot of the runtime's counters. Counts are totals since start-up; subtract two snapshots
+/// (`after.since(&before)`) to measure a piece of code.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Operations the application recorded (after folding).
+    pub ops_recorded: u64,
+    /// Operations the front end folded away (constant folding, strength reduction).
+    pub ops_folded: u64,
+    /// Recorded operations the program generator dropped as dead.
+    pub ops_eliminated: u64,
+    /// Flushes of the work queue, by reason.
+    pub flushes: FlushCounts,
+    pub sequences_generated: u64,
+    /// Fused kernels the program generator built.
+    pub kernels_generated: u64,
+    /// Intrinsic programs the program generator scheduled.
+    pub intrinsics_generated: u64,
+    /// Fused kernels the executors ran.
+    pub kernels_launched: u64,
+    /// Intrinsic programs the executors ran.
+    pub intrinsics_launched: u64,
+    /// Final reduction stages run (one per fused kernel with reductions).
+    pub final_stages_launched: u64,
+    /// Buffers newly allocated (not taken from the pool).
+    pub buffers_allocated: u64,
+    pub bytes_allocated: u64,
+    /// Buffers taken from the pool of released ones.
+    pub buffers_reused: u64,
+    /// Buffers the program generator needed that the application never sees.
+    pub temporaries: u64,
+    /// Bytes written into the runtime by the application.
+    pub bytes_uploaded: u64,
+    /// Bytes read out of the runtime by the application.
+    pub bytes_downloaded: u64,
+    /// Programs that failed (their results are invalid).
+    pub failed_programs: u64,
+}
+
+/// Flush counts by [`FlushReason`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushCounts {
+    pub read: u64,
+    pub threshold: u64,
+    pub non_fusible: u64,
+    pub hint: u64,
+    pub execute: u64,
+    pub block_end: u64,
+}
+
+impl FlushCounts {
+    pub fn total(&self) -> u64 {
+        self.read + self.threshold + self.non_fusible + self.hint + self.execute + self.block_end
+    }
+    pub fn get(&self, r: FlushReason) -> u64 {
+        match r {
+            FlushReason::Read => self.read,
+            FlushReason::Threshold => self.threshold,
+            FlushReason::NonFusible => self.non_fusible,
+            FlushReason::Hint => self.hint,
+            FlushReason::Execute => self.execute,
+            FlushReason::BlockEnd => self.block_end,
+        }
+    }
+}
+
+impl Counters {
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Relaxed);
+    }
+    pub fn snapshot(&self) -> Stats {
+        let f = |r: FlushReason| self.flushes[r.index()].load(Relaxed);
+        Stats {
+            ops_recorded: self.ops_recorded.load(Relaxed),
+            ops_folded: self.ops_folded.load(Relaxed),
+            ops_eliminated: self.ops_eliminated.load(Relaxed),
+            flushes: FlushCounts {
+                read: f(FlushReason::Read),
+                threshold: f(FlushReason::Threshold),
+                non_fusible: f(FlushReason::NonFusible),
+                hint: f(FlushReason::Hint),
+                execute: f(FlushReason::Execute),
+                block_end: f(FlushReason::BlockEnd),
+            },
+            sequences_generated: self.sequences_generated.load(Relaxed),
+            kernels_generated: self.kernels_generated.load(Relaxed),
+            intrinsics_generated: self.intrinsics_generated.load(Relaxed),
+            kernels_launched: self.kernels_launched.load(Relaxed),
+            intrinsics_launched: self.intrinsics_launched.load(Relaxed),
+            final_stages_launched: self.final_stages_launched.load(Relaxed),
+            buffers_allocated: self.buffers_allocated.load(Relaxed),
+            bytes_allocated: self.bytes_allocated.load(Relaxed),
+            buffers_reused: self.buffers_reused.load(Relaxed),
+            temporaries: self.temporaries.load(Relaxed),
+            bytes_uploaded: self.bytes_uploaded.load(Relaxed),
+            bytes_downloaded: self.bytes_downloaded.load(Relaxed),
+            failed_programs: self.failed_programs.load(Relaxed),
+        }
+    }
+}
+
+impl Stats {
+    /// The counts accumulated between `earlier` and `self`.
+    pub fn since(&self, earlier: &Stats) -> Stats {
+        let fc = |a: &FlushCounts, b: &FlushCounts| FlushCounts {
+            read: a.read - b.read,
+            threshold: a.threshold - b.threshold,
+            non_fusible: a.non_fusible - b.non_fusible,
+            hint: a.hint - b.hint,
+            execute: a.execute - b.execute,
+            block_end: a.block_end - b.block_end,
+        };
+        Stats {
+            ops_recorded: self.ops_recorded - earlier.ops_recorded,
+            ops_folded: self.ops_folded - earlier.ops_folded,
+            ops_eliminated: self.ops_eliminated - earlier.ops_eliminated,
+            flushes: fc(&self.flushes, &earlier.flushes),
+            sequences_generated: self.sequences_generated - earlier.sequences_generated,
+            kernels_generated: self.kernels_generated - earlier.kernels_generated,
+            intrinsics_generated: self.intrinsics_generated - earlier.intrinsics_generated,
+            kernels_launched: self.kernels_launched - earlier.kernels_launched,
+            intrinsics_launched: self.intrinsics_launched - earlier.intrinsics_launched,
+            final_stages_launched: self.final_stages_launched - earlier.final_stages_launched,
+            buffers_allocated: self.buffers_allocated - earlier.buffers_allocated,
+            bytes_allocated: self.bytes_allocated - earlier.bytes_allocated,
+            buffers_reused: self.buffers_reused - earlier.buffers_reused,
+            temporaries: self.temporaries - earlier.temporaries,
+            bytes_uploaded: self.bytes_uploaded - earlier.bytes_uploaded,
+            bytes_downloaded: self.bytes_downloaded - earlier.bytes_downloaded,
+            failed_programs: self.failed_programs - earlier.failed_programs,
+        }
+    }
+}
