@@ -1,1 +1,25 @@
-//! placeholder
+//! The language-specific interface (the seed's LSI 100) for Rust: `Array<T>` with operator
+//! overloading, math functions, reductions, generators, views, random numbers, reads and writes,
+//! and the `Runtime` controls. Every public function is `#[track_caller]` so errors, caches and
+//! profiles know the user's call site.
+
+mod array;
+mod dynarray;
+mod element;
+mod math;
+mod ops;
+mod random;
+mod reduce;
+mod runtime;
+mod view;
+
+pub use array::Array;
+pub use dynarray::DynArray;
+pub use element::{Element, Float, Index, Logical, Numeric};
+pub use math::select;
+pub use ops::Operand;
+pub use random::Rng;
+pub use reduce::Bool;
+pub use runtime::{FlushCounts, Runtime, RuntimeBuilder, Stats};
+pub use view::Slice;
+pub use crate::ir::DType;

@@ -52,11 +52,13 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason) {
     for id in &generated.processed {
         if fe.nodes[id].released {
             fe.nodes.remove(id);
+        } else if let Some(n) = fe.nodes.get_mut(id) {
+            n.queued = false;
         }
     }
     let mut freed = Vec::new();
     for id in touched {
-        let gone = fe.nodes.get(&id).is_some_and(|n| n.released && n.users == 0 && !n.is_pending());
+        let gone = fe.nodes.get(&id).is_some_and(|n| n.released && n.users == 0 && !n.queued);
         if gone && let Some(b) = fe.nodes.remove(&id).and_then(|n| n.buffer()) {
             freed.push(b);
         }

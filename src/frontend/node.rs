@@ -27,6 +27,9 @@ pub struct NodeInfo {
     pub released: bool,
     /// Pending nodes that read this one.
     pub users: u32,
+    /// Whether the work queue holds a compute entry for it. Constants and generators are lazy
+    /// leaves: recomputed inside each kernel that reads them, queued only when read themselves.
+    pub queued: bool,
 }
 
 impl NodeInfo {

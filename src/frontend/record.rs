@@ -25,6 +25,7 @@ impl Inner {
             _ => None,
         };
         let fusible = op.is_fusible();
+        let queued = !matches!(op, Op::Const(_) | Op::Generate(_));
         let id = {
             let mut fe = self.fe.lock();
             fe.next_id += 1;
@@ -43,10 +44,14 @@ impl Inner {
                 state: NodeState::Pending,
                 released: false,
                 users: 0,
+                queued,
             };
             fe.nodes.insert(id, info);
-            fe.queue.push(Entry::Compute(id));
             Counters::add(&self.counters.ops_recorded, 1);
+            if !queued {
+                return Arc::new(NodeHandle { id, shape, dtype, konst });
+            }
+            fe.queue.push(Entry::Compute(id));
             if !fusible && fe.queue.computes() == 1 {
                 flush(self, &mut fe, FlushReason::NonFusible);
             } else if fe.queue.computes() >= self.config.queue_threshold && fe.block_depth == 0 {
@@ -74,6 +79,7 @@ impl Inner {
                 state: NodeState::Stored(buf),
                 released: false,
                 users: 0,
+                queued: false,
             };
             fe.nodes.insert(id, info);
             // Sent under the lock so no later program can reach the scheduler before the data.
@@ -88,7 +94,7 @@ impl Inner {
         let mut fe = self.fe.lock();
         let Some(n) = fe.nodes.get_mut(&id) else { return };
         n.released = true;
-        if n.is_pending() {
+        if n.queued {
             fe.queue.push(Entry::Release(id));
         } else if n.users == 0 {
             let buf = n.buffer();
@@ -104,6 +110,7 @@ impl Inner {
         let buf = {
             let mut fe = self.fe.lock();
             if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
+                enqueue_leaf(&mut fe, h.id);
                 flush(self, &mut fe, FlushReason::Read);
             }
             fe.nodes.get(&h.id).and_then(|n| n.buffer())
@@ -122,6 +129,7 @@ impl Inner {
     pub fn hint_read(&self, h: &Handle) {
         let mut fe = self.fe.lock();
         if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
+            enqueue_leaf(&mut fe, h.id);
             fe.queue.push(Entry::HintRead(h.id));
             flush(self, &mut fe, FlushReason::Hint);
         }
@@ -157,6 +165,16 @@ impl Inner {
             flush(self, &mut fe, FlushReason::BlockEnd);
         }
         Ok(())
+    }
+}
+
+/// Puts a lazy leaf (constant, generator) into the queue so the next flush stores it.
+fn enqueue_leaf(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
+    if let Some(n) = fe.nodes.get_mut(&id)
+        && !n.queued
+    {
+        n.queued = true;
+        fe.queue.push(Entry::Compute(id));
     }
 }
 

@@ -1,0 +1,195 @@
+//! `Array<T>`: the application's handle to data and pending results. Construction from host data,
+//! shape queries, reads (which are the only calls that wait), hints and casts.
+
+use super::element::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::frontend::{self, Handle};
+use crate::ir::{Shape, Site};
+use crate::runtime::Inner;
+use std::marker::PhantomData;
+use std::panic::Location;
+
+/// An n-dimensional, row-major array of `T` managed by the runtime. Operations on it are recorded,
+/// not run; a read (`to_vec`, `item`, `read_into`) computes what it needs. `Clone` shares the data.
+pub struct Array<T: Element> {
+    pub(crate) h: Handle,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> Clone for Array<T> {
+    fn clone(&self) -> Self {
+        Array::wrap(self.h.clone())
+    }
+}
+
+impl<T: Element> std::fmt::Debug for Array<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Array<{}>{:?}", T::DTYPE, self.shape())
+    }
+}
+
+#[track_caller]
+pub(crate) fn site() -> Site {
+    Location::caller()
+}
+
+/// Panics with the error's message; used by operators and other non-`try_` forms.
+#[track_caller]
+pub(crate) fn ok<R>(r: Result<R>) -> R {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+impl<T: Element> Array<T> {
+    pub(crate) fn wrap(h: Handle) -> Self {
+        debug_assert_eq!(h.dtype, T::DTYPE);
+        Array { h, _t: PhantomData }
+    }
+
+    /// Dimensions, outermost first.
+    pub fn shape(&self) -> &[usize] {
+        &self.h.shape
+    }
+    pub fn ndim(&self) -> usize {
+        self.h.shape.len()
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.h.shape.iter().product()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn dtype(&self) -> crate::ir::DType {
+        T::DTYPE
+    }
+
+    /// An array of `shape` holding a copy of `data` (row-major).
+    #[track_caller]
+    pub fn from_slice(data: &[T], shape: &[usize]) -> Self {
+        ok(Self::from_vec_at(data.to_vec(), shape, site()))
+    }
+    /// An array of `shape` that takes ownership of `data` without copying it.
+    #[track_caller]
+    pub fn from_vec(data: Vec<T>, shape: &[usize]) -> Self {
+        ok(Self::from_vec_at(data, shape, site()))
+    }
+    /// Like [`Array::from_vec`], returning an error when the length does not match the shape.
+    #[track_caller]
+    pub fn try_from_vec(data: Vec<T>, shape: &[usize]) -> Result<Self> {
+        Self::from_vec_at(data, shape, site())
+    }
+    fn from_vec_at(data: Vec<T>, shape: &[usize], site: Site) -> Result<Self> {
+        let n: usize = shape.iter().product();
+        if data.len() != n {
+            return Err(Error::new(
+                ErrorKind::Shape,
+                format!("{} elements given for shape {shape:?}, which holds {n}", data.len()),
+            )
+            .at(site)
+            .hint("pass as many elements as the shape's dimensions multiply to"));
+        }
+        Ok(Array::wrap(Inner::get().upload(T::typed_vec(data), Shape::from_slice(shape), site)))
+    }
+    /// A 1-D array holding a copy of `data`.
+    #[track_caller]
+    pub fn from_vec1(data: Vec<T>) -> Self {
+        let n = data.len();
+        ok(Self::from_vec_at(data, &[n], site()))
+    }
+
+    /// A 0-dimensional array (a scalar).
+    #[track_caller]
+    pub fn scalar(v: T) -> Self {
+        Array::wrap(frontend::constant(v.scalar(), Shape::new(), site()))
+    }
+    /// Every element `v`.
+    #[track_caller]
+    pub fn full(shape: &[usize], v: T) -> Self {
+        Array::wrap(frontend::constant(v.scalar(), Shape::from_slice(shape), site()))
+    }
+
+    /// Computes the array if needed and copies its elements out (row-major).
+    #[track_caller]
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let data = Inner::get().read(&self.h, site())?;
+        Ok(T::slice(&data).to_vec())
+    }
+    /// The single element of an array of one element.
+    #[track_caller]
+    pub fn item(&self) -> Result<T> {
+        let site = site();
+        if self.len() != 1 {
+            return Err(Error::new(ErrorKind::Shape, format!("item() of an array of shape {:?} ({} elements)", self.shape(), self.len()))
+                .at(site)
+                .hint("item() reads arrays of exactly one element; use to_vec() for more"));
+        }
+        let data = Inner::get().read(&self.h, site)?;
+        Ok(T::slice(&data)[0])
+    }
+    /// Copies the elements into `out`, which must have `len()` elements.
+    #[track_caller]
+    pub fn read_into(&self, out: &mut [T]) -> Result<()> {
+        let site = site();
+        if out.len() != self.len() {
+            return Err(Error::new(ErrorKind::Shape, format!("read_into a slice of {} elements from an array of {}", out.len(), self.len())).at(site));
+        }
+        let data = Inner::get().read(&self.h, site)?;
+        out.copy_from_slice(T::slice(&data));
+        Ok(())
+    }
+
+    /// Tells the runtime this array will be read soon: its computation starts now.
+    pub fn hint_read(&self) {
+        Inner::get().hint_read(&self.h);
+    }
+
+    /// Converts every element to `U` (Rust `as` rules; numbers to bool by `!= 0`).
+    #[track_caller]
+    pub fn cast<U: Element>(&self) -> Array<U> {
+        Array::wrap(frontend::cast(&self.h, U::DTYPE, site()))
+    }
+
+    /// This array with its element type known only at run time.
+    pub fn into_dyn(self) -> super::DynArray {
+        super::DynArray { h: self.h }
+    }
+}
+
+impl<T: super::Numeric> Array<T> {
+    #[track_caller]
+    pub fn zeros(shape: &[usize]) -> Self {
+        Self::full(shape, T::ZERO)
+    }
+    #[track_caller]
+    pub fn ones(shape: &[usize]) -> Self {
+        Self::full(shape, T::ONE)
+    }
+    /// Each element's index along `axis` (the seed's index generator).
+    #[track_caller]
+    pub fn iota(shape: &[usize], axis: usize) -> Self {
+        let site = site();
+        if axis >= shape.len() {
+            panic!("{}", Error::new(ErrorKind::Argument, format!("iota axis {axis} is out of range for shape {shape:?}")).at(site));
+        }
+        Array::wrap(frontend::generate(crate::ir::GenKind::Iota { axis }, Shape::from_slice(shape), T::DTYPE, site))
+    }
+    /// The `n` x `n` identity matrix.
+    #[track_caller]
+    pub fn identity(n: usize) -> Self {
+        Array::wrap(frontend::generate(crate::ir::GenKind::Identity, smallvec::smallvec![n, n], T::DTYPE, site()))
+    }
+}
+
+impl<T: super::Float> Array<T> {
+    /// `n` evenly spaced values from `start` to `end`, both included.
+    #[track_caller]
+    pub fn linspace(start: f64, end: f64, n: usize) -> Self {
+        let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
+        let end = if n > 1 { end } else { start };
+        let kind = crate::ir::GenKind::Linspace { start, step, end, n };
+        Array::wrap(frontend::generate(kind, smallvec::smallvec![n], T::DTYPE, site()))
+    }
+}

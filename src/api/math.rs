@@ -1,0 +1,192 @@
+//! Element-wise functions (the seed's section 4.2): transcendental and rounding functions on floats,
+//! `abs`/`sign` on numbers, comparisons returning `Array<bool>`, logical functions on bools,
+//! `select` (the seed's Cond), `pow`/`powi`, `minimum`/`maximum`/`clamp`.
+
+use super::array::{Array, ok, site};
+use super::element::{Element, Float, Logical, Numeric};
+use super::ops::Operand;
+use crate::frontend;
+use crate::ir::{BinaryOp, UnaryOp};
+
+macro_rules! float_unary {
+    ($($name:ident $op:ident $doc:literal),* $(,)?) => {
+        impl<T: Float> Array<T> {$(
+            #[doc = $doc]
+            #[track_caller]
+            pub fn $name(&self) -> Array<T> { self.un(UnaryOp::$op) }
+        )*}
+    };
+}
+float_unary! {
+    exp Exp "e^x", exp2 Exp2 "2^x", sqrt Sqrt "square root", rsqrt Rsqrt "1 / sqrt(x)",
+    cbrt Cbrt "cube root", ln Ln "natural logarithm", log10 Log10 "base-10 logarithm",
+    log2 Log2 "base-2 logarithm", sin Sin "sine", cos Cos "cosine", tan Tan "tangent",
+    sec Sec "secant, 1 / cos(x)", csc Csc "cosecant, 1 / sin(x)", cot Cot "cotangent, 1 / tan(x)",
+    asin Asin "arcsine", acos Acos "arccosine", atan Atan "arctangent",
+    asec Asec "arcsecant, acos(1 / x)", acsc Acsc "arccosecant, asin(1 / x)", acot Acot "arccotangent, atan(1 / x)",
+    sinh Sinh "hyperbolic sine", cosh Cosh "hyperbolic cosine", tanh Tanh "hyperbolic tangent",
+    sech Sech "hyperbolic secant", csch Csch "hyperbolic cosecant", coth Coth "hyperbolic cotangent",
+    asinh Asinh "inverse hyperbolic sine", acosh Acosh "inverse hyperbolic cosine", atanh Atanh "inverse hyperbolic tangent",
+    floor Floor "round down", ceil Ceil "round up", trunc Trunc "round toward zero",
+    round Round "round to nearest, halves away from zero",
+}
+
+impl<T: Float> Array<T> {
+    /// Whether each element is NaN.
+    #[track_caller]
+    pub fn is_nan(&self) -> Array<bool> {
+        self.un(UnaryOp::IsNan)
+    }
+    /// Whether each element is +inf or -inf.
+    #[track_caller]
+    pub fn is_inf(&self) -> Array<bool> {
+        self.un(UnaryOp::IsInf)
+    }
+    /// `x^y` element-wise (`y` an array or a scalar).
+    #[track_caller]
+    pub fn pow(&self, y: impl Operand<T>) -> Array<T> {
+        let s = site();
+        let y = y.into_handle(s);
+        // Strength reduction: x^2 is x * x, x^1 is x.
+        match y.konst.map(|v| v.as_f64()) {
+            Some(2.0) if y.shape.is_empty() => self.bin(BinaryOp::Mul, self),
+            Some(1.0) if y.shape.is_empty() => self.clone(),
+            _ => Array::wrap(ok(frontend::binary(BinaryOp::Pow, &self.h, &y, s))),
+        }
+    }
+    /// `x^n` for an integer `n`, as a chain of multiplications for small `|n|` (fused into one kernel).
+    #[track_caller]
+    pub fn powi(&self, n: i32) -> Array<T> {
+        match n {
+            0 => Array::ones(self.shape()),
+            1 => self.clone(),
+            _ if n < 0 => Array::scalar(T::ONE).bin(BinaryOp::Div, &self.powi(-n)),
+            _ if n > 64 => self.pow(T::from_f64(n as f64)),
+            _ => {
+                // Square and multiply.
+                let half = self.powi(n / 2);
+                let sq = &half * &half;
+                if n % 2 == 1 { &sq * self } else { sq }
+            }
+        }
+    }
+    /// Logarithm in `base`.
+    #[track_caller]
+    pub fn log(&self, base: T) -> Array<T> {
+        self.ln() / T::from_f64(base.scalar().as_f64().ln())
+    }
+    /// Four-quadrant arctangent of `self / x`.
+    #[track_caller]
+    pub fn atan2(&self, x: impl Operand<T>) -> Array<T> {
+        self.bin(BinaryOp::Atan2, x)
+    }
+}
+
+impl<T: Numeric> Array<T> {
+    #[track_caller]
+    pub fn abs(&self) -> Array<T> {
+        self.un(UnaryOp::Abs)
+    }
+    /// -1, 0 or 1 by sign (NaN stays NaN).
+    #[track_caller]
+    pub fn sign(&self) -> Array<T> {
+        self.un(UnaryOp::Sign)
+    }
+    /// Remainder with the sign of the dividend (C `fmod`, Rust `%`).
+    #[track_caller]
+    pub fn rem(&self, y: impl Operand<T>) -> Array<T> {
+        self.bin(BinaryOp::Rem, y)
+    }
+    /// Floored modulo with the sign of the divisor (NumPy `mod`).
+    #[track_caller]
+    pub fn modulo(&self, y: impl Operand<T>) -> Array<T> {
+        self.bin(BinaryOp::Mod, y)
+    }
+    /// Element-wise minimum (NaN if either is NaN, as NumPy `minimum`).
+    #[track_caller]
+    pub fn minimum(&self, y: impl Operand<T>) -> Array<T> {
+        self.bin(BinaryOp::Min, y)
+    }
+    /// Element-wise maximum (NaN if either is NaN, as NumPy `maximum`).
+    #[track_caller]
+    pub fn maximum(&self, y: impl Operand<T>) -> Array<T> {
+        self.bin(BinaryOp::Max, y)
+    }
+    /// Each element limited to `[lo, hi]`.
+    #[track_caller]
+    pub fn clamp(&self, lo: impl Operand<T>, hi: impl Operand<T>) -> Array<T> {
+        self.maximum(lo).minimum(hi)
+    }
+    #[track_caller]
+    pub fn lt(&self, y: impl Operand<T>) -> Array<bool> {
+        self.bin(BinaryOp::Lt, y)
+    }
+    #[track_caller]
+    pub fn le(&self, y: impl Operand<T>) -> Array<bool> {
+        self.bin(BinaryOp::Le, y)
+    }
+    #[track_caller]
+    pub fn gt(&self, y: impl Operand<T>) -> Array<bool> {
+        self.bin(BinaryOp::Gt, y)
+    }
+    #[track_caller]
+    pub fn ge(&self, y: impl Operand<T>) -> Array<bool> {
+        self.bin(BinaryOp::Ge, y)
+    }
+}
+
+impl<T: Element> Array<T> {
+    /// Element-wise equality.
+    #[track_caller]
+    pub fn eq(&self, y: impl Operand<T>) -> Array<bool> {
+        self.bin(BinaryOp::Eq, y)
+    }
+    /// Element-wise inequality.
+    #[track_caller]
+    pub fn ne(&self, y: impl Operand<T>) -> Array<bool> {
+        self.bin(BinaryOp::Ne, y)
+    }
+}
+
+impl<T: Logical> Array<T> {
+    #[track_caller]
+    pub fn and(&self, y: impl Operand<T>) -> Array<T> {
+        self.bin(BinaryOp::And, y)
+    }
+    #[track_caller]
+    pub fn or(&self, y: impl Operand<T>) -> Array<T> {
+        self.bin(BinaryOp::Or, y)
+    }
+    #[track_caller]
+    pub fn xor(&self, y: impl Operand<T>) -> Array<T> {
+        self.bin(BinaryOp::Xor, y)
+    }
+    #[track_caller]
+    pub fn not(&self) -> Array<T> {
+        self.un(UnaryOp::Not)
+    }
+}
+
+impl Array<bool> {
+    #[track_caller]
+    pub fn nand(&self, y: impl Operand<bool>) -> Array<bool> {
+        self.bin(BinaryOp::Nand, y)
+    }
+    #[track_caller]
+    pub fn nor(&self, y: impl Operand<bool>) -> Array<bool> {
+        self.bin(BinaryOp::Nor, y)
+    }
+    /// `a` where this is true, else `b` (the seed's Cond).
+    #[track_caller]
+    pub fn select<T: Element>(&self, a: impl Operand<T>, b: impl Operand<T>) -> Array<T> {
+        let s = site();
+        Array::wrap(ok(frontend::select(&self.h, &a.into_handle(s), &b.into_handle(s), s)))
+    }
+}
+
+/// `a` where `cond` is true, else `b`, broadcast together (the seed's Cond).
+#[track_caller]
+pub fn select<T: Element>(cond: &Array<bool>, a: impl Operand<T>, b: impl Operand<T>) -> Array<T> {
+    let s = site();
+    Array::wrap(ok(frontend::select(&cond.h, &a.into_handle(s), &b.into_handle(s), s)))
+}

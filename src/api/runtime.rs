@@ -1,0 +1,86 @@
+//! `Runtime`: start-up configuration, execution control (`execute`, blocks) and statistics.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::{Config, Inner};
+pub use crate::runtime::stats::{FlushCounts, Stats};
+
+/// The process-wide runtime. It starts itself on first use; call [`Runtime::builder`] first to
+/// change its settings.
+pub struct Runtime;
+
+/// Settings for [`Runtime`], applied by [`RuntimeBuilder::start`].
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeBuilder {
+    config: Config,
+}
+
+impl RuntimeBuilder {
+    /// Compute entries the work queue holds before it flushes on its own.
+    pub fn queue_threshold(mut self, n: usize) -> Self {
+        self.config.queue_threshold = n.max(1);
+        self
+    }
+    /// Programs in flight before the application thread waits (flow control).
+    pub fn max_outstanding(mut self, n: usize) -> Self {
+        self.config.max_outstanding = n.max(1);
+        self
+    }
+    /// Elements per CPU work unit.
+    pub fn tile(mut self, n: usize) -> Self {
+        self.config.tile = n.max(64);
+        self
+    }
+    /// Starts the runtime; an error if it already runs (an array operation started it).
+    #[track_caller]
+    pub fn start(self) -> Result<()> {
+        if Inner::init(self.config) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::Runtime, "the runtime is already running")
+                .at(std::panic::Location::caller())
+                .hint("call Runtime::builder()...start() before the first array operation"))
+        }
+    }
+}
+
+impl Runtime {
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+    /// Counters since start-up: ops recorded, kernels generated and launched, flushes by reason,
+    /// buffers and bytes allocated, bytes moved.
+    pub fn stats() -> Stats {
+        Inner::get().counters.snapshot()
+    }
+    /// Runs everything recorded so far and waits for it.
+    pub fn execute() {
+        Inner::get().execute();
+    }
+    /// Marks the start of a block (for example a loop body): the queue is not flushed for its
+    /// length until the matching `end_block`, so the whole block is compiled together.
+    pub fn begin_block() {
+        Inner::get().begin_block();
+    }
+    /// Ends a block; the outermost one flushes the queue.
+    #[track_caller]
+    pub fn end_block() -> Result<()> {
+        Inner::get().end_block(std::panic::Location::caller())
+    }
+    /// Runs `f` inside a block.
+    #[track_caller]
+    pub fn block<R>(f: impl FnOnce() -> R) -> R {
+        let site = std::panic::Location::caller();
+        Self::begin_block();
+        let r = f();
+        Inner::get().end_block(site).expect("blocks are balanced inside Runtime::block");
+        r
+    }
+    /// A description of the executor that runs kernels, for example `cpu (8 threads)`.
+    pub fn executor() -> String {
+        format!("cpu ({} threads)", rayon::current_num_threads())
+    }
+    /// The settings the runtime runs with.
+    pub fn config() -> Config {
+        Inner::get().config.clone()
+    }
+}

@@ -1,0 +1,134 @@
+//! Views and data movement: reshape, transpose/permute, slices with steps, broadcast (the seed's
+//! spread), tile (periodic copy), gather (by an index array), concat, and the matrix product.
+
+use super::array::{Array, ok, site};
+use super::element::{Element, Float, Index};
+use crate::error::Result;
+use crate::frontend::{self, SliceSpec};
+use crate::ir::Shape;
+use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo};
+
+/// One axis of a slice. Negative indices count from the end; a negative step walks backwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slice(pub(crate) SliceSpec);
+
+impl Slice {
+    /// `start..end` with `step` (`None` = to the end in the step's direction).
+    pub fn new(start: Option<isize>, end: Option<isize>, step: isize) -> Slice {
+        Slice(SliceSpec { start, end, step })
+    }
+    /// The whole axis.
+    pub fn all() -> Slice {
+        Slice::new(None, None, 1)
+    }
+    /// `range` taking every `step`-th element.
+    pub fn step(range: impl Into<Slice>, step: isize) -> Slice {
+        let mut s = range.into();
+        s.0.step = step;
+        s
+    }
+    /// A single index, keeping the axis with length 1.
+    pub fn at(i: isize) -> Slice {
+        Slice::new(Some(i), Some(if i == -1 { isize::MAX } else { i + 1 }), 1)
+    }
+}
+impl From<Range<usize>> for Slice {
+    fn from(r: Range<usize>) -> Slice {
+        Slice::new(Some(r.start as isize), Some(r.end as isize), 1)
+    }
+}
+impl From<RangeInclusive<usize>> for Slice {
+    fn from(r: RangeInclusive<usize>) -> Slice {
+        Slice::new(Some(*r.start() as isize), Some(*r.end() as isize + 1), 1)
+    }
+}
+impl From<RangeFrom<usize>> for Slice {
+    fn from(r: RangeFrom<usize>) -> Slice {
+        Slice::new(Some(r.start as isize), None, 1)
+    }
+}
+impl From<RangeTo<usize>> for Slice {
+    fn from(r: RangeTo<usize>) -> Slice {
+        Slice::new(None, Some(r.end as isize), 1)
+    }
+}
+impl From<RangeFull> for Slice {
+    fn from(_: RangeFull) -> Slice {
+        Slice::all()
+    }
+}
+
+impl<T: Element> Array<T> {
+    /// The same elements in a new shape (row-major order is kept).
+    #[track_caller]
+    pub fn reshape(&self, shape: &[usize]) -> Array<T> {
+        ok(self.try_reshape(shape))
+    }
+    #[track_caller]
+    pub fn try_reshape(&self, shape: &[usize]) -> Result<Array<T>> {
+        Ok(Array::wrap(frontend::reshape(&self.h, Shape::from_slice(shape), site())?))
+    }
+    /// Axes reversed (a matrix transpose for 2-D arrays).
+    #[track_caller]
+    pub fn transpose(&self) -> Array<T> {
+        let perm: Vec<usize> = (0..self.ndim()).rev().collect();
+        self.permute(&perm)
+    }
+    /// Output axis `i` is input axis `perm[i]`.
+    #[track_caller]
+    pub fn permute(&self, perm: &[usize]) -> Array<T> {
+        Array::wrap(ok(frontend::permute(&self.h, perm, site())))
+    }
+    /// A sub-array: one [`Slice`] per leading axis (`(2..10).into()`, `Slice::step(.., 2)`, ...).
+    #[track_caller]
+    pub fn slice(&self, ranges: &[Slice]) -> Array<T> {
+        ok(self.try_slice(ranges))
+    }
+    #[track_caller]
+    pub fn try_slice(&self, ranges: &[Slice]) -> Result<Array<T>> {
+        let spec: Vec<SliceSpec> = ranges.iter().map(|s| s.0).collect();
+        Ok(Array::wrap(frontend::slice(&self.h, &spec, site())?))
+    }
+    /// NumPy broadcast to `shape` (the seed's spread).
+    #[track_caller]
+    pub fn broadcast_to(&self, shape: &[usize]) -> Array<T> {
+        ok(self.try_broadcast_to(shape))
+    }
+    #[track_caller]
+    pub fn try_broadcast_to(&self, shape: &[usize]) -> Result<Array<T>> {
+        Ok(Array::wrap(frontend::broadcast_to(&self.h, Shape::from_slice(shape), site())?))
+    }
+    /// Periodic copy: `reps[i]` copies along axis `i` (NumPy `tile`).
+    #[track_caller]
+    pub fn tile(&self, reps: &[usize]) -> Array<T> {
+        Array::wrap(frontend::tile(&self.h, reps, site()))
+    }
+    /// Elements at `indices` along `axis` (NumPy `take`). An index out of range makes the result
+    /// invalid; reading it returns the error.
+    #[track_caller]
+    pub fn gather<I: Index>(&self, indices: &Array<I>, axis: usize) -> Array<T> {
+        Array::wrap(ok(frontend::gather(&self.h, &indices.h, axis, site())))
+    }
+    /// Joins arrays along `axis`; all other dimensions must match.
+    #[track_caller]
+    pub fn concat(parts: &[&Array<T>], axis: usize) -> Array<T> {
+        ok(Self::try_concat(parts, axis))
+    }
+    #[track_caller]
+    pub fn try_concat(parts: &[&Array<T>], axis: usize) -> Result<Array<T>> {
+        let hs: Vec<&frontend::Handle> = parts.iter().map(|p| &p.h).collect();
+        Ok(Array::wrap(frontend::concat(&hs, axis, site())?))
+    }
+}
+
+impl<T: Float> Array<T> {
+    /// Matrix product of `[m, k]` and `[k, n]` (an intrinsic: a tuned GEMM, not fused).
+    #[track_caller]
+    pub fn matmul(&self, other: &Array<T>) -> Array<T> {
+        ok(self.try_matmul(other))
+    }
+    #[track_caller]
+    pub fn try_matmul(&self, other: &Array<T>) -> Result<Array<T>> {
+        Ok(Array::wrap(frontend::matmul(&self.h, &other.h, site())?))
+    }
+}
