@@ -66,6 +66,15 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason) {
 
     let kernels = seq.programs.iter().filter(|p| matches!(&*p.kernel, Kernel::Fused(_))).count();
     let intrinsics = seq.programs.len() - kernels;
+    let instructions: usize = seq
+        .programs
+        .iter()
+        .map(|p| match &*p.kernel {
+            Kernel::Fused(k) => k.instrs.len(),
+            Kernel::Intrinsic(_) => 0,
+        })
+        .sum();
+    Counters::add(&rt.counters.kernel_instructions, instructions as u64);
     Counters::add(&rt.counters.sequences_generated, 1);
     Counters::add(&rt.counters.kernels_generated, kernels as u64);
     Counters::add(&rt.counters.intrinsics_generated, intrinsics as u64);

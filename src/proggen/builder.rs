@@ -38,6 +38,31 @@ impl RootDomain {
     }
 }
 
+/// An instruction without its destination, for value numbering (common subexpressions).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ValueKey {
+    Load(u32, super::kernel::IndexMap),
+    Const(u64, DType),
+    Unary(crate::ir::UnaryOp, Reg),
+    Binary(crate::ir::BinaryOp, Reg, Reg),
+    Select(Reg, Reg, Reg),
+    Cast(DType, Reg),
+}
+
+impl ValueKey {
+    fn of(i: &Instr) -> Option<ValueKey> {
+        Some(match i {
+            Instr::Load { input, map, .. } => ValueKey::Load(*input, map.clone()),
+            Instr::Const { value, .. } => ValueKey::Const(value.bits(), value.dtype()),
+            Instr::Unary { op, a, .. } => ValueKey::Unary(*op, *a),
+            Instr::Binary { op, a, b, .. } => ValueKey::Binary(*op, *a, *b),
+            Instr::Select { cond, a, b, .. } => ValueKey::Select(*cond, *a, *b),
+            Instr::Cast { to, a, .. } => ValueKey::Cast(*to, *a),
+            Instr::Gen { .. } => return None,
+        })
+    }
+}
+
 /// Why a root could not be added.
 #[derive(Debug)]
 pub struct DoesNotFit;
@@ -57,6 +82,9 @@ pub struct KernelBuilder<'a> {
     value_dtypes: Vec<DType>,
     memo: AHashMap<(NodeId, Pos), Reg>,
     journal: Vec<(NodeId, Pos)>,
+    /// Value numbering: an instruction already emitted with the same operation and operands.
+    values: AHashMap<ValueKey, Reg>,
+    value_journal: Vec<ValueKey>,
     /// Nodes read through a buffer, in parameter order.
     pub inputs: Vec<NodeId>,
     input_index: AHashMap<NodeId, u32>,
@@ -83,6 +111,8 @@ impl<'a> KernelBuilder<'a> {
             value_dtypes: Vec::new(),
             memo: AHashMap::new(),
             journal: Vec::new(),
+            values: AHashMap::new(),
+            value_journal: Vec::new(),
             inputs: Vec::new(),
             input_index: AHashMap::new(),
             outputs: Vec::new(),
@@ -121,7 +151,7 @@ impl<'a> KernelBuilder<'a> {
     pub fn add_root(&mut self, id: NodeId) -> Result<(), DoesNotFit> {
         let n = &self.nodes[&id];
         let d = RootDomain::of(self.nodes, n);
-        let mark = (self.instrs.len(), self.journal.len(), self.inputs.len(), self.cost);
+        let mark = (self.instrs.len(), self.journal.len(), self.inputs.len(), self.cost, self.value_journal.len());
         self.current_root = Some(id);
         let result = match &n.op {
             Op::Reduce { op, .. } => {
@@ -161,6 +191,9 @@ impl<'a> KernelBuilder<'a> {
                 for node in self.inputs.drain(mark.2..) {
                     self.input_index.remove(&node);
                 }
+                for key in self.value_journal.drain(mark.4..) {
+                    self.values.remove(&key);
+                }
                 self.cost = mark.3;
                 Err(e)
             }
@@ -174,7 +207,18 @@ impl<'a> KernelBuilder<'a> {
 
     fn push(&mut self, site: Site, dtype: DType, make: impl FnOnce(Reg) -> Instr) -> Reg {
         let reg = self.instrs.len() as Reg;
-        self.instrs.push(make(reg));
+        let instr = make(reg);
+        let key = ValueKey::of(&instr);
+        if let Some(k) = &key
+            && let Some(&r) = self.values.get(k)
+        {
+            return r;
+        }
+        if let Some(k) = key {
+            self.values.insert(k.clone(), reg);
+            self.value_journal.push(k);
+        }
+        self.instrs.push(instr);
         self.sites.push(site);
         self.value_dtypes.push(dtype);
         reg
@@ -182,22 +226,60 @@ impl<'a> KernelBuilder<'a> {
 
     /// The value of node `id` at `pos`: from the memo, a load, or computed here.
     fn emit(&mut self, id: NodeId, pos: Pos) -> Result<Reg, DoesNotFit> {
-        if let Some(&r) = self.memo.get(&(id, pos.clone())) {
-            return Ok(r);
+        self.emit_iter(id, pos, false)
+    }
+
+    /// Emits the operation of a fused node at `pos` (its own value, even if it is stored).
+    fn compute(&mut self, id: NodeId, pos: Pos) -> Result<Reg, DoesNotFit> {
+        self.emit_iter(id, pos, true)
+    }
+
+    /// Post-order walk with an explicit stack (fused chains can be thousands of ops deep).
+    fn emit_iter(&mut self, id: NodeId, pos: Pos, force: bool) -> Result<Reg, DoesNotFit> {
+        struct Frame {
+            id: NodeId,
+            pos: Pos,
+            force: bool,
+            expanded: bool,
         }
-        let n = &self.nodes[&id];
-        let reg = if !n.is_pending() || self.stored.contains(&id) {
-            if n.is_pending() && !self.done.contains(&id) {
-                // Stored by this kernel at another position, or not computed yet.
-                return Err(DoesNotFit);
+        let mut stack = vec![Frame { id, pos: pos.clone(), force, expanded: false }];
+        let mut top = None;
+        while let Some(f) = stack.pop() {
+            if !f.force && let Some(&r) = self.memo.get(&(f.id, f.pos.clone())) {
+                top = Some(r);
+                continue;
             }
-            let map = pos.to_linear(&n.shape, &self.shape);
-            self.load(id, n, map)
-        } else {
-            self.compute(id, pos.clone())?
-        };
-        self.remember(id, pos, reg);
-        Ok(reg)
+            let nodes = self.nodes;
+            let n = &nodes[&f.id];
+            if !f.force && (!n.is_pending() || self.stored.contains(&f.id)) {
+                if n.is_pending() && !self.done.contains(&f.id) {
+                    // Stored by this kernel at another position, or not computed yet.
+                    return Err(DoesNotFit);
+                }
+                let map = f.pos.to_linear(&n.shape, &self.shape);
+                let r = self.load(f.id, n, map);
+                if !f.force {
+                    self.remember(f.id, f.pos, r);
+                }
+                top = Some(r);
+                continue;
+            }
+            let children = self.children(n, &f.pos);
+            if !f.expanded && !children.is_empty() {
+                stack.push(Frame { expanded: true, ..f });
+                for (c, cpos) in children.into_iter().rev() {
+                    stack.push(Frame { id: c, pos: cpos, force: false, expanded: false });
+                }
+                continue;
+            }
+            let ins: SmallVec<[Reg; 3]> = children.iter().map(|(c, cpos)| self.memo[&(*c, cpos.clone())]).collect();
+            let r = self.compute_op(n, &f.pos, &ins)?;
+            if !f.force {
+                self.remember(f.id, f.pos, r);
+            }
+            top = Some(r);
+        }
+        top.ok_or(DoesNotFit)
     }
 
     fn load(&mut self, id: NodeId, n: &NodeInfo, map: super::kernel::IndexMap) -> Reg {
@@ -214,11 +296,22 @@ impl<'a> KernelBuilder<'a> {
         self.push(n.site, n.dtype, |dst| Instr::Load { dst, input, map })
     }
 
-    /// Emits the operation of a fused node at `pos`.
-    fn compute(&mut self, id: NodeId, pos: Pos) -> Result<Reg, DoesNotFit> {
-        let nodes = self.nodes;
-        let n = &nodes[&id];
-        let input = |i: usize| &nodes[&n.inputs[i]];
+    /// The inputs of a fused node and the positions it reads them at.
+    fn children(&self, n: &NodeInfo, pos: &Pos) -> SmallVec<[(NodeId, Pos); 3]> {
+        let shape_of = |i: usize| &self.nodes[&n.inputs[i]].shape;
+        match &n.op {
+            Op::Unary(_) | Op::Cast(_) => smallvec::smallvec![(n.inputs[0], pos.clone())],
+            Op::Binary(_) | Op::Select | Op::Broadcast => {
+                (0..n.inputs.len()).map(|i| (n.inputs[i], pos.broadcast_input(&n.shape, shape_of(i)))).collect()
+            }
+            Op::Permute(perm) => smallvec::smallvec![(n.inputs[0], pos.permute_input(perm))],
+            Op::Slice { start, step } => smallvec::smallvec![(n.inputs[0], pos.slice_input(start, step))],
+            _ => SmallVec::new(),
+        }
+    }
+
+    /// Emits one fused node whose inputs' registers are `ins`.
+    fn compute_op(&mut self, n: &NodeInfo, pos: &Pos, ins: &[Reg]) -> Result<Reg, DoesNotFit> {
         let (site, dtype) = (n.site, n.dtype);
         let reg = match &n.op {
             Op::Const(value) => {
@@ -232,36 +325,29 @@ impl<'a> KernelBuilder<'a> {
                 self.push(site, dtype, |dst| Instr::Gen { dst, kind, shape, map })
             }
             Op::Unary(op) => {
-                let a = self.emit(n.inputs[0], pos)?;
                 self.cost += op.cost();
-                let op = *op;
+                let (op, a) = (*op, ins[0]);
                 self.push(site, dtype, |dst| Instr::Unary { dst, op, a })
             }
             Op::Cast(to) => {
-                let a = self.emit(n.inputs[0], pos)?;
-                let to = *to;
+                let (to, a) = (*to, ins[0]);
                 self.push(site, dtype, |dst| Instr::Cast { dst, to, a })
             }
             Op::Binary(op) => {
-                let a = self.emit(n.inputs[0], pos.broadcast_input(&n.shape, &input(0).shape))?;
-                let b = self.emit(n.inputs[1], pos.broadcast_input(&n.shape, &input(1).shape))?;
                 self.cost += op.cost();
-                let op = *op;
+                let (op, a, b) = (*op, ins[0], ins[1]);
                 self.push(site, dtype, |dst| Instr::Binary { dst, op, a, b })
             }
             Op::Select => {
-                let cond = self.emit(n.inputs[0], pos.broadcast_input(&n.shape, &input(0).shape))?;
-                let a = self.emit(n.inputs[1], pos.broadcast_input(&n.shape, &input(1).shape))?;
-                let b = self.emit(n.inputs[2], pos.broadcast_input(&n.shape, &input(2).shape))?;
                 self.cost += 1;
+                let (cond, a, b) = (ins[0], ins[1], ins[2]);
                 self.push(site, dtype, |dst| Instr::Select { dst, cond, a, b })
             }
-            Op::Broadcast => self.emit(n.inputs[0], pos.broadcast_input(&n.shape, &input(0).shape))?,
-            Op::Permute(perm) => self.emit(n.inputs[0], pos.permute_input(perm))?,
-            Op::Slice { start, step } => self.emit(n.inputs[0], pos.slice_input(start, step))?,
+            Op::Broadcast | Op::Permute(_) | Op::Slice { .. } => ins[0],
             Op::Reshape | Op::Tile => {
                 let src_id = n.inputs[0];
-                let src = input(0);
+                let nodes = self.nodes;
+                let src = &nodes[&src_id];
                 if src.is_pending() && !self.done.contains(&src_id) {
                     return Err(DoesNotFit);
                 }

@@ -13,6 +13,7 @@ pub struct Counters {
     pub flushes: [AtomicU64; 6],
     pub sequences_generated: AtomicU64,
     pub kernels_generated: AtomicU64,
+    pub kernel_instructions: AtomicU64,
     pub intrinsics_generated: AtomicU64,
     pub kernels_launched: AtomicU64,
     pub intrinsics_launched: AtomicU64,
@@ -41,6 +42,9 @@ pub struct Stats {
     pub sequences_generated: u64,
     /// Fused kernels the program generator built.
     pub kernels_generated: u64,
+    /// Instructions in the fused kernels generated (loads, constants and operations, after
+    /// common-subexpression elimination).
+    pub kernel_instructions: u64,
     /// Intrinsic programs the program generator scheduled.
     pub intrinsics_generated: u64,
     /// Fused kernels the executors ran.
@@ -111,6 +115,7 @@ impl Counters {
             },
             sequences_generated: self.sequences_generated.load(Relaxed),
             kernels_generated: self.kernels_generated.load(Relaxed),
+            kernel_instructions: self.kernel_instructions.load(Relaxed),
             intrinsics_generated: self.intrinsics_generated.load(Relaxed),
             kernels_launched: self.kernels_launched.load(Relaxed),
             intrinsics_launched: self.intrinsics_launched.load(Relaxed),
@@ -144,6 +149,7 @@ impl Stats {
             flushes: fc(&self.flushes, &earlier.flushes),
             sequences_generated: self.sequences_generated - earlier.sequences_generated,
             kernels_generated: self.kernels_generated - earlier.kernels_generated,
+            kernel_instructions: self.kernel_instructions - earlier.kernel_instructions,
             intrinsics_generated: self.intrinsics_generated - earlier.intrinsics_generated,
             kernels_launched: self.kernels_launched - earlier.kernels_launched,
             intrinsics_launched: self.intrinsics_launched - earlier.intrinsics_launched,
