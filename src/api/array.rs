@@ -33,6 +33,18 @@ pub(crate) fn site() -> Site {
     Location::caller()
 }
 
+/// Reads larger than this many elements are copied out by several threads.
+const PARALLEL_COPY: usize = 1 << 18;
+
+fn copy_parallel<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
+    use rayon::prelude::*;
+    if src.len() < PARALLEL_COPY {
+        dst.copy_from_slice(src);
+    } else {
+        dst.par_chunks_mut(1 << 16).zip(src.par_chunks(1 << 16)).for_each(|(d, s)| d.copy_from_slice(s));
+    }
+}
+
 /// Panics with the error's message; used by operators and other non-`try_` forms.
 #[track_caller]
 pub(crate) fn ok<R>(r: Result<R>) -> R {
@@ -115,7 +127,20 @@ impl<T: Element> Array<T> {
     #[track_caller]
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let data = Inner::get().read(&self.h, site())?;
-        Ok(T::slice(&data).to_vec())
+        let src = T::slice(&data);
+        if src.len() < PARALLEL_COPY {
+            return Ok(src.to_vec());
+        }
+        use rayon::prelude::*;
+        let mut out = Vec::with_capacity(src.len());
+        out.spare_capacity_mut().par_chunks_mut(1 << 16).zip(src.par_chunks(1 << 16)).for_each(|(d, s)| {
+            for (d, &s) in d.iter_mut().zip(s) {
+                d.write(s);
+            }
+        });
+        // SAFETY: the parallel copy above initialised all `src.len()` elements.
+        unsafe { out.set_len(src.len()) };
+        Ok(out)
     }
     /// The single element of an array of one element.
     #[track_caller]
@@ -137,7 +162,7 @@ impl<T: Element> Array<T> {
             return Err(Error::new(ErrorKind::Shape, format!("read_into a slice of {} elements from an array of {}", out.len(), self.len())).at(site));
         }
         let data = Inner::get().read(&self.h, site)?;
-        out.copy_from_slice(T::slice(&data));
+        copy_parallel(T::slice(&data), out);
         Ok(())
     }
 
