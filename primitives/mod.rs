@@ -6,5 +6,5 @@
 pub mod cpu;
 mod table;
 
-pub use table::{BinaryOp, ReduceOp, UnaryOp};
+pub use table::{BinaryOp, Helper, ReduceOp, UnaryOp};
 pub(crate) use table::{binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int, unary_pred};

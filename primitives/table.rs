@@ -41,7 +41,7 @@ macro_rules! binary_arm {
 }
 
 macro_rules! unary_table {
-    ($( $v:ident $name:literal $cost:literal { $($kind:ident : $imp:expr),* } )*) => {
+    ($( $v:ident $name:literal $cost:literal $(needs [$($h:ident),*])? { $($kind:ident : $imp:expr),* } )*) => {
         /// Element-wise operations of one input (the seed's section 4.2 list).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum UnaryOp { $($v),* }
@@ -50,6 +50,8 @@ macro_rules! unary_table {
             pub fn name(self) -> &'static str { match self { $(UnaryOp::$v => $name),* } }
             /// Estimated instructions per element.
             pub fn cost(self) -> u32 { match self { $(UnaryOp::$v => $cost),* } }
+            /// Helper functions a generated kernel using this op must include.
+            pub fn helpers(self) -> &'static [Helper] { match self { $(UnaryOp::$v => &[$($(Helper::$h),*)?]),* } }
             /// The result's element type for an input of `input`, or `None` if the op rejects it.
             pub fn out_dtype(self, input: DType) -> Option<DType> {
                 match self { $(UnaryOp::$v => { $( if let Some(d) = kind_dtype!($kind, input) { return Some(d); } )* None }),* }
@@ -79,7 +81,7 @@ macro_rules! unary_table {
 }
 
 macro_rules! binary_table {
-    ($( $v:ident $name:literal $cost:literal { $($kind:ident : $imp:expr),* } )*) => {
+    ($( $v:ident $name:literal $cost:literal $(needs [$($h:ident),*])? { $($kind:ident : $imp:expr),* } )*) => {
         /// Element-wise operations of two inputs (broadcast NumPy-style).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum BinaryOp { $($v),* }
@@ -88,6 +90,8 @@ macro_rules! binary_table {
             pub fn name(self) -> &'static str { match self { $(BinaryOp::$v => $name),* } }
             /// Estimated instructions per element.
             pub fn cost(self) -> u32 { match self { $(BinaryOp::$v => $cost),* } }
+            /// Helper functions a generated kernel using this op must include.
+            pub fn helpers(self) -> &'static [Helper] { match self { $(BinaryOp::$v => &[$($(Helper::$h),*)?]),* } }
             /// The result's element type for inputs of `input`, or `None` if the op rejects it.
             pub fn out_dtype(self, input: DType) -> Option<DType> {
                 match self { $(BinaryOp::$v => { $( if let Some(d) = kind_dtype!($kind, input) { return Some(d); } )* None }),* }
@@ -119,7 +123,7 @@ macro_rules! binary_table {
 unary_table! {
     Neg   "neg"   1  { float: |x: F| -x, int: |x: I| x.wneg() }
     Abs   "abs"   1  { float: |x: F| x.abs(), int: |x: I| x.wabs() }
-    Sign  "sign"  2  { float: fsign::<F>, int: |x: I| x.sign() }
+    Sign  "sign"  2  needs [Sign] { float: fsign::<F>, int: |x: I| x.sign() }
     Sqrt  "sqrt"  4  { float: |x: F| x.sqrt() }
     Rsqrt "rsqrt" 5  { float: |x: F| x.sqrt().recip() }
     Cbrt  "cbrt"  20 { float: |x: F| x.cbrt() }
@@ -164,11 +168,11 @@ binary_table! {
     Mul   "mul"   1  { float: |x: F, y: F| x * y, int: |x: I, y: I| x.wmul(y) }
     Div   "div"   4  { float: |x: F, y: F| x / y, intz: |x: I, y: I| x.wdiv(y) }
     Rem   "rem"   8  { float: |x: F, y: F| x % y, intz: |x: I, y: I| x.wrem(y) }
-    Mod   "mod"   9  { float: fmod_floor::<F>, intz: |x: I, y: I| x.wmod(y) }
+    Mod   "mod"   9  needs [FloorMod] { float: fmod_floor::<F>, intz: |x: I, y: I| x.wmod(y) }
     Pow   "pow"   40 { float: |x: F, y: F| x.powf(y) }
     Atan2 "atan2" 30 { float: |x: F, y: F| x.atan2(y) }
-    Min   "min"   1  { float: fmin_nan::<F>, int: |x: I, y: I| if y < x { y } else { x } }
-    Max   "max"   1  { float: fmax_nan::<F>, int: |x: I, y: I| if y > x { y } else { x } }
+    Min   "min"   1  needs [NanMinMax] { float: fmin_nan::<F>, int: |x: I, y: I| if y < x { y } else { x } }
+    Max   "max"   1  needs [NanMinMax] { float: fmax_nan::<F>, int: |x: I, y: I| if y > x { y } else { x } }
     Lt    "lt"    1  { cmp: |x: T, y: T| x < y }
     Le    "le"    1  { cmp: |x: T, y: T| x <= y }
     Gt    "gt"    1  { cmp: |x: T, y: T| x > y }
@@ -180,6 +184,20 @@ binary_table! {
     Xor   "xor"   1  { boolean: |x: bool, y: bool| x ^ y, int: |x: I, y: I| x.xor(y) }
     Nand  "nand"  2  { boolean: |x: bool, y: bool| !(x & y) }
     Nor   "nor"   2  { boolean: |x: bool, y: bool| !(x | y) }
+}
+
+/// Helper functions that op sources call. A kernel includes each one it needs once; generated
+/// source targets emit their definitions ahead of the kernel body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Helper {
+    /// -1/0/1 keeping NaN and signed zero (`cpu::fsign`).
+    Sign,
+    /// Floored modulo (`cpu::fmod_floor`, `IntElem::wmod`).
+    FloorMod,
+    /// NaN-propagating min and max (`cpu::fmin_nan`, `cpu::fmax_nan`).
+    NanMinMax,
+    /// Philox4x32-10 and the uniform/normal conversions (`cpu::philox4x32_10`).
+    Philox,
 }
 
 /// Reductions (the first stage fuses with producers; the final stage combines tile partials).

@@ -225,3 +225,27 @@ fn constants_and_generators_stay_lazy_until_read() {
         assert!((y[k] - (u[k] * 3.0 + k as f32)).abs() <= 1e-6 * (k as f32 + 3.0));
     }
 }
+
+#[test]
+fn the_listing_names_kernels_helpers_and_call_sites() {
+    let _g = SERIAL.lock();
+    let a = Array::from_slice(&random(100, 13, -3.0, 3.0), &[100]);
+    let mut rng = Rng::new(5);
+    let noise = rng.normal::<f32>(&[100]);
+    let line = line!() + 1;
+    let y = a.sign() * &noise + a.modulo(2.0).maximum(0.5);
+    y.hint_read();
+    let listing = Runtime::last_flush_listing();
+    assert_eq!(listing.matches("kernel over").count(), 1, "{listing}");
+    for helper in ["Sign", "FloorMod", "NanMinMax", "Philox"] {
+        assert!(listing.contains(helper), "{helper} missing from\n{listing}");
+    }
+    assert!(listing.contains(&format!("tests/fusion.rs:{line}")), "{listing}");
+    let (av, yv, nv) = (a.to_vec().unwrap(), y.to_vec().unwrap(), noise.to_vec().unwrap());
+    for i in 0..100 {
+        let x = av[i] as f64;
+        let m = x - 2.0 * (x / 2.0).floor();
+        let want = x.signum() * nv[i] as f64 + m.max(0.5);
+        assert!((yv[i] as f64 - want).abs() <= 1e-5, "{i}: {} vs {want}", yv[i]);
+    }
+}

@@ -79,6 +79,15 @@ impl Runtime {
     pub fn executor() -> String {
         format!("cpu ({} threads)", rayon::current_num_threads())
     }
+    /// A readable listing of the programs the most recent flush generated: each fused kernel's
+    /// domain, inputs, outputs, helpers and instructions with the call site each came from. Use it
+    /// to see why code ran as more kernels than expected.
+    pub fn last_flush_listing() -> String {
+        match &*Inner::get().last_sequence.lock() {
+            Some(seq) => seq.describe(),
+            None => "no flush yet".into(),
+        }
+    }
     /// The settings the runtime runs with.
     pub fn config() -> Config {
         Inner::get().config.clone()

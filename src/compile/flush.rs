@@ -92,9 +92,14 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason) {
         "flush"
     );
 
+    let seq = Arc::new(seq);
+    if tracing::enabled!(target: "arrayflow::jit", tracing::Level::TRACE) {
+        tracing::trace!(target: "arrayflow::jit", "{}", seq.describe());
+    }
+    *rt.last_sequence.lock() = Some(seq.clone());
     if !seq.programs.is_empty() {
         rt.flow.acquire(seq.programs.len());
-        rt.sched.submit(Instance { seq: Arc::new(seq), bindings });
+        rt.sched.submit(Instance { seq, bindings });
     }
     for b in temps.into_iter().chain(freed) {
         rt.sched.release(b);

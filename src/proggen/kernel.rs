@@ -134,6 +134,52 @@ pub struct FusedKernel {
 }
 
 impl FusedKernel {
+    /// The helper functions this kernel's ops need, each once, in a fixed order.
+    pub fn helpers(&self) -> Vec<crate::primitives::Helper> {
+        let mut h: Vec<_> = self
+            .instrs
+            .iter()
+            .flat_map(|i| match i {
+                Instr::Unary { op, .. } => op.helpers().to_vec(),
+                Instr::Binary { op, .. } => op.helpers().to_vec(),
+                Instr::Gen { kind: GenKind::Random { .. }, .. } => vec![crate::primitives::Helper::Philox],
+                _ => Vec::new(),
+            })
+            .collect();
+        h.sort();
+        h.dedup();
+        h
+    }
+
+    /// A readable listing of the kernel: domain, parameters, helpers and instructions with the
+    /// call site each came from.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "kernel over {:?} ({} elements{}), {} inputs {:?}, {} outputs {:?}, helpers {:?}",
+            self.domain.shape,
+            self.domain.len(),
+            if self.reductions.is_empty() { String::new() } else { format!(", reducing {} per result", self.domain.inner) },
+            self.inputs.len(),
+            self.inputs,
+            self.outputs.len(),
+            self.outputs,
+            self.helpers()
+        );
+        for (i, ins) in self.instrs.iter().enumerate() {
+            let _ = writeln!(s, "  r{} <- {:?}    // {}", ins.dst(), ins, self.instr_sites[i]);
+        }
+        for st in &self.stores {
+            let _ = writeln!(s, "  out{} <- r{}", st.output, st.reg);
+        }
+        for r in &self.reductions {
+            let _ = writeln!(s, "  out{} <- {}(r{})", r.output, r.op.name(), r.reg);
+        }
+        s
+    }
+
     /// Estimated instructions per domain element (the primitive table's estimates summed).
     pub fn cost(&self) -> u32 {
         self.instrs

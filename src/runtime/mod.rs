@@ -79,6 +79,8 @@ pub struct Inner {
     pub sched: Scheduler,
     pub counters: Arc<Counters>,
     pub flow: Arc<FlowControl>,
+    /// The program sequence of the most recent flush, for `Runtime::last_flush_listing()`.
+    pub last_sequence: Mutex<Option<Arc<crate::proggen::sequence::ProgramSequence>>>,
 }
 
 static RUNTIME: OnceLock<Inner> = OnceLock::new();
@@ -90,7 +92,7 @@ impl Inner {
         let sched = Scheduler::start(counters.clone(), flow.clone());
         let gen_config = GenConfig { tile: config.tile, ..GenConfig::default() };
         tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");
-        Inner { config, gen_config, fe: Mutex::new(FrontEnd::default()), sched, counters, flow }
+        Inner { config, gen_config, fe: Mutex::new(FrontEnd::default()), sched, counters, flow, last_sequence: Mutex::new(None) }
     }
 
     /// The runtime, started with the default configuration on first use.
