@@ -60,7 +60,7 @@ impl<T: Float> Array<T> {
         match n {
             0 => Array::ones(self.shape()),
             1 => self.clone(),
-            _ if n < 0 => Array::scalar(T::ONE).bin(BinaryOp::Div, &self.powi(-n)),
+            _ if n < 0 => Array::scalar(T::ONE).bin(BinaryOp::Div, self.powi(-n)),
             _ if n > 64 => self.pow(T::from_f64(n as f64)),
             _ => {
                 // Square and multiply.

@@ -35,7 +35,7 @@ pub enum IndexMap {
     /// `offset + sum_k strides[k] * d_k` over the domain index `d`.
     Strided { offset: isize, strides: SmallVec<[isize; 6]> },
     /// `sum_j ((offset_j + sum_k coef_jk * d_k) mod modulus_j) * stride_j` (periodic copy).
-    Periodic { dims: SmallVec<[PeriodicDim; 4]> },
+    Periodic { dims: Vec<PeriodicDim> },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -111,7 +111,7 @@ impl Pos {
     pub fn to_periodic(&self, shape: &[usize], in_shape: &[usize]) -> IndexMap {
         let lead = shape.len() - in_shape.len();
         let cs = contiguous_strides(in_shape);
-        let mut dims = SmallVec::new();
+        let mut dims = Vec::new();
         for (j, &m) in in_shape.iter().enumerate() {
             if m == 1 {
                 continue;
