@@ -28,39 +28,71 @@ macro_rules! int_elem {
             const ZERO: Self = 0;
             const ONE: Self = 1;
             #[inline(always)]
-            fn wadd(self, o: Self) -> Self { self.wrapping_add(o) }
+            fn wadd(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
             #[inline(always)]
-            fn wsub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            fn wsub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
             #[inline(always)]
-            fn wmul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            fn wmul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
             #[inline(always)]
-            fn wdiv(self, o: Self) -> Self { self.wrapping_div(o) }
+            fn wdiv(self, o: Self) -> Self {
+                self.wrapping_div(o)
+            }
             #[inline(always)]
-            fn wrem(self, o: Self) -> Self { self.wrapping_rem(o) }
+            fn wrem(self, o: Self) -> Self {
+                self.wrapping_rem(o)
+            }
             #[inline(always)]
             #[allow(unused_comparisons)]
             fn wmod(self, o: Self) -> Self {
                 let r = self.wrapping_rem(o);
-                if r != 0 && ((r < 0) != (o < 0)) { r.wrapping_add(o) } else { r }
+                if r != 0 && ((r < 0) != (o < 0)) {
+                    r.wrapping_add(o)
+                } else {
+                    r
+                }
             }
             #[inline(always)]
-            fn wneg(self) -> Self { self.wrapping_neg() }
+            fn wneg(self) -> Self {
+                self.wrapping_neg()
+            }
             #[inline(always)]
             #[allow(unused_comparisons)]
-            fn wabs(self) -> Self { if self < 0 { self.wrapping_neg() } else { self } }
+            fn wabs(self) -> Self {
+                if self < 0 { self.wrapping_neg() } else { self }
+            }
             #[inline(always)]
             #[allow(unused_comparisons)]
             fn sign(self) -> Self {
-                if self > 0 { 1 } else if $signed && self < 0 { (0 as $t).wrapping_sub(1) } else { 0 }
+                if self > 0 {
+                    1
+                } else if $signed && self < 0 {
+                    (0 as $t).wrapping_sub(1)
+                } else {
+                    0
+                }
             }
             #[inline(always)]
-            fn not(self) -> Self { !self }
+            fn not(self) -> Self {
+                !self
+            }
             #[inline(always)]
-            fn and(self, o: Self) -> Self { self & o }
+            fn and(self, o: Self) -> Self {
+                self & o
+            }
             #[inline(always)]
-            fn or(self, o: Self) -> Self { self | o }
+            fn or(self, o: Self) -> Self {
+                self | o
+            }
             #[inline(always)]
-            fn xor(self, o: Self) -> Self { self ^ o }
+            fn xor(self, o: Self) -> Self {
+                self ^ o
+            }
         }
     };
 }
@@ -70,23 +102,45 @@ int_elem!(u32, false);
 /// NaN-propagating minimum (NumPy `minimum`).
 #[inline(always)]
 pub fn fmin_nan<F: num_traits::Float>(x: F, y: F) -> F {
-    if x.is_nan() || y.is_nan() { F::nan() } else if y < x { y } else { x }
+    if x.is_nan() || y.is_nan() {
+        F::nan()
+    } else if y < x {
+        y
+    } else {
+        x
+    }
 }
 /// NaN-propagating maximum (NumPy `maximum`).
 #[inline(always)]
 pub fn fmax_nan<F: num_traits::Float>(x: F, y: F) -> F {
-    if x.is_nan() || y.is_nan() { F::nan() } else if y > x { y } else { x }
+    if x.is_nan() || y.is_nan() {
+        F::nan()
+    } else if y > x {
+        y
+    } else {
+        x
+    }
 }
 /// Floored float modulo (sign of the divisor), as NumPy `mod`.
 #[inline(always)]
 pub fn fmod_floor<F: num_traits::Float>(x: F, y: F) -> F {
     let r = x % y;
-    if r != F::zero() && ((r < F::zero()) != (y < F::zero())) { r + y } else { r }
+    if r != F::zero() && ((r < F::zero()) != (y < F::zero())) {
+        r + y
+    } else {
+        r
+    }
 }
 /// -1, 0 or 1 by sign; NaN stays NaN; zero keeps its sign bit.
 #[inline(always)]
 pub fn fsign<F: num_traits::Float>(x: F) -> F {
-    if x > F::zero() { F::one() } else if x < F::zero() { -F::one() } else { x }
+    if x > F::zero() {
+        F::one()
+    } else if x < F::zero() {
+        -F::one()
+    } else {
+        x
+    }
 }
 
 /// One Philox4x32-10 block: four 32-bit words from a 128-bit counter and a 64-bit key
@@ -153,13 +207,19 @@ mod tests {
     /// Known-answer vectors published with Random123 (kat_vectors, philox4x32_10).
     #[test]
     fn philox_known_answers() {
-        assert_eq!(philox4x32_10([0; 4], [0; 2]), [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]);
+        assert_eq!(
+            philox4x32_10([0; 4], [0; 2]),
+            [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]
+        );
         assert_eq!(
             philox4x32_10([u32::MAX; 4], [u32::MAX; 2]),
             [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]
         );
         assert_eq!(
-            philox4x32_10([0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344], [0xa4093822, 0x299f31d0]),
+            philox4x32_10(
+                [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344],
+                [0xa4093822, 0x299f31d0]
+            ),
             [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1]
         );
     }

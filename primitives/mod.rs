@@ -7,4 +7,7 @@ pub mod cpu;
 mod table;
 
 pub use table::{BinaryOp, Helper, ReduceOp, UnaryOp};
-pub(crate) use table::{binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int, unary_pred};
+pub(crate) use table::{
+    binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
+    unary_pred,
+};

@@ -12,31 +12,105 @@ use crate::ir::DType;
 use num_traits::Float;
 
 macro_rules! kind_dtype {
-    (float, $d:expr) => { if $d.is_float() { Some($d) } else { None } };
-    (int, $d:expr) => { if $d.is_int() { Some($d) } else { None } };
-    (intz, $d:expr) => { if $d.is_int() { Some($d) } else { None } };
-    (boolean, $d:expr) => { if $d == DType::Bool { Some($d) } else { None } };
-    (pred, $d:expr) => { if $d.is_float() { Some(DType::Bool) } else { None } };
-    (cmp, $d:expr) => { if $d.is_numeric() { Some(DType::Bool) } else { None } };
+    (float, $d:expr) => {
+        if $d.is_float() { Some($d) } else { None }
+    };
+    (int, $d:expr) => {
+        if $d.is_int() { Some($d) } else { None }
+    };
+    (intz, $d:expr) => {
+        if $d.is_int() { Some($d) } else { None }
+    };
+    (boolean, $d:expr) => {
+        if $d == DType::Bool { Some($d) } else { None }
+    };
+    (pred, $d:expr) => {
+        if $d.is_float() {
+            Some(DType::Bool)
+        } else {
+            None
+        }
+    };
+    (cmp, $d:expr) => {
+        if $d.is_numeric() {
+            Some(DType::Bool)
+        } else {
+            None
+        }
+    };
 }
 
 macro_rules! unary_arm {
-    (float, float, $f:expr, $a:ident, $o:ident) => {{ let f = $f; for (o, &x) in $o.iter_mut().zip($a) { *o = f(x); } return; }};
-    (int, int, $f:expr, $a:ident, $o:ident) => {{ let f = $f; for (o, &x) in $o.iter_mut().zip($a) { *o = f(x); } return; }};
-    (boolean, boolean, $f:expr, $a:ident, $o:ident) => {{ let f = $f; for (o, &x) in $o.iter_mut().zip($a) { *o = f(x); } return; }};
-    (pred, pred, $f:expr, $a:ident, $o:ident) => {{ let f = $f; for (o, &x) in $o.iter_mut().zip($a) { *o = f(x); } return; }};
+    (float, float, $f:expr, $a:ident, $o:ident) => {{
+        let f = $f;
+        for (o, &x) in $o.iter_mut().zip($a) {
+            *o = f(x);
+        }
+        return;
+    }};
+    (int, int, $f:expr, $a:ident, $o:ident) => {{
+        let f = $f;
+        for (o, &x) in $o.iter_mut().zip($a) {
+            *o = f(x);
+        }
+        return;
+    }};
+    (boolean, boolean, $f:expr, $a:ident, $o:ident) => {{
+        let f = $f;
+        for (o, &x) in $o.iter_mut().zip($a) {
+            *o = f(x);
+        }
+        return;
+    }};
+    (pred, pred, $f:expr, $a:ident, $o:ident) => {{
+        let f = $f;
+        for (o, &x) in $o.iter_mut().zip($a) {
+            *o = f(x);
+        }
+        return;
+    }};
     ($want:ident, $kind:ident, $f:expr, $a:ident, $o:ident) => {};
 }
 
 macro_rules! binary_arm {
-    (float, float, $f:expr, $a:ident, $b:ident, $o:ident) => {{ let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(()); }};
-    (int, int, $f:expr, $a:ident, $b:ident, $o:ident) => {{ let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(()); }};
-    (int, intz, $f:expr, $a:ident, $b:ident, $o:ident) => {{
-        if $b.iter().any(|&y| y == IntElem::ZERO) { return Err("integer division by zero"); }
-        let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(());
+    (float, float, $f:expr, $a:ident, $b:ident, $o:ident) => {{
+        let f = $f;
+        for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) {
+            *o = f(x, y);
+        }
+        return Ok(());
     }};
-    (boolean, boolean, $f:expr, $a:ident, $b:ident, $o:ident) => {{ let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(()); }};
-    (cmp, cmp, $f:expr, $a:ident, $b:ident, $o:ident) => {{ let f = $f; for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) { *o = f(x, y); } return Ok(()); }};
+    (int, int, $f:expr, $a:ident, $b:ident, $o:ident) => {{
+        let f = $f;
+        for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) {
+            *o = f(x, y);
+        }
+        return Ok(());
+    }};
+    (int, intz, $f:expr, $a:ident, $b:ident, $o:ident) => {{
+        if $b.iter().any(|&y| y == IntElem::ZERO) {
+            return Err("integer division by zero");
+        }
+        let f = $f;
+        for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) {
+            *o = f(x, y);
+        }
+        return Ok(());
+    }};
+    (boolean, boolean, $f:expr, $a:ident, $b:ident, $o:ident) => {{
+        let f = $f;
+        for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) {
+            *o = f(x, y);
+        }
+        return Ok(());
+    }};
+    (cmp, cmp, $f:expr, $a:ident, $b:ident, $o:ident) => {{
+        let f = $f;
+        for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) {
+            *o = f(x, y);
+        }
+        return Ok(());
+    }};
     ($want:ident, $kind:ident, $f:expr, $a:ident, $b:ident, $o:ident) => {};
 }
 
@@ -214,8 +288,16 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
-    pub const ALL: &'static [ReduceOp] =
-        &[ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Any, ReduceOp::All];
+    pub const ALL: &'static [ReduceOp] = &[
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+        ReduceOp::Any,
+        ReduceOp::All,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             ReduceOp::Sum => "sum",
@@ -238,13 +320,18 @@ impl ReduceOp {
     /// The result's element type for an input of `input`, or `None` if the op rejects it.
     pub fn out_dtype(self, input: DType) -> Option<DType> {
         match self {
-            ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => input.is_numeric().then_some(input),
+            ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => {
+                input.is_numeric().then_some(input)
+            }
             ReduceOp::ArgMax | ReduceOp::ArgMin => input.is_numeric().then_some(DType::U32),
             ReduceOp::Any | ReduceOp::All => (input == DType::Bool).then_some(DType::Bool),
         }
     }
     /// Whether the reduction of zero elements has a value.
     pub fn has_identity(self) -> bool {
-        matches!(self, ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Any | ReduceOp::All)
+        matches!(
+            self,
+            ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Any | ReduceOp::All
+        )
     }
 }

@@ -36,7 +36,13 @@ pub struct Error {
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), site: None, origin: None, hint: None }
+        Error {
+            kind,
+            message: message.into(),
+            site: None,
+            origin: None,
+            hint: None,
+        }
     }
     pub fn at(mut self, site: Site) -> Self {
         self.site = Some(site);

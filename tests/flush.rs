@@ -8,7 +8,9 @@ use parking_lot::Mutex;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn data(n: usize) -> Vec<f64> {
-    (0..n).map(|i| ((i * 7919) % 1000) as f64 / 250.0 - 2.0).collect()
+    (0..n)
+        .map(|i| ((i * 7919) % 1000) as f64 / 250.0 - 2.0)
+        .collect()
 }
 
 #[test]
@@ -69,7 +71,10 @@ fn a_block_defers_the_threshold_until_its_end() {
     Runtime::end_block().unwrap();
     let s = Runtime::stats().since(&before);
     assert_eq!(s.flushes.block_end, 1, "{s:?}");
-    assert_eq!(s.kernels_launched, 1, "the whole block fused into one kernel: {s:?}");
+    assert_eq!(
+        s.kernels_launched, 1,
+        "the whole block fused into one kernel: {s:?}"
+    );
     let out = x.to_vec().unwrap();
     for (o, x0) in out.iter().zip(data(16)) {
         let want = (0..threshold + 10).fold(x0, |x, _| x + 1.0);

@@ -22,7 +22,10 @@ fn four_threads_record_and_read_concurrently() {
                     let mut want_total = 0.0;
                     for i in 0..n {
                         let want = (v[i] * 3.0 + 1.0).exp() / (v[i].cos() + 2.0);
-                        assert!((out[i] - want).abs() <= 1e-12 * want.abs(), "thread {t} iter {iter} elem {i}");
+                        assert!(
+                            (out[i] - want).abs() <= 1e-12 * want.abs(),
+                            "thread {t} iter {iter} elem {i}"
+                        );
                         want_total += want;
                         assert!((0.0..1.0).contains(&uv[i]));
                     }
@@ -45,5 +48,8 @@ fn arrays_cross_threads() {
     for (i, o) in out.iter().enumerate() {
         assert_eq!(*o, i as f32 * 2.0 + 1.0);
     }
-    assert_eq!(a.sum().item().unwrap(), (0..5000).map(|i| i as f64).sum::<f64>() as f32);
+    assert_eq!(
+        a.sum().item().unwrap(),
+        (0..5000).map(|i| i as f64).sum::<f64>() as f32
+    );
 }

@@ -13,7 +13,8 @@ pub fn run(call: &IntrinsicCall, axis: usize, inputs: &[&TypedVec], out: &mut Ty
         macro_rules! go {
             ($s:expr, $d:expr) => {
                 for p in 0..pre {
-                    $d[p * out_row + at..p * out_row + at + row].copy_from_slice(&$s[p * row..(p + 1) * row]);
+                    $d[p * out_row + at..p * out_row + at + row]
+                        .copy_from_slice(&$s[p * row..(p + 1) * row]);
                 }
             };
         }

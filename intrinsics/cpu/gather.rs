@@ -5,15 +5,27 @@ use crate::error::Error;
 use crate::exec::TypedVec;
 use crate::proggen::sequence::IntrinsicCall;
 
-pub fn run(call: &IntrinsicCall, axis: usize, inputs: &[&TypedVec], out: &mut TypedVec) -> Result<(), Error> {
+pub fn run(
+    call: &IntrinsicCall,
+    axis: usize,
+    inputs: &[&TypedVec],
+    out: &mut TypedVec,
+) -> Result<(), Error> {
     let shape = &call.in_shapes[0];
     let dim = shape[axis];
     let pre: usize = shape[..axis].iter().product();
     let post: usize = shape[axis + 1..].iter().product();
     let idx: Vec<usize> = match inputs[1] {
-        TypedVec::I32(v) => v.iter().map(|&i| if i < 0 { usize::MAX } else { i as usize }).collect(),
+        TypedVec::I32(v) => v
+            .iter()
+            .map(|&i| if i < 0 { usize::MAX } else { i as usize })
+            .collect(),
         TypedVec::U32(v) => v.iter().map(|&i| i as usize).collect(),
-        _ => return Err(super::exec_error("gather indices must be i32 or u32".into())),
+        _ => {
+            return Err(super::exec_error(
+                "gather indices must be i32 or u32".into(),
+            ));
+        }
     };
     if let Some(pos) = idx.iter().position(|&i| i >= dim) {
         let shown = match inputs[1] {

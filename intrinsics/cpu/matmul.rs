@@ -27,8 +27,12 @@ pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Re
         }};
     }
     match (inputs[0], inputs[1], out) {
-        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::F32(c)) => gemm!(a, b, c, matrixmultiply::sgemm),
-        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(c)) => gemm!(a, b, c, matrixmultiply::dgemm),
+        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::F32(c)) => {
+            gemm!(a, b, c, matrixmultiply::sgemm)
+        }
+        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(c)) => {
+            gemm!(a, b, c, matrixmultiply::dgemm)
+        }
         _ => return Err(super::exec_error("matmul takes f32 or f64 matrices".into())),
     }
     Ok(())

@@ -41,7 +41,9 @@ fn copy_parallel<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
     if src.len() < PARALLEL_COPY {
         dst.copy_from_slice(src);
     } else {
-        dst.par_chunks_mut(1 << 16).zip(src.par_chunks(1 << 16)).for_each(|(d, s)| d.copy_from_slice(s));
+        dst.par_chunks_mut(1 << 16)
+            .zip(src.par_chunks(1 << 16))
+            .for_each(|(d, s)| d.copy_from_slice(s));
     }
 }
 
@@ -98,12 +100,19 @@ impl<T: Element> Array<T> {
         if data.len() != n {
             return Err(Error::new(
                 ErrorKind::Shape,
-                format!("{} elements given for shape {shape:?}, which holds {n}", data.len()),
+                format!(
+                    "{} elements given for shape {shape:?}, which holds {n}",
+                    data.len()
+                ),
             )
             .at(site)
             .hint("pass as many elements as the shape's dimensions multiply to"));
         }
-        Ok(Array::wrap(Inner::get().upload(T::typed_vec(data), Shape::from_slice(shape), site)))
+        Ok(Array::wrap(Inner::get().upload(
+            T::typed_vec(data),
+            Shape::from_slice(shape),
+            site,
+        )))
     }
     /// A 1-D array holding a copy of `data`.
     #[track_caller]
@@ -120,7 +129,11 @@ impl<T: Element> Array<T> {
     /// Every element `v`.
     #[track_caller]
     pub fn full(shape: &[usize], v: T) -> Self {
-        Array::wrap(frontend::constant(v.scalar(), Shape::from_slice(shape), site()))
+        Array::wrap(frontend::constant(
+            v.scalar(),
+            Shape::from_slice(shape),
+            site(),
+        ))
     }
 
     /// Computes the array if needed and copies its elements out (row-major).
@@ -133,11 +146,14 @@ impl<T: Element> Array<T> {
         }
         use rayon::prelude::*;
         let mut out = Vec::with_capacity(src.len());
-        out.spare_capacity_mut().par_chunks_mut(1 << 16).zip(src.par_chunks(1 << 16)).for_each(|(d, s)| {
-            for (d, &s) in d.iter_mut().zip(s) {
-                d.write(s);
-            }
-        });
+        out.spare_capacity_mut()
+            .par_chunks_mut(1 << 16)
+            .zip(src.par_chunks(1 << 16))
+            .for_each(|(d, s)| {
+                for (d, &s) in d.iter_mut().zip(s) {
+                    d.write(s);
+                }
+            });
         // SAFETY: the parallel copy above initialised all `src.len()` elements.
         unsafe { out.set_len(src.len()) };
         Ok(out)
@@ -147,9 +163,16 @@ impl<T: Element> Array<T> {
     pub fn item(&self) -> Result<T> {
         let site = site();
         if self.len() != 1 {
-            return Err(Error::new(ErrorKind::Shape, format!("item() of an array of shape {:?} ({} elements)", self.shape(), self.len()))
-                .at(site)
-                .hint("item() reads arrays of exactly one element; use to_vec() for more"));
+            return Err(Error::new(
+                ErrorKind::Shape,
+                format!(
+                    "item() of an array of shape {:?} ({} elements)",
+                    self.shape(),
+                    self.len()
+                ),
+            )
+            .at(site)
+            .hint("item() reads arrays of exactly one element; use to_vec() for more"));
         }
         let data = Inner::get().read(&self.h, site)?;
         Ok(T::slice(&data)[0])
@@ -159,7 +182,15 @@ impl<T: Element> Array<T> {
     pub fn read_into(&self, out: &mut [T]) -> Result<()> {
         let site = site();
         if out.len() != self.len() {
-            return Err(Error::new(ErrorKind::Shape, format!("read_into a slice of {} elements from an array of {}", out.len(), self.len())).at(site));
+            return Err(Error::new(
+                ErrorKind::Shape,
+                format!(
+                    "read_into a slice of {} elements from an array of {}",
+                    out.len(),
+                    self.len()
+                ),
+            )
+            .at(site));
         }
         let data = Inner::get().read(&self.h, site)?;
         copy_parallel(T::slice(&data), out);
@@ -197,14 +228,31 @@ impl<T: super::Numeric> Array<T> {
     pub fn iota(shape: &[usize], axis: usize) -> Self {
         let site = site();
         if axis >= shape.len() {
-            panic!("{}", Error::new(ErrorKind::Argument, format!("iota axis {axis} is out of range for shape {shape:?}")).at(site));
+            panic!(
+                "{}",
+                Error::new(
+                    ErrorKind::Argument,
+                    format!("iota axis {axis} is out of range for shape {shape:?}")
+                )
+                .at(site)
+            );
         }
-        Array::wrap(frontend::generate(crate::ir::GenKind::Iota { axis }, Shape::from_slice(shape), T::DTYPE, site))
+        Array::wrap(frontend::generate(
+            crate::ir::GenKind::Iota { axis },
+            Shape::from_slice(shape),
+            T::DTYPE,
+            site,
+        ))
     }
     /// The `n` x `n` identity matrix.
     #[track_caller]
     pub fn identity(n: usize) -> Self {
-        Array::wrap(frontend::generate(crate::ir::GenKind::Identity, smallvec::smallvec![n, n], T::DTYPE, site()))
+        Array::wrap(frontend::generate(
+            crate::ir::GenKind::Identity,
+            smallvec::smallvec![n, n],
+            T::DTYPE,
+            site(),
+        ))
     }
 }
 
@@ -212,9 +260,23 @@ impl<T: super::Float> Array<T> {
     /// `n` evenly spaced values from `start` to `end`, both included.
     #[track_caller]
     pub fn linspace(start: f64, end: f64, n: usize) -> Self {
-        let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
+        let step = if n > 1 {
+            (end - start) / (n - 1) as f64
+        } else {
+            0.0
+        };
         let end = if n > 1 { end } else { start };
-        let kind = crate::ir::GenKind::Linspace { start, step, end, n };
-        Array::wrap(frontend::generate(kind, smallvec::smallvec![n], T::DTYPE, site()))
+        let kind = crate::ir::GenKind::Linspace {
+            start,
+            step,
+            end,
+            n,
+        };
+        Array::wrap(frontend::generate(
+            kind,
+            smallvec::smallvec![n],
+            T::DTYPE,
+            site(),
+        ))
     }
 }

@@ -24,15 +24,27 @@ impl DynArray {
     #[track_caller]
     pub fn downcast<T: Element>(self) -> Result<Array<T>> {
         if self.h.dtype != T::DTYPE {
-            return Err(Error::new(ErrorKind::DType, format!("this array holds {} elements, not {}", self.h.dtype, T::DTYPE))
-                .at(site())
-                .hint(format!("downcast::<{}>() or cast the typed array first", self.h.dtype)));
+            return Err(Error::new(
+                ErrorKind::DType,
+                format!(
+                    "this array holds {} elements, not {}",
+                    self.h.dtype,
+                    T::DTYPE
+                ),
+            )
+            .at(site())
+            .hint(format!(
+                "downcast::<{}>() or cast the typed array first",
+                self.h.dtype
+            )));
         }
         Ok(Array::wrap(self.h))
     }
     #[track_caller]
     fn op(&self, op: BinaryOp, other: &DynArray) -> Result<DynArray> {
-        Ok(DynArray { h: frontend::binary(op, &self.h, &other.h, site())? })
+        Ok(DynArray {
+            h: frontend::binary(op, &self.h, &other.h, site())?,
+        })
     }
     #[track_caller]
     pub fn try_add(&self, other: &DynArray) -> Result<DynArray> {

@@ -13,7 +13,9 @@ mod sealed {
 }
 
 /// An element type: `f32`, `f64`, `i32`, `u32` or `bool`.
-pub trait Element: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static + sealed::Sealed {
+pub trait Element:
+    Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static + sealed::Sealed
+{
     const DTYPE: DType;
     #[doc(hidden)]
     fn scalar(self) -> Scalar;
@@ -59,7 +61,11 @@ macro_rules! element {
             fn slice(v: &TypedVec) -> &[Self] {
                 match v {
                     TypedVec::$d(v) => v,
-                    other => panic!("arrayflow: buffer holds {} elements, expected {}", other.dtype(), DType::$d),
+                    other => panic!(
+                        "arrayflow: buffer holds {} elements, expected {}",
+                        other.dtype(),
+                        DType::$d
+                    ),
                 }
             }
         }

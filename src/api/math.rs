@@ -180,7 +180,12 @@ impl Array<bool> {
     #[track_caller]
     pub fn select<T: Element>(&self, a: impl Operand<T>, b: impl Operand<T>) -> Array<T> {
         let s = site();
-        Array::wrap(ok(frontend::select(&self.h, &a.into_handle(s), &b.into_handle(s), s)))
+        Array::wrap(ok(frontend::select(
+            &self.h,
+            &a.into_handle(s),
+            &b.into_handle(s),
+            s,
+        )))
     }
 }
 
@@ -188,5 +193,10 @@ impl Array<bool> {
 #[track_caller]
 pub fn select<T: Element>(cond: &Array<bool>, a: impl Operand<T>, b: impl Operand<T>) -> Array<T> {
     let s = site();
-    Array::wrap(ok(frontend::select(&cond.h, &a.into_handle(s), &b.into_handle(s), s)))
+    Array::wrap(ok(frontend::select(
+        &cond.h,
+        &a.into_handle(s),
+        &b.into_handle(s),
+        s,
+    )))
 }

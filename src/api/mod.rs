@@ -13,6 +13,7 @@ mod reduce;
 mod runtime;
 mod view;
 
+pub use crate::ir::DType;
 pub use array::Array;
 pub use dynarray::DynArray;
 pub use element::{Element, Float, Index, Logical, Numeric};
@@ -22,4 +23,3 @@ pub use random::Rng;
 pub use reduce::Bool;
 pub use runtime::{FlushCounts, Runtime, RuntimeBuilder, Stats};
 pub use view::Slice;
-pub use crate::ir::DType;

@@ -37,9 +37,18 @@ impl<T: Element> Array<T> {
         Array::wrap(ok(frontend::binary(op, &self.h, &rhs.into_handle(s), s)))
     }
     #[track_caller]
-    pub(crate) fn try_bin<U: Element>(&self, op: BinaryOp, rhs: impl Operand<T>) -> crate::Result<Array<U>> {
+    pub(crate) fn try_bin<U: Element>(
+        &self,
+        op: BinaryOp,
+        rhs: impl Operand<T>,
+    ) -> crate::Result<Array<U>> {
         let s = site();
-        Ok(Array::wrap(frontend::binary(op, &self.h, &rhs.into_handle(s), s)?))
+        Ok(Array::wrap(frontend::binary(
+            op,
+            &self.h,
+            &rhs.into_handle(s),
+            s,
+        )?))
     }
     #[track_caller]
     pub(crate) fn un<U: Element>(&self, op: UnaryOp) -> Array<U> {
@@ -52,60 +61,144 @@ macro_rules! binop {
         impl<T: $bound> ops::$tr<&Array<T>> for &Array<T> {
             type Output = Array<T>;
             #[track_caller]
-            fn $m(self, rhs: &Array<T>) -> Array<T> { self.bin($op, rhs) }
+            fn $m(self, rhs: &Array<T>) -> Array<T> {
+                self.bin($op, rhs)
+            }
         }
         impl<T: $bound> ops::$tr<Array<T>> for &Array<T> {
             type Output = Array<T>;
             #[track_caller]
-            fn $m(self, rhs: Array<T>) -> Array<T> { self.bin($op, rhs) }
+            fn $m(self, rhs: Array<T>) -> Array<T> {
+                self.bin($op, rhs)
+            }
         }
         impl<T: $bound> ops::$tr<&Array<T>> for Array<T> {
             type Output = Array<T>;
             #[track_caller]
-            fn $m(self, rhs: &Array<T>) -> Array<T> { self.bin($op, rhs) }
+            fn $m(self, rhs: &Array<T>) -> Array<T> {
+                self.bin($op, rhs)
+            }
         }
         impl<T: $bound> ops::$tr<Array<T>> for Array<T> {
             type Output = Array<T>;
             #[track_caller]
-            fn $m(self, rhs: Array<T>) -> Array<T> { self.bin($op, rhs) }
+            fn $m(self, rhs: Array<T>) -> Array<T> {
+                self.bin($op, rhs)
+            }
         }
         impl<T: $bound> ops::$tr<T> for &Array<T> {
             type Output = Array<T>;
             #[track_caller]
-            fn $m(self, rhs: T) -> Array<T> { self.bin($op, rhs) }
+            fn $m(self, rhs: T) -> Array<T> {
+                self.bin($op, rhs)
+            }
         }
         impl<T: $bound> ops::$tr<T> for Array<T> {
             type Output = Array<T>;
             #[track_caller]
-            fn $m(self, rhs: T) -> Array<T> { self.bin($op, rhs) }
+            fn $m(self, rhs: T) -> Array<T> {
+                self.bin($op, rhs)
+            }
         }
         impl<T: $bound> ops::$atr<&Array<T>> for Array<T> {
             #[track_caller]
-            fn $am(&mut self, rhs: &Array<T>) { *self = self.bin($op, rhs); }
+            fn $am(&mut self, rhs: &Array<T>) {
+                *self = self.bin($op, rhs);
+            }
         }
         impl<T: $bound> ops::$atr<Array<T>> for Array<T> {
             #[track_caller]
-            fn $am(&mut self, rhs: Array<T>) { *self = self.bin($op, rhs); }
+            fn $am(&mut self, rhs: Array<T>) {
+                *self = self.bin($op, rhs);
+            }
         }
         impl<T: $bound> ops::$atr<T> for Array<T> {
             #[track_caller]
-            fn $am(&mut self, rhs: T) { *self = self.bin($op, rhs); }
+            fn $am(&mut self, rhs: T) {
+                *self = self.bin($op, rhs);
+            }
         }
         impl<T: $bound> Array<T> {
             /// The operator's `Result`-returning form: shape and type errors come back as `Err`.
             #[track_caller]
-            pub fn $try(&self, rhs: impl Operand<T>) -> crate::Result<Array<T>> { self.try_bin($op, rhs) }
+            pub fn $try(&self, rhs: impl Operand<T>) -> crate::Result<Array<T>> {
+                self.try_bin($op, rhs)
+            }
         }
     };
 }
-binop!(Add, add, AddAssign, add_assign, BinaryOp::Add, Numeric, try_add);
-binop!(Sub, sub, SubAssign, sub_assign, BinaryOp::Sub, Numeric, try_sub);
-binop!(Mul, mul, MulAssign, mul_assign, BinaryOp::Mul, Numeric, try_mul);
-binop!(Div, div, DivAssign, div_assign, BinaryOp::Div, Numeric, try_div);
-binop!(Rem, rem, RemAssign, rem_assign, BinaryOp::Rem, Numeric, try_rem);
-binop!(BitAnd, bitand, BitAndAssign, bitand_assign, BinaryOp::And, Logical, try_and);
-binop!(BitOr, bitor, BitOrAssign, bitor_assign, BinaryOp::Or, Logical, try_or);
-binop!(BitXor, bitxor, BitXorAssign, bitxor_assign, BinaryOp::Xor, Logical, try_xor);
+binop!(
+    Add,
+    add,
+    AddAssign,
+    add_assign,
+    BinaryOp::Add,
+    Numeric,
+    try_add
+);
+binop!(
+    Sub,
+    sub,
+    SubAssign,
+    sub_assign,
+    BinaryOp::Sub,
+    Numeric,
+    try_sub
+);
+binop!(
+    Mul,
+    mul,
+    MulAssign,
+    mul_assign,
+    BinaryOp::Mul,
+    Numeric,
+    try_mul
+);
+binop!(
+    Div,
+    div,
+    DivAssign,
+    div_assign,
+    BinaryOp::Div,
+    Numeric,
+    try_div
+);
+binop!(
+    Rem,
+    rem,
+    RemAssign,
+    rem_assign,
+    BinaryOp::Rem,
+    Numeric,
+    try_rem
+);
+binop!(
+    BitAnd,
+    bitand,
+    BitAndAssign,
+    bitand_assign,
+    BinaryOp::And,
+    Logical,
+    try_and
+);
+binop!(
+    BitOr,
+    bitor,
+    BitOrAssign,
+    bitor_assign,
+    BinaryOp::Or,
+    Logical,
+    try_or
+);
+binop!(
+    BitXor,
+    bitxor,
+    BitXorAssign,
+    bitxor_assign,
+    BinaryOp::Xor,
+    Logical,
+    try_xor
+);
 
 /// Scalars on the left: `1.0 - &a`, `2 * a`.
 macro_rules! scalar_lhs {

@@ -15,7 +15,10 @@ pub struct Rng {
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng { key: [seed as u32, (seed >> 32) as u32], counter: 0 }
+        Rng {
+            key: [seed as u32, (seed >> 32) as u32],
+            counter: 0,
+        }
     }
     /// The generator's position (counters used so far).
     pub fn position(&self) -> u64 {
@@ -27,9 +30,18 @@ impl Rng {
     }
     #[track_caller]
     fn draw<T: Float>(&mut self, shape: &[usize], dist: RandomDist) -> Array<T> {
-        let kind = GenKind::Random { key: self.key, counter: self.counter, dist };
+        let kind = GenKind::Random {
+            key: self.key,
+            counter: self.counter,
+            dist,
+        };
         self.counter += shape.iter().product::<usize>() as u64;
-        Array::wrap(frontend::generate(kind, Shape::from_slice(shape), T::DTYPE, site()))
+        Array::wrap(frontend::generate(
+            kind,
+            Shape::from_slice(shape),
+            T::DTYPE,
+            site(),
+        ))
     }
     /// Uniform values in [0, 1).
     #[track_caller]

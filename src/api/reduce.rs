@@ -11,11 +11,26 @@ impl<T: Element> Array<T> {
     #[track_caller]
     fn red<U: Element>(&self, op: ReduceOp, axes: Option<&[usize]>) -> Array<U> {
         let all: Vec<usize> = (0..self.ndim()).collect();
-        Array::wrap(ok(frontend::reduce(op, &self.h, axes.unwrap_or(&all), site())))
+        Array::wrap(ok(frontend::reduce(
+            op,
+            &self.h,
+            axes.unwrap_or(&all),
+            site(),
+        )))
     }
     /// The shape with `axes` kept as length 1 (for broadcasting a reduction back).
     fn keepdims(&self, axes: Option<&[usize]>) -> Shape {
-        self.shape().iter().enumerate().map(|(i, &d)| if axes.is_none_or(|a| a.contains(&i)) { 1 } else { d }).collect()
+        self.shape()
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| {
+                if axes.is_none_or(|a| a.contains(&i)) {
+                    1
+                } else {
+                    d
+                }
+            })
+            .collect()
     }
 }
 
@@ -65,7 +80,10 @@ impl<T: Float> Array<T> {
     fn count(&self, axes: Option<&[usize]>) -> f64 {
         match axes {
             None => self.len() as f64,
-            Some(a) => a.iter().map(|&i| self.shape().get(i).copied().unwrap_or(1)).product::<usize>() as f64,
+            Some(a) => a
+                .iter()
+                .map(|&i| self.shape().get(i).copied().unwrap_or(1))
+                .product::<usize>() as f64,
         }
     }
     #[track_caller]

@@ -1,8 +1,8 @@
 //! `Runtime`: start-up configuration, execution control (`execute`, blocks) and statistics.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::runtime::{Config, Inner};
 pub use crate::runtime::stats::{FlushCounts, Stats};
+use crate::runtime::{Config, Inner};
 
 /// The process-wide runtime. It starts itself on first use; call [`Runtime::builder`] first to
 /// change its settings.
@@ -36,9 +36,11 @@ impl RuntimeBuilder {
         if Inner::init(self.config) {
             Ok(())
         } else {
-            Err(Error::new(ErrorKind::Runtime, "the runtime is already running")
-                .at(std::panic::Location::caller())
-                .hint("call Runtime::builder()...start() before the first array operation"))
+            Err(
+                Error::new(ErrorKind::Runtime, "the runtime is already running")
+                    .at(std::panic::Location::caller())
+                    .hint("call Runtime::builder()...start() before the first array operation"),
+            )
         }
     }
 }
@@ -72,7 +74,9 @@ impl Runtime {
         let site = std::panic::Location::caller();
         Self::begin_block();
         let r = f();
-        Inner::get().end_block(site).expect("blocks are balanced inside Runtime::block");
+        Inner::get()
+            .end_block(site)
+            .expect("blocks are balanced inside Runtime::block");
         r
     }
     /// A description of the executor that runs kernels, for example `cpu (8 threads)`.

@@ -66,7 +66,11 @@ impl<T: Element> Array<T> {
     }
     #[track_caller]
     pub fn try_reshape(&self, shape: &[usize]) -> Result<Array<T>> {
-        Ok(Array::wrap(frontend::reshape(&self.h, Shape::from_slice(shape), site())?))
+        Ok(Array::wrap(frontend::reshape(
+            &self.h,
+            Shape::from_slice(shape),
+            site(),
+        )?))
     }
     /// Axes reversed (a matrix transpose for 2-D arrays).
     #[track_caller]
@@ -96,7 +100,11 @@ impl<T: Element> Array<T> {
     }
     #[track_caller]
     pub fn try_broadcast_to(&self, shape: &[usize]) -> Result<Array<T>> {
-        Ok(Array::wrap(frontend::broadcast_to(&self.h, Shape::from_slice(shape), site())?))
+        Ok(Array::wrap(frontend::broadcast_to(
+            &self.h,
+            Shape::from_slice(shape),
+            site(),
+        )?))
     }
     /// Periodic copy: `reps[i]` copies along axis `i` (NumPy `tile`).
     #[track_caller]

@@ -1,68 +1,81 @@
 //! A flush: the whole work queue goes to the program generator; the sequence it returns is
-//! instantiated on fresh buffers, the port table is updated (stored, fused and dead nodes), and
-//! the instance goes to the execution scheduler. Each flush is logged with its reason and counted.
+//! instantiated on fresh buffers, the port table is updated (every processed node ends stored,
+//! lazy or gone), and the instance goes to the execution scheduler. Each flush is logged with its
+//! reason and counted.
 
 use super::work_queue::FlushReason;
 use crate::exec::{BufferId, Instance};
 use crate::frontend::NodeState;
+use crate::ir::NodeId;
+use crate::proggen::liveness::StorePolicy;
 use crate::proggen::{self, sequence::FormalRole, sequence::Kernel};
 use crate::runtime::stats::Counters;
 use crate::runtime::{FrontEnd, Inner};
+use ahash::AHashSet;
 use std::sync::Arc;
 
-pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason) {
+/// Flushes the queue. `target` is the node a read or hint needs.
+pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason, target: Option<NodeId>) {
     let entries = fe.queue.take();
     let start = std::time::Instant::now();
     Counters::add(&rt.counters.flushes[reason.index()], 1);
-    let generated = proggen::generate(&fe.nodes, &entries, &rt.gen_config);
+    let policy = StorePolicy { target, all_live: reason == FlushReason::Execute };
+    let generated = proggen::generate(&fe.nodes, &entries, &rt.gen_config, policy);
     let seq = generated.sequence;
 
     // Instantiate: bind formals to buffers.
     let mut bindings = vec![BufferId(0); seq.formals.len()];
-    let mut temps = Vec::new();
     for (f, formal) in seq.formals.iter().enumerate() {
         if formal.role != FormalRole::Input {
             bindings[f] = rt.sched.new_buffer();
-        }
-        if formal.role == FormalRole::Temp {
-            temps.push(bindings[f]);
         }
     }
     for &(f, id) in &generated.inputs {
         bindings[f as usize] = fe.nodes[&id].buffer().expect("input node has a buffer");
     }
-    for &(f, id) in &generated.outputs {
+    let stored: AHashSet<NodeId> = generated.stored.iter().map(|&(_, id)| id).collect();
+    for &(f, id) in &generated.stored {
         if let Some(n) = fe.nodes.get_mut(&id) {
             n.state = NodeState::Stored(bindings[f as usize]);
         }
     }
 
-    // Update the port table: processed nodes no longer read their inputs; fused, dead and
-    // temporary nodes leave the table; inputs nobody holds any more free their buffers.
-    let mut touched = Vec::new();
-    for id in &generated.processed {
-        let inputs = fe.nodes[id].inputs.clone();
+    // Update the port table, last node first so each node's users are final when it is decided:
+    // stored nodes and dropped nodes stop holding their inputs; a node the application holds, or
+    // that a lazy node reads, stays lazy (pending, unqueued) and keeps holding its inputs.
+    let mut gone = Vec::new();
+    let mut outside = Vec::new();
+    let processed: AHashSet<NodeId> = generated.processed.iter().copied().collect();
+    for &id in generated.processed.iter().rev() {
+        let n = &fe.nodes[&id];
+        let lazy = !stored.contains(&id) && (!n.released || n.users > 0);
+        if lazy {
+            fe.nodes.get_mut(&id).unwrap().queued = false;
+            continue;
+        }
+        let inputs = n.inputs.clone();
         for i in inputs {
-            if let Some(n) = fe.nodes.get_mut(&i) {
-                n.users -= 1;
-                touched.push(i);
+            if let Some(input) = fe.nodes.get_mut(&i) {
+                input.users -= 1;
+                if !processed.contains(&i) {
+                    outside.push(i);
+                }
             }
         }
-    }
-    for id in &generated.processed {
-        if fe.nodes[id].released {
-            fe.nodes.remove(id);
-        } else if let Some(n) = fe.nodes.get_mut(id) {
-            n.queued = false;
+        let n = fe.nodes.get_mut(&id).unwrap();
+        n.queued = false;
+        n.depth = 0;
+        if n.released && n.users == 0 {
+            gone.push(id);
         }
     }
     let mut freed = Vec::new();
-    for id in touched {
-        let gone = fe.nodes.get(&id).is_some_and(|n| n.released && n.users == 0 && !n.queued);
-        if gone && let Some(b) = fe.nodes.remove(&id).and_then(|n| n.buffer()) {
+    for id in gone {
+        if let Some(b) = fe.nodes.remove(&id).and_then(|n| n.buffer()) {
             freed.push(b);
         }
     }
+    freed.extend(remove_unused(fe, outside));
 
     let kernels = seq.programs.iter().filter(|p| matches!(&*p.kernel, Kernel::Fused(_))).count();
     let intrinsics = seq.programs.len() - kernels;
@@ -74,12 +87,13 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason) {
             Kernel::Intrinsic(_) => 0,
         })
         .sum();
+    let temps = seq.formals.iter().filter(|f| f.role == FormalRole::Temp).count();
     Counters::add(&rt.counters.kernel_instructions, instructions as u64);
     Counters::add(&rt.counters.sequences_generated, 1);
     Counters::add(&rt.counters.kernels_generated, kernels as u64);
     Counters::add(&rt.counters.intrinsics_generated, intrinsics as u64);
     Counters::add(&rt.counters.ops_eliminated, generated.eliminated as u64);
-    Counters::add(&rt.counters.temporaries, temps.len() as u64);
+    Counters::add(&rt.counters.temporaries, temps as u64);
     tracing::debug!(
         target: "arrayflow::jit",
         %reason,
@@ -87,7 +101,7 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason) {
         kernels,
         intrinsics,
         eliminated = generated.eliminated,
-        temporaries = temps.len(),
+        temporaries = temps,
         micros = start.elapsed().as_micros() as u64,
         "flush"
     );
@@ -101,7 +115,34 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason) {
         rt.flow.acquire(seq.programs.len());
         rt.sched.submit(Instance { seq, bindings });
     }
-    for b in temps.into_iter().chain(freed) {
+    for b in freed {
         rt.sched.release(b);
     }
+}
+
+/// Removes nodes the application dropped and nothing reads any more, and then, transitively, the
+/// inputs only they were holding. Returns the buffers to release.
+pub fn remove_unused(fe: &mut FrontEnd, candidates: Vec<NodeId>) -> Vec<BufferId> {
+    let mut freed = Vec::new();
+    let mut stack = candidates;
+    while let Some(id) = stack.pop() {
+        let Some(n) = fe.nodes.get(&id) else { continue };
+        if !(n.released && n.users == 0 && !n.queued) {
+            continue;
+        }
+        let n = fe.nodes.remove(&id).unwrap();
+        if let Some(b) = n.buffer() {
+            freed.push(b);
+        }
+        if n.is_pending() {
+            // A lazy node held its inputs.
+            for i in n.inputs {
+                if let Some(input) = fe.nodes.get_mut(&i) {
+                    input.users -= 1;
+                    stack.push(i);
+                }
+            }
+        }
+    }
+    freed
 }

@@ -79,7 +79,11 @@ pub struct BufferPool {
 
 impl BufferPool {
     pub fn new(limit: usize) -> Self {
-        BufferPool { free: LruCache::unbounded(), bytes: 0, limit }
+        BufferPool {
+            free: LruCache::unbounded(),
+            bytes: 0,
+            limit,
+        }
     }
 
     /// A buffer of `len` elements: reused when one is free (`true`), else newly allocated.
@@ -99,9 +103,13 @@ impl BufferPool {
             return;
         }
         self.bytes += bytes;
-        self.free.get_or_insert_mut((v.dtype(), v.len()), Vec::new).push(v);
+        self.free
+            .get_or_insert_mut((v.dtype(), v.len()), Vec::new)
+            .push(v);
         while self.bytes > self.limit {
-            let Some((_, list)) = self.free.pop_lru() else { break };
+            let Some((_, list)) = self.free.pop_lru() else {
+                break;
+            };
             self.bytes -= list.iter().map(TypedVec::bytes).sum::<usize>();
         }
     }

@@ -24,14 +24,23 @@ pub struct Instance {
 /// Messages to the scheduler thread.
 pub(crate) enum SchedMsg {
     /// The application wrote data into a new buffer (seed: data movement request from the FE).
-    Upload { buf: BufferId, data: TypedVec },
+    Upload {
+        buf: BufferId,
+        data: TypedVec,
+    },
     Submit(Instance),
-    Read { buf: BufferId, reply: Sender<Result<Arc<TypedVec>>> },
+    Read {
+        buf: BufferId,
+        reply: Sender<Result<Arc<TypedVec>>>,
+    },
     Release(BufferId),
     /// Reply once everything submitted before has completed.
     Barrier(Sender<()>),
     /// An executor finished a task.
-    Done { task: u64, result: Result<()> },
+    Done {
+        task: u64,
+        result: Result<()>,
+    },
     Shutdown,
 }
 
@@ -46,11 +55,17 @@ pub struct Task {
 
 /// Messages from the scheduler to an executor (the seed's FIG. 7D).
 pub(crate) enum ExecMsg {
-    MoveDataIn { buf: BufferId, data: TypedVec },
+    MoveDataIn {
+        buf: BufferId,
+        data: TypedVec,
+    },
     ComputeData(Task),
     /// Several tasks to run in this order.
     ComputeSequential(Vec<Task>),
-    MoveDataOut { buf: BufferId, reply: Sender<Result<Arc<TypedVec>>> },
+    MoveDataOut {
+        buf: BufferId,
+        reply: Sender<Result<Arc<TypedVec>>>,
+    },
     Free(BufferId),
     Shutdown,
 }
@@ -88,7 +103,11 @@ impl Scheduler {
             .name("arrayflow-scheduler".into())
             .spawn(move || SchedulerLoop::new(cpu, counters, flow).run(rx))
             .expect("arrayflow: cannot start the scheduler thread");
-        Scheduler { tx, next_buffer: AtomicU64::new(1), thread: parking_lot::Mutex::new(Some(thread)) }
+        Scheduler {
+            tx,
+            next_buffer: AtomicU64::new(1),
+            thread: parking_lot::Mutex::new(Some(thread)),
+        }
     }
 
     pub fn new_buffer(&self) -> BufferId {
@@ -111,7 +130,12 @@ impl Scheduler {
     pub fn read(&self, buf: BufferId) -> Result<Arc<TypedVec>> {
         let (reply, rx) = crossbeam_channel::bounded(1);
         self.send(SchedMsg::Read { buf, reply });
-        rx.recv().unwrap_or_else(|_| Err(Error::new(ErrorKind::Runtime, "the execution scheduler stopped")))
+        rx.recv().unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::Runtime,
+                "the execution scheduler stopped",
+            ))
+        })
     }
     /// Blocks until all work submitted so far has completed.
     pub fn barrier(&self) {
@@ -161,7 +185,15 @@ impl SchedulerLoop {
             match msg {
                 SchedMsg::Upload { buf, data } => {
                     Counters::add(&self.counters.bytes_uploaded, data.bytes() as u64);
-                    self.buffers.insert(buf, BufState { status: Status::Ready, uses: 0, released: false, reads: Vec::new() });
+                    self.buffers.insert(
+                        buf,
+                        BufState {
+                            status: Status::Ready,
+                            uses: 0,
+                            released: false,
+                            reads: Vec::new(),
+                        },
+                    );
                     self.cpu.send(ExecMsg::MoveDataIn { buf, data });
                 }
                 SchedMsg::Submit(inst) => self.submit(inst),
@@ -194,8 +226,16 @@ impl SchedulerLoop {
             let task = Task {
                 id,
                 program: program.clone(),
-                inputs: program.inputs.iter().map(|&f| inst.bindings[f as usize]).collect(),
-                outputs: program.outputs.iter().map(|&f| inst.bindings[f as usize]).collect(),
+                inputs: program
+                    .inputs
+                    .iter()
+                    .map(|&f| inst.bindings[f as usize])
+                    .collect(),
+                outputs: program
+                    .outputs
+                    .iter()
+                    .map(|&f| inst.bindings[f as usize])
+                    .collect(),
             };
             for &b in task.inputs.iter().chain(&task.outputs) {
                 let s = self.buffers.entry(b).or_insert_with(|| BufState {
@@ -248,14 +288,18 @@ impl SchedulerLoop {
     fn dispatch(&mut self, batch: Vec<Task>) {
         match batch.len() {
             0 => {}
-            1 => self.cpu.send(ExecMsg::ComputeData(batch.into_iter().next().unwrap())),
+            1 => self
+                .cpu
+                .send(ExecMsg::ComputeData(batch.into_iter().next().unwrap())),
             _ => self.cpu.send(ExecMsg::ComputeSequential(batch)),
         }
     }
 
     /// Changes a buffer's status and retries the tasks and reads waiting on it.
     fn set_status(&mut self, b: BufferId, status: Status, batch: &mut Vec<Task>) {
-        let Some(s) = self.buffers.get_mut(&b) else { return };
+        let Some(s) = self.buffers.get_mut(&b) else {
+            return;
+        };
         s.status = status;
         if matches!(s.status, Status::Ready | Status::Invalid(_)) {
             for reply in std::mem::take(&mut s.reads) {
@@ -284,7 +328,9 @@ impl SchedulerLoop {
     }
 
     fn finish(&mut self, id: u64, result: Result<()>, batch: &mut Vec<Task>) {
-        let Some(task) = self.tasks.remove(&id) else { return };
+        let Some(task) = self.tasks.remove(&id) else {
+            return;
+        };
         self.flow.complete(1);
         for &b in &task.outputs {
             let status = match &result {
@@ -309,9 +355,14 @@ impl SchedulerLoop {
     fn read(&mut self, b: BufferId, reply: Sender<Result<Arc<TypedVec>>>) {
         match self.buffers.get_mut(&b) {
             None => {
-                let _ = reply.send(Err(Error::new(ErrorKind::Runtime, "read of a buffer the runtime does not know")));
+                let _ = reply.send(Err(Error::new(
+                    ErrorKind::Runtime,
+                    "read of a buffer the runtime does not know",
+                )));
             }
-            Some(s) if matches!(s.status, Status::Unwritten | Status::InFlight) => s.reads.push(reply),
+            Some(s) if matches!(s.status, Status::Unwritten | Status::InFlight) => {
+                s.reads.push(reply)
+            }
             Some(_) => self.serve_read(b, reply),
         }
     }
@@ -326,8 +377,14 @@ impl SchedulerLoop {
     }
 
     fn maybe_free(&mut self, b: BufferId) {
-        let Some(s) = self.buffers.get(&b) else { return };
-        if s.released && s.uses == 0 && !matches!(s.status, Status::Unwritten | Status::InFlight) && s.reads.is_empty() {
+        let Some(s) = self.buffers.get(&b) else {
+            return;
+        };
+        if s.released
+            && s.uses == 0
+            && !matches!(s.status, Status::Unwritten | Status::InFlight)
+            && s.reads.is_empty()
+        {
             self.buffers.remove(&b);
             self.cpu.send(ExecMsg::Free(b));
         }

@@ -3,7 +3,10 @@
 
 use super::{Handle, constant};
 use crate::ir::{BinaryOp, DType, Scalar, Shape, Site, UnaryOp};
-use crate::primitives::{binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int, unary_pred};
+use crate::primitives::{
+    binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
+    unary_pred,
+};
 use crate::runtime::Inner;
 use crate::runtime::stats::Counters;
 
@@ -86,7 +89,14 @@ pub fn unary(op: UnaryOp, a: &Handle, _out: DType, site: Site) -> Option<Handle>
     Some(constant(eval_unary(op, v), a.shape.clone(), site))
 }
 
-pub fn binary(op: BinaryOp, a: &Handle, b: &Handle, shape: &Shape, out: DType, site: Site) -> Option<Handle> {
+pub fn binary(
+    op: BinaryOp,
+    a: &Handle,
+    b: &Handle,
+    shape: &Shape,
+    out: DType,
+    site: Site,
+) -> Option<Handle> {
     if let (Some(x), Some(y)) = (a.konst, b.konst)
         && let Some(v) = eval_binary(op, x, y, out)
     {

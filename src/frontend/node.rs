@@ -30,6 +30,9 @@ pub struct NodeInfo {
     /// Whether the work queue holds a compute entry for it. Constants and generators are lazy
     /// leaves: recomputed inside each kernel that reads them, queued only when read themselves.
     pub queued: bool,
+    /// Length of the longest chain of unstored element-wise producers ending here (0 for stored
+    /// data, reductions and intrinsics); bounds how much work a lazy node can make a kernel redo.
+    pub depth: u32,
 }
 
 impl NodeInfo {

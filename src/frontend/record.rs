@@ -7,7 +7,10 @@ use super::{Handle, NodeHandle, NodeInfo, NodeState};
 use crate::compile::{Entry, FlushReason, flush};
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::TypedVec;
-use crate::ir::{BinaryOp, DType, GenKind, Intrinsic, NodeId, Op, ReduceOp, Scalar, Shape, Site, UnaryOp, broadcast_shapes, numel};
+use crate::ir::{
+    BinaryOp, DType, GenKind, Intrinsic, NodeId, Op, ReduceOp, Scalar, Shape, Site, UnaryOp,
+    broadcast_shapes, numel,
+};
 use crate::runtime::Inner;
 use crate::runtime::stats::Counters;
 use smallvec::SmallVec;
@@ -19,7 +22,14 @@ fn shape_str(s: &[usize]) -> String {
 
 impl Inner {
     /// Records a node computed from `inputs`.
-    pub fn record(&self, op: Op, inputs: &[&Handle], shape: Shape, dtype: DType, site: Site) -> Handle {
+    pub fn record(
+        &self,
+        op: Op,
+        inputs: &[&Handle],
+        shape: Shape,
+        dtype: DType,
+        site: Site,
+    ) -> Handle {
         let konst = match op {
             Op::Const(v) => Some(v),
             _ => None,
@@ -30,11 +40,17 @@ impl Inner {
             let mut fe = self.fe.lock();
             fe.next_id += 1;
             let id = NodeId(fe.next_id);
+            let mut depth = 0;
             for h in inputs {
                 if let Some(n) = fe.nodes.get_mut(&h.id) {
                     n.users += 1;
+                    depth = depth.max(n.depth);
                 }
             }
+            let depth = match op {
+                Op::Reduce { .. } | Op::Intrinsic(_) | Op::Const(_) => 0,
+                _ => depth + 1,
+            };
             let info = NodeInfo {
                 op,
                 inputs: inputs.iter().map(|h| h.id).collect(),
@@ -45,21 +61,32 @@ impl Inner {
                 released: false,
                 users: 0,
                 queued,
+                depth,
             };
             fe.nodes.insert(id, info);
             Counters::add(&self.counters.ops_recorded, 1);
             if !queued {
-                return Arc::new(NodeHandle { id, shape, dtype, konst });
+                return Arc::new(NodeHandle {
+                    id,
+                    shape,
+                    dtype,
+                    konst,
+                });
             }
             fe.queue.push(Entry::Compute(id));
             if !fusible && fe.queue.computes() == 1 {
-                flush(self, &mut fe, FlushReason::NonFusible);
+                flush(self, &mut fe, FlushReason::NonFusible, None);
             } else if fe.queue.computes() >= self.config.queue_threshold && fe.block_depth == 0 {
-                flush(self, &mut fe, FlushReason::Threshold);
+                flush(self, &mut fe, FlushReason::Threshold, None);
             }
             id
         };
-        Arc::new(NodeHandle { id, shape, dtype, konst })
+        Arc::new(NodeHandle {
+            id,
+            shape,
+            dtype,
+            konst,
+        })
     }
 
     /// Records data written by the application; it gets a buffer at once.
@@ -80,26 +107,32 @@ impl Inner {
                 released: false,
                 users: 0,
                 queued: false,
+                depth: 0,
             };
             fe.nodes.insert(id, info);
             // Sent under the lock so no later program can reach the scheduler before the data.
             self.sched.upload(buf, data);
             id
         };
-        Arc::new(NodeHandle { id, shape, dtype, konst: None })
+        Arc::new(NodeHandle {
+            id,
+            shape,
+            dtype,
+            konst: None,
+        })
     }
 
     /// The application dropped its last handle to `id`.
     pub fn release(&self, id: NodeId) {
         let mut fe = self.fe.lock();
-        let Some(n) = fe.nodes.get_mut(&id) else { return };
+        let Some(n) = fe.nodes.get_mut(&id) else {
+            return;
+        };
         n.released = true;
         if n.queued {
             fe.queue.push(Entry::Release(id));
         } else if n.users == 0 {
-            let buf = n.buffer();
-            fe.nodes.remove(&id);
-            if let Some(b) = buf {
+            for b in crate::compile::remove_unused(&mut fe, vec![id]) {
                 self.sched.release(b);
             }
         }
@@ -111,17 +144,28 @@ impl Inner {
             let mut fe = self.fe.lock();
             if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
                 enqueue_leaf(&mut fe, h.id);
-                flush(self, &mut fe, FlushReason::Read);
+                flush(self, &mut fe, FlushReason::Read, Some(h.id));
             }
             fe.nodes.get(&h.id).and_then(|n| n.buffer())
         };
-        let buf = buf.ok_or_else(|| Error::new(ErrorKind::Runtime, "array has no buffer after its flush").at(site))?;
+        let buf = buf.ok_or_else(|| {
+            Error::new(ErrorKind::Runtime, "array has no buffer after its flush").at(site)
+        })?;
         self.sched.read(buf).map_err(|e| {
             let message = match e.kind {
-                ErrorKind::Execution | ErrorKind::InvalidResult => format!("this array is invalid: its computation failed: {}", e.message),
+                ErrorKind::Execution | ErrorKind::InvalidResult => format!(
+                    "this array is invalid: its computation failed: {}",
+                    e.message
+                ),
                 _ => e.message,
             };
-            Error { kind: ErrorKind::InvalidResult, message, site: Some(site), origin: e.origin, hint: e.hint }
+            Error {
+                kind: ErrorKind::InvalidResult,
+                message,
+                site: Some(site),
+                origin: e.origin,
+                hint: e.hint,
+            }
         })
     }
 
@@ -131,7 +175,7 @@ impl Inner {
         if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
             enqueue_leaf(&mut fe, h.id);
             fe.queue.push(Entry::HintRead(h.id));
-            flush(self, &mut fe, FlushReason::Hint);
+            flush(self, &mut fe, FlushReason::Hint, Some(h.id));
         }
     }
 
@@ -140,7 +184,7 @@ impl Inner {
         {
             let mut fe = self.fe.lock();
             if !fe.queue.is_empty() {
-                flush(self, &mut fe, FlushReason::Execute);
+                flush(self, &mut fe, FlushReason::Execute, None);
             }
         }
         self.sched.barrier();
@@ -155,14 +199,17 @@ impl Inner {
     pub fn end_block(&self, site: Site) -> Result<()> {
         let mut fe = self.fe.lock();
         if fe.block_depth == 0 {
-            return Err(Error::new(ErrorKind::Argument, "end_block() without a matching begin_block()")
-                .at(site)
-                .hint("pair every end_block() with an earlier begin_block()"));
+            return Err(Error::new(
+                ErrorKind::Argument,
+                "end_block() without a matching begin_block()",
+            )
+            .at(site)
+            .hint("pair every end_block() with an earlier begin_block()"));
         }
         fe.block_depth -= 1;
         fe.queue.push(Entry::BlockEnd);
         if fe.block_depth == 0 && !fe.queue.is_empty() {
-            flush(self, &mut fe, FlushReason::BlockEnd);
+            flush(self, &mut fe, FlushReason::BlockEnd, None);
         }
         Ok(())
     }
@@ -189,13 +236,18 @@ pub fn generate(kind: GenKind, shape: Shape, dtype: DType, site: Site) -> Handle
 }
 
 fn unsupported(op: &str, d: DType, site: Site) -> Error {
-    Error::new(ErrorKind::DType, format!("`{op}` does not accept {d} elements"))
-        .at(site)
-        .hint("cast the array first, for example `.cast::<f32>()`")
+    Error::new(
+        ErrorKind::DType,
+        format!("`{op}` does not accept {d} elements"),
+    )
+    .at(site)
+    .hint("cast the array first, for example `.cast::<f32>()`")
 }
 
 pub fn unary(op: UnaryOp, a: &Handle, site: Site) -> Result<Handle> {
-    let out = op.out_dtype(a.dtype).ok_or_else(|| unsupported(op.name(), a.dtype, site))?;
+    let out = op
+        .out_dtype(a.dtype)
+        .ok_or_else(|| unsupported(op.name(), a.dtype, site))?;
     if let Some(h) = fold::unary(op, a, out, site) {
         return Ok(h);
     }
@@ -206,16 +258,28 @@ pub fn binary(op: BinaryOp, a: &Handle, b: &Handle, site: Site) -> Result<Handle
     if a.dtype != b.dtype {
         return Err(Error::new(
             ErrorKind::DType,
-            format!("`{}` of {} and {} elements: the element types differ", op.name(), a.dtype, b.dtype),
+            format!(
+                "`{}` of {} and {} elements: the element types differ",
+                op.name(),
+                a.dtype,
+                b.dtype
+            ),
         )
         .at(site)
         .hint("cast one side with `.cast::<T>()` so both have the same element type"));
     }
-    let out = op.out_dtype(a.dtype).ok_or_else(|| unsupported(op.name(), a.dtype, site))?;
+    let out = op
+        .out_dtype(a.dtype)
+        .ok_or_else(|| unsupported(op.name(), a.dtype, site))?;
     let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
         Error::new(
             ErrorKind::Shape,
-            format!("`{}` of shapes {} and {}: they do not broadcast", op.name(), shape_str(&a.shape), shape_str(&b.shape)),
+            format!(
+                "`{}` of shapes {} and {}: they do not broadcast",
+                op.name(),
+                shape_str(&a.shape),
+                shape_str(&b.shape)
+            ),
         )
         .at(site)
         .hint("trailing dimensions must be equal or 1; reshape or broadcast_to one side")
@@ -228,15 +292,31 @@ pub fn binary(op: BinaryOp, a: &Handle, b: &Handle, site: Site) -> Result<Handle
 
 pub fn select(c: &Handle, a: &Handle, b: &Handle, site: Site) -> Result<Handle> {
     if c.dtype != DType::Bool {
-        return Err(Error::new(ErrorKind::DType, format!("select condition must be bool, not {}", c.dtype)).at(site));
+        return Err(Error::new(
+            ErrorKind::DType,
+            format!("select condition must be bool, not {}", c.dtype),
+        )
+        .at(site));
     }
     if a.dtype != b.dtype {
-        return Err(Error::new(ErrorKind::DType, format!("select of {} and {} elements: the types differ", a.dtype, b.dtype)).at(site));
+        return Err(Error::new(
+            ErrorKind::DType,
+            format!(
+                "select of {} and {} elements: the types differ",
+                a.dtype, b.dtype
+            ),
+        )
+        .at(site));
     }
     let err = || {
         Error::new(
             ErrorKind::Shape,
-            format!("select of shapes {}, {} and {}: they do not broadcast", shape_str(&c.shape), shape_str(&a.shape), shape_str(&b.shape)),
+            format!(
+                "select of shapes {}, {} and {}: they do not broadcast",
+                shape_str(&c.shape),
+                shape_str(&a.shape),
+                shape_str(&b.shape)
+            ),
         )
         .at(site)
     };
@@ -267,7 +347,13 @@ pub fn reshape(a: &Handle, shape: Shape, site: Site) -> Result<Handle> {
     if numel(&shape) != numel(&a.shape) {
         return Err(Error::new(
             ErrorKind::Shape,
-            format!("cannot reshape {} ({} elements) to {} ({} elements)", shape_str(&a.shape), numel(&a.shape), shape_str(&shape), numel(&shape)),
+            format!(
+                "cannot reshape {} ({} elements) to {} ({} elements)",
+                shape_str(&a.shape),
+                numel(&a.shape),
+                shape_str(&shape),
+                numel(&shape)
+            ),
         )
         .at(site)
         .hint("the new shape must have the same number of elements"));
@@ -284,8 +370,19 @@ pub fn reshape(a: &Handle, shape: Shape, site: Site) -> Result<Handle> {
 pub fn permute(a: &Handle, perm: &[usize], site: Site) -> Result<Handle> {
     let r = a.shape.len();
     let mut seen = vec![false; r];
-    if perm.len() != r || perm.iter().any(|&p| p >= r || std::mem::replace(&mut seen[p], true)) {
-        return Err(Error::new(ErrorKind::Argument, format!("{perm:?} is not a permutation of the {r} axes of {}", shape_str(&a.shape))).at(site));
+    if perm.len() != r
+        || perm
+            .iter()
+            .any(|&p| p >= r || std::mem::replace(&mut seen[p], true))
+    {
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!(
+                "{perm:?} is not a permutation of the {r} axes of {}",
+                shape_str(&a.shape)
+            ),
+        )
+        .at(site));
     }
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
         return Ok(a.clone());
@@ -294,7 +391,13 @@ pub fn permute(a: &Handle, perm: &[usize], site: Site) -> Result<Handle> {
     if let Some(v) = a.konst {
         return Ok(constant(v, shape, site));
     }
-    Ok(Inner::get().record(Op::Permute(perm.iter().copied().collect()), &[a], shape, a.dtype, site))
+    Ok(Inner::get().record(
+        Op::Permute(perm.iter().copied().collect()),
+        &[a],
+        shape,
+        a.dtype,
+        site,
+    ))
 }
 
 /// One axis of a slice: Python semantics (negative indices count from the end; `end: None` is the
@@ -308,24 +411,50 @@ pub struct SliceSpec {
 
 pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
     if spec.len() > a.shape.len() {
-        return Err(Error::new(ErrorKind::Argument, format!("{} slice ranges for an array of shape {}", spec.len(), shape_str(&a.shape))).at(site));
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!(
+                "{} slice ranges for an array of shape {}",
+                spec.len(),
+                shape_str(&a.shape)
+            ),
+        )
+        .at(site));
     }
     let mut start = SmallVec::new();
     let mut step = SmallVec::new();
     let mut shape = Shape::new();
     for (d, &n) in a.shape.iter().enumerate() {
-        let s = spec.get(d).copied().unwrap_or(SliceSpec { start: None, end: None, step: 1 });
+        let s = spec.get(d).copied().unwrap_or(SliceSpec {
+            start: None,
+            end: None,
+            step: 1,
+        });
         if s.step == 0 {
-            return Err(Error::new(ErrorKind::Argument, format!("slice step 0 on axis {d}")).at(site).hint("use a step of 1 or more, or negative to reverse"));
+            return Err(
+                Error::new(ErrorKind::Argument, format!("slice step 0 on axis {d}"))
+                    .at(site)
+                    .hint("use a step of 1 or more, or negative to reverse"),
+            );
         }
         let n = n as isize;
         let norm = |v: isize, lo: isize, hi: isize| (if v < 0 { v + n } else { v }).clamp(lo, hi);
         let (b, e) = if s.step > 0 {
-            (s.start.map_or(0, |v| norm(v, 0, n)), s.end.map_or(n, |v| norm(v, 0, n)))
+            (
+                s.start.map_or(0, |v| norm(v, 0, n)),
+                s.end.map_or(n, |v| norm(v, 0, n)),
+            )
         } else {
-            (s.start.map_or(n - 1, |v| norm(v, -1, n - 1)), s.end.map_or(-1, |v| norm(v, -1, n - 1)))
+            (
+                s.start.map_or(n - 1, |v| norm(v, -1, n - 1)),
+                s.end.map_or(-1, |v| norm(v, -1, n - 1)),
+            )
         };
-        let len = if s.step > 0 { (e - b + s.step - 1).div_euclid(s.step).max(0) } else { (b - e + (-s.step) - 1).div_euclid(-s.step).max(0) };
+        let len = if s.step > 0 {
+            (e - b + s.step - 1).div_euclid(s.step).max(0)
+        } else {
+            (b - e + (-s.step) - 1).div_euclid(-s.step).max(0)
+        };
         start.push(if len == 0 { 0 } else { b });
         step.push(s.step);
         shape.push(len as usize);
@@ -337,9 +466,16 @@ pub fn broadcast_to(a: &Handle, shape: Shape, site: Site) -> Result<Handle> {
     match broadcast_shapes(&a.shape, &shape) {
         Some(s) if s == shape => {}
         _ => {
-            return Err(Error::new(ErrorKind::Shape, format!("cannot broadcast {} to {}", shape_str(&a.shape), shape_str(&shape)))
-                .at(site)
-                .hint("each dimension must be equal to the target's or 1"));
+            return Err(Error::new(
+                ErrorKind::Shape,
+                format!(
+                    "cannot broadcast {} to {}",
+                    shape_str(&a.shape),
+                    shape_str(&shape)
+                ),
+            )
+            .at(site)
+            .hint("each dimension must be equal to the target's or 1"));
         }
     }
     if shape == a.shape {
@@ -353,7 +489,11 @@ pub fn broadcast_to(a: &Handle, shape: Shape, site: Site) -> Result<Handle> {
 
 pub fn tile(a: &Handle, reps: &[usize], site: Site) -> Handle {
     let rank = reps.len().max(a.shape.len());
-    let pad = |v: &[usize]| -> Shape { std::iter::repeat_n(1, rank - v.len()).chain(v.iter().copied()).collect() };
+    let pad = |v: &[usize]| -> Shape {
+        std::iter::repeat_n(1, rank - v.len())
+            .chain(v.iter().copied())
+            .collect()
+    };
     let (s, r) = (pad(&a.shape), pad(reps));
     let shape: Shape = s.iter().zip(&r).map(|(a, b)| a * b).collect();
     if let Some(v) = a.konst {
@@ -363,68 +503,149 @@ pub fn tile(a: &Handle, reps: &[usize], site: Site) -> Handle {
 }
 
 pub fn reduce(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
-    let out = op.out_dtype(a.dtype).ok_or_else(|| unsupported(op.name(), a.dtype, site))?;
+    let out = op
+        .out_dtype(a.dtype)
+        .ok_or_else(|| unsupported(op.name(), a.dtype, site))?;
     let mut axes: SmallVec<[usize; 4]> = axes.iter().copied().collect();
     axes.sort_unstable();
     axes.dedup();
     if let Some(&bad) = axes.iter().find(|&&x| x >= a.shape.len()) {
-        return Err(Error::new(ErrorKind::Argument, format!("axis {bad} is out of range for shape {}", shape_str(&a.shape))).at(site));
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!(
+                "axis {bad} is out of range for shape {}",
+                shape_str(&a.shape)
+            ),
+        )
+        .at(site));
     }
     let n: usize = axes.iter().map(|&x| a.shape[x]).product();
     if n == 0 && !op.has_identity() {
-        return Err(Error::new(ErrorKind::Argument, format!("`{}` of zero elements has no value", op.name()))
-            .at(site)
-            .hint("check the array is not empty before taking its max, min, argmax or argmin"));
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!("`{}` of zero elements has no value", op.name()),
+        )
+        .at(site)
+        .hint("check the array is not empty before taking its max, min, argmax or argmin"));
     }
-    let shape: Shape = (0..a.shape.len()).filter(|x| !axes.contains(x)).map(|x| a.shape[x]).collect();
+    let shape: Shape = (0..a.shape.len())
+        .filter(|x| !axes.contains(x))
+        .map(|x| a.shape[x])
+        .collect();
     Ok(Inner::get().record(Op::Reduce { op, axes }, &[a], shape, out, site))
 }
 
 pub fn matmul(a: &Handle, b: &Handle, site: Site) -> Result<Handle> {
     if a.dtype != b.dtype || !a.dtype.is_float() {
-        return Err(Error::new(ErrorKind::DType, format!("matmul of {} and {}: both must be f32 or both f64", a.dtype, b.dtype)).at(site));
+        return Err(Error::new(
+            ErrorKind::DType,
+            format!(
+                "matmul of {} and {}: both must be f32 or both f64",
+                a.dtype, b.dtype
+            ),
+        )
+        .at(site));
     }
     if a.shape.len() != 2 || b.shape.len() != 2 || a.shape[1] != b.shape[0] {
-        return Err(Error::new(ErrorKind::Shape, format!("matmul of shapes {} and {}", shape_str(&a.shape), shape_str(&b.shape)))
-            .at(site)
-            .hint("matmul takes [m, k] and [k, n] matrices"));
+        return Err(Error::new(
+            ErrorKind::Shape,
+            format!(
+                "matmul of shapes {} and {}",
+                shape_str(&a.shape),
+                shape_str(&b.shape)
+            ),
+        )
+        .at(site)
+        .hint("matmul takes [m, k] and [k, n] matrices"));
     }
     let shape: Shape = smallvec::smallvec![a.shape[0], b.shape[1]];
-    Ok(Inner::get().record(Op::Intrinsic(Intrinsic::Matmul), &[a, b], shape, a.dtype, site))
+    Ok(Inner::get().record(
+        Op::Intrinsic(Intrinsic::Matmul),
+        &[a, b],
+        shape,
+        a.dtype,
+        site,
+    ))
 }
 
 pub fn gather(a: &Handle, idx: &Handle, axis: usize, site: Site) -> Result<Handle> {
     if axis >= a.shape.len() {
-        return Err(Error::new(ErrorKind::Argument, format!("gather axis {axis} is out of range for shape {}", shape_str(&a.shape))).at(site));
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!(
+                "gather axis {axis} is out of range for shape {}",
+                shape_str(&a.shape)
+            ),
+        )
+        .at(site));
     }
     if !idx.dtype.is_int() {
-        return Err(Error::new(ErrorKind::DType, format!("gather indices must be i32 or u32, not {}", idx.dtype)).at(site));
+        return Err(Error::new(
+            ErrorKind::DType,
+            format!("gather indices must be i32 or u32, not {}", idx.dtype),
+        )
+        .at(site));
     }
-    let shape: Shape = a.shape[..axis].iter().chain(idx.shape.iter()).chain(a.shape[axis + 1..].iter()).copied().collect();
-    Ok(Inner::get().record(Op::Intrinsic(Intrinsic::Gather { axis }), &[a, idx], shape, a.dtype, site))
+    let shape: Shape = a.shape[..axis]
+        .iter()
+        .chain(idx.shape.iter())
+        .chain(a.shape[axis + 1..].iter())
+        .copied()
+        .collect();
+    Ok(Inner::get().record(
+        Op::Intrinsic(Intrinsic::Gather { axis }),
+        &[a, idx],
+        shape,
+        a.dtype,
+        site,
+    ))
 }
 
 pub fn concat(parts: &[&Handle], axis: usize, site: Site) -> Result<Handle> {
-    let first = parts.first().ok_or_else(|| Error::new(ErrorKind::Argument, "concat of no arrays").at(site))?;
+    let first = parts
+        .first()
+        .ok_or_else(|| Error::new(ErrorKind::Argument, "concat of no arrays").at(site))?;
     if axis >= first.shape.len() {
-        return Err(Error::new(ErrorKind::Argument, format!("concat axis {axis} is out of range for shape {}", shape_str(&first.shape))).at(site));
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!(
+                "concat axis {axis} is out of range for shape {}",
+                shape_str(&first.shape)
+            ),
+        )
+        .at(site));
     }
     let mut shape = first.shape.clone();
     shape[axis] = 0;
     for p in parts {
-        let same = p.shape.len() == first.shape.len() && (0..p.shape.len()).all(|d| d == axis || p.shape[d] == first.shape[d]);
+        let same = p.shape.len() == first.shape.len()
+            && (0..p.shape.len()).all(|d| d == axis || p.shape[d] == first.shape[d]);
         if !same {
             return Err(Error::new(
                 ErrorKind::Shape,
-                format!("concat along axis {axis} of shapes {} and {}", shape_str(&first.shape), shape_str(&p.shape)),
+                format!(
+                    "concat along axis {axis} of shapes {} and {}",
+                    shape_str(&first.shape),
+                    shape_str(&p.shape)
+                ),
             )
             .at(site)
             .hint("all dimensions but the concat axis must match"));
         }
         if p.dtype != first.dtype {
-            return Err(Error::new(ErrorKind::DType, format!("concat of {} and {} arrays", first.dtype, p.dtype)).at(site));
+            return Err(Error::new(
+                ErrorKind::DType,
+                format!("concat of {} and {} arrays", first.dtype, p.dtype),
+            )
+            .at(site));
         }
         shape[axis] += p.shape[axis];
     }
-    Ok(Inner::get().record(Op::Intrinsic(Intrinsic::Concat { axis }), parts, shape, first.dtype, site))
+    Ok(Inner::get().record(
+        Op::Intrinsic(Intrinsic::Concat { axis }),
+        parts,
+        shape,
+        first.dtype,
+        site,
+    ))
 }

@@ -115,9 +115,15 @@ impl Scalar {
     }
 
     pub fn is_one(self) -> bool {
-        self == Scalar::F32(1.0) || self == Scalar::F64(1.0) || self == Scalar::I32(1) || self == Scalar::U32(1)
+        self == Scalar::F32(1.0)
+            || self == Scalar::F64(1.0)
+            || self == Scalar::I32(1)
+            || self == Scalar::U32(1)
     }
     pub fn is_zero(self) -> bool {
-        self == Scalar::F32(0.0) || self == Scalar::F64(0.0) || self == Scalar::I32(0) || self == Scalar::U32(0)
+        self == Scalar::F32(0.0)
+            || self == Scalar::F64(0.0)
+            || self == Scalar::I32(0)
+            || self == Scalar::U32(0)
     }
 }

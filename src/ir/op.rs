@@ -23,13 +23,19 @@ pub enum Op {
     /// Output axis `i` is input axis `perm[i]`.
     Permute(SmallVec<[usize; 4]>),
     /// Output index `i` along axis `d` reads input index `start[d] + step[d] * i`.
-    Slice { start: SmallVec<[isize; 4]>, step: SmallVec<[isize; 4]> },
+    Slice {
+        start: SmallVec<[isize; 4]>,
+        step: SmallVec<[isize; 4]>,
+    },
     /// NumPy broadcast to the node's shape (the seed's spread).
     Broadcast,
     /// Periodic copy to the node's shape (the seed's periodic copy, NumPy `tile`).
     Tile,
     /// Reduction over `axes` of the input (sorted, unique). The result drops those axes.
-    Reduce { op: ReduceOp, axes: SmallVec<[usize; 4]> },
+    Reduce {
+        op: ReduceOp,
+        axes: SmallVec<[usize; 4]>,
+    },
     /// A non-fusible operation implemented by hand-written kernels.
     Intrinsic(Intrinsic),
 }
@@ -42,9 +48,18 @@ pub enum GenKind {
     /// 1 on the diagonal of a square matrix, else 0.
     Identity,
     /// `start + i * step`, the last element exactly `end`.
-    Linspace { start: f64, step: f64, end: f64, n: usize },
+    Linspace {
+        start: f64,
+        step: f64,
+        end: f64,
+        n: usize,
+    },
     /// Philox4x32-10 counter-based random numbers: element `i` uses counter `counter + i`.
-    Random { key: [u32; 2], counter: u64, dist: RandomDist },
+    Random {
+        key: [u32; 2],
+        counter: u64,
+        dist: RandomDist,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,8 +109,14 @@ impl Op {
                 GenKind::Iota { .. } => "iota".into(),
                 GenKind::Identity => "identity".into(),
                 GenKind::Linspace { .. } => "linspace".into(),
-                GenKind::Random { dist: RandomDist::Uniform, .. } => "random_uniform".into(),
-                GenKind::Random { dist: RandomDist::Normal, .. } => "random_normal".into(),
+                GenKind::Random {
+                    dist: RandomDist::Uniform,
+                    ..
+                } => "random_uniform".into(),
+                GenKind::Random {
+                    dist: RandomDist::Normal,
+                    ..
+                } => "random_normal".into(),
             },
             Op::Unary(u) => u.name().into(),
             Op::Binary(b) => b.name().into(),

@@ -24,8 +24,16 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Shape> {
     let n = a.len().max(b.len());
     let mut out = Shape::from_elem(1, n);
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,

@@ -31,9 +31,19 @@ impl RootDomain {
                 let shape = perm.iter().map(|&a| input.shape[a]).collect();
                 let inner = axes.iter().map(|&a| input.shape[a]).product();
                 let identity = perm.iter().enumerate().all(|(k, &a)| k == a);
-                RootDomain { shape, inner, perm: (!identity).then_some(perm), is_reduction: true }
+                RootDomain {
+                    shape,
+                    inner,
+                    perm: (!identity).then_some(perm),
+                    is_reduction: true,
+                }
             }
-            _ => RootDomain { shape: n.shape.clone(), inner: 1, perm: None, is_reduction: false },
+            _ => RootDomain {
+                shape: n.shape.clone(),
+                inner: 1,
+                perm: None,
+                is_reduction: false,
+            },
         }
     }
 }
@@ -97,7 +107,12 @@ pub struct KernelBuilder<'a> {
 }
 
 impl<'a> KernelBuilder<'a> {
-    pub fn new(nodes: &'a NodeTable, stored: &'a AHashSet<NodeId>, done: &'a AHashSet<NodeId>, d: &RootDomain) -> Self {
+    pub fn new(
+        nodes: &'a NodeTable,
+        stored: &'a AHashSet<NodeId>,
+        done: &'a AHashSet<NodeId>,
+        d: &RootDomain,
+    ) -> Self {
         KernelBuilder {
             nodes,
             stored,
@@ -151,7 +166,13 @@ impl<'a> KernelBuilder<'a> {
     pub fn add_root(&mut self, id: NodeId) -> Result<(), DoesNotFit> {
         let n = &self.nodes[&id];
         let d = RootDomain::of(self.nodes, n);
-        let mark = (self.instrs.len(), self.journal.len(), self.inputs.len(), self.cost, self.value_journal.len());
+        let mark = (
+            self.instrs.len(),
+            self.journal.len(),
+            self.inputs.len(),
+            self.cost,
+            self.value_journal.len(),
+        );
         self.current_root = Some(id);
         let result = match &n.op {
             Op::Reduce { op, .. } => {
@@ -160,7 +181,11 @@ impl<'a> KernelBuilder<'a> {
                     None => Pos::identity(d.shape.len()),
                 };
                 self.emit(n.inputs[0], pos).map(|reg| {
-                    self.reductions.push(ReduceStore { reg, op: *op, output: self.outputs.len() as u32 });
+                    self.reductions.push(ReduceStore {
+                        reg,
+                        op: *op,
+                        output: self.outputs.len() as u32,
+                    });
                     self.cost += op.cost();
                     self.has_reduction = true;
                     self.inner = d.inner;
@@ -171,7 +196,10 @@ impl<'a> KernelBuilder<'a> {
                 let pos = Pos::identity(n.shape.len());
                 self.compute(id, pos.clone()).map(|reg| {
                     self.remember(id, pos, reg);
-                    self.stores.push(Store { reg, output: self.outputs.len() as u32 });
+                    self.stores.push(Store {
+                        reg,
+                        output: self.outputs.len() as u32,
+                    });
                 })
             }
         };
@@ -242,10 +270,17 @@ impl<'a> KernelBuilder<'a> {
             force: bool,
             expanded: bool,
         }
-        let mut stack = vec![Frame { id, pos: pos.clone(), force, expanded: false }];
+        let mut stack = vec![Frame {
+            id,
+            pos: pos.clone(),
+            force,
+            expanded: false,
+        }];
         let mut top = None;
         while let Some(f) = stack.pop() {
-            if !f.force && let Some(&r) = self.memo.get(&(f.id, f.pos.clone())) {
+            if !f.force
+                && let Some(&r) = self.memo.get(&(f.id, f.pos.clone()))
+            {
                 top = Some(r);
                 continue;
             }
@@ -266,13 +301,24 @@ impl<'a> KernelBuilder<'a> {
             }
             let children = self.children(n, &f.pos);
             if !f.expanded && !children.is_empty() {
-                stack.push(Frame { expanded: true, ..f });
+                stack.push(Frame {
+                    expanded: true,
+                    ..f
+                });
                 for (c, cpos) in children.into_iter().rev() {
-                    stack.push(Frame { id: c, pos: cpos, force: false, expanded: false });
+                    stack.push(Frame {
+                        id: c,
+                        pos: cpos,
+                        force: false,
+                        expanded: false,
+                    });
                 }
                 continue;
             }
-            let ins: SmallVec<[Reg; 3]> = children.iter().map(|(c, cpos)| self.memo[&(*c, cpos.clone())]).collect();
+            let ins: SmallVec<[Reg; 3]> = children
+                .iter()
+                .map(|(c, cpos)| self.memo[&(*c, cpos.clone())])
+                .collect();
             let r = self.compute_op(n, &f.pos, &ins)?;
             if !f.force {
                 self.remember(f.id, f.pos, r);
@@ -301,11 +347,13 @@ impl<'a> KernelBuilder<'a> {
         let shape_of = |i: usize| &self.nodes[&n.inputs[i]].shape;
         match &n.op {
             Op::Unary(_) | Op::Cast(_) => smallvec::smallvec![(n.inputs[0], pos.clone())],
-            Op::Binary(_) | Op::Select | Op::Broadcast => {
-                (0..n.inputs.len()).map(|i| (n.inputs[i], pos.broadcast_input(&n.shape, shape_of(i)))).collect()
-            }
+            Op::Binary(_) | Op::Select | Op::Broadcast => (0..n.inputs.len())
+                .map(|i| (n.inputs[i], pos.broadcast_input(&n.shape, shape_of(i))))
+                .collect(),
             Op::Permute(perm) => smallvec::smallvec![(n.inputs[0], pos.permute_input(perm))],
-            Op::Slice { start, step } => smallvec::smallvec![(n.inputs[0], pos.slice_input(start, step))],
+            Op::Slice { start, step } => {
+                smallvec::smallvec![(n.inputs[0], pos.slice_input(start, step))]
+            }
             _ => SmallVec::new(),
         }
     }
@@ -322,7 +370,12 @@ impl<'a> KernelBuilder<'a> {
                 let map = pos.to_linear(&n.shape, &self.shape);
                 let (kind, shape) = (kind.clone(), n.shape.clone());
                 self.cost += 10;
-                self.push(site, dtype, |dst| Instr::Gen { dst, kind, shape, map })
+                self.push(site, dtype, |dst| Instr::Gen {
+                    dst,
+                    kind,
+                    shape,
+                    map,
+                })
             }
             Op::Unary(op) => {
                 self.cost += op.cost();
@@ -364,14 +417,36 @@ impl<'a> KernelBuilder<'a> {
 
     /// Finishes the kernel: allocates registers and returns it with its input and output nodes.
     pub fn finish(self) -> (FusedKernel, Vec<NodeId>, Vec<NodeId>) {
-        let KernelBuilder { mut instrs, sites, value_dtypes, mut stores, mut reductions, inputs, outputs, nodes, .. } = self;
-        let mut out_regs: Vec<&mut Reg> = stores.iter_mut().map(|s| &mut s.reg).chain(reductions.iter_mut().map(|r| &mut r.reg)).collect();
+        let KernelBuilder {
+            mut instrs,
+            sites,
+            value_dtypes,
+            mut stores,
+            mut reductions,
+            inputs,
+            outputs,
+            nodes,
+            ..
+        } = self;
+        let mut out_regs: Vec<&mut Reg> = stores
+            .iter_mut()
+            .map(|s| &mut s.reg)
+            .chain(reductions.iter_mut().map(|r| &mut r.reg))
+            .collect();
         let reg_dtypes = regalloc::allocate(&mut instrs, &value_dtypes, &mut out_regs);
         let len: usize = self.shape.iter().product();
         let inner = if self.has_reduction { self.inner } else { 1 };
-        let outer = if self.has_reduction { nodes[&outputs[reductions[0].output as usize]].len() } else { len };
+        let outer = if self.has_reduction {
+            nodes[&outputs[reductions[0].output as usize]].len()
+        } else {
+            len
+        };
         let kernel = FusedKernel {
-            domain: Domain { shape: self.shape, inner, outer },
+            domain: Domain {
+                shape: self.shape,
+                inner,
+                outer,
+            },
             inputs: inputs.iter().map(|i| nodes[i].dtype).collect(),
             outputs: outputs.iter().map(|o| nodes[o].dtype).collect(),
             instrs,

@@ -33,7 +33,10 @@ pub enum IndexMap {
     /// The domain's own linear index.
     Contiguous,
     /// `offset + sum_k strides[k] * d_k` over the domain index `d`.
-    Strided { offset: isize, strides: SmallVec<[isize; 6]> },
+    Strided {
+        offset: isize,
+        strides: SmallVec<[isize; 6]>,
+    },
     /// `sum_j ((offset_j + sum_k coef_jk * d_k) mod modulus_j) * stride_j` (periodic copy).
     Periodic { dims: Vec<PeriodicDim> },
 }
@@ -49,13 +52,43 @@ pub struct PeriodicDim {
 /// One instruction. Every instruction writes register `dst` for all elements of a tile.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Instr {
-    Load { dst: Reg, input: u32, map: IndexMap },
-    Const { dst: Reg, value: Scalar },
-    Gen { dst: Reg, kind: GenKind, shape: Shape, map: IndexMap },
-    Unary { dst: Reg, op: UnaryOp, a: Reg },
-    Binary { dst: Reg, op: BinaryOp, a: Reg, b: Reg },
-    Select { dst: Reg, cond: Reg, a: Reg, b: Reg },
-    Cast { dst: Reg, to: DType, a: Reg },
+    Load {
+        dst: Reg,
+        input: u32,
+        map: IndexMap,
+    },
+    Const {
+        dst: Reg,
+        value: Scalar,
+    },
+    Gen {
+        dst: Reg,
+        kind: GenKind,
+        shape: Shape,
+        map: IndexMap,
+    },
+    Unary {
+        dst: Reg,
+        op: UnaryOp,
+        a: Reg,
+    },
+    Binary {
+        dst: Reg,
+        op: BinaryOp,
+        a: Reg,
+        b: Reg,
+    },
+    Select {
+        dst: Reg,
+        cond: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Cast {
+        dst: Reg,
+        to: DType,
+        a: Reg,
+    },
 }
 
 impl Instr {
@@ -81,7 +114,9 @@ impl Instr {
     }
     pub fn set_regs(&mut self, f: &impl Fn(Reg) -> Reg) {
         match self {
-            Instr::Load { dst, .. } | Instr::Const { dst, .. } | Instr::Gen { dst, .. } => *dst = f(*dst),
+            Instr::Load { dst, .. } | Instr::Const { dst, .. } | Instr::Gen { dst, .. } => {
+                *dst = f(*dst)
+            }
             Instr::Unary { dst, a, .. } | Instr::Cast { dst, a, .. } => {
                 *dst = f(*dst);
                 *a = f(*a);
@@ -142,7 +177,10 @@ impl FusedKernel {
             .flat_map(|i| match i {
                 Instr::Unary { op, .. } => op.helpers().to_vec(),
                 Instr::Binary { op, .. } => op.helpers().to_vec(),
-                Instr::Gen { kind: GenKind::Random { .. }, .. } => vec![crate::primitives::Helper::Philox],
+                Instr::Gen {
+                    kind: GenKind::Random { .. },
+                    ..
+                } => vec![crate::primitives::Helper::Philox],
                 _ => Vec::new(),
             })
             .collect();
@@ -161,7 +199,11 @@ impl FusedKernel {
             "kernel over {:?} ({} elements{}), {} inputs {:?}, {} outputs {:?}, helpers {:?}",
             self.domain.shape,
             self.domain.len(),
-            if self.reductions.is_empty() { String::new() } else { format!(", reducing {} per result", self.domain.inner) },
+            if self.reductions.is_empty() {
+                String::new()
+            } else {
+                format!(", reducing {} per result", self.domain.inner)
+            },
             self.inputs.len(),
             self.inputs,
             self.outputs.len(),
@@ -169,7 +211,13 @@ impl FusedKernel {
             self.helpers()
         );
         for (i, ins) in self.instrs.iter().enumerate() {
-            let _ = writeln!(s, "  r{} <- {:?}    // {}", ins.dst(), ins, self.instr_sites[i]);
+            let _ = writeln!(
+                s,
+                "  r{} <- {:?}    // {}",
+                ins.dst(),
+                ins,
+                self.instr_sites[i]
+            );
         }
         for st in &self.stores {
             let _ = writeln!(s, "  out{} <- r{}", st.output, st.reg);

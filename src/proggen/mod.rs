@@ -15,7 +15,10 @@ use crate::frontend::NodeTable;
 use crate::ir::{NodeId, Op};
 use ahash::{AHashMap, AHashSet};
 use builder::{KernelBuilder, RootDomain};
-use sequence::{ExecutorKind, Formal, FormalId, FormalRole, IntrinsicCall, Kernel, LaunchSpec, Program, ProgramSequence};
+use sequence::{
+    ExecutorKind, Formal, FormalId, FormalRole, IntrinsicCall, Kernel, LaunchSpec, Program,
+    ProgramSequence,
+};
 use std::sync::Arc;
 
 /// Limits the program generator works within.
@@ -29,7 +32,10 @@ pub struct GenConfig {
 
 impl Default for GenConfig {
     fn default() -> Self {
-        GenConfig { tile: 4096, max_kernel_cost: 4000 }
+        GenConfig {
+            tile: 4096,
+            max_kernel_cost: 4000,
+        }
     }
 }
 
@@ -38,21 +44,21 @@ pub struct Generated {
     pub sequence: ProgramSequence,
     /// Formals bound to buffers that exist before the sequence runs.
     pub inputs: Vec<(FormalId, NodeId)>,
-    /// Formals whose buffers become the stored value of a node the application holds.
-    pub outputs: Vec<(FormalId, NodeId)>,
-    /// Pending compute nodes the flush processed (fused, stored or dropped).
+    /// Formals whose buffers become the stored value of a node (outputs and temporaries).
+    pub stored: Vec<(FormalId, NodeId)>,
+    /// Pending nodes the flush processed (stored, fused or dropped), in order.
     pub processed: Vec<NodeId>,
     /// How many pending nodes were dead (released and unused) and dropped.
     pub eliminated: usize,
 }
 
 /// Generates the program sequence for `entries`, all of which are taken from the queue.
-pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Generated {
-    let a = liveness::analyse(nodes, entries);
+pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig, policy: liveness::StorePolicy) -> Generated {
+    let a = liveness::analyse(nodes, entries, policy);
     let mut seq = ProgramSequence::default();
     let mut formal_of: AHashMap<NodeId, FormalId> = AHashMap::new();
     let mut inputs = Vec::new();
-    let mut outputs = Vec::new();
+    let mut stored = Vec::new();
     let mut done: AHashSet<NodeId> = AHashSet::new();
 
     let mut formal = |seq: &mut ProgramSequence, id: NodeId| -> FormalId {
@@ -68,12 +74,15 @@ pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Genera
             FormalRole::Output
         };
         let f = seq.formals.len() as FormalId;
-        seq.formals.push(Formal { dtype: n.dtype, len: n.len(), role });
+        seq.formals.push(Formal {
+            dtype: n.dtype,
+            len: n.len(),
+            role,
+        });
         formal_of.insert(id, f);
         match role {
             FormalRole::Input => inputs.push((f, id)),
-            FormalRole::Output => outputs.push((f, id)),
-            FormalRole::Temp => {}
+            FormalRole::Output | FormalRole::Temp => stored.push((f, id)),
         }
         f
     };
@@ -81,7 +90,8 @@ pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Genera
     let fusible = |id: &NodeId| !matches!(nodes[id].op, Op::Intrinsic(_));
     let mut remaining: Vec<NodeId> = a.roots.clone();
     while !remaining.is_empty() {
-        let ready = |id: &NodeId, done: &AHashSet<NodeId>| a.deps[id].iter().all(|d| done.contains(d));
+        let ready =
+            |id: &NodeId, done: &AHashSet<NodeId>| a.deps[id].iter().all(|d| done.contains(d));
         // Non-fusible ready list first, so their consumers become ready for fusion.
         let mut progressed = false;
         let mut i = 0;
@@ -89,7 +99,9 @@ pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Genera
             let id = remaining[i];
             if !fusible(&id) && ready(&id, &done) {
                 let n = &nodes[&id];
-                let Op::Intrinsic(op) = &n.op else { unreachable!() };
+                let Op::Intrinsic(op) = &n.op else {
+                    unreachable!()
+                };
                 let ins: Vec<FormalId> = n.inputs.iter().map(|&i| formal(&mut seq, i)).collect();
                 let out = formal(&mut seq, id);
                 let call = IntrinsicCall {
@@ -103,7 +115,12 @@ pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Genera
                     kernel: Arc::new(Kernel::Intrinsic(call)),
                     inputs: ins,
                     outputs: vec![out],
-                    launch: LaunchSpec { domain_len: n.len(), tile: n.len().max(1), tiles: 1, final_stage: false },
+                    launch: LaunchSpec {
+                        domain_len: n.len(),
+                        tile: n.len().max(1),
+                        tiles: 1,
+                        final_stage: false,
+                    },
                     executor: ExecutorKind::Cpu,
                     sites: vec![n.site],
                 });
@@ -115,11 +132,23 @@ pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Genera
             }
         }
         // Then one fused kernel from the fusible ready list.
-        let Some(first) = remaining.iter().copied().find(|id| fusible(id) && ready(id, &done)) else {
-            assert!(progressed || remaining.is_empty(), "program generator: no root is ready (cycle in the IR)");
+        let Some(first) = remaining
+            .iter()
+            .copied()
+            .find(|id| fusible(id) && ready(id, &done))
+        else {
+            assert!(
+                progressed || remaining.is_empty(),
+                "program generator: no root is ready (cycle in the IR)"
+            );
             continue;
         };
-        let mut kb = KernelBuilder::new(nodes, &a.stored, &done, &RootDomain::of(nodes, &nodes[&first]));
+        let mut kb = KernelBuilder::new(
+            nodes,
+            &a.stored,
+            &done,
+            &RootDomain::of(nodes, &nodes[&first]),
+        );
         let mut added: AHashSet<NodeId> = AHashSet::new();
         loop {
             let mut grew = false;
@@ -128,7 +157,10 @@ pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Genera
                     continue;
                 }
                 // Producers must be done, or element-wise stores of this kernel (checked when emitting).
-                if !a.deps[&id].iter().all(|d| done.contains(d) || added.contains(d)) {
+                if !a.deps[&id]
+                    .iter()
+                    .all(|d| done.contains(d) || added.contains(d))
+                {
                     continue;
                 }
                 if !kb.accepts(&RootDomain::of(nodes, &nodes[&id])) {
@@ -143,7 +175,10 @@ pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Genera
                 break;
             }
         }
-        assert!(!kb.is_empty(), "program generator: a ready root did not fit an empty kernel");
+        assert!(
+            !kb.is_empty(),
+            "program generator: a ready root did not fit an empty kernel"
+        );
         let (kernel, k_inputs, k_outputs) = kb.finish();
         let ins: Vec<FormalId> = k_inputs.iter().map(|&i| formal(&mut seq, i)).collect();
         let outs: Vec<FormalId> = k_outputs.iter().map(|&o| formal(&mut seq, o)).collect();
@@ -152,7 +187,12 @@ pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Genera
         let mut sites: Vec<_> = kernel.instr_sites.clone();
         sites.dedup();
         seq.programs.push(Program {
-            launch: LaunchSpec { domain_len: len, tile: cfg.tile, tiles, final_stage: !kernel.reductions.is_empty() },
+            launch: LaunchSpec {
+                domain_len: len,
+                tile: cfg.tile,
+                tiles,
+                final_stage: !kernel.reductions.is_empty(),
+            },
             kernel: Arc::new(Kernel::Fused(kernel)),
             inputs: ins,
             outputs: outs,
@@ -164,5 +204,11 @@ pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig) -> Genera
     }
 
     let eliminated = a.order.iter().filter(|id| !a.needed.contains(id)).count();
-    Generated { sequence: seq, inputs, outputs, processed: a.order, eliminated }
+    Generated {
+        sequence: seq,
+        inputs,
+        stored,
+        processed: a.order,
+        eliminated,
+    }
 }

@@ -21,7 +21,11 @@ impl Pos {
         for j in 0..rank {
             coef[j * rank + j] = 1;
         }
-        Pos { rank_d: rank, off: SmallVec::from_elem(0, rank), coef }
+        Pos {
+            rank_d: rank,
+            off: SmallVec::from_elem(0, rank),
+            coef,
+        }
     }
 
     /// The domain is the node's axes reordered: domain axis `k` is node axis `perm[k]`.
@@ -31,7 +35,11 @@ impl Pos {
         for (k, &j) in perm.iter().enumerate() {
             coef[j * rank + k] = 1;
         }
-        Pos { rank_d: rank, off: SmallVec::from_elem(0, rank), coef }
+        Pos {
+            rank_d: rank,
+            off: SmallVec::from_elem(0, rank),
+            coef,
+        }
     }
 
     fn rank(&self) -> usize {
@@ -55,7 +63,11 @@ impl Pos {
                 coef.extend_from_slice(self.row(j + lead));
             }
         }
-        Pos { rank_d: self.rank_d, off, coef }
+        Pos {
+            rank_d: self.rank_d,
+            off,
+            coef,
+        }
     }
 
     /// The position in the input of a permute whose output axis `i` is input axis `perm[i]`.
@@ -66,7 +78,11 @@ impl Pos {
             off[j] = self.off[i];
             coef[j * self.rank_d..(j + 1) * self.rank_d].copy_from_slice(self.row(i));
         }
-        Pos { rank_d: self.rank_d, off, coef }
+        Pos {
+            rank_d: self.rank_d,
+            off,
+            coef,
+        }
     }
 
     /// The position in the input of a slice: input index `start + step * i`.

@@ -6,7 +6,11 @@ use super::kernel::{Instr, Reg};
 use crate::ir::DType;
 
 /// Rewrites `instrs`, `stores` and `reductions` registers in place; returns each register's type.
-pub fn allocate(instrs: &mut [Instr], value_dtypes: &[DType], outputs: &mut [&mut Reg]) -> Vec<DType> {
+pub fn allocate(
+    instrs: &mut [Instr],
+    value_dtypes: &[DType],
+    outputs: &mut [&mut Reg],
+) -> Vec<DType> {
     let n = value_dtypes.len();
     let end = instrs.len();
     let mut last_use = vec![None::<usize>; n];

@@ -84,16 +84,40 @@ impl ProgramSequence {
     pub fn describe(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
-        let _ = writeln!(s, "program sequence: {} programs, {} buffers", self.programs.len(), self.formals.len());
+        let _ = writeln!(
+            s,
+            "program sequence: {} programs, {} buffers",
+            self.programs.len(),
+            self.formals.len()
+        );
         for (f, formal) in self.formals.iter().enumerate() {
-            let _ = writeln!(s, "  buffer {f}: {:?} {} x {}", formal.role, formal.len, formal.dtype);
+            let _ = writeln!(
+                s,
+                "  buffer {f}: {:?} {} x {}",
+                formal.role, formal.len, formal.dtype
+            );
         }
         for (i, p) in self.programs.iter().enumerate() {
-            let _ = write!(s, "program {i}: inputs {:?} outputs {:?}, {} tiles of {}: ", p.inputs, p.outputs, p.launch.tiles, p.launch.tile);
+            let _ = write!(
+                s,
+                "program {i}: inputs {:?} outputs {:?}, {} tiles of {}: ",
+                p.inputs, p.outputs, p.launch.tiles, p.launch.tile
+            );
             match &*p.kernel {
                 Kernel::Fused(k) => s.push_str(&k.describe()),
                 Kernel::Intrinsic(c) => {
-                    let _ = writeln!(s, "intrinsic {} {:?} -> {:?} ({})", c.op.name(), c.in_shapes, c.out_shape, p.sites.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "));
+                    let _ = writeln!(
+                        s,
+                        "intrinsic {} {:?} -> {:?} ({})",
+                        c.op.name(),
+                        c.in_shapes,
+                        c.out_shape,
+                        p.sites
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
                 }
             }
         }

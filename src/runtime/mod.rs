@@ -11,7 +11,7 @@ use parking_lot::{Condvar, Mutex};
 use stats::Counters;
 use std::sync::{Arc, OnceLock};
 
-/// Settings of the runtime. Set them with [`crate::Runtime::init`] before the first array operation,
+/// Settings of the runtime. Set them with `Runtime::builder()...start()` before the first array operation,
 /// or through environment variables (`ARRAYFLOW_QUEUE_THRESHOLD`, `ARRAYFLOW_TILE`,
 /// `ARRAYFLOW_MAX_OUTSTANDING`).
 #[derive(Debug, Clone)]
@@ -26,7 +26,12 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+        let env = |k: &str, d: usize| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d)
+        };
         Config {
             queue_threshold: env("ARRAYFLOW_QUEUE_THRESHOLD", 512),
             max_outstanding: env("ARRAYFLOW_MAX_OUTSTANDING", 256),
@@ -54,7 +59,11 @@ pub struct FlowControl {
 
 impl FlowControl {
     pub fn new(limit: usize) -> Self {
-        FlowControl { outstanding: Mutex::new(0), cv: Condvar::new(), limit }
+        FlowControl {
+            outstanding: Mutex::new(0),
+            cv: Condvar::new(),
+            limit,
+        }
     }
     /// Waits while more than the limit is outstanding, then adds `n`.
     pub fn acquire(&self, n: usize) {
@@ -90,9 +99,20 @@ impl Inner {
         let counters = Arc::new(Counters::default());
         let flow = Arc::new(FlowControl::new(config.max_outstanding));
         let sched = Scheduler::start(counters.clone(), flow.clone());
-        let gen_config = GenConfig { tile: config.tile, ..GenConfig::default() };
+        let gen_config = GenConfig {
+            tile: config.tile,
+            ..GenConfig::default()
+        };
         tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");
-        Inner { config, gen_config, fe: Mutex::new(FrontEnd::default()), sched, counters, flow, last_sequence: Mutex::new(None) }
+        Inner {
+            config,
+            gen_config,
+            fe: Mutex::new(FrontEnd::default()),
+            sched,
+            counters,
+            flow,
+            last_sequence: Mutex::new(None),
+        }
     }
 
     /// The runtime, started with the default configuration on first use.

@@ -6,7 +6,13 @@ use crate::proggen::kernel::IndexMap;
 /// Calls `f(i, src)` for the `len` domain elements starting at linear index `t0`, where `src` is the
 /// index `map` selects for element `t0 + i`.
 #[inline]
-pub fn for_each_index(map: &IndexMap, shape: &[usize], t0: usize, len: usize, mut f: impl FnMut(usize, usize)) {
+pub fn for_each_index(
+    map: &IndexMap,
+    shape: &[usize],
+    t0: usize,
+    len: usize,
+    mut f: impl FnMut(usize, usize),
+) {
     match map {
         IndexMap::Contiguous => {
             for i in 0..len {

@@ -27,7 +27,16 @@ impl CpuExecutor {
         let (tx, rx) = unbounded();
         std::thread::Builder::new()
             .name("arrayflow-cpu".into())
-            .spawn(move || CpuLoop { sched, counters, store: AHashMap::new(), failed: AHashMap::new(), pool: BufferPool::new(POOL_LIMIT) }.run(rx))
+            .spawn(move || {
+                CpuLoop {
+                    sched,
+                    counters,
+                    store: AHashMap::new(),
+                    failed: AHashMap::new(),
+                    pool: BufferPool::new(POOL_LIMIT),
+                }
+                .run(rx)
+            })
             .expect("arrayflow: cannot start the CPU executor thread");
         CpuExecutor { tx }
     }
@@ -53,7 +62,9 @@ impl CpuLoop {
                     self.store.insert(buf, Arc::new(data));
                 }
                 ExecMsg::ComputeData(task) => self.compute(task),
-                ExecMsg::ComputeSequential(tasks) => tasks.into_iter().for_each(|t| self.compute(t)),
+                ExecMsg::ComputeSequential(tasks) => {
+                    tasks.into_iter().for_each(|t| self.compute(t))
+                }
                 ExecMsg::MoveDataOut { buf, reply } => {
                     let r = match (self.store.get(&buf), self.failed.get(&buf)) {
                         (_, Some(e)) => Err(e.clone()),
@@ -61,7 +72,10 @@ impl CpuLoop {
                             Counters::add(&self.counters.bytes_downloaded, v.bytes() as u64);
                             Ok(v.clone())
                         }
-                        (None, None) => Err(Error::new(ErrorKind::Runtime, "the CPU executor has no such buffer")),
+                        (None, None) => Err(Error::new(
+                            ErrorKind::Runtime,
+                            "the CPU executor has no such buffer",
+                        )),
                     };
                     let _ = reply.send(r);
                 }
@@ -85,7 +99,10 @@ impl CpuLoop {
                 self.failed.insert(b, e.clone());
             }
         }
-        let _ = self.sched.send(SchedMsg::Done { task: task.id, result });
+        let _ = self.sched.send(SchedMsg::Done {
+            task: task.id,
+            result,
+        });
     }
 
     fn run_task(&mut self, task: &Task) -> Result<(), Error> {
@@ -94,13 +111,25 @@ impl CpuLoop {
             if let Some(e) = self.failed.get(b) {
                 return Err(e.clone());
             }
-            inputs.push(self.store.get(b).cloned().ok_or_else(|| Error::new(ErrorKind::Runtime, "input buffer missing on the CPU executor"))?);
+            inputs.push(self.store.get(b).cloned().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Runtime,
+                    "input buffer missing on the CPU executor",
+                )
+            })?);
         }
         let shapes: Vec<(crate::ir::DType, usize)> = match &*task.program.kernel {
             Kernel::Fused(k) => (0..k.outputs.len())
                 .map(|o| {
                     let is_red = k.reductions.iter().any(|r| r.output as usize == o);
-                    (k.outputs[o], if is_red { k.domain.outer } else { k.domain.len() })
+                    (
+                        k.outputs[o],
+                        if is_red {
+                            k.domain.outer
+                        } else {
+                            k.domain.len()
+                        },
+                    )
                 })
                 .collect(),
             Kernel::Intrinsic(c) => vec![(c.dtype, c.out_shape.iter().product())],
@@ -119,17 +148,24 @@ impl CpuLoop {
             })
             .collect();
         let refs: Vec<&TypedVec> = inputs.iter().map(|a| &**a).collect();
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &*task.program.kernel {
-            Kernel::Fused(k) => vm::run_fused(k, task.program.launch.tile, &refs, &mut outputs),
-            Kernel::Intrinsic(c) => crate::intrinsics::cpu::run(c, &refs, &mut outputs[0]).map_err(|e| match task.program.sites.first() {
-                Some(&s) => e.origin(s),
-                None => e,
-            }),
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            match &*task.program.kernel {
+                Kernel::Fused(k) => vm::run_fused(k, task.program.launch.tile, &refs, &mut outputs),
+                Kernel::Intrinsic(c) => crate::intrinsics::cpu::run(c, &refs, &mut outputs[0])
+                    .map_err(|e| match task.program.sites.first() {
+                        Some(&s) => e.origin(s),
+                        None => e,
+                    }),
+            }
         }));
         let result = match run {
             Ok(r) => r,
             Err(panic) => {
-                let what = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
                 let mut e = Error::new(ErrorKind::Runtime, format!("internal error in the CPU executor: {what}"))
                     .hint("this is a bug in arrayflow; please report it with the program that triggers it");
                 if let Some(&s) = task.program.sites.first() {

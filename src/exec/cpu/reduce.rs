@@ -82,7 +82,9 @@ fn combine(op: ReduceOp, a: Partial, b: Partial) -> Partial {
             ReduceOp::Sum => x.wrapping_add(y),
             _ => x.wrapping_mul(y),
         }),
-        (Partial::B(x), Partial::B(y)) => Partial::B(if op == ReduceOp::Any { x | y } else { x & y }),
+        (Partial::B(x), Partial::B(y)) => {
+            Partial::B(if op == ReduceOp::Any { x | y } else { x & y })
+        }
         (Partial::Arg(xv, xi), Partial::Arg(yv, yi)) => {
             // The first NaN wins (NumPy); otherwise the strictly better value, ties to the first index.
             let better = if xi == u64::MAX || (!xv.is_nan() && yv.is_nan()) {
@@ -94,7 +96,11 @@ fn combine(op: ReduceOp, a: Partial, b: Partial) -> Partial {
             } else {
                 yv < xv
             };
-            if better { Partial::Arg(yv, yi) } else { Partial::Arg(xv, xi) }
+            if better {
+                Partial::Arg(yv, yi)
+            } else {
+                Partial::Arg(xv, xi)
+            }
         }
         _ => unreachable!("partials of different kinds"),
     }
@@ -109,12 +115,24 @@ fn reduce_slice<T: AsF64>(op: ReduceOp, v: &[T], first_index: u64) -> Partial {
             let rest = chunks.remainder();
             for c in chunks {
                 for l in 0..8 {
-                    acc[l] = if op == ReduceOp::Sum { acc[l] + c[l].f() } else { acc[l] * c[l].f() };
+                    acc[l] = if op == ReduceOp::Sum {
+                        acc[l] + c[l].f()
+                    } else {
+                        acc[l] * c[l].f()
+                    };
                 }
             }
-            let mut total = if op == ReduceOp::Sum { acc.iter().sum::<f64>() } else { acc.iter().product::<f64>() };
+            let mut total = if op == ReduceOp::Sum {
+                acc.iter().sum::<f64>()
+            } else {
+                acc.iter().product::<f64>()
+            };
             for &x in rest {
-                total = if op == ReduceOp::Sum { total + x.f() } else { total * x.f() };
+                total = if op == ReduceOp::Sum {
+                    total + x.f()
+                } else {
+                    total * x.f()
+                };
             }
             Partial::F(total)
         }
@@ -149,7 +167,13 @@ fn is_int_accumulated(op: ReduceOp, r: &TypedVec) -> bool {
 }
 
 /// First stage: one partial per output element touched by domain elements `t0 .. t0 + n`.
-pub fn partials(op: ReduceOp, reg: &TypedVec, t0: usize, n: usize, inner: usize) -> Vec<(usize, Partial)> {
+pub fn partials(
+    op: ReduceOp,
+    reg: &TypedVec,
+    t0: usize,
+    n: usize,
+    inner: usize,
+) -> Vec<(usize, Partial)> {
     let mut out = Vec::with_capacity(1 + n / inner.max(1));
     let mut i = 0;
     while i < n {
@@ -166,7 +190,11 @@ pub fn partials(op: ReduceOp, reg: &TypedVec, t0: usize, n: usize, inner: usize)
             TypedVec::U32(v) => reduce_slice(op, &v[i..i + seg], first),
             TypedVec::Bool(v) => {
                 let s = &v[i..i + seg];
-                Partial::B(if op == ReduceOp::Any { s.iter().any(|&b| b) } else { s.iter().all(|&b| b) })
+                Partial::B(if op == ReduceOp::Any {
+                    s.iter().any(|&b| b)
+                } else {
+                    s.iter().all(|&b| b)
+                })
             }
         };
         out.push((o, p));
@@ -176,8 +204,14 @@ pub fn partials(op: ReduceOp, reg: &TypedVec, t0: usize, n: usize, inner: usize)
 }
 
 /// Final stage: combines every tile's partials (in tile order) into `out`, which has `outer` elements.
-pub fn finish<'a>(op: ReduceOp, tiles: impl Iterator<Item = &'a Vec<(usize, Partial)>>, out: &mut TypedVec, outer: usize) {
-    let int = matches!(out, TypedVec::I32(_) | TypedVec::U32(_)) && matches!(op, ReduceOp::Sum | ReduceOp::Prod);
+pub fn finish<'a>(
+    op: ReduceOp,
+    tiles: impl Iterator<Item = &'a Vec<(usize, Partial)>>,
+    out: &mut TypedVec,
+    outer: usize,
+) {
+    let int = matches!(out, TypedVec::I32(_) | TypedVec::U32(_))
+        && matches!(op, ReduceOp::Sum | ReduceOp::Prod);
     let mut acc = vec![identity(op, int); outer];
     for tile in tiles {
         for &(o, p) in tile {
@@ -187,11 +221,15 @@ pub fn finish<'a>(op: ReduceOp, tiles: impl Iterator<Item = &'a Vec<(usize, Part
     for (i, p) in acc.into_iter().enumerate() {
         match (out.dtype(), p) {
             (_, Partial::Arg(_, idx)) => {
-                let TypedVec::U32(o) = out else { unreachable!() };
+                let TypedVec::U32(o) = out else {
+                    unreachable!()
+                };
                 o[i] = idx as u32;
             }
             (_, Partial::B(b)) => {
-                let TypedVec::Bool(o) = out else { unreachable!() };
+                let TypedVec::Bool(o) = out else {
+                    unreachable!()
+                };
                 o[i] = b;
             }
             (_, Partial::W(w)) => match out {

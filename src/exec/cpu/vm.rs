@@ -8,7 +8,10 @@ use crate::error::{Error, ErrorKind};
 use crate::exec::TypedVec;
 use crate::ir::{GenKind, RandomDist, Scalar};
 use crate::primitives::cpu as prim;
-use crate::primitives::{binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int, unary_pred};
+use crate::primitives::{
+    binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
+    unary_pred,
+};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr};
 use crate::with_typed_vec;
 use rayon::prelude::*;
@@ -43,7 +46,12 @@ pub struct Fault {
 }
 
 /// Runs `k` over its whole domain. `outputs` are allocated with the right type and length.
-pub fn run_fused(k: &FusedKernel, tile: usize, inputs: &[&TypedVec], outputs: &mut [TypedVec]) -> Result<(), Error> {
+pub fn run_fused(
+    k: &FusedKernel,
+    tile: usize,
+    inputs: &[&TypedVec],
+    outputs: &mut [TypedVec],
+) -> Result<(), Error> {
     let len = k.domain.len();
     let tiles = len.div_ceil(tile);
     let ptrs: Vec<OutPtr> = outputs.iter_mut().map(out_ptr).collect();
@@ -55,26 +63,45 @@ pub fn run_fused(k: &FusedKernel, tile: usize, inputs: &[&TypedVec], outputs: &m
             // SAFETY: tile `t` owns output elements t0..t0+n; the buffer has `len` elements.
             unsafe { store(&regs[s.reg as usize], ptrs[s.output as usize], t0, n) };
         }
-        Ok(k.reductions.iter().map(|r| reduce::partials(r.op, &regs[r.reg as usize], t0, n, k.domain.inner)).collect())
+        Ok(k.reductions
+            .iter()
+            .map(|r| reduce::partials(r.op, &regs[r.reg as usize], t0, n, k.domain.inner))
+            .collect())
     };
     let results: Result<Vec<_>, Fault> = if tiles <= 1 {
         let mut regs = scratch(k, tile);
         (0..tiles).map(|t| run(&mut regs, t)).collect()
     } else {
-        (0..tiles).into_par_iter().map_init(|| scratch(k, tile), |regs, t| run(regs, t)).collect()
+        (0..tiles)
+            .into_par_iter()
+            .map_init(|| scratch(k, tile), |regs, t| run(regs, t))
+            .collect()
     };
     let partials = results.map_err(|f| {
-        Error::new(ErrorKind::Execution, format!("{} in this operation", f.message)).origin(k.instr_sites[f.instr])
+        Error::new(
+            ErrorKind::Execution,
+            format!("{} in this operation", f.message),
+        )
+        .origin(k.instr_sites[f.instr])
     })?;
     for (ri, r) in k.reductions.iter().enumerate() {
-        reduce::finish(r.op, partials.iter().map(|p| &p[ri]), &mut outputs[r.output as usize], k.domain.outer);
+        reduce::finish(
+            r.op,
+            partials.iter().map(|p| &p[ri]),
+            &mut outputs[r.output as usize],
+            k.domain.outer,
+        );
     }
     Ok(())
 }
 
 /// One worker's registers: a tile-sized vector per register, constants filled once.
 fn scratch(k: &FusedKernel, tile: usize) -> Vec<TypedVec> {
-    let mut regs: Vec<TypedVec> = k.reg_dtypes.iter().map(|&d| TypedVec::zeros(d, tile)).collect();
+    let mut regs: Vec<TypedVec> = k
+        .reg_dtypes
+        .iter()
+        .map(|&d| TypedVec::zeros(d, tile))
+        .collect();
     for ins in &k.instrs {
         if let Instr::Const { dst, value } = ins {
             fill(&mut regs[*dst as usize], *value);
@@ -98,18 +125,34 @@ unsafe fn store(r: &TypedVec, p: OutPtr, t0: usize, n: usize) {
     // SAFETY (caller): p points at a buffer of at least t0 + n elements of the register's type.
     unsafe {
         match (r, p) {
-            (TypedVec::F32(r), OutPtr::F32(p)) => std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n),
-            (TypedVec::F64(r), OutPtr::F64(p)) => std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n),
-            (TypedVec::I32(r), OutPtr::I32(p)) => std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n),
-            (TypedVec::U32(r), OutPtr::U32(p)) => std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n),
-            (TypedVec::Bool(r), OutPtr::Bool(p)) => std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n),
+            (TypedVec::F32(r), OutPtr::F32(p)) => {
+                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
+            }
+            (TypedVec::F64(r), OutPtr::F64(p)) => {
+                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
+            }
+            (TypedVec::I32(r), OutPtr::I32(p)) => {
+                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
+            }
+            (TypedVec::U32(r), OutPtr::U32(p)) => {
+                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
+            }
+            (TypedVec::Bool(r), OutPtr::Bool(p)) => {
+                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
+            }
             _ => unreachable!("store type mismatch"),
         }
     }
 }
 
 /// Runs every instruction of `k` for domain elements `t0 .. t0 + n`.
-fn run_tile(k: &FusedKernel, inputs: &[&TypedVec], regs: &mut [TypedVec], t0: usize, n: usize) -> Result<(), Fault> {
+fn run_tile(
+    k: &FusedKernel,
+    inputs: &[&TypedVec],
+    regs: &mut [TypedVec],
+    t0: usize,
+    n: usize,
+) -> Result<(), Fault> {
     let shape = &k.domain.shape;
     for (i, ins) in k.instrs.iter().enumerate() {
         let dst = ins.dst() as usize;
@@ -120,7 +163,12 @@ fn run_tile(k: &FusedKernel, inputs: &[&TypedVec], regs: &mut [TypedVec], t0: us
                 load(inputs[*input as usize], map, shape, t0, n, &mut out);
                 Ok(())
             }
-            Instr::Gen { kind, shape: gshape, map, .. } => {
+            Instr::Gen {
+                kind,
+                shape: gshape,
+                map,
+                ..
+            } => {
                 generate(kind, gshape, map, shape, t0, n, &mut out);
                 Ok(())
             }
@@ -128,9 +176,17 @@ fn run_tile(k: &FusedKernel, inputs: &[&TypedVec], regs: &mut [TypedVec], t0: us
                 unary(*op, &regs[*a as usize], &mut out, n);
                 Ok(())
             }
-            Instr::Binary { op, a, b, .. } => binary(*op, &regs[*a as usize], &regs[*b as usize], &mut out, n),
+            Instr::Binary { op, a, b, .. } => {
+                binary(*op, &regs[*a as usize], &regs[*b as usize], &mut out, n)
+            }
             Instr::Select { cond, a, b, .. } => {
-                select(&regs[*cond as usize], &regs[*a as usize], &regs[*b as usize], &mut out, n);
+                select(
+                    &regs[*cond as usize],
+                    &regs[*a as usize],
+                    &regs[*b as usize],
+                    &mut out,
+                    n,
+                );
                 Ok(())
             }
             Instr::Cast { a, .. } => {
@@ -164,7 +220,15 @@ fn load(src: &TypedVec, map: &IndexMap, shape: &[usize], t0: usize, n: usize, ou
     }
 }
 
-fn generate(kind: &GenKind, gshape: &[usize], map: &IndexMap, shape: &[usize], t0: usize, n: usize, out: &mut TypedVec) {
+fn generate(
+    kind: &GenKind,
+    gshape: &[usize],
+    map: &IndexMap,
+    shape: &[usize],
+    t0: usize,
+    n: usize,
+    out: &mut TypedVec,
+) {
     match kind {
         GenKind::Random { key, counter, dist } => {
             let (key, counter, dist) = (*key, *counter, *dist);
@@ -192,8 +256,17 @@ fn generate(kind: &GenKind, gshape: &[usize], map: &IndexMap, shape: &[usize], t
                 match kind {
                     GenKind::Iota { axis } => ((lin / cs[*axis]) % gshape[*axis]) as f64,
                     GenKind::Identity => (lin / gshape[1] == lin % gshape[1]) as u8 as f64,
-                    GenKind::Linspace { start, step, end, n } => {
-                        if lin + 1 == *n { *end } else { start + step * lin as f64 }
+                    GenKind::Linspace {
+                        start,
+                        step,
+                        end,
+                        n,
+                    } => {
+                        if lin + 1 == *n {
+                            *end
+                        } else {
+                            start + step * lin as f64
+                        }
                     }
                     GenKind::Random { .. } => unreachable!(),
                 }
@@ -248,23 +321,49 @@ fn unary(op: crate::ir::UnaryOp, a: &TypedVec, out: &mut TypedVec, n: usize) {
     }
 }
 
-fn binary(op: crate::ir::BinaryOp, a: &TypedVec, b: &TypedVec, out: &mut TypedVec, n: usize) -> Result<(), &'static str> {
+fn binary(
+    op: crate::ir::BinaryOp,
+    a: &TypedVec,
+    b: &TypedVec,
+    out: &mut TypedVec,
+    n: usize,
+) -> Result<(), &'static str> {
     match (a, b, out) {
-        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::F32(o)) => binary_float(op, &a[..n], &b[..n], &mut o[..n]),
-        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(o)) => binary_float(op, &a[..n], &b[..n], &mut o[..n]),
-        (TypedVec::I32(a), TypedVec::I32(b), TypedVec::I32(o)) => binary_int(op, &a[..n], &b[..n], &mut o[..n]),
-        (TypedVec::U32(a), TypedVec::U32(b), TypedVec::U32(o)) => binary_int(op, &a[..n], &b[..n], &mut o[..n]),
-        (TypedVec::Bool(a), TypedVec::Bool(b), TypedVec::Bool(o)) => binary_bool(op, &a[..n], &b[..n], &mut o[..n]),
-        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::Bool(o)) => binary_cmp(op, &a[..n], &b[..n], &mut o[..n]),
-        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::Bool(o)) => binary_cmp(op, &a[..n], &b[..n], &mut o[..n]),
-        (TypedVec::I32(a), TypedVec::I32(b), TypedVec::Bool(o)) => binary_cmp(op, &a[..n], &b[..n], &mut o[..n]),
-        (TypedVec::U32(a), TypedVec::U32(b), TypedVec::Bool(o)) => binary_cmp(op, &a[..n], &b[..n], &mut o[..n]),
+        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::F32(o)) => {
+            binary_float(op, &a[..n], &b[..n], &mut o[..n])
+        }
+        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(o)) => {
+            binary_float(op, &a[..n], &b[..n], &mut o[..n])
+        }
+        (TypedVec::I32(a), TypedVec::I32(b), TypedVec::I32(o)) => {
+            binary_int(op, &a[..n], &b[..n], &mut o[..n])
+        }
+        (TypedVec::U32(a), TypedVec::U32(b), TypedVec::U32(o)) => {
+            binary_int(op, &a[..n], &b[..n], &mut o[..n])
+        }
+        (TypedVec::Bool(a), TypedVec::Bool(b), TypedVec::Bool(o)) => {
+            binary_bool(op, &a[..n], &b[..n], &mut o[..n])
+        }
+        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::Bool(o)) => {
+            binary_cmp(op, &a[..n], &b[..n], &mut o[..n])
+        }
+        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::Bool(o)) => {
+            binary_cmp(op, &a[..n], &b[..n], &mut o[..n])
+        }
+        (TypedVec::I32(a), TypedVec::I32(b), TypedVec::Bool(o)) => {
+            binary_cmp(op, &a[..n], &b[..n], &mut o[..n])
+        }
+        (TypedVec::U32(a), TypedVec::U32(b), TypedVec::Bool(o)) => {
+            binary_cmp(op, &a[..n], &b[..n], &mut o[..n])
+        }
         _ => unreachable!("binary {op:?}: type mismatch"),
     }
 }
 
 fn select(c: &TypedVec, a: &TypedVec, b: &TypedVec, out: &mut TypedVec, n: usize) {
-    let TypedVec::Bool(c) = c else { unreachable!("select condition is bool") };
+    let TypedVec::Bool(c) = c else {
+        unreachable!("select condition is bool")
+    };
     macro_rules! go {
         ($a:expr, $b:expr, $o:expr) => {
             for i in 0..n {
@@ -327,11 +426,26 @@ fn cast(a: &TypedVec, out: &mut TypedVec, n: usize) {
     macro_rules! to {
         ($a:expr) => {
             match out {
-                TypedVec::F32(o) => o[..n].iter_mut().zip(&$a[..n]).for_each(|(o, &x)| *o = x.cast_to()),
-                TypedVec::F64(o) => o[..n].iter_mut().zip(&$a[..n]).for_each(|(o, &x)| *o = x.cast_to()),
-                TypedVec::I32(o) => o[..n].iter_mut().zip(&$a[..n]).for_each(|(o, &x)| *o = x.cast_to()),
-                TypedVec::U32(o) => o[..n].iter_mut().zip(&$a[..n]).for_each(|(o, &x)| *o = x.cast_to()),
-                TypedVec::Bool(o) => o[..n].iter_mut().zip(&$a[..n]).for_each(|(o, &x)| *o = x.cast_to()),
+                TypedVec::F32(o) => o[..n]
+                    .iter_mut()
+                    .zip(&$a[..n])
+                    .for_each(|(o, &x)| *o = x.cast_to()),
+                TypedVec::F64(o) => o[..n]
+                    .iter_mut()
+                    .zip(&$a[..n])
+                    .for_each(|(o, &x)| *o = x.cast_to()),
+                TypedVec::I32(o) => o[..n]
+                    .iter_mut()
+                    .zip(&$a[..n])
+                    .for_each(|(o, &x)| *o = x.cast_to()),
+                TypedVec::U32(o) => o[..n]
+                    .iter_mut()
+                    .zip(&$a[..n])
+                    .for_each(|(o, &x)| *o = x.cast_to()),
+                TypedVec::Bool(o) => o[..n]
+                    .iter_mut()
+                    .zip(&$a[..n])
+                    .for_each(|(o, &x)| *o = x.cast_to()),
             }
         };
     }
