@@ -99,6 +99,32 @@ macro_rules! int_elem {
 int_elem!(i32, true);
 int_elem!(u32, false);
 
+/// Float element types with the special functions the primitive table uses beyond `num_traits`.
+pub trait Real: num_traits::Float + Send + Sync + 'static {
+    fn erf(self) -> Self;
+    fn erfc(self) -> Self;
+}
+impl Real for f32 {
+    #[inline]
+    fn erf(self) -> Self {
+        libm::erff(self)
+    }
+    #[inline]
+    fn erfc(self) -> Self {
+        libm::erfcf(self)
+    }
+}
+impl Real for f64 {
+    #[inline]
+    fn erf(self) -> Self {
+        libm::erf(self)
+    }
+    #[inline]
+    fn erfc(self) -> Self {
+        libm::erfc(self)
+    }
+}
+
 /// NaN-propagating minimum (NumPy `minimum`).
 #[inline(always)]
 pub fn fmin_nan<F: num_traits::Float>(x: F, y: F) -> F {

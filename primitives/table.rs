@@ -7,9 +7,8 @@
 //! A class a row does not name is an element type the op rejects at record time.
 //! GPU targets add their source columns here (issue: GPU executors).
 
-use super::cpu::{IntElem, fmax_nan, fmin_nan, fmod_floor, fsign};
+use super::cpu::{IntElem, Real, fmax_nan, fmin_nan, fmod_floor, fsign};
 use crate::ir::DType;
-use num_traits::Float;
 
 macro_rules! kind_dtype {
     (float, $d:expr) => {
@@ -132,7 +131,7 @@ macro_rules! unary_table {
             }
         }
         /// CPU source, floats in and out.
-        pub(crate) fn unary_float<F: Float>(op: UnaryOp, a: &[F], out: &mut [F]) {
+        pub(crate) fn unary_float<F: Real>(op: UnaryOp, a: &[F], out: &mut [F]) {
             match op { $(UnaryOp::$v => { $( unary_arm!(float, $kind, $imp, a, out); )* }),* }
             unreachable!("{} has no float source; rejected at record time", op.name())
         }
@@ -147,7 +146,7 @@ macro_rules! unary_table {
             unreachable!("{} has no bool source; rejected at record time", op.name())
         }
         /// CPU source, float predicates.
-        pub(crate) fn unary_pred<F: Float>(op: UnaryOp, a: &[F], out: &mut [bool]) {
+        pub(crate) fn unary_pred<F: Real>(op: UnaryOp, a: &[F], out: &mut [bool]) {
             match op { $(UnaryOp::$v => { $( unary_arm!(pred, $kind, $imp, a, out); )* }),* }
             unreachable!("{} has no predicate source; rejected at record time", op.name())
         }
@@ -172,7 +171,7 @@ macro_rules! binary_table {
             }
         }
         /// CPU source, floats in and out.
-        pub(crate) fn binary_float<F: Float>(op: BinaryOp, a: &[F], b: &[F], out: &mut [F]) -> Result<(), &'static str> {
+        pub(crate) fn binary_float<F: Real>(op: BinaryOp, a: &[F], b: &[F], out: &mut [F]) -> Result<(), &'static str> {
             match op { $(BinaryOp::$v => { $( binary_arm!(float, $kind, $imp, a, b, out); )* }),* }
             unreachable!("{} has no float source; rejected at record time", op.name())
         }
@@ -227,6 +226,8 @@ unary_table! {
     Asinh "asinh" 30 { float: |x: F| x.asinh() }
     Acosh "acosh" 30 { float: |x: F| x.acosh() }
     Atanh "atanh" 30 { float: |x: F| x.atanh() }
+    Erf "erf" 30 { float: |x: F| x.erf() }
+    Erfc "erfc" 30 { float: |x: F| x.erfc() }
     Floor "floor" 1  { float: |x: F| x.floor() }
     Ceil  "ceil"  1  { float: |x: F| x.ceil() }
     Trunc "trunc" 1  { float: |x: F| x.trunc() }

@@ -26,6 +26,7 @@ float_unary! {
     asec Asec "arcsecant, acos(1 / x)", acsc Acsc "arccosecant, asin(1 / x)", acot Acot "arccotangent, atan(1 / x)",
     sinh Sinh "hyperbolic sine", cosh Cosh "hyperbolic cosine", tanh Tanh "hyperbolic tangent",
     sech Sech "hyperbolic secant", csch Csch "hyperbolic cosecant", coth Coth "hyperbolic cotangent",
+    erf Erf "error function", erfc Erfc "complementary error function, 1 - erf(x) without cancellation",
     asinh Asinh "inverse hyperbolic sine", acosh Acosh "inverse hyperbolic cosine", atanh Atanh "inverse hyperbolic tangent",
     floor Floor "round down", ceil Ceil "round up", trunc Trunc "round toward zero",
     round Round "round to nearest, halves away from zero",
@@ -175,6 +176,11 @@ impl Array<bool> {
     #[track_caller]
     pub fn nor(&self, y: impl Operand<bool>) -> Array<bool> {
         self.bin(BinaryOp::Nor, y)
+    }
+    /// Number of true elements.
+    #[track_caller]
+    pub fn count(&self) -> Array<u32> {
+        self.cast::<u32>().sum()
     }
     /// `a` where this is true, else `b` (the seed's Cond).
     #[track_caller]

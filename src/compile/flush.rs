@@ -19,7 +19,10 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason, target: Option<
     let entries = fe.queue.take();
     let start = std::time::Instant::now();
     Counters::add(&rt.counters.flushes[reason.index()], 1);
-    let policy = StorePolicy { target, all_live: reason == FlushReason::Execute };
+    let policy = StorePolicy {
+        target,
+        all_live: reason == FlushReason::Execute,
+    };
     let generated = proggen::generate(&fe.nodes, &entries, &rt.gen_config, policy);
     let seq = generated.sequence;
 
@@ -77,7 +80,11 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason, target: Option<
     }
     freed.extend(remove_unused(fe, outside));
 
-    let kernels = seq.programs.iter().filter(|p| matches!(&*p.kernel, Kernel::Fused(_))).count();
+    let kernels = seq
+        .programs
+        .iter()
+        .filter(|p| matches!(&*p.kernel, Kernel::Fused(_)))
+        .count();
     let intrinsics = seq.programs.len() - kernels;
     let instructions: usize = seq
         .programs
@@ -87,7 +94,11 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason, target: Option<
             Kernel::Intrinsic(_) => 0,
         })
         .sum();
-    let temps = seq.formals.iter().filter(|f| f.role == FormalRole::Temp).count();
+    let temps = seq
+        .formals
+        .iter()
+        .filter(|f| f.role == FormalRole::Temp)
+        .count();
     Counters::add(&rt.counters.kernel_instructions, instructions as u64);
     Counters::add(&rt.counters.sequences_generated, 1);
     Counters::add(&rt.counters.kernels_generated, kernels as u64);

@@ -29,7 +29,15 @@ pub struct StorePolicy {
 pub fn may_stay_lazy(n: &NodeInfo) -> bool {
     matches!(
         n.op,
-        Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Cast(_) | Op::Broadcast | Op::Permute(_) | Op::Slice { .. } | Op::Reshape | Op::Tile
+        Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Select
+            | Op::Cast(_)
+            | Op::Broadcast
+            | Op::Permute(_)
+            | Op::Slice { .. }
+            | Op::Reshape
+            | Op::Tile
     ) && n.depth <= MAX_LAZY_DEPTH
 }
 
@@ -93,8 +101,10 @@ pub fn analyse(nodes: &NodeTable, entries: &[Entry], policy: StorePolicy) -> Ana
             continue;
         }
         let n = &nodes[&id];
-        let must = matches!(n.op, Op::Reduce { .. } | Op::Intrinsic(_) | Op::Const(_) | Op::Generate(_))
-            || seen.contains(&id)
+        let must = matches!(
+            n.op,
+            Op::Reduce { .. } | Op::Intrinsic(_) | Op::Const(_) | Op::Generate(_)
+        ) || seen.contains(&id)
             || policy.target == Some(id)
             || (!n.released && (policy.all_live || !may_stay_lazy(n)));
         if must {
@@ -108,7 +118,11 @@ pub fn analyse(nodes: &NodeTable, entries: &[Entry], policy: StorePolicy) -> Ana
             }
         }
     }
-    let roots: Vec<NodeId> = order.iter().copied().filter(|id| stored.contains(id)).collect();
+    let roots: Vec<NodeId> = order
+        .iter()
+        .copied()
+        .filter(|id| stored.contains(id))
+        .collect();
 
     // Producer sets: the stored nodes each root's expression reaches through unstored nodes.
     let mut deps = AHashMap::new();
@@ -132,5 +146,11 @@ pub fn analyse(nodes: &NodeTable, entries: &[Entry], policy: StorePolicy) -> Ana
         }
         deps.insert(r, found);
     }
-    Analysis { order, needed, roots, stored, deps }
+    Analysis {
+        order,
+        needed,
+        roots,
+        stored,
+        deps,
+    }
 }

@@ -53,7 +53,12 @@ pub struct Generated {
 }
 
 /// Generates the program sequence for `entries`, all of which are taken from the queue.
-pub fn generate(nodes: &NodeTable, entries: &[Entry], cfg: &GenConfig, policy: liveness::StorePolicy) -> Generated {
+pub fn generate(
+    nodes: &NodeTable,
+    entries: &[Entry],
+    cfg: &GenConfig,
+    policy: liveness::StorePolicy,
+) -> Generated {
     let a = liveness::analyse(nodes, entries, policy);
     let mut seq = ProgramSequence::default();
     let mut formal_of: AHashMap<NodeId, FormalId> = AHashMap::new();
