@@ -100,7 +100,7 @@ int_elem!(i32, true);
 int_elem!(u32, false);
 
 /// Float element types with the special functions the primitive table uses beyond `num_traits`.
-pub trait Real: num_traits::Float + Send + Sync + 'static {
+pub trait Real: num_traits::Float + num_traits::FloatConst + Send + Sync + 'static {
     fn erf(self) -> Self;
     fn erfc(self) -> Self;
 }
@@ -123,6 +123,27 @@ impl Real for f64 {
     fn erfc(self) -> Self {
         libm::erfc(self)
     }
+}
+
+/// Inverse hyperbolic cosine, accurate near 1 (std's `ln(x + sqrt(x^2 - 1))` loses the digits
+/// of `x - 1` there): `ln1p(t + sqrt(t * (t + 2)))` with `t = x - 1` below 2. NaN below 1.
+#[inline]
+pub fn acosh_accurate<F: num_traits::Float>(x: F) -> F {
+    let two = F::one() + F::one();
+    if x < two {
+        let t = x - F::one();
+        (t + (t * (t + two)).sqrt()).ln_1p()
+    } else {
+        x.acosh()
+    }
+}
+
+/// Inverse secant, accurate near +-1 (where `acos(1 / x)` amplifies the rounding of `1 / x`):
+/// `atan(sqrt((x - 1)(x + 1)))`, mirrored to `pi - ..` for negative `x`. NaN for |x| < 1.
+#[inline]
+pub fn asec_accurate<F: num_traits::Float + num_traits::FloatConst>(x: F) -> F {
+    let r = ((x - F::one()) * (x + F::one())).sqrt().atan();
+    if x < F::zero() { F::PI() - r } else { r }
 }
 
 /// NaN-propagating minimum (NumPy `minimum`).

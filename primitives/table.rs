@@ -7,7 +7,7 @@
 //! A class a row does not name is an element type the op rejects at record time.
 //! GPU targets add their source columns here (issue: GPU executors).
 
-use super::cpu::{IntElem, Real, fmax_nan, fmin_nan, fmod_floor, fsign};
+use super::cpu::{IntElem, Real, acosh_accurate, asec_accurate, fmax_nan, fmin_nan, fmod_floor, fsign};
 use crate::ir::DType;
 
 macro_rules! kind_dtype {
@@ -214,7 +214,7 @@ unary_table! {
     Asin  "asin"  25 { float: |x: F| x.asin() }
     Acos  "acos"  25 { float: |x: F| x.acos() }
     Atan  "atan"  25 { float: |x: F| x.atan() }
-    Asec  "asec"  27 { float: |x: F| x.recip().acos() }
+    Asec  "asec"  27 needs [Asec] { float: asec_accurate::<F> }
     Acsc  "acsc"  27 { float: |x: F| x.recip().asin() }
     Acot  "acot"  27 { float: |x: F| x.recip().atan() }
     Sinh  "sinh"  25 { float: |x: F| x.sinh() }
@@ -224,7 +224,7 @@ unary_table! {
     Csch  "csch"  27 { float: |x: F| x.sinh().recip() }
     Coth  "coth"  27 { float: |x: F| x.tanh().recip() }
     Asinh "asinh" 30 { float: |x: F| x.asinh() }
-    Acosh "acosh" 30 { float: |x: F| x.acosh() }
+    Acosh "acosh" 30 needs [Acosh] { float: acosh_accurate::<F> }
     Atanh "atanh" 30 { float: |x: F| x.atanh() }
     Erf "erf" 30 { float: |x: F| x.erf() }
     Erfc "erfc" 30 { float: |x: F| x.erfc() }
@@ -273,6 +273,10 @@ pub enum Helper {
     NanMinMax,
     /// Philox4x32-10 and the uniform/normal conversions (`cpu::philox4x32_10`).
     Philox,
+    /// Inverse hyperbolic cosine accurate near 1 (`cpu::acosh_accurate`).
+    Acosh,
+    /// Inverse secant accurate near +-1 (`cpu::asec_accurate`).
+    Asec,
 }
 
 /// Reductions (the first stage fuses with producers; the final stage combines tile partials).

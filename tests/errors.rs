@@ -11,10 +11,17 @@ fn names_site(msg: &str, after: u32, before: u32, first: bool) {
     let file = file!();
     let found = msg.match_indices(file).any(|(at, _)| {
         let rest = &msg[at + file.len() + 1..];
-        let line: u32 = rest.split(':').next().and_then(|l| l.parse().ok()).unwrap_or(0);
+        let line: u32 = rest
+            .split(':')
+            .next()
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
         (!first || at == 0) && after < line && line < before
     });
-    assert!(found, "`{msg}` should name {file} between lines {after} and {before}");
+    assert!(
+        found,
+        "`{msg}` should name {file} between lines {after} and {before}"
+    );
 }
 
 #[test]
@@ -62,7 +69,10 @@ fn wrong_dtypes_name_the_callers_line() {
     let l1 = line!();
     assert_eq!(err.kind(), ErrorKind::DType);
     names_site(&err.to_string(), l0, l1, true);
-    assert!(err.to_string().contains("f32") && err.to_string().contains("i32"), "{err}");
+    assert!(
+        err.to_string().contains("f32") && err.to_string().contains("i32"),
+        "{err}"
+    );
     let l0 = line!();
     let err = i.clone().downcast::<f64>().unwrap_err();
     let l1 = line!();

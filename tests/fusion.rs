@@ -121,7 +121,11 @@ fn dropped_intermediate_gets_no_buffer_and_a_kept_one_does() {
         t.to_vec().unwrap()
     });
     assert_eq!(kept.kernels_generated, 2, "{kept:?}");
-    assert_eq!(kept.buffers_allocated + kept.buffers_reused, 2, "one buffer per read: {kept:?}");
+    assert_eq!(
+        kept.buffers_allocated + kept.buffers_reused,
+        2,
+        "one buffer per read: {kept:?}"
+    );
     for i in 0..n {
         assert_eq!(u[i], av[i] * 3.0 + 1.0);
         assert_eq!(tv[i], av[i] * 3.0);
@@ -253,7 +257,10 @@ fn a_live_lazy_chain_is_stored_once_it_gets_deep() {
             let total = x.sum().item().unwrap() as f64;
             want.iter_mut().for_each(|w| *w = *w * 0.5 + 0.25);
             let expect: f64 = want.iter().sum();
-            assert!((total - expect).abs() <= 1e-4 * expect.abs().max(1.0), "{total} vs {expect}");
+            assert!(
+                (total - expect).abs() <= 1e-4 * expect.abs().max(1.0),
+                "{total} vs {expect}"
+            );
         }
     });
     // x stays lazy for a few iterations, then gets stored: the depth bound keeps the work each

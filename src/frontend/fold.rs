@@ -109,7 +109,8 @@ pub fn binary(
         BinaryOp::Mul if is(b, Scalar::is_one) => keep(a),
         BinaryOp::Mul if is(a, Scalar::is_one) => keep(b),
         BinaryOp::Div if is(b, Scalar::is_one) => keep(a),
-        BinaryOp::Sub if is(b, Scalar::is_zero) => keep(a),
+        // x - (+0) is x; x - (-0) is not (it turns -0.0 into +0.0).
+        BinaryOp::Sub if b.konst.is_some_and(|v| v.is_zero() && v.bits() == 0) => keep(a),
         // x + 0.0 is not x when x is -0.0, so only integers fold here.
         BinaryOp::Add if out.is_int() && is(b, Scalar::is_zero) => keep(a),
         BinaryOp::Add if out.is_int() && is(a, Scalar::is_zero) => keep(b),

@@ -1,0 +1,938 @@
+//! Reductions, whole-array, along each axis and along several axes, on 1-D to 4-D shapes (including
+//! non-trailing axes), against f64 / wrapping-integer oracles on seeded random data.
+//!
+//! Tolerances (n = elements reduced into one output, S = sum of |terms|):
+//! - float sum (the runtime accumulates in f64): |err| <= 2 eps_T |exact| + 4 n eps_f64 S, i.e. an
+//!   f32 sum is as accurate as rounding the exact sum; dot, norm_l1, norm_l2 also allow one rounding
+//!   per product/square: + eps_T S.
+//! - float prod: rel 2 eps_T + 2 n eps_f64.
+//! - mean: rel 4 eps_T; variance/stddev: f32 rel 4e-6, f64 rel 1e-12 (two-pass oracle in f64).
+//! - integer sum/prod (wrapping), max, min, argmax, argmin, any, all, norm_inf: exact.
+
+mod common;
+
+use arrayflow::Array;
+use common::*;
+
+const SHAPES: &[&[usize]] = &[
+    &[1000],
+    &[13, 17],
+    &[5, 6, 7],
+    &[3, 4, 2, 5],
+    &[1, 9],
+    &[6, 1, 4],
+];
+
+/// Every non-empty subset of the axes of a rank-`r` shape.
+fn axis_sets(r: usize) -> Vec<Vec<usize>> {
+    (1u32..(1 << r))
+        .map(|m| (0..r).filter(|&d| m & (1 << d) != 0).collect())
+        .collect()
+}
+
+fn sum_tol<T: TestFloat>(exact: f64, n: usize, s: f64) -> f64 {
+    2.0 * T::EPS * exact.abs() + 4.0 * n as f64 * f64::EPSILON * s
+}
+
+#[track_caller]
+fn assert_within<T: TestFloat>(got: &[T], want: &[f64], tol: &[f64], ctx: &str) {
+    assert_eq!(got.len(), want.len(), "{ctx}: length");
+    for (i, ((g, w), t)) in got.iter().zip(want).zip(tol).enumerate() {
+        let g = g.to();
+        assert!(
+            (g - w).abs() <= *t || (g.is_nan() && w.is_nan()),
+            "{ctx} ({}): [{i}] got {g:e} want {w:e} (diff {:e} > tol {t:e})",
+            T::name(),
+            (g - w).abs()
+        );
+    }
+}
+
+fn float_reductions<T: TestFloat>(seed: u64) {
+    let mut r = rng(seed);
+    for &shape in SHAPES {
+        let n = numel(shape);
+        let x: Vec<T> = conv(&rand_f64(&mut r, n, -10.0, 10.0));
+        let xf: Vec<f64> = x.iter().map(|v| v.to()).collect();
+        let a = Array::from_slice(&x, shape);
+        let p: Vec<T> = conv(&rand_f64(&mut r, n, 0.8, 1.25));
+        let pa = Array::from_slice(&p, shape);
+        let pf: Vec<f64> = p.iter().map(|v| v.to()).collect();
+        let mut sets = axis_sets(shape.len());
+        sets.push((0..shape.len()).collect());
+        for axes in &sets {
+            let ctx = format!("shape {shape:?} axes {axes:?}");
+            let m: usize = axes.iter().map(|&d| shape[d]).product();
+            let (oshape, acc) = reduce_oracle(&xf, shape, axes, (0.0, 0.0), |(s, g), _, v| {
+                (s + v, g + v.abs())
+            });
+            let want: Vec<f64> = acc.iter().map(|a| a.0).collect();
+            let tol: Vec<f64> = acc.iter().map(|a| sum_tol::<T>(a.0, m, a.1)).collect();
+            let got = a.sum_axes(axes);
+            assert_eq!(got.shape(), &oshape[..], "{ctx}: sum shape");
+            assert_within(&read(&got), &want, &tol, &format!("{ctx}: sum"));
+            if axes.len() == 1 {
+                assert_within(
+                    &read(&a.sum_axis(axes[0])),
+                    &want,
+                    &tol,
+                    &format!("{ctx}: sum_axis"),
+                );
+            }
+
+            let (_, acc) = reduce_oracle(&pf, shape, axes, 1.0, |s, _, v| s * v);
+            let tol: Vec<f64> = acc
+                .iter()
+                .map(|w| w.abs() * (2.0 * T::EPS + 2.0 * m as f64 * f64::EPSILON))
+                .collect();
+            assert_within(
+                &read(&pa.prod_axes(axes)),
+                &acc,
+                &tol,
+                &format!("{ctx}: prod"),
+            );
+
+            let (_, mx) = reduce_oracle(&xf, shape, axes, f64::NEG_INFINITY, |s, _, v| s.max(v));
+            assert_exact_f(
+                &read(&a.max_axes(axes)),
+                &conv::<T>(&mx),
+                &format!("{ctx}: max"),
+            );
+            let (_, mn) = reduce_oracle(&xf, shape, axes, f64::INFINITY, |s, _, v| s.min(v));
+            assert_exact_f(
+                &read(&a.min_axes(axes)),
+                &conv::<T>(&mn),
+                &format!("{ctx}: min"),
+            );
+            if axes.len() == 1 {
+                let ax = axes[0];
+                assert_exact_f(
+                    &read(&a.max_axis(ax)),
+                    &conv::<T>(&mx),
+                    &format!("{ctx}: max_axis"),
+                );
+                assert_exact_f(
+                    &read(&a.min_axis(ax)),
+                    &conv::<T>(&mn),
+                    &format!("{ctx}: min_axis"),
+                );
+                let (_, pr) = reduce_oracle(&pf, shape, axes, 1.0, |s, _, v| s * v);
+                let tol: Vec<f64> = pr
+                    .iter()
+                    .map(|w| w.abs() * (2.0 * T::EPS + 2.0 * m as f64 * f64::EPSILON))
+                    .collect();
+                assert_within(
+                    &read(&pa.prod_axis(ax)),
+                    &pr,
+                    &tol,
+                    &format!("{ctx}: prod_axis"),
+                );
+
+                // mean / variance / stddev along one axis, two-pass oracle in f64.
+                let mean: Vec<f64> = want.iter().map(|s| s / m as f64).collect();
+                let tol: Vec<f64> = acc_tol_mean::<T>(
+                    &mean,
+                    &reduce_oracle(&xf, shape, axes, 0.0, |g, _, v| g + v.abs()).1,
+                    m,
+                );
+                assert_within(
+                    &read(&a.mean_axis(ax)),
+                    &mean,
+                    &tol,
+                    &format!("{ctx}: mean_axis"),
+                );
+                let var = variance_oracle(&xf, shape, ax);
+                let vrel = if T::name() == "f32" { 4e-6 } else { 1e-12 };
+                assert_close(
+                    &read(&a.variance_axis(ax)),
+                    &var,
+                    vrel,
+                    0.0,
+                    &format!("{ctx}: variance_axis"),
+                );
+                let sd: Vec<f64> = var.iter().map(|v| v.sqrt()).collect();
+                assert_close(
+                    &read(&a.stddev_axis(ax)),
+                    &sd,
+                    vrel,
+                    0.0,
+                    &format!("{ctx}: stddev_axis"),
+                );
+            }
+        }
+        // Whole-array forms return 0-d arrays.
+        let s = a.sum();
+        assert_eq!(s.shape(), &[] as &[usize], "whole sum is 0-d");
+        let exact: f64 = xf.iter().sum();
+        let sabs: f64 = xf.iter().map(|v| v.abs()).sum();
+        assert_within(
+            &[item(&s)],
+            &[exact],
+            &[sum_tol::<T>(exact, n, sabs)],
+            &format!("{shape:?}: whole sum"),
+        );
+        let mx = xf.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let mn = xf.iter().cloned().fold(f64::INFINITY, f64::min);
+        assert_eq!(item(&a.max()).to(), mx, "{shape:?}: whole max");
+        assert_eq!(item(&a.min()).to(), mn, "{shape:?}: whole min");
+        let mean = exact / n as f64;
+        let var = xf.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let vrel = if T::name() == "f32" { 4e-6 } else { 1e-12 };
+        assert_close(
+            &[item(&a.mean())],
+            &[mean],
+            4.0 * T::EPS,
+            4.0 * T::EPS * sabs / n as f64,
+            &format!("{shape:?}: mean"),
+        );
+        assert_close(
+            &[item(&a.variance())],
+            &[var],
+            vrel,
+            0.0,
+            &format!("{shape:?}: variance"),
+        );
+        assert_close(
+            &[item(&a.stddev())],
+            &[var.sqrt()],
+            vrel,
+            0.0,
+            &format!("{shape:?}: stddev"),
+        );
+        let prod: f64 = pf.iter().product();
+        assert_close(
+            &[item(&pa.prod())],
+            &[prod],
+            2.0 * T::EPS + 2.0 * n as f64 * f64::EPSILON,
+            0.0,
+            &format!("{shape:?}: whole prod"),
+        );
+    }
+}
+
+fn acc_tol_mean<T: TestFloat>(mean: &[f64], sabs: &[f64], m: usize) -> Vec<f64> {
+    mean.iter()
+        .zip(sabs)
+        .map(|(w, s)| 4.0 * T::EPS * (w.abs() + s / m as f64))
+        .collect()
+}
+
+/// Population variance along one axis, two passes in f64.
+fn variance_oracle(x: &[f64], shape: &[usize], ax: usize) -> Vec<f64> {
+    let m = shape[ax] as f64;
+    let (_, sums) = reduce_oracle(x, shape, &[ax], 0.0, |s, _, v| s + v);
+    let kept: Vec<usize> = (0..shape.len()).filter(|&d| d != ax).collect();
+    let oshape: Vec<usize> = kept.iter().map(|&d| shape[d]).collect();
+    let mut acc = vec![0.0; sums.len()];
+    for (lin, &v) in x.iter().enumerate() {
+        let idx = unravel(lin, shape);
+        let o = ravel(&kept.iter().map(|&d| idx[d]).collect::<Vec<_>>(), &oshape);
+        let d = v - sums[o] / m;
+        acc[o] += d * d;
+    }
+    acc.iter().map(|s| s / m).collect()
+}
+
+#[test]
+fn float_reductions_f32() {
+    float_reductions::<f32>(301);
+}
+
+#[test]
+fn float_reductions_f64() {
+    float_reductions::<f64>(302);
+}
+
+#[test]
+fn int_reductions() {
+    let mut r = rng(303);
+    for &shape in SHAPES {
+        let n = numel(shape);
+        let xi = rand_i32_any(&mut r, n);
+        let xu = rand_u32_any(&mut r, n);
+        let ai = Array::from_slice(&xi, shape);
+        let au = Array::from_slice(&xu, shape);
+        let mut sets = axis_sets(shape.len());
+        sets.push((0..shape.len()).collect());
+        for axes in &sets {
+            let ctx = format!("shape {shape:?} axes {axes:?}");
+            let (_, w) = reduce_oracle(&xi, shape, axes, 0i32, |s, _, v| s.wrapping_add(v));
+            assert_same(
+                &read(&ai.sum_axes(axes)),
+                &w,
+                &format!("{ctx}: i32 sum (wrapping)"),
+            );
+            let (_, w) = reduce_oracle(&xi, shape, axes, 1i32, |s, _, v| s.wrapping_mul(v));
+            assert_same(
+                &read(&ai.prod_axes(axes)),
+                &w,
+                &format!("{ctx}: i32 prod (wrapping)"),
+            );
+            let (_, w) = reduce_oracle(&xi, shape, axes, i32::MIN, |s, _, v| s.max(v));
+            assert_same(&read(&ai.max_axes(axes)), &w, &format!("{ctx}: i32 max"));
+            let (_, w) = reduce_oracle(&xi, shape, axes, i32::MAX, |s, _, v| s.min(v));
+            assert_same(&read(&ai.min_axes(axes)), &w, &format!("{ctx}: i32 min"));
+            let (_, w) = reduce_oracle(&xu, shape, axes, 0u32, |s, _, v| s.wrapping_add(v));
+            assert_same(
+                &read(&au.sum_axes(axes)),
+                &w,
+                &format!("{ctx}: u32 sum (wrapping)"),
+            );
+            let (_, w) = reduce_oracle(&xu, shape, axes, 1u32, |s, _, v| s.wrapping_mul(v));
+            assert_same(
+                &read(&au.prod_axes(axes)),
+                &w,
+                &format!("{ctx}: u32 prod (wrapping)"),
+            );
+            let (_, w) = reduce_oracle(&xu, shape, axes, 0u32, |s, _, v| s.max(v));
+            assert_same(&read(&au.max_axes(axes)), &w, &format!("{ctx}: u32 max"));
+            let (_, w) = reduce_oracle(&xu, shape, axes, u32::MAX, |s, _, v| s.min(v));
+            assert_same(&read(&au.min_axes(axes)), &w, &format!("{ctx}: u32 min"));
+            if axes.len() == 1 {
+                let (_, w) = reduce_oracle(&xi, shape, axes, 0i32, |s, _, v| s.wrapping_add(v));
+                assert_same(
+                    &read(&ai.sum_axis(axes[0])),
+                    &w,
+                    &format!("{ctx}: i32 sum_axis"),
+                );
+                let (_, w) = reduce_oracle(&xu, shape, axes, u32::MAX, |s, _, v| s.min(v));
+                assert_same(
+                    &read(&au.min_axis(axes[0])),
+                    &w,
+                    &format!("{ctx}: u32 min_axis"),
+                );
+            }
+        }
+        assert_eq!(
+            item(&ai.sum()),
+            xi.iter().fold(0i32, |s, &v| s.wrapping_add(v)),
+            "{shape:?}: whole i32 sum"
+        );
+        assert_eq!(
+            item(&au.prod()),
+            xu.iter().fold(1u32, |s, &v| s.wrapping_mul(v)),
+            "{shape:?}: whole u32 prod"
+        );
+        assert_eq!(
+            item(&ai.max()),
+            *xi.iter().max().unwrap(),
+            "{shape:?}: whole i32 max"
+        );
+        assert_eq!(
+            item(&au.min()),
+            *xu.iter().min().unwrap(),
+            "{shape:?}: whole u32 min"
+        );
+    }
+    // Small integer products that do not wrap.
+    let x = rand_i32(&mut r, 60, -3, 3);
+    let a = Array::from_slice(&x, &[6, 10]);
+    let (_, w) = reduce_oracle(&x, &[6, 10], &[1], 1i32, |s, _, v| s * v);
+    assert_same(&read(&a.prod_axis(1)), &w, "small i32 prod_axis");
+}
+
+/// argmax / argmin: index within the reduced extent (row-major over the reduced axes), the first
+/// on ties, the first NaN if any. Data come from a small set so ties are common.
+fn arg_reductions<T: TestFloat>(seed: u64, with_nan: bool) {
+    let mut r = rng(seed);
+    let set = [-2.0, -1.0, 0.0, 0.5, 1.0, 3.0];
+    for &shape in SHAPES {
+        let n = numel(shape);
+        let mut xf: Vec<f64> = rand_u32(&mut r, n, 0, set.len() as u32 - 1)
+            .iter()
+            .map(|&i| set[i as usize])
+            .collect();
+        if with_nan {
+            for k in 0..n / 40 {
+                xf[(k * 97 + 13) % n] = f64::NAN;
+            }
+        }
+        let x: Vec<T> = conv(&xf);
+        let a = Array::from_slice(&x, shape);
+        let mut sets = axis_sets(shape.len());
+        sets.push((0..shape.len()).collect());
+        type Acc = (f64, Option<usize>);
+        let better_max = |(bv, bi): Acc, k: usize, v: f64| -> Acc {
+            match bi {
+                None => (v, Some(k)),
+                Some(_) if bv.is_nan() => (bv, bi),
+                Some(_) if v.is_nan() || v > bv => (v, Some(k)),
+                _ => (bv, bi),
+            }
+        };
+        let better_min = |(bv, bi): Acc, k: usize, v: f64| -> Acc {
+            match bi {
+                None => (v, Some(k)),
+                Some(_) if bv.is_nan() => (bv, bi),
+                Some(_) if v.is_nan() || v < bv => (v, Some(k)),
+                _ => (bv, bi),
+            }
+        };
+        for axes in &sets {
+            let ctx = format!("{} shape {shape:?} axes {axes:?} nan {with_nan}", T::name());
+            let (oshape, w) = reduce_oracle(&xf, shape, axes, (0.0, None), better_max);
+            let w: Vec<u32> = w.iter().map(|a| a.1.unwrap() as u32).collect();
+            let got = a.argmax_axes(axes);
+            assert_eq!(got.shape(), &oshape[..], "{ctx}: argmax shape");
+            assert_same(&read(&got), &w, &format!("{ctx}: argmax"));
+            if axes.len() == 1 {
+                assert_same(
+                    &read(&a.argmax_axis(axes[0])),
+                    &w,
+                    &format!("{ctx}: argmax_axis"),
+                );
+            }
+            let (_, w) = reduce_oracle(&xf, shape, axes, (0.0, None), better_min);
+            let w: Vec<u32> = w.iter().map(|a| a.1.unwrap() as u32).collect();
+            assert_same(&read(&a.argmin_axes(axes)), &w, &format!("{ctx}: argmin"));
+            if axes.len() == 1 {
+                assert_same(
+                    &read(&a.argmin_axis(axes[0])),
+                    &w,
+                    &format!("{ctx}: argmin_axis"),
+                );
+            }
+            // max / min with NaN present propagate NaN.
+            let (_, mx) = reduce_oracle(&xf, shape, axes, f64::NEG_INFINITY, |s, _, v| {
+                if s.is_nan() || v.is_nan() {
+                    f64::NAN
+                } else {
+                    s.max(v)
+                }
+            });
+            assert_exact_f(
+                &read(&a.max_axes(axes)),
+                &conv::<T>(&mx),
+                &format!("{ctx}: max (NaN propagates)"),
+            );
+            let (_, mn) = reduce_oracle(&xf, shape, axes, f64::INFINITY, |s, _, v| {
+                if s.is_nan() || v.is_nan() {
+                    f64::NAN
+                } else {
+                    s.min(v)
+                }
+            });
+            assert_exact_f(
+                &read(&a.min_axes(axes)),
+                &conv::<T>(&mn),
+                &format!("{ctx}: min (NaN propagates)"),
+            );
+        }
+        let w = xf
+            .iter()
+            .enumerate()
+            .fold((0.0, None), |acc, (k, &v)| better_max(acc, k, v))
+            .1
+            .unwrap() as u32;
+        assert_eq!(item(&a.argmax()), w, "{shape:?}: whole argmax");
+        let w = xf
+            .iter()
+            .enumerate()
+            .fold((0.0, None), |acc, (k, &v)| better_min(acc, k, v))
+            .1
+            .unwrap() as u32;
+        assert_eq!(item(&a.argmin()), w, "{shape:?}: whole argmin");
+    }
+}
+
+#[test]
+fn argmax_argmin_f32() {
+    arg_reductions::<f32>(304, false);
+    arg_reductions::<f32>(305, true);
+}
+
+#[test]
+fn argmax_argmin_f64() {
+    arg_reductions::<f64>(306, false);
+    arg_reductions::<f64>(307, true);
+}
+
+#[test]
+fn argmax_argmin_int() {
+    let mut r = rng(308);
+    for &shape in SHAPES {
+        let n = numel(shape);
+        let xi = rand_i32(&mut r, n, -3, 3);
+        let xu = rand_u32(&mut r, n, 0, 4);
+        let (ai, au) = (Array::from_slice(&xi, shape), Array::from_slice(&xu, shape));
+        let mut sets = axis_sets(shape.len());
+        sets.push((0..shape.len()).collect());
+        for axes in &sets {
+            let ctx = format!("shape {shape:?} axes {axes:?}");
+            let first_best = |better: fn(i64, i64) -> bool| {
+                move |(bv, bi): (i64, Option<usize>), k: usize, v: i64| match bi {
+                    Some(_) if !better(v, bv) => (bv, bi),
+                    _ => (v, Some(k)),
+                }
+            };
+            let xi64: Vec<i64> = xi.iter().map(|&v| v as i64).collect();
+            let xu64: Vec<i64> = xu.iter().map(|&v| v as i64).collect();
+            let idx = |v: Vec<(i64, Option<usize>)>| -> Vec<u32> {
+                v.iter().map(|a| a.1.unwrap() as u32).collect()
+            };
+            let (_, w) = reduce_oracle(&xi64, shape, axes, (0, None), first_best(|v, b| v > b));
+            assert_same(
+                &read(&ai.argmax_axes(axes)),
+                &idx(w),
+                &format!("{ctx}: i32 argmax"),
+            );
+            let (_, w) = reduce_oracle(&xi64, shape, axes, (0, None), first_best(|v, b| v < b));
+            assert_same(
+                &read(&ai.argmin_axes(axes)),
+                &idx(w),
+                &format!("{ctx}: i32 argmin"),
+            );
+            let (_, w) = reduce_oracle(&xu64, shape, axes, (0, None), first_best(|v, b| v > b));
+            assert_same(
+                &read(&au.argmax_axes(axes)),
+                &idx(w),
+                &format!("{ctx}: u32 argmax"),
+            );
+            let (_, w) = reduce_oracle(&xu64, shape, axes, (0, None), first_best(|v, b| v < b));
+            assert_same(
+                &read(&au.argmin_axes(axes)),
+                &idx(w),
+                &format!("{ctx}: u32 argmin"),
+            );
+        }
+    }
+    // Extreme values (beyond f64's exact range is impossible for 32-bit ints, but check the ends).
+    let a = Array::from_slice(&[i32::MIN + 1, i32::MAX, i32::MIN, i32::MAX - 1], &[4]);
+    assert_eq!(item(&a.argmax()), 1);
+    assert_eq!(item(&a.argmin()), 2);
+    let u = Array::from_slice(&[u32::MAX - 1, 0, u32::MAX, 1], &[4]);
+    assert_eq!(item(&u.argmax()), 2);
+    assert_eq!(item(&u.argmin()), 1);
+}
+
+#[test]
+fn any_all() {
+    let mut r = rng(309);
+    for &shape in SHAPES {
+        let n = numel(shape);
+        for p in [0.05, 0.5, 0.95] {
+            let x = rand_bool(&mut r, n, p);
+            let a = Array::from_slice(&x, shape);
+            let mut sets = axis_sets(shape.len());
+            sets.push((0..shape.len()).collect());
+            for axes in &sets {
+                let ctx = format!("shape {shape:?} axes {axes:?} p {p}");
+                let (_, w) = reduce_oracle(&x, shape, axes, false, |s, _, v| s || v);
+                assert_same(&read(&a.any_axes(axes)), &w, &format!("{ctx}: any"));
+                let (_, w2) = reduce_oracle(&x, shape, axes, true, |s, _, v| s && v);
+                assert_same(&read(&a.all_axes(axes)), &w2, &format!("{ctx}: all"));
+                if axes.len() == 1 {
+                    assert_same(&read(&a.any_axis(axes[0])), &w, &format!("{ctx}: any_axis"));
+                    assert_same(
+                        &read(&a.all_axis(axes[0])),
+                        &w2,
+                        &format!("{ctx}: all_axis"),
+                    );
+                }
+            }
+            assert_eq!(item(&a.any()), x.iter().any(|&v| v), "{shape:?}: whole any");
+            assert_eq!(item(&a.all()), x.iter().all(|&v| v), "{shape:?}: whole all");
+        }
+    }
+    // Rows that are entirely true / false, from comparisons (fused producer).
+    let v: Vec<f32> = (0..40)
+        .map(|i| {
+            if i < 10 {
+                1.0
+            } else if i < 20 {
+                -1.0
+            } else {
+                (i % 3) as f32 - 1.0
+            }
+        })
+        .collect();
+    let a = Array::from_slice(&v, &[4, 10]);
+    assert_same(
+        &read(&a.gt(0.0f32).all_axis(1)),
+        &[true, false, false, false],
+        "all of a row of trues",
+    );
+    assert_same(
+        &read(&a.gt(0.0f32).any_axis(1)),
+        &[true, false, true, true],
+        "any per row",
+    );
+}
+
+fn dot_norms<T: TestFloat>(seed: u64) {
+    let mut r = rng(seed);
+    for n in [1usize, 7, 1000, 10_000] {
+        let xf: Vec<f64> = conv::<T>(&rand_f64(&mut r, n, -3.0, 3.0))
+            .iter()
+            .map(|v: &T| v.to())
+            .collect();
+        let yf: Vec<f64> = conv::<T>(&rand_f64(&mut r, n, -3.0, 3.0))
+            .iter()
+            .map(|v: &T| v.to())
+            .collect();
+        let (x, y): (Vec<T>, Vec<T>) = (conv(&xf), conv(&yf));
+        let (a, b) = (Array::from_slice(&x, &[n]), Array::from_slice(&y, &[n]));
+        let ctx = format!("n = {n}");
+        let d: f64 = xf.iter().zip(&yf).map(|(p, q)| p * q).sum();
+        let s: f64 = xf.iter().zip(&yf).map(|(p, q)| (p * q).abs()).sum();
+        let tol = sum_tol::<T>(d, n, s) + T::EPS * s;
+        assert_within(&[item(&a.dot(&b))], &[d], &[tol], &format!("{ctx}: dot"));
+        let l1: f64 = xf.iter().map(|v| v.abs()).sum();
+        assert_within(
+            &[item(&a.norm_l1())],
+            &[l1],
+            &[sum_tol::<T>(l1, n, l1)],
+            &format!("{ctx}: norm_l1"),
+        );
+        let sq: f64 = xf.iter().map(|v| v * v).sum();
+        let l2 = sq.sqrt();
+        let tol = (sum_tol::<T>(sq, n, sq) + T::EPS * sq) / (2.0 * l2) + T::EPS * l2;
+        assert_within(
+            &[item(&a.norm_l2())],
+            &[l2],
+            &[tol],
+            &format!("{ctx}: norm_l2"),
+        );
+        let li = xf.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert_eq!(item(&a.norm_inf()).to(), li, "{ctx}: norm_inf");
+    }
+    // A 2-D array's norms are over all elements.
+    let xf = rand_f64(&mut r, 60, -1.0, 1.0);
+    let x: Vec<T> = conv(&xf);
+    let a = Array::from_slice(&x, &[6, 10]);
+    let li = x.iter().fold(0.0f64, |m, v| m.max(v.to().abs()));
+    assert_eq!(item(&a.norm_inf()).to(), li, "2-D norm_inf");
+    let l1: f64 = x.iter().map(|v| v.to().abs()).sum();
+    assert_close(
+        &[item(&a.norm_l1())],
+        &[l1],
+        4.0 * T::EPS,
+        0.0,
+        "2-D norm_l1",
+    );
+}
+
+#[test]
+fn dot_and_norms_f32() {
+    dot_norms::<f32>(310);
+}
+
+#[test]
+fn dot_and_norms_f64() {
+    dot_norms::<f64>(311);
+}
+
+#[test]
+fn dot_int() {
+    let mut r = rng(312);
+    let x = rand_i32_any(&mut r, 5000);
+    let y = rand_i32_any(&mut r, 5000);
+    let d = Array::from_slice(&x, &[5000]).dot(&Array::from_slice(&y, &[5000]));
+    assert_eq!(
+        item(&d),
+        x.iter()
+            .zip(&y)
+            .fold(0i32, |s, (&p, &q)| s.wrapping_add(p.wrapping_mul(q))),
+        "i32 dot wraps"
+    );
+    let xu = rand_u32(&mut r, 100, 0, 1000);
+    let yu = rand_u32(&mut r, 100, 0, 1000);
+    let d = Array::from_slice(&xu, &[100]).dot(&Array::from_slice(&yu, &[100]));
+    assert_eq!(
+        item(&d),
+        xu.iter().zip(&yu).map(|(p, q)| p * q).sum::<u32>(),
+        "u32 dot"
+    );
+}
+
+/// Sums of 10^5+ f32 elements (many CPU tiles) vs the f64 oracle, whole-array and along trailing
+/// and non-trailing axes. Tolerance as for all float sums (f64 accumulation, one final rounding).
+#[test]
+fn large_f32_sums() {
+    let mut r = rng(313);
+    let n = 300_000;
+    let x = rand_f32(&mut r, n, 0.0, 1.0);
+    let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let exact: f64 = xf.iter().sum();
+    let a = Array::from_slice(&x, &[n]);
+    assert_within(
+        &[item(&a.sum())],
+        &[exact],
+        &[sum_tol::<f32>(exact, n, exact)],
+        "300k sum",
+    );
+    // Naive f32 accumulation would be off by far more than this bound; check it is meaningful.
+    let naive = x.iter().fold(0.0f32, |s, &v| s + v) as f64;
+    assert!(
+        (naive - exact).abs() > sum_tol::<f32>(exact, n, exact),
+        "the bound must reject naive f32 summation"
+    );
+    let mean = item(&a.mean()) as f64;
+    assert_close(
+        &[mean],
+        &[exact / n as f64],
+        4.0 * f32::EPSILON as f64,
+        0.0,
+        "300k mean",
+    );
+
+    // Mixed signs: cancellation.
+    let y = rand_f32(&mut r, n, -1.0, 1.0);
+    let yf: Vec<f64> = y.iter().map(|&v| v as f64).collect();
+    let ex: f64 = yf.iter().sum();
+    let sabs: f64 = yf.iter().map(|v| v.abs()).sum();
+    assert_within(
+        &[item(&Array::from_slice(&y, &[n]).sum())],
+        &[ex],
+        &[sum_tol::<f32>(ex, n, sabs)],
+        "300k signed sum",
+    );
+
+    for shape in [[3usize, 100_000], [100_000, 3], [600, 500]] {
+        let a = Array::from_slice(&x, &shape);
+        for ax in 0..2 {
+            let m = shape[ax];
+            let (_, w) = reduce_oracle(&xf, &shape, &[ax], 0.0, |s, _, v| s + v);
+            let tol: Vec<f64> = w.iter().map(|s| sum_tol::<f32>(*s, m, *s)).collect();
+            assert_within(
+                &read(&a.sum_axis(ax)),
+                &w,
+                &tol,
+                &format!("{shape:?} sum_axis({ax})"),
+            );
+        }
+    }
+    // An f32 sum that exceeds 2^24 in magnitude (where f32 stops counting by 1).
+    let ones = Array::<f32>::ones(&[16_800_001]);
+    assert_eq!(
+        item(&ones.sum()),
+        16_800_001f64 as f32,
+        "sum of 16.8M ones (f64 accumulation)"
+    );
+}
+
+/// Extremes and their positions when the winner sits in a later tile, and ties across tiles
+/// (the first index wins).
+#[test]
+fn large_extrema_across_tiles() {
+    let mut r = rng(314);
+    let n = 50_000;
+    let mut x = rand_f32(&mut r, n, -1.0, 1.0);
+    x[1234] = 5.0;
+    x[40_000] = 5.0;
+    x[30_001] = -7.0;
+    let a = Array::from_slice(&x, &[n]);
+    assert_eq!(item(&a.max()), 5.0);
+    assert_eq!(
+        item(&a.argmax()),
+        1234,
+        "first of two tied maxima in different tiles"
+    );
+    assert_eq!(item(&a.min()), -7.0);
+    assert_eq!(item(&a.argmin()), 30_001);
+    let b = Array::from_slice(&x, &[5, 10_000]);
+    let am = read(&b.argmax_axis(1));
+    let want: Vec<u32> = (0..5)
+        .map(|row| {
+            let s = &x[row * 10_000..(row + 1) * 10_000];
+            let m = s.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            s.iter().position(|&v| v == m).unwrap() as u32
+        })
+        .collect();
+    assert_same(&am, &want, "argmax_axis(1) over tiles");
+    let am0 = read(&b.argmin_axis(0));
+    let want: Vec<u32> = (0..10_000)
+        .map(|c| {
+            let col: Vec<f32> = (0..5).map(|row| x[row * 10_000 + c]).collect();
+            let m = col.iter().cloned().fold(f32::INFINITY, f32::min);
+            col.iter().position(|&v| v == m).unwrap() as u32
+        })
+        .collect();
+    assert_same(&am0, &want, "argmin_axis(0) over tiles");
+    let mut xi = rand_i32_any(&mut r, n);
+    xi[45_000] = i32::MAX;
+    let ai = Array::from_slice(&xi, &[n]);
+    assert_eq!(
+        item(&ai.argmax()),
+        xi.iter().position(|&v| v == i32::MAX).unwrap() as u32
+    );
+    assert_eq!(
+        item(&ai.sum()),
+        xi.iter().fold(0i32, |s, &v| s.wrapping_add(v)),
+        "large i32 sum wraps"
+    );
+}
+
+/// Reductions of fused producers and of views.
+#[test]
+fn reductions_of_expressions_and_views() {
+    let mut r = rng(315);
+    let (m, n) = (37, 53);
+    let x = rand_f64(&mut r, m * n, -2.0, 2.0);
+    let y = rand_f64(&mut r, m * n, -2.0, 2.0);
+    let (a, b) = (
+        Array::from_slice(&x, &[m, n]),
+        Array::from_slice(&y, &[m, n]),
+    );
+    let e: Vec<f64> = x.iter().zip(&y).map(|(p, q)| p * q + 1.0).collect();
+    let rel = 1e-13;
+    for ax in 0..2 {
+        let (_, w) = reduce_oracle(&e, &[m, n], &[ax], 0.0, |s, _, v| s + v);
+        assert_close(
+            &read(&(&a * &b + 1.0).sum_axis(ax)),
+            &w,
+            rel,
+            1e-13,
+            &format!("(a*b+1).sum_axis({ax})"),
+        );
+    }
+    let ex: Vec<f64> = x.iter().map(|v| v.exp()).collect();
+    let (_, w) = reduce_oracle(&ex, &[m, n], &[0], f64::NEG_INFINITY, |s, _, v| s.max(v));
+    assert_exact_f(&read(&a.exp().max_axis(0)), &w, "exp(a).max_axis(0)");
+    // Transposed input: sum over axis 0 of a^T is the row sum of a.
+    let (_, w) = reduce_oracle(&x, &[m, n], &[1], 0.0, |s, _, v| s + v);
+    assert_close(
+        &read(&a.transpose().sum_axis(0)),
+        &w,
+        rel,
+        1e-13,
+        "a^T.sum_axis(0)",
+    );
+    // Sliced input.
+    let sl = a.slice(&[(2..30).into(), arrayflow::Slice::step(.., 3)]);
+    let sel = vec![(2..30).collect::<Vec<_>>(), (0..n).step_by(3).collect()];
+    let (sshape, sv) = slice_oracle(&x, &[m, n], &sel);
+    let (_, w) = reduce_oracle(&sv, &sshape, &[0], 0.0, |s, _, v| s + v);
+    assert_close(&read(&sl.sum_axis(0)), &w, rel, 1e-13, "slice.sum_axis(0)");
+    // Broadcast input: a row broadcast to m rows, summed over rows, is m * row.
+    let row = Array::from_slice(&y[..n], &[n]);
+    let w: Vec<f64> = y[..n].iter().map(|v| v * m as f64).collect();
+    assert_close(
+        &read(&row.broadcast_to(&[m, n]).sum_axis(0)),
+        &w,
+        rel,
+        1e-13,
+        "broadcast.sum_axis(0)",
+    );
+    // A reduction feeding element-wise ops: centering rows.
+    let (_, rs) = reduce_oracle(&x, &[m, n], &[1], 0.0, |s, _, v| s + v);
+    let centered = &a - &a.mean_axis(1).reshape(&[m, 1]);
+    let w: Vec<f64> = (0..m * n).map(|l| x[l] - rs[l / n] / n as f64).collect();
+    assert_close(&read(&centered), &w, rel, 1e-13, "a - mean_axis(1)");
+    // Two reductions of one expression in the same flush.
+    let c = &a * 2.0;
+    let (s0, s1) = (c.sum_axis(0), c.max_axis(1));
+    let (_, w0) = reduce_oracle(&x, &[m, n], &[0], 0.0, |s, _, v| s + 2.0 * v);
+    let (_, w1) = reduce_oracle(&x, &[m, n], &[1], f64::NEG_INFINITY, |s, _, v| {
+        s.max(2.0 * v)
+    });
+    assert_close(&read(&s0), &w0, rel, 1e-13, "sibling sum");
+    assert_exact_f(&read(&s1), &w1, "sibling max");
+}
+
+/// Reductions over zero elements have their identities; sizes of 1 are pass-throughs.
+#[test]
+fn empty_and_unit_reductions() {
+    let e = Array::<f32>::from_slice(&[], &[3, 0]);
+    assert_exact_f(&read(&e.sum_axis(1)), &[0.0; 3], "sum over an empty axis");
+    assert_exact_f(&read(&e.prod_axis(1)), &[1.0; 3], "prod over an empty axis");
+    assert_eq!(
+        read(&e.sum_axis(0)).len(),
+        0,
+        "sum over axis 0 of [3, 0] has 0 elements"
+    );
+    assert_eq!(item(&e.sum()), 0.0);
+    let b = Array::<bool>::from_slice(&[], &[0, 4]);
+    assert_same(&read(&b.any_axis(0)), &[false; 4], "any of nothing");
+    assert_same(&read(&b.all_axis(0)), &[true; 4], "all of nothing");
+    assert!(
+        std::panic::catch_unwind(|| Array::<f32>::from_slice(&[], &[0]).max()).is_err(),
+        "max of nothing is an error"
+    );
+    let x = [1.5f32, -2.0, 3.0];
+    let a = Array::from_slice(&x, &[3, 1]);
+    assert_exact_f(&read(&a.sum_axis(1)), &x, "sum over a unit axis");
+    assert_same(
+        &read(&a.argmax_axis(1)),
+        &[0, 0, 0],
+        "argmax over a unit axis",
+    );
+    let s = Array::scalar(4.5f64);
+    assert_eq!(item(&s.sum()), 4.5, "sum of a 0-d array");
+    assert_eq!(item(&s.max()), 4.5, "max of a 0-d array");
+}
+
+/// Special values in reductions: NaN and infinities propagate through sums and products; all -inf
+/// (or +inf) arrays have max/argmax at the first element; an f32 sum whose partial sums exceed the
+/// f32 range but whose total does not is exact thanks to f64 accumulation.
+#[test]
+fn reductions_with_special_values() {
+    let a = Array::from_slice(&[1.0f32, f32::NAN, 2.0, 3.0], &[2, 2]);
+    assert!(item(&a.sum()).is_nan(), "sum with NaN");
+    assert!(item(&a.prod()).is_nan(), "prod with NaN");
+    assert!(item(&a.mean()).is_nan(), "mean with NaN");
+    let s = read(&a.sum_axis(1));
+    assert!(
+        s[0].is_nan() && s[1] == 5.0,
+        "sum_axis(1) with one NaN row: {s:?}"
+    );
+    let b = Array::from_slice(&[f64::INFINITY, 1.0, f64::NEG_INFINITY, 1.0], &[4]);
+    assert!(item(&b.sum()).is_nan(), "inf + -inf");
+    assert_eq!(
+        item(&b.slice(&[(0..2).into()]).sum()),
+        f64::INFINITY,
+        "sum with +inf"
+    );
+    assert_eq!(item(&b.max()), f64::INFINITY);
+    assert_eq!(item(&b.min()), f64::NEG_INFINITY);
+    assert_eq!(item(&b.argmin()), 2);
+    let ninf = Array::full(&[5], f32::NEG_INFINITY);
+    assert_eq!(item(&ninf.max()), f32::NEG_INFINITY, "max of all -inf");
+    assert_eq!(item(&ninf.argmax()), 0, "argmax of all -inf");
+    let d = Array::from_slice(&[f64::NEG_INFINITY; 6], &[2, 3]);
+    assert_same(
+        &read(&d.argmax_axis(1)),
+        &[0, 0],
+        "argmax_axis of all -inf rows",
+    );
+    let pinf = Array::from_slice(&[f32::INFINITY; 6], &[3, 2]);
+    assert_same(
+        &read(&pinf.argmin_axis(0)),
+        &[0, 0],
+        "argmin_axis of all +inf columns",
+    );
+    assert_eq!(item(&pinf.min()), f32::INFINITY, "min of all +inf");
+    // NaN in a later tile than the maximum: argmax is the NaN's index.
+    let mut x = vec![0.0f32; 20_000];
+    x[10] = 9.0;
+    x[15_000] = f32::NAN;
+    x[18_000] = f32::NAN;
+    let big = Array::from_slice(&x, &[20_000]);
+    assert_eq!(
+        item(&big.argmax()),
+        15_000,
+        "first NaN wins argmax across tiles"
+    );
+    assert_eq!(
+        item(&big.argmin()),
+        15_000,
+        "first NaN wins argmin across tiles"
+    );
+    assert!(item(&big.max()).is_nan(), "max with a NaN in a later tile");
+    // f32 values whose running f32 sum would overflow: 3e38 + 3e38 - 3e38 = 3e38.
+    let o = Array::from_slice(&[3e38f32, 3e38, -3e38], &[3]);
+    assert_eq!(
+        item(&o.sum()),
+        3e38,
+        "f64 accumulation avoids intermediate overflow"
+    );
+    // A product beyond the f32 range is inf.
+    let p = Array::from_slice(&[1e30f32, 1e30, 1e-30, 1e30], &[4]);
+    assert_eq!(
+        item(&p.prod()),
+        ((1e30f32 as f64) * (1e30f32 as f64) * (1e-30f32 as f64) * (1e30f32 as f64)) as f32,
+        "prod via f64"
+    );
+    let q = Array::from_slice(&[1e30f32, 1e30], &[2]);
+    assert_eq!(item(&q.prod()), f32::INFINITY, "prod overflowing f32");
+}
