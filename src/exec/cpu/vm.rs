@@ -232,21 +232,40 @@ fn generate(
     match kind {
         GenKind::Random { key, counter, dist } => {
             let (key, counter, dist) = (*key, *counter, *dist);
+            let normal = dist == RandomDist::Normal;
+            let mut cache = (u64::MAX, [0u32; 4]);
+            let g0 = counter + t0 as u64;
             match out {
-                TypedVec::F32(o) => for_each_index(map, shape, t0, n, |i, lin| {
-                    let w = prim::philox_at(key, counter + lin as u64);
-                    o[i] = match dist {
-                        RandomDist::Uniform => prim::uniform_f32(w[0]),
-                        RandomDist::Normal => prim::normal_f32(w[0], w[1]),
-                    };
-                }),
-                TypedVec::F64(o) => for_each_index(map, shape, t0, n, |i, lin| {
-                    let w = prim::philox_at(key, counter + lin as u64);
-                    o[i] = match dist {
-                        RandomDist::Uniform => prim::uniform_f64(w[0], w[1]),
-                        RandomDist::Normal => prim::normal_f64(w),
-                    };
-                }),
+                TypedVec::F32(o) if *map == IndexMap::Contiguous => {
+                    let w = prim::words_per_value(normal, false);
+                    if normal {
+                        prim::random_run(key, g0, w, &mut o[..n], |r| prim::normal_f32(r[0], r[1]));
+                    } else {
+                        prim::random_run(key, g0, w, &mut o[..n], |r| prim::uniform_f32(r[0]));
+                    }
+                }
+                TypedVec::F64(o) if *map == IndexMap::Contiguous => {
+                    let w = prim::words_per_value(normal, true);
+                    if normal {
+                        prim::random_run(key, g0, w, &mut o[..n], |r| prim::normal_f64([r[0], r[1], r[2], r[3]]));
+                    } else {
+                        prim::random_run(key, g0, w, &mut o[..n], |r| prim::uniform_f64(r[0], r[1]));
+                    }
+                }
+                TypedVec::F32(o) => {
+                    let w = prim::words_per_value(normal, false);
+                    for_each_index(map, shape, t0, n, |i, lin| {
+                        let r = prim::stream_words(key, counter + lin as u64, w, &mut cache);
+                        o[i] = if normal { prim::normal_f32(r[0], r[1]) } else { prim::uniform_f32(r[0]) };
+                    })
+                }
+                TypedVec::F64(o) => {
+                    let w = prim::words_per_value(normal, true);
+                    for_each_index(map, shape, t0, n, |i, lin| {
+                        let r = prim::stream_words(key, counter + lin as u64, w, &mut cache);
+                        o[i] = if normal { prim::normal_f64(r) } else { prim::uniform_f64(r[0], r[1]) };
+                    })
+                }
                 _ => unreachable!("random numbers are floats"),
             }
         }
