@@ -254,12 +254,13 @@ pub fn stream_words(key: [u32; 2], g: u64, w: usize, cache: &mut (u64, [u32; 4])
 pub fn philox_x8(key: [u32; 2], first_block: u64) -> [[u32; 8]; 4] {
     const M0: u64 = 0xD251_1F53;
     const M1: u64 = 0xCD9E_8D57;
-    let mut c = [[0u32; 8]; 4];
-    for l in 0..8 {
-        let b = first_block + l as u64;
-        c[0][l] = b as u32;
-        c[1][l] = (b >> 32) as u32;
-    }
+    let blocks: [u64; 8] = std::array::from_fn(|l| first_block + l as u64);
+    let mut c = [
+        blocks.map(|b| b as u32),
+        blocks.map(|b| (b >> 32) as u32),
+        [0; 8],
+        [0; 8],
+    ];
     let (mut k0, mut k1) = (key[0], key[1]);
     for round in 0..10 {
         if round > 0 {
@@ -287,7 +288,7 @@ pub fn random_run<T>(key: [u32; 2], g0: u64, w: usize, out: &mut [T], conv: impl
     let n = out.len();
     let mut cache = (u64::MAX, [0u32; 4]);
     let mut i = 0;
-    while i < n && (g0 + i as u64) % per as u64 != 0 {
+    while i < n && !(g0 + i as u64).is_multiple_of(per as u64) {
         out[i] = conv(&stream_words(key, g0 + i as u64, w, &mut cache)[..w]);
         i += 1;
     }
@@ -353,7 +354,11 @@ mod tests {
                 });
                 let mut cache = (u64::MAX, [0; 4]);
                 for (i, o) in out.iter().enumerate() {
-                    assert_eq!(*o, stream_words(key, g0 + i as u64, w, &mut cache), "w {w} g0 {g0} i {i}");
+                    assert_eq!(
+                        *o,
+                        stream_words(key, g0 + i as u64, w, &mut cache),
+                        "w {w} g0 {g0} i {i}"
+                    );
                 }
             }
         }

@@ -7,7 +7,9 @@
 //! A class a row does not name is an element type the op rejects at record time.
 //! GPU targets add their source columns here (issue: GPU executors).
 
-use super::cpu::{IntElem, Real, acosh_accurate, asec_accurate, fmax_nan, fmin_nan, fmod_floor, fsign};
+use super::cpu::{
+    IntElem, Real, acosh_accurate, asec_accurate, fmax_nan, fmin_nan, fmod_floor, fsign,
+};
 use crate::ir::DType;
 
 macro_rules! kind_dtype {

@@ -33,7 +33,7 @@ pub struct GenConfig {
 impl Default for GenConfig {
     fn default() -> Self {
         GenConfig {
-            tile: 4096,
+            tile: 1024,
             max_kernel_cost: 4000,
         }
     }

@@ -35,7 +35,7 @@ impl Default for Config {
         Config {
             queue_threshold: env("ARRAYFLOW_QUEUE_THRESHOLD", 512),
             max_outstanding: env("ARRAYFLOW_MAX_OUTSTANDING", 256),
-            tile: env("ARRAYFLOW_TILE", 4096).max(64),
+            tile: env("ARRAYFLOW_TILE", 1024).max(64),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod index;
 mod reduce;
+mod slices;
 pub mod vm;
 
 use super::scheduler::{ExecMsg, SchedMsg, Task};

@@ -2,6 +2,7 @@
 //! kernel's producers); the final stage combines the partials of all tiles, in tile order, so the
 //! result does not depend on thread timing. Float sums and products accumulate in f64.
 
+use super::slices::Src;
 use crate::exec::TypedVec;
 use crate::ir::ReduceOp;
 
@@ -162,18 +163,16 @@ fn reduce_int_slice<T: AsF64>(op: ReduceOp, v: &[T]) -> Partial {
     acc
 }
 
-fn is_int_accumulated(op: ReduceOp, r: &TypedVec) -> bool {
-    matches!(op, ReduceOp::Sum | ReduceOp::Prod) && matches!(r, TypedVec::I32(_) | TypedVec::U32(_))
-}
-
-/// First stage: one partial per output element touched by domain elements `t0 .. t0 + n`.
-pub fn partials(
-    op: ReduceOp,
-    reg: &TypedVec,
-    t0: usize,
-    n: usize,
-    inner: usize,
-) -> Vec<(usize, Partial)> {
+/// First stage: one partial per output element touched by domain elements `t0 .. t0 + v.len()`.
+pub fn partials(op: ReduceOp, v: Src, t0: usize, inner: usize) -> Vec<(usize, Partial)> {
+    let n = match v {
+        Src::F32(v) => v.len(),
+        Src::F64(v) => v.len(),
+        Src::I32(v) => v.len(),
+        Src::U32(v) => v.len(),
+        Src::Bool(v) => v.len(),
+    };
+    let int_acc = matches!(op, ReduceOp::Sum | ReduceOp::Prod);
     let mut out = Vec::with_capacity(1 + n / inner.max(1));
     let mut i = 0;
     while i < n {
@@ -181,15 +180,16 @@ pub fn partials(
         let o = lin / inner;
         let seg = (inner - lin % inner).min(n - i);
         let first = (lin % inner) as u64;
-        let p = match reg {
-            TypedVec::F32(v) => reduce_slice(op, &v[i..i + seg], first),
-            TypedVec::F64(v) => reduce_slice(op, &v[i..i + seg], first),
-            TypedVec::I32(v) if is_int_accumulated(op, reg) => reduce_int_slice(op, &v[i..i + seg]),
-            TypedVec::U32(v) if is_int_accumulated(op, reg) => reduce_int_slice(op, &v[i..i + seg]),
-            TypedVec::I32(v) => reduce_slice(op, &v[i..i + seg], first),
-            TypedVec::U32(v) => reduce_slice(op, &v[i..i + seg], first),
-            TypedVec::Bool(v) => {
-                let s = &v[i..i + seg];
+        let r = i..i + seg;
+        let p = match v {
+            Src::F32(v) => reduce_slice(op, &v[r], first),
+            Src::F64(v) => reduce_slice(op, &v[r], first),
+            Src::I32(v) if int_acc => reduce_int_slice(op, &v[r]),
+            Src::U32(v) if int_acc => reduce_int_slice(op, &v[r]),
+            Src::I32(v) => reduce_slice(op, &v[r], first),
+            Src::U32(v) => reduce_slice(op, &v[r], first),
+            Src::Bool(v) => {
+                let s = &v[r];
                 Partial::B(if op == ReduceOp::Any {
                     s.iter().any(|&b| b)
                 } else {

@@ -1,9 +1,12 @@
 //! The CPU tile VM: runs a fused kernel as a register program over tiles of the domain, each
 //! instruction a tight monomorphic loop over one tile (which the compiler vectorises), tiles in
-//! parallel with rayon. Reductions leave per-tile partials that `reduce` combines.
+//! parallel with rayon. Tiles are small enough that a kernel's registers stay in L1. Contiguous
+//! loads read the input in place, and an instruction whose result is stored writes it straight into
+//! the output buffer. Reductions leave per-tile partials that `reduce` combines.
 
 use super::index::for_each_index;
 use super::reduce::{self, Partial};
+use super::slices::{Dst, OutPtr, Src, copy};
 use crate::error::{Error, ErrorKind};
 use crate::exec::TypedVec;
 use crate::ir::{GenKind, RandomDist, Scalar};
@@ -12,37 +15,115 @@ use crate::primitives::{
     binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
     unary_pred,
 };
-use crate::proggen::kernel::{FusedKernel, IndexMap, Instr};
-use crate::with_typed_vec;
+use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, Reg};
 use rayon::prelude::*;
 
-/// Raw output pointers, written at disjoint ranges by different tiles.
-#[derive(Clone, Copy)]
-enum OutPtr {
-    F32(*mut f32),
-    F64(*mut f64),
-    I32(*mut i32),
-    U32(*mut u32),
-    Bool(*mut bool),
-}
-// SAFETY: tiles write disjoint index ranges of each output, and the outputs outlive the parallel loop.
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
-fn out_ptr(v: &mut TypedVec) -> OutPtr {
-    match v {
-        TypedVec::F32(v) => OutPtr::F32(v.as_mut_ptr()),
-        TypedVec::F64(v) => OutPtr::F64(v.as_mut_ptr()),
-        TypedVec::I32(v) => OutPtr::I32(v.as_mut_ptr()),
-        TypedVec::U32(v) => OutPtr::U32(v.as_mut_ptr()),
-        TypedVec::Bool(v) => OutPtr::Bool(v.as_mut_ptr()),
-    }
-}
+/// Elements each rayon task covers at least (several tiles), so scheduling costs little.
+const MIN_TASK_ELEMENTS: usize = 1 << 14;
 
 /// A failure inside a kernel: which instruction and why.
 pub struct Fault {
     pub instr: usize,
     pub message: &'static str,
+}
+
+/// Where an instruction's result goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Its register.
+    Reg,
+    /// Nowhere: a contiguous load, read in place from the input.
+    InPlace(u32),
+    /// Straight into an output buffer, where it is stored.
+    Output(u32),
+}
+
+/// Where a register's current value is, while a tile runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loc {
+    Reg,
+    Input(u32),
+    Output(u32),
+}
+
+/// Per-kernel decisions made once per launch: each instruction's target, and the stores that
+/// still need a copy at the end of each tile.
+struct Plan {
+    targets: Vec<Target>,
+    copies: Vec<(Reg, u32)>,
+}
+
+impl Plan {
+    fn new(k: &FusedKernel) -> Plan {
+        let mut targets: Vec<Target> = k
+            .instrs
+            .iter()
+            .map(|i| match i {
+                Instr::Load {
+                    input,
+                    map: IndexMap::Contiguous,
+                    ..
+                } => Target::InPlace(*input),
+                _ => Target::Reg,
+            })
+            .collect();
+        let mut copies = Vec::new();
+        for s in &k.stores {
+            let last_def = k.instrs.iter().rposition(|i| i.dst() == s.reg);
+            match last_def {
+                Some(i)
+                    if targets[i] == Target::Reg && !matches!(k.instrs[i], Instr::Const { .. }) =>
+                {
+                    targets[i] = Target::Output(s.output)
+                }
+                _ => copies.push((s.reg, s.output)),
+            }
+        }
+        Plan { targets, copies }
+    }
+}
+
+/// One worker's state: a tile-sized vector per register (constants filled once) and where each
+/// register's value currently is.
+struct Worker {
+    regs: Vec<TypedVec>,
+    loc: Vec<Loc>,
+}
+
+impl Worker {
+    fn new(k: &FusedKernel, tile: usize) -> Worker {
+        let mut regs: Vec<TypedVec> = k
+            .reg_dtypes
+            .iter()
+            .map(|&d| TypedVec::zeros(d, tile))
+            .collect();
+        for ins in &k.instrs {
+            if let Instr::Const { dst, value } = ins {
+                fill(&mut regs[*dst as usize], *value);
+            }
+        }
+        Worker {
+            loc: vec![Loc::Reg; regs.len()],
+            regs,
+        }
+    }
+}
+
+/// The tile of register `r`'s current value.
+fn src<'a>(
+    r: Reg,
+    w: &'a Worker,
+    inputs: &[&'a TypedVec],
+    outs: &[OutPtr],
+    t0: usize,
+    n: usize,
+) -> Src<'a> {
+    match w.loc[r as usize] {
+        Loc::Reg => Src::of(&w.regs[r as usize], 0, n),
+        Loc::Input(p) => Src::of(inputs[p as usize], t0, n),
+        // SAFETY: this tile wrote elements t0..t0+n of the output earlier; no Dst covers them now.
+        Loc::Output(o) => unsafe { outs[o as usize].src(t0, n) },
+    }
 }
 
 /// Runs `k` over its whole domain. `outputs` are allocated with the right type and length.
@@ -54,27 +135,38 @@ pub fn run_fused(
 ) -> Result<(), Error> {
     let len = k.domain.len();
     let tiles = len.div_ceil(tile);
-    let ptrs: Vec<OutPtr> = outputs.iter_mut().map(out_ptr).collect();
-    let run = |regs: &mut Vec<TypedVec>, t: usize| -> Result<Vec<Vec<(usize, Partial)>>, Fault> {
+    let outs: Vec<OutPtr> = outputs.iter_mut().map(OutPtr::of).collect();
+    let plan = Plan::new(k);
+    let run = |w: &mut Worker, t: usize| -> Result<Vec<Vec<(usize, Partial)>>, Fault> {
         let t0 = t * tile;
         let n = tile.min(len - t0);
-        run_tile(k, inputs, regs, t0, n)?;
-        for s in &k.stores {
-            // SAFETY: tile `t` owns output elements t0..t0+n; the buffer has `len` elements.
-            unsafe { store(&regs[s.reg as usize], ptrs[s.output as usize], t0, n) };
+        run_tile(k, &plan, inputs, &outs, w, t0, n)?;
+        for &(r, o) in &plan.copies {
+            // SAFETY: tile t owns elements t0..t0+n of every output, which has `len` elements.
+            copy(src(r, w, inputs, &outs, t0, n), unsafe {
+                outs[o as usize].dst(t0, n)
+            });
         }
         Ok(k.reductions
             .iter()
-            .map(|r| reduce::partials(r.op, &regs[r.reg as usize], t0, n, k.domain.inner))
+            .map(|r| {
+                reduce::partials(
+                    r.op,
+                    src(r.reg, w, inputs, &outs, t0, n),
+                    t0,
+                    k.domain.inner,
+                )
+            })
             .collect())
     };
     let results: Result<Vec<_>, Fault> = if tiles <= 1 {
-        let mut regs = scratch(k, tile);
-        (0..tiles).map(|t| run(&mut regs, t)).collect()
+        let mut w = Worker::new(k, tile);
+        (0..tiles).map(|t| run(&mut w, t)).collect()
     } else {
         (0..tiles)
             .into_par_iter()
-            .map_init(|| scratch(k, tile), |regs, t| run(regs, t))
+            .with_min_len((MIN_TASK_ELEMENTS / tile).max(1))
+            .map_init(|| Worker::new(k, tile), |w, t| run(w, t))
             .collect()
     };
     let partials = results.map_err(|f| {
@@ -95,21 +187,6 @@ pub fn run_fused(
     Ok(())
 }
 
-/// One worker's registers: a tile-sized vector per register, constants filled once.
-fn scratch(k: &FusedKernel, tile: usize) -> Vec<TypedVec> {
-    let mut regs: Vec<TypedVec> = k
-        .reg_dtypes
-        .iter()
-        .map(|&d| TypedVec::zeros(d, tile))
-        .collect();
-    for ins in &k.instrs {
-        if let Instr::Const { dst, value } = ins {
-            fill(&mut regs[*dst as usize], *value);
-        }
-    }
-    regs
-}
-
 fn fill(r: &mut TypedVec, v: Scalar) {
     match (r, v) {
         (TypedVec::F32(r), Scalar::F32(v)) => r.fill(v),
@@ -121,89 +198,89 @@ fn fill(r: &mut TypedVec, v: Scalar) {
     }
 }
 
-unsafe fn store(r: &TypedVec, p: OutPtr, t0: usize, n: usize) {
-    // SAFETY (caller): p points at a buffer of at least t0 + n elements of the register's type.
-    unsafe {
-        match (r, p) {
-            (TypedVec::F32(r), OutPtr::F32(p)) => {
-                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
-            }
-            (TypedVec::F64(r), OutPtr::F64(p)) => {
-                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
-            }
-            (TypedVec::I32(r), OutPtr::I32(p)) => {
-                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
-            }
-            (TypedVec::U32(r), OutPtr::U32(p)) => {
-                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
-            }
-            (TypedVec::Bool(r), OutPtr::Bool(p)) => {
-                std::ptr::copy_nonoverlapping(r.as_ptr(), p.add(t0), n)
-            }
-            _ => unreachable!("store type mismatch"),
-        }
-    }
-}
-
 /// Runs every instruction of `k` for domain elements `t0 .. t0 + n`.
 fn run_tile(
     k: &FusedKernel,
+    plan: &Plan,
     inputs: &[&TypedVec],
-    regs: &mut [TypedVec],
+    outs: &[OutPtr],
+    w: &mut Worker,
     t0: usize,
     n: usize,
 ) -> Result<(), Fault> {
     let shape = &k.domain.shape;
     for (i, ins) in k.instrs.iter().enumerate() {
-        let dst = ins.dst() as usize;
-        let mut out = std::mem::replace(&mut regs[dst], TypedVec::Bool(Vec::new()));
-        let r = match ins {
-            Instr::Const { .. } => Ok(()),
-            Instr::Load { input, map, .. } => {
-                load(inputs[*input as usize], map, shape, t0, n, &mut out);
-                Ok(())
-            }
-            Instr::Gen {
-                kind,
-                shape: gshape,
-                map,
-                ..
-            } => {
-                generate(kind, gshape, map, shape, t0, n, &mut out);
-                Ok(())
-            }
-            Instr::Unary { op, a, .. } => {
-                unary(*op, &regs[*a as usize], &mut out, n);
-                Ok(())
-            }
-            Instr::Binary { op, a, b, .. } => {
-                binary(*op, &regs[*a as usize], &regs[*b as usize], &mut out, n)
-            }
-            Instr::Select { cond, a, b, .. } => {
-                select(
-                    &regs[*cond as usize],
-                    &regs[*a as usize],
-                    &regs[*b as usize],
-                    &mut out,
-                    n,
-                );
-                Ok(())
-            }
-            Instr::Cast { a, .. } => {
-                cast(&regs[*a as usize], &mut out, n);
-                Ok(())
+        let r = ins.dst() as usize;
+        let target = plan.targets[i];
+        if let Target::InPlace(p) = target {
+            w.loc[r] = Loc::Input(p);
+            continue;
+        }
+        if matches!(ins, Instr::Const { .. }) {
+            w.loc[r] = Loc::Reg;
+            continue;
+        }
+        let mut taken = match target {
+            Target::Output(_) => None,
+            _ => Some(std::mem::replace(
+                &mut w.regs[r],
+                TypedVec::Bool(Vec::new()),
+            )),
+        };
+        let result = {
+            let d = match (target, taken.as_mut()) {
+                // SAFETY: tile t owns elements t0..t0+n of every output; no other slice covers them.
+                (Target::Output(o), _) => unsafe { outs[o as usize].dst(t0, n) },
+                (_, Some(v)) => Dst::of(v, n),
+                _ => unreachable!(),
+            };
+            let s = |x: Reg| src(x, w, inputs, outs, t0, n);
+            match ins {
+                Instr::Const { .. } => Ok(()),
+                Instr::Load { input, map, .. } => {
+                    load(inputs[*input as usize], map, shape, t0, n, d);
+                    Ok(())
+                }
+                Instr::Gen {
+                    kind,
+                    shape: gshape,
+                    map,
+                    ..
+                } => {
+                    generate(kind, gshape, map, shape, t0, n, d);
+                    Ok(())
+                }
+                Instr::Unary { op, a, .. } => {
+                    unary(*op, s(*a), d);
+                    Ok(())
+                }
+                Instr::Binary { op, a, b, .. } => binary(*op, s(*a), s(*b), d),
+                Instr::Select { cond, a, b, .. } => {
+                    select(s(*cond), s(*a), s(*b), d);
+                    Ok(())
+                }
+                Instr::Cast { a, .. } => {
+                    cast(s(*a), d);
+                    Ok(())
+                }
             }
         };
-        regs[dst] = out;
-        r.map_err(|message| Fault { instr: i, message })?;
+        if let Some(v) = taken.take() {
+            w.regs[r] = v;
+        }
+        w.loc[r] = match target {
+            Target::Output(o) => Loc::Output(o),
+            _ => Loc::Reg,
+        };
+        result.map_err(|message| Fault { instr: i, message })?;
     }
     Ok(())
 }
 
-fn load(src: &TypedVec, map: &IndexMap, shape: &[usize], t0: usize, n: usize, out: &mut TypedVec) {
+fn load(src: &TypedVec, map: &IndexMap, shape: &[usize], t0: usize, n: usize, out: Dst) {
     macro_rules! go {
         ($s:expr, $o:expr) => {{
-            let (s, o) = ($s, &mut $o[..n]);
+            let (s, o) = ($s, $o);
             match map {
                 IndexMap::Contiguous => o.copy_from_slice(&s[t0..t0 + n]),
                 _ => for_each_index(map, shape, t0, n, |i, j| o[i] = s[j]),
@@ -211,11 +288,11 @@ fn load(src: &TypedVec, map: &IndexMap, shape: &[usize], t0: usize, n: usize, ou
         }};
     }
     match (src, out) {
-        (TypedVec::F32(s), TypedVec::F32(o)) => go!(s, o),
-        (TypedVec::F64(s), TypedVec::F64(o)) => go!(s, o),
-        (TypedVec::I32(s), TypedVec::I32(o)) => go!(s, o),
-        (TypedVec::U32(s), TypedVec::U32(o)) => go!(s, o),
-        (TypedVec::Bool(s), TypedVec::Bool(o)) => go!(s, o),
+        (TypedVec::F32(s), Dst::F32(o)) => go!(s, o),
+        (TypedVec::F64(s), Dst::F64(o)) => go!(s, o),
+        (TypedVec::I32(s), Dst::I32(o)) => go!(s, o),
+        (TypedVec::U32(s), Dst::U32(o)) => go!(s, o),
+        (TypedVec::Bool(s), Dst::Bool(o)) => go!(s, o),
         _ => unreachable!("load type mismatch"),
     }
 }
@@ -227,7 +304,7 @@ fn generate(
     shape: &[usize],
     t0: usize,
     n: usize,
-    out: &mut TypedVec,
+    out: Dst,
 ) {
     match kind {
         GenKind::Random { key, counter, dist } => {
@@ -236,34 +313,44 @@ fn generate(
             let mut cache = (u64::MAX, [0u32; 4]);
             let g0 = counter + t0 as u64;
             match out {
-                TypedVec::F32(o) if *map == IndexMap::Contiguous => {
+                Dst::F32(o) if *map == IndexMap::Contiguous => {
                     let w = prim::words_per_value(normal, false);
                     if normal {
-                        prim::random_run(key, g0, w, &mut o[..n], |r| prim::normal_f32(r[0], r[1]));
+                        prim::random_run(key, g0, w, o, |r| prim::normal_f32(r[0], r[1]));
                     } else {
-                        prim::random_run(key, g0, w, &mut o[..n], |r| prim::uniform_f32(r[0]));
+                        prim::random_run(key, g0, w, o, |r| prim::uniform_f32(r[0]));
                     }
                 }
-                TypedVec::F64(o) if *map == IndexMap::Contiguous => {
+                Dst::F64(o) if *map == IndexMap::Contiguous => {
                     let w = prim::words_per_value(normal, true);
                     if normal {
-                        prim::random_run(key, g0, w, &mut o[..n], |r| prim::normal_f64([r[0], r[1], r[2], r[3]]));
+                        prim::random_run(key, g0, w, o, |r| {
+                            prim::normal_f64([r[0], r[1], r[2], r[3]])
+                        });
                     } else {
-                        prim::random_run(key, g0, w, &mut o[..n], |r| prim::uniform_f64(r[0], r[1]));
+                        prim::random_run(key, g0, w, o, |r| prim::uniform_f64(r[0], r[1]));
                     }
                 }
-                TypedVec::F32(o) => {
+                Dst::F32(o) => {
                     let w = prim::words_per_value(normal, false);
                     for_each_index(map, shape, t0, n, |i, lin| {
                         let r = prim::stream_words(key, counter + lin as u64, w, &mut cache);
-                        o[i] = if normal { prim::normal_f32(r[0], r[1]) } else { prim::uniform_f32(r[0]) };
+                        o[i] = if normal {
+                            prim::normal_f32(r[0], r[1])
+                        } else {
+                            prim::uniform_f32(r[0])
+                        };
                     })
                 }
-                TypedVec::F64(o) => {
+                Dst::F64(o) => {
                     let w = prim::words_per_value(normal, true);
                     for_each_index(map, shape, t0, n, |i, lin| {
                         let r = prim::stream_words(key, counter + lin as u64, w, &mut cache);
-                        o[i] = if normal { prim::normal_f64(r) } else { prim::uniform_f64(r[0], r[1]) };
+                        o[i] = if normal {
+                            prim::normal_f64(r)
+                        } else {
+                            prim::uniform_f64(r[0], r[1])
+                        };
                     })
                 }
                 _ => unreachable!("random numbers are floats"),
@@ -290,9 +377,20 @@ fn generate(
                     GenKind::Random { .. } => unreachable!(),
                 }
             };
-            with_typed_vec!(out, o => for_each_index(map, shape, t0, n, |i, lin| {
-                o[i] = FromF64::from_f64(value(lin));
-            }));
+            macro_rules! go {
+                ($o:expr) => {
+                    for_each_index(map, shape, t0, n, |i, lin| {
+                        $o[i] = FromF64::from_f64(value(lin))
+                    })
+                };
+            }
+            match out {
+                Dst::F32(o) => go!(o),
+                Dst::F64(o) => go!(o),
+                Dst::I32(o) => go!(o),
+                Dst::U32(o) => go!(o),
+                Dst::Bool(o) => go!(o),
+            }
         }
     }
 }
@@ -327,75 +425,51 @@ impl FromF64 for bool {
     }
 }
 
-fn unary(op: crate::ir::UnaryOp, a: &TypedVec, out: &mut TypedVec, n: usize) {
+fn unary(op: crate::ir::UnaryOp, a: Src, out: Dst) {
     match (a, out) {
-        (TypedVec::F32(a), TypedVec::F32(o)) => unary_float(op, &a[..n], &mut o[..n]),
-        (TypedVec::F64(a), TypedVec::F64(o)) => unary_float(op, &a[..n], &mut o[..n]),
-        (TypedVec::I32(a), TypedVec::I32(o)) => unary_int(op, &a[..n], &mut o[..n]),
-        (TypedVec::U32(a), TypedVec::U32(o)) => unary_int(op, &a[..n], &mut o[..n]),
-        (TypedVec::Bool(a), TypedVec::Bool(o)) => unary_bool(op, &a[..n], &mut o[..n]),
-        (TypedVec::F32(a), TypedVec::Bool(o)) => unary_pred(op, &a[..n], &mut o[..n]),
-        (TypedVec::F64(a), TypedVec::Bool(o)) => unary_pred(op, &a[..n], &mut o[..n]),
+        (Src::F32(a), Dst::F32(o)) => unary_float(op, a, o),
+        (Src::F64(a), Dst::F64(o)) => unary_float(op, a, o),
+        (Src::I32(a), Dst::I32(o)) => unary_int(op, a, o),
+        (Src::U32(a), Dst::U32(o)) => unary_int(op, a, o),
+        (Src::Bool(a), Dst::Bool(o)) => unary_bool(op, a, o),
+        (Src::F32(a), Dst::Bool(o)) => unary_pred(op, a, o),
+        (Src::F64(a), Dst::Bool(o)) => unary_pred(op, a, o),
         _ => unreachable!("unary {op:?}: type mismatch"),
     }
 }
 
-fn binary(
-    op: crate::ir::BinaryOp,
-    a: &TypedVec,
-    b: &TypedVec,
-    out: &mut TypedVec,
-    n: usize,
-) -> Result<(), &'static str> {
+fn binary(op: crate::ir::BinaryOp, a: Src, b: Src, out: Dst) -> Result<(), &'static str> {
     match (a, b, out) {
-        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::F32(o)) => {
-            binary_float(op, &a[..n], &b[..n], &mut o[..n])
-        }
-        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(o)) => {
-            binary_float(op, &a[..n], &b[..n], &mut o[..n])
-        }
-        (TypedVec::I32(a), TypedVec::I32(b), TypedVec::I32(o)) => {
-            binary_int(op, &a[..n], &b[..n], &mut o[..n])
-        }
-        (TypedVec::U32(a), TypedVec::U32(b), TypedVec::U32(o)) => {
-            binary_int(op, &a[..n], &b[..n], &mut o[..n])
-        }
-        (TypedVec::Bool(a), TypedVec::Bool(b), TypedVec::Bool(o)) => {
-            binary_bool(op, &a[..n], &b[..n], &mut o[..n])
-        }
-        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::Bool(o)) => {
-            binary_cmp(op, &a[..n], &b[..n], &mut o[..n])
-        }
-        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::Bool(o)) => {
-            binary_cmp(op, &a[..n], &b[..n], &mut o[..n])
-        }
-        (TypedVec::I32(a), TypedVec::I32(b), TypedVec::Bool(o)) => {
-            binary_cmp(op, &a[..n], &b[..n], &mut o[..n])
-        }
-        (TypedVec::U32(a), TypedVec::U32(b), TypedVec::Bool(o)) => {
-            binary_cmp(op, &a[..n], &b[..n], &mut o[..n])
-        }
+        (Src::F32(a), Src::F32(b), Dst::F32(o)) => binary_float(op, a, b, o),
+        (Src::F64(a), Src::F64(b), Dst::F64(o)) => binary_float(op, a, b, o),
+        (Src::I32(a), Src::I32(b), Dst::I32(o)) => binary_int(op, a, b, o),
+        (Src::U32(a), Src::U32(b), Dst::U32(o)) => binary_int(op, a, b, o),
+        (Src::Bool(a), Src::Bool(b), Dst::Bool(o)) => binary_bool(op, a, b, o),
+        (Src::F32(a), Src::F32(b), Dst::Bool(o)) => binary_cmp(op, a, b, o),
+        (Src::F64(a), Src::F64(b), Dst::Bool(o)) => binary_cmp(op, a, b, o),
+        (Src::I32(a), Src::I32(b), Dst::Bool(o)) => binary_cmp(op, a, b, o),
+        (Src::U32(a), Src::U32(b), Dst::Bool(o)) => binary_cmp(op, a, b, o),
         _ => unreachable!("binary {op:?}: type mismatch"),
     }
 }
 
-fn select(c: &TypedVec, a: &TypedVec, b: &TypedVec, out: &mut TypedVec, n: usize) {
-    let TypedVec::Bool(c) = c else {
+fn select(c: Src, a: Src, b: Src, out: Dst) {
+    let Src::Bool(c) = c else {
         unreachable!("select condition is bool")
     };
     macro_rules! go {
         ($a:expr, $b:expr, $o:expr) => {
-            for i in 0..n {
-                $o[i] = if c[i] { $a[i] } else { $b[i] };
+            for (((o, &c), &x), &y) in $o.iter_mut().zip(c).zip($a).zip($b) {
+                *o = if c { x } else { y };
             }
         };
     }
     match (a, b, out) {
-        (TypedVec::F32(a), TypedVec::F32(b), TypedVec::F32(o)) => go!(a, b, o),
-        (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(o)) => go!(a, b, o),
-        (TypedVec::I32(a), TypedVec::I32(b), TypedVec::I32(o)) => go!(a, b, o),
-        (TypedVec::U32(a), TypedVec::U32(b), TypedVec::U32(o)) => go!(a, b, o),
-        (TypedVec::Bool(a), TypedVec::Bool(b), TypedVec::Bool(o)) => go!(a, b, o),
+        (Src::F32(a), Src::F32(b), Dst::F32(o)) => go!(a, b, o),
+        (Src::F64(a), Src::F64(b), Dst::F64(o)) => go!(a, b, o),
+        (Src::I32(a), Src::I32(b), Dst::I32(o)) => go!(a, b, o),
+        (Src::U32(a), Src::U32(b), Dst::U32(o)) => go!(a, b, o),
+        (Src::Bool(a), Src::Bool(b), Dst::Bool(o)) => go!(a, b, o),
         _ => unreachable!("select: type mismatch"),
     }
 }
@@ -441,32 +515,23 @@ impl CastTo<bool> for bool {
     }
 }
 
-fn cast(a: &TypedVec, out: &mut TypedVec, n: usize) {
+fn cast(a: Src, out: Dst) {
     macro_rules! to {
         ($a:expr) => {
             match out {
-                TypedVec::F32(o) => o[..n]
-                    .iter_mut()
-                    .zip(&$a[..n])
-                    .for_each(|(o, &x)| *o = x.cast_to()),
-                TypedVec::F64(o) => o[..n]
-                    .iter_mut()
-                    .zip(&$a[..n])
-                    .for_each(|(o, &x)| *o = x.cast_to()),
-                TypedVec::I32(o) => o[..n]
-                    .iter_mut()
-                    .zip(&$a[..n])
-                    .for_each(|(o, &x)| *o = x.cast_to()),
-                TypedVec::U32(o) => o[..n]
-                    .iter_mut()
-                    .zip(&$a[..n])
-                    .for_each(|(o, &x)| *o = x.cast_to()),
-                TypedVec::Bool(o) => o[..n]
-                    .iter_mut()
-                    .zip(&$a[..n])
-                    .for_each(|(o, &x)| *o = x.cast_to()),
+                Dst::F32(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
+                Dst::F64(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
+                Dst::I32(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
+                Dst::U32(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
+                Dst::Bool(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
             }
         };
     }
-    with_typed_vec!(a, v => to!(v))
+    match a {
+        Src::F32(v) => to!(v),
+        Src::F64(v) => to!(v),
+        Src::I32(v) => to!(v),
+        Src::U32(v) => to!(v),
+        Src::Bool(v) => to!(v),
+    }
 }
