@@ -1,6 +1,7 @@
 //! `Runtime`: start-up configuration, execution control (`execute`, blocks) and statistics.
 
 use crate::error::{Error, ErrorKind, Result};
+pub use crate::exec::cpu::native::NativeMode;
 pub use crate::runtime::stats::{FlushCounts, Stats};
 use crate::runtime::{Config, Inner};
 
@@ -79,9 +80,23 @@ impl Runtime {
             .expect("blocks are balanced inside Runtime::block");
         r
     }
-    /// A description of the executor that runs kernels, for example `cpu (8 threads)`.
+    /// A description of the executor that runs kernels, for example
+    /// `cpu (8 threads; native C tier: Auto)`.
     pub fn executor() -> String {
-        format!("cpu ({} threads)", rayon::current_num_threads())
+        format!(
+            "cpu ({} threads; native C tier: {:?})",
+            rayon::current_num_threads(),
+            crate::exec::cpu::native::mode()
+        )
+    }
+    /// When fused kernels are compiled to native code (`ARRAYFLOW_NATIVE=auto|always|require|off`
+    /// sets the starting mode). Takes effect for kernels launched from now on.
+    pub fn set_native(mode: NativeMode) {
+        crate::exec::cpu::native::set_mode(mode);
+    }
+    /// Where compiled native kernels are cached (`ARRAYFLOW_CACHE_DIR` moves it).
+    pub fn cache_dir() -> std::path::PathBuf {
+        crate::exec::cpu::native::cache_dir()
     }
     /// A readable listing of the programs the most recent flush generated: each fused kernel's
     /// domain, inputs, outputs, helpers and instructions with the call site each came from. Use it

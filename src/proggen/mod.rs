@@ -4,6 +4,7 @@
 //! `builder`.
 
 pub mod builder;
+pub mod codegen;
 pub mod kernel;
 pub mod liveness;
 pub mod pos;

@@ -66,6 +66,10 @@ pub struct Stats {
     pub bytes_downloaded: u64,
     /// Programs that failed (their results are invalid).
     pub failed_programs: u64,
+    /// Fused kernels compiled to native code by the CPU's C compiler (not found in the disk cache).
+    pub native_compiles: u64,
+    /// Fused kernels run as native code rather than on the tile VM.
+    pub native_launches: u64,
 }
 
 /// Flush counts by [`FlushReason`].
@@ -127,6 +131,8 @@ impl Counters {
             bytes_uploaded: self.bytes_uploaded.load(Relaxed),
             bytes_downloaded: self.bytes_downloaded.load(Relaxed),
             failed_programs: self.failed_programs.load(Relaxed),
+            native_compiles: crate::exec::cpu::native::COMPILED.load(Relaxed),
+            native_launches: crate::exec::cpu::native::LAUNCHES.load(Relaxed),
         }
     }
 }
@@ -161,6 +167,8 @@ impl Stats {
             bytes_uploaded: self.bytes_uploaded - earlier.bytes_uploaded,
             bytes_downloaded: self.bytes_downloaded - earlier.bytes_downloaded,
             failed_programs: self.failed_programs - earlier.failed_programs,
+            native_compiles: self.native_compiles - earlier.native_compiles,
+            native_launches: self.native_launches - earlier.native_launches,
         }
     }
 }

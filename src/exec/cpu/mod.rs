@@ -3,6 +3,7 @@
 //! intrinsic library, and reports each task's completion to the scheduler.
 
 mod index;
+pub mod native;
 mod reduce;
 mod slices;
 pub mod vm;
@@ -151,7 +152,11 @@ impl CpuLoop {
         let refs: Vec<&TypedVec> = inputs.iter().map(|a| &**a).collect();
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             match &*task.program.kernel {
-                Kernel::Fused(k) => vm::run_fused(k, task.program.launch.tile, &refs, &mut outputs),
+                Kernel::Fused(k) => match native::lookup(k) {
+                    Ok(Some(nk)) => native::run(&nk, k, &refs, &mut outputs),
+                    Ok(None) => vm::run_fused(k, task.program.launch.tile, &refs, &mut outputs),
+                    Err(e) => Err(e),
+                },
                 Kernel::Intrinsic(c) => crate::intrinsics::cpu::run(c, &refs, &mut outputs[0])
                     .map_err(|e| match task.program.sites.first() {
                         Some(&s) => e.origin(s),

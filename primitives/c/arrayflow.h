@@ -1,0 +1,169 @@
+/* arrayflow primitive library, C target (CPU native tier; the OpenCL C target shares the names).
+ * One inline function per op and element type, named af_<op>_<type>, with the same semantics as
+ * the CPU sources in primitives/table.rs: integers wrap, integer division by zero reports a fault,
+ * float min/max propagate NaN, mod is floored, casts saturate like Rust's `as`.
+ * Types: f32 float, f64 double, i32 int32_t, u32 uint32_t, bool uint8_t (0 or 1). */
+#include <math.h>
+#include <stdint.h>
+
+typedef float f32; typedef double f64; typedef int32_t i32; typedef uint32_t u32; typedef uint8_t b8;
+
+/* ---- float unary ---- */
+#define AF_FU(name, e32, e64) \
+  static inline f32 af_##name##_f32(f32 x) { return e32; } \
+  static inline f64 af_##name##_f64(f64 x) { return e64; }
+AF_FU(neg, -x, -x)
+AF_FU(abs, fabsf(x), fabs(x))
+AF_FU(sign, x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x), x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x))
+AF_FU(sqrt, sqrtf(x), sqrt(x))
+AF_FU(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
+AF_FU(cbrt, cbrtf(x), cbrt(x))
+AF_FU(exp, expf(x), exp(x))
+AF_FU(exp2, exp2f(x), exp2(x))
+AF_FU(ln, logf(x), log(x))
+AF_FU(log10, log10f(x), log10(x))
+AF_FU(log2, log2f(x), log2(x))
+AF_FU(sin, sinf(x), sin(x))
+AF_FU(cos, cosf(x), cos(x))
+AF_FU(tan, tanf(x), tan(x))
+AF_FU(sec, 1.0f / cosf(x), 1.0 / cos(x))
+AF_FU(csc, 1.0f / sinf(x), 1.0 / sin(x))
+AF_FU(cot, 1.0f / tanf(x), 1.0 / tan(x))
+AF_FU(asin, asinf(x), asin(x))
+AF_FU(acos, acosf(x), acos(x))
+AF_FU(atan, atanf(x), atan(x))
+AF_FU(acsc, asinf(1.0f / x), asin(1.0 / x))
+AF_FU(acot, atanf(1.0f / x), atan(1.0 / x))
+AF_FU(sinh, sinhf(x), sinh(x))
+AF_FU(cosh, coshf(x), cosh(x))
+AF_FU(tanh, tanhf(x), tanh(x))
+AF_FU(sech, 1.0f / coshf(x), 1.0 / cosh(x))
+AF_FU(csch, 1.0f / sinhf(x), 1.0 / sinh(x))
+AF_FU(coth, 1.0f / tanhf(x), 1.0 / tanh(x))
+AF_FU(erf, erff(x), erf(x))
+AF_FU(erfc, erfcf(x), erfc(x))
+AF_FU(floor, floorf(x), floor(x))
+AF_FU(ceil, ceilf(x), ceil(x))
+AF_FU(trunc, truncf(x), trunc(x))
+AF_FU(round, roundf(x), round(x))
+/* Rust std's formulas, so both CPU tiers agree bit for bit. */
+static inline f32 af_asinh_f32(f32 x) { f32 ax = fabsf(x), ix = 1.0f / ax; return copysignf(log1pf(ax + ax / (hypotf(1.0f, ix) + ix)), x); }
+static inline f64 af_asinh_f64(f64 x) { f64 ax = fabs(x), ix = 1.0 / ax; return copysign(log1p(ax + ax / (hypot(1.0, ix) + ix)), x); }
+static inline f32 af_atanh_f32(f32 x) { return 0.5f * log1pf((2.0f * x) / (1.0f - x)); }
+static inline f64 af_atanh_f64(f64 x) { return 0.5 * log1p((2.0 * x) / (1.0 - x)); }
+/* acosh accurate near 1 (primitives/cpu.rs acosh_accurate), Rust's formula from 2 up. */
+static inline f32 af_acosh_f32(f32 x) { if (x < 2.0f) { f32 t = x - 1.0f; return log1pf(t + sqrtf(t * (t + 2.0f))); } return x < 1.0f ? NAN : logf(x + sqrtf(x - 1.0f) * sqrtf(x + 1.0f)); }
+static inline f64 af_acosh_f64(f64 x) { if (x < 2.0) { f64 t = x - 1.0; return log1p(t + sqrt(t * (t + 2.0))); } return x < 1.0 ? NAN : log(x + sqrt(x - 1.0) * sqrt(x + 1.0)); }
+/* asec accurate near +-1 (primitives/cpu.rs asec_accurate). */
+static inline f32 af_asec_f32(f32 x) { f32 r = atanf(sqrtf((x - 1.0f) * (x + 1.0f))); return x < 0.0f ? (f32)M_PI - r : r; }
+static inline f64 af_asec_f64(f64 x) { f64 r = atan(sqrt((x - 1.0) * (x + 1.0))); return x < 0.0 ? M_PI - r : r; }
+static inline b8 af_is_nan_f32(f32 x) { return isnan(x) != 0; }
+static inline b8 af_is_nan_f64(f64 x) { return isnan(x) != 0; }
+static inline b8 af_is_inf_f32(f32 x) { return isinf(x) != 0; }
+static inline b8 af_is_inf_f64(f64 x) { return isinf(x) != 0; }
+
+/* ---- float binary ---- */
+#define AF_FB(name, e32, e64) \
+  static inline f32 af_##name##_f32(f32 x, f32 y) { return e32; } \
+  static inline f64 af_##name##_f64(f64 x, f64 y) { return e64; }
+AF_FB(add, x + y, x + y)
+AF_FB(sub, x - y, x - y)
+AF_FB(mul, x * y, x * y)
+AF_FB(div, x / y, x / y)
+AF_FB(rem, fmodf(x, y), fmod(x, y))
+AF_FB(pow, powf(x, y), pow(x, y))
+AF_FB(atan2, atan2f(x, y), atan2(x, y))
+AF_FB(min, (isnan(x) || isnan(y)) ? NAN : (y < x ? y : x), (isnan(x) || isnan(y)) ? NAN : (y < x ? y : x))
+AF_FB(max, (isnan(x) || isnan(y)) ? NAN : (y > x ? y : x), (isnan(x) || isnan(y)) ? NAN : (y > x ? y : x))
+static inline f32 af_mod_f32(f32 x, f32 y) { f32 r = fmodf(x, y); return (r != 0.0f && ((r < 0.0f) != (y < 0.0f))) ? r + y : r; }
+static inline f64 af_mod_f64(f64 x, f64 y) { f64 r = fmod(x, y); return (r != 0.0 && ((r < 0.0) != (y < 0.0))) ? r + y : r; }
+
+/* ---- comparisons (any number type) ---- */
+#define AF_CMP(T) \
+  static inline b8 af_lt_##T(T x, T y) { return x < y; } \
+  static inline b8 af_le_##T(T x, T y) { return x <= y; } \
+  static inline b8 af_gt_##T(T x, T y) { return x > y; } \
+  static inline b8 af_ge_##T(T x, T y) { return x >= y; } \
+  static inline b8 af_eq_##T(T x, T y) { return x == y; } \
+  static inline b8 af_ne_##T(T x, T y) { return x != y; }
+AF_CMP(f32) AF_CMP(f64) AF_CMP(i32) AF_CMP(u32)
+
+/* ---- integers: wrapping arithmetic through unsigned, faults on a zero divisor ---- */
+#define AF_INT(T, U, SIGNED) \
+  static inline T af_neg_##T(T x) { return (T)(0u - (U)x); } \
+  static inline T af_abs_##T(T x) { return (SIGNED && x < 0) ? (T)(0u - (U)x) : x; } \
+  static inline T af_sign_##T(T x) { return x > 0 ? (T)1 : ((SIGNED && x < 0) ? (T)(0u - 1u) : (T)0); } \
+  static inline T af_not_##T(T x) { return (T)~(U)x; } \
+  static inline T af_add_##T(T x, T y) { return (T)((U)x + (U)y); } \
+  static inline T af_sub_##T(T x, T y) { return (T)((U)x - (U)y); } \
+  static inline T af_mul_##T(T x, T y) { return (T)((U)x * (U)y); } \
+  static inline T af_and_##T(T x, T y) { return x & y; } \
+  static inline T af_or_##T(T x, T y) { return x | y; } \
+  static inline T af_xor_##T(T x, T y) { return x ^ y; } \
+  static inline T af_min_##T(T x, T y) { return y < x ? y : x; } \
+  static inline T af_max_##T(T x, T y) { return y > x ? y : x; } \
+  static inline T af_div_##T(T x, T y, u32 *bad) { if (y == 0) { *bad = 1; return 0; } if (SIGNED && y == (T)(0u - 1u)) return (T)(0u - (U)x); return x / y; } \
+  static inline T af_rem_##T(T x, T y, u32 *bad) { if (y == 0) { *bad = 1; return 0; } if (SIGNED && y == (T)(0u - 1u)) return 0; return x % y; } \
+  static inline T af_mod_##T(T x, T y, u32 *bad) { T r = af_rem_##T(x, y, bad); return (r != 0 && ((r < 0) != (y < 0))) ? (T)((U)r + (U)y) : r; }
+AF_INT(i32, uint32_t, 1)
+AF_INT(u32, uint32_t, 0)
+
+/* ---- bool ---- */
+static inline b8 af_not_b8(b8 x) { return !x; }
+static inline b8 af_and_b8(b8 x, b8 y) { return x & y; }
+static inline b8 af_or_b8(b8 x, b8 y) { return x | y; }
+static inline b8 af_xor_b8(b8 x, b8 y) { return x ^ y; }
+static inline b8 af_nand_b8(b8 x, b8 y) { return !(x & y); }
+static inline b8 af_nor_b8(b8 x, b8 y) { return !(x | y); }
+static inline b8 af_eq_b8(b8 x, b8 y) { return x == y; }
+static inline b8 af_ne_b8(b8 x, b8 y) { return x != y; }
+
+/* ---- casts with Rust `as` semantics (float to int saturates, NaN to 0) ---- */
+static inline i32 af_f2i32(f64 x) { return isnan(x) ? 0 : (x <= -2147483648.0 ? INT32_MIN : (x >= 2147483647.0 ? INT32_MAX : (i32)x)); }
+static inline u32 af_f2u32(f64 x) { return isnan(x) ? 0u : (x <= 0.0 ? 0u : (x >= 4294967295.0 ? UINT32_MAX : (u32)x)); }
+#define AF_CAST_FROM_FLOAT(F) \
+  static inline f32 af_cast_##F##_f32(F x) { return (f32)x; } \
+  static inline f64 af_cast_##F##_f64(F x) { return (f64)x; } \
+  static inline i32 af_cast_##F##_i32(F x) { return af_f2i32((f64)x); } \
+  static inline u32 af_cast_##F##_u32(F x) { return af_f2u32((f64)x); } \
+  static inline b8 af_cast_##F##_b8(F x) { return x != 0; }
+AF_CAST_FROM_FLOAT(f32) AF_CAST_FROM_FLOAT(f64)
+#define AF_CAST_FROM_INT(I) \
+  static inline f32 af_cast_##I##_f32(I x) { return (f32)x; } \
+  static inline f64 af_cast_##I##_f64(I x) { return (f64)x; } \
+  static inline i32 af_cast_##I##_i32(I x) { return (i32)x; } \
+  static inline u32 af_cast_##I##_u32(I x) { return (u32)x; } \
+  static inline b8 af_cast_##I##_b8(I x) { return x != 0; }
+AF_CAST_FROM_INT(i32) AF_CAST_FROM_INT(u32) AF_CAST_FROM_INT(b8)
+
+/* ---- Philox4x32-10 stream (primitives/cpu.rs: words_per_value, stream_words) ---- */
+static inline void af_philox(uint64_t block, u32 k0, u32 k1, u32 out[4]) {
+  u32 c0 = (u32)block, c1 = (u32)(block >> 32), c2 = 0, c3 = 0;
+  for (int r = 0; r < 10; r++) {
+    if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+    uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+    u32 n0 = (u32)(p1 >> 32) ^ c1 ^ k0, n1 = (u32)p1, n2 = (u32)(p0 >> 32) ^ c3 ^ k1, n3 = (u32)p0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+  }
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+/* The w words of stream element g. */
+static inline void af_stream(u32 k0, u32 k1, uint64_t g, int w, u32 r[4]) {
+  uint64_t per = 4 / w; u32 b[4];
+  af_philox(g / per, k0, k1, b);
+  int first = (int)(g % per) * w;
+  for (int k = 0; k < w; k++) r[k] = b[first + k];
+}
+static inline f32 af_uniform_f32(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 1, r); return (f32)(r[0] >> 8) * (1.0f / 16777216.0f); }
+static inline f64 af_u53(u32 hi, u32 lo) { return (f64)((((uint64_t)hi << 32) | lo) >> 11) * (1.0 / 9007199254740992.0); }
+static inline f64 af_uniform_f64(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 2, r); return af_u53(r[0], r[1]); }
+static inline f32 af_normal_f32(u32 k0, u32 k1, uint64_t g) {
+  u32 r[4]; af_stream(k0, k1, g, 2, r);
+  f32 u1 = ((f32)(r[0] >> 8) + 1.0f) * (1.0f / 16777216.0f), u2 = (f32)(r[1] >> 8) * (1.0f / 16777216.0f);
+  return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
+}
+static inline f64 af_normal_f64(u32 k0, u32 k1, uint64_t g) {
+  u32 r[4]; af_stream(k0, k1, g, 4, r);
+  f64 u1 = 1.0 - af_u53(r[0], r[1]), u2 = af_u53(r[2], r[3]);
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+}

@@ -1,0 +1,362 @@
+//! The CPU's native tier: fused kernels rendered to C (`proggen::codegen::c`), compiled by the
+//! system C compiler into a shared library, loaded with `libloading`, and run over the domain in
+//! parallel. Compiled kernels are cached in memory by source and on disk (the file name is a
+//! checksum of source, compiler and flags; a file that fails to load is rebuilt, never trusted).
+//!
+//! Policy (`ARRAYFLOW_NATIVE`, or `Runtime::set_native`): `auto` (default) compiles kernels of at
+//! least `ARRAYFLOW_NATIVE_MIN` elements (default 65536) in the background and runs them on the
+//! tile VM until the library is ready; `always` compiles every kernel before running it; `off`
+//! uses only the tile VM. Without a working C compiler everything runs on the tile VM.
+
+use super::reduce::{self, Partial};
+use super::slices::Src;
+use super::vm::Fault;
+use crate::error::{Error, ErrorKind};
+use crate::exec::TypedVec;
+use crate::proggen::codegen::c;
+use crate::proggen::kernel::FusedKernel;
+use ahash::AHashMap;
+use parking_lot::Mutex;
+use rayon::prelude::*;
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// When the native tier is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NativeMode {
+    /// Never: the tile VM runs every kernel.
+    Off,
+    /// Large kernels, compiled in the background (the default).
+    Auto,
+    /// Every kernel, compiled before it first runs.
+    Always,
+    /// As `Always`, and a kernel that cannot be compiled fails instead of falling back to the tile
+    /// VM (for CI, where the compiler must be there).
+    Require,
+}
+
+static MODE: AtomicU8 = AtomicU8::new(u8::MAX);
+static MIN_ELEMENTS: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Kernels compiled and launches run natively (for `Runtime::stats()`).
+pub static COMPILED: AtomicU64 = AtomicU64::new(0);
+pub static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+pub fn mode() -> NativeMode {
+    match MODE.load(Ordering::Relaxed) {
+        0 => NativeMode::Off,
+        1 => NativeMode::Auto,
+        2 => NativeMode::Always,
+        3 => NativeMode::Require,
+        _ => {
+            let m = match std::env::var("ARRAYFLOW_NATIVE").as_deref() {
+                Ok("off") | Ok("0") => NativeMode::Off,
+                Ok("always") => NativeMode::Always,
+                Ok("require") => NativeMode::Require,
+                _ => NativeMode::Auto,
+            };
+            set_mode(m);
+            m
+        }
+    }
+}
+
+pub fn set_mode(m: NativeMode) {
+    MODE.store(m as u8, Ordering::Relaxed);
+}
+
+fn min_elements() -> usize {
+    let v = MIN_ELEMENTS.load(Ordering::Relaxed);
+    if v != usize::MAX {
+        return v;
+    }
+    let v = std::env::var("ARRAYFLOW_NATIVE_MIN")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1 << 16);
+    MIN_ELEMENTS.store(v, Ordering::Relaxed);
+    v
+}
+
+type KernelFn = unsafe extern "C" fn(
+    *const *const c_void,
+    *const *mut c_void,
+    *const *mut c_void,
+    u64,
+    u64,
+) -> u32;
+
+/// A loaded native kernel.
+pub struct NativeKernel {
+    _lib: libloading::Library,
+    f: KernelFn,
+}
+
+enum State {
+    Compiling,
+    Ready(Arc<NativeKernel>),
+    Failed,
+}
+
+fn cache() -> &'static Mutex<AHashMap<u64, State>> {
+    static C: OnceLock<Mutex<AHashMap<u64, State>>> = OnceLock::new();
+    C.get_or_init(|| Mutex::new(AHashMap::new()))
+}
+
+/// FNV-1a, stable across runs and platforms (the disk cache's file names).
+fn checksum(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain([0u8]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+const FLAGS: &[&str] = &[
+    "-O3",
+    "-march=native",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-fPIC",
+    "-shared",
+];
+
+fn compiler() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".into())
+}
+
+/// Where compiled kernels are kept: `ARRAYFLOW_CACHE_DIR`, else the user's cache directory.
+pub fn cache_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("ARRAYFLOW_CACHE_DIR") {
+        return PathBuf::from(d).join("cpu");
+    }
+    let base = std::env::var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|_| std::env::var("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|_| std::env::temp_dir());
+    base.join("arrayflow").join("cpu")
+}
+
+fn host_cpu() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
+}
+
+fn compile(src: &str, key: u64) -> Result<NativeKernel, String> {
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let lib_path = dir.join(format!("{key:016x}.so"));
+    let src_path = dir.join(format!("{key:016x}.c"));
+    // A cached library is used only if its source matches exactly and it loads.
+    if std::fs::read_to_string(&src_path).is_ok_and(|s| s == src)
+        && let Ok(k) = load(&lib_path)
+    {
+        return Ok(k);
+    }
+    let tmp = dir.join(format!("{key:016x}.{}.tmp", std::process::id()));
+    let tmp_src = tmp.with_extension("c");
+    std::fs::write(&tmp_src, src)
+        .map_err(|e| format!("cannot write {}: {e}", tmp_src.display()))?;
+    let out = std::process::Command::new(compiler())
+        .args(FLAGS)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&tmp_src)
+        .arg("-lm")
+        .output()
+        .map_err(|e| format!("cannot run the C compiler `{}`: {e}", compiler()))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&tmp_src);
+        return Err(format!(
+            "the C compiler failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    std::fs::rename(&tmp, &lib_path).map_err(|e| e.to_string())?;
+    std::fs::rename(&tmp_src, &src_path).map_err(|e| e.to_string())?;
+    COMPILED.fetch_add(1, Ordering::Relaxed);
+    load(&lib_path)
+}
+
+fn load(path: &std::path::Path) -> Result<NativeKernel, String> {
+    // SAFETY: the library is one this module compiled from generated C; loading runs no
+    // initialisers of its own, and the symbol has the signature `render` emits.
+    unsafe {
+        let lib = libloading::Library::new(path).map_err(|e| e.to_string())?;
+        let f: KernelFn = *lib
+            .get::<KernelFn>(b"af_kernel\0")
+            .map_err(|e| e.to_string())?;
+        Ok(NativeKernel { _lib: lib, f })
+    }
+}
+
+/// The native version of `k`, if the policy wants one and it is ready (starting its compilation
+/// if needed). `Err` only in `Require` mode, when the kernel cannot be compiled.
+pub fn lookup(k: &FusedKernel) -> Result<Option<Arc<NativeKernel>>, Error> {
+    let r = lookup_inner(k);
+    if mode() == NativeMode::Require && r.is_none() {
+        return Err(Error::new(ErrorKind::Runtime, "ARRAYFLOW_NATIVE=require, but this kernel could not be compiled to native code")
+            .hint("install a C compiler (`cc`), or see the arrayflow::native warning in the log for the compiler's message"));
+    }
+    Ok(r)
+}
+
+fn lookup_inner(k: &FusedKernel) -> Option<Arc<NativeKernel>> {
+    let mode = mode();
+    if mode == NativeMode::Off || (mode == NativeMode::Auto && k.domain.len() < min_elements()) {
+        return None;
+    }
+    let src = c::render(k);
+    let key = checksum(&[
+        &src,
+        &compiler(),
+        &FLAGS.join(" "),
+        &host_cpu(),
+        env!("CARGO_PKG_VERSION"),
+    ]);
+    {
+        let mut cache = cache().lock();
+        match cache.get(&key) {
+            Some(State::Ready(nk)) => return Some(nk.clone()),
+            Some(State::Compiling) | Some(State::Failed) => return None,
+            None => {
+                cache.insert(key, State::Compiling);
+            }
+        }
+    }
+    let finish = move |r: Result<NativeKernel, String>| -> Option<Arc<NativeKernel>> {
+        let state = match r {
+            Ok(nk) => State::Ready(Arc::new(nk)),
+            Err(e) => {
+                tracing::warn!(target: "arrayflow::native", "native kernel unavailable, using the tile VM: {e}");
+                State::Failed
+            }
+        };
+        let ready = match &state {
+            State::Ready(nk) => Some(nk.clone()),
+            _ => None,
+        };
+        cache().lock().insert(key, state);
+        ready
+    };
+    if matches!(mode, NativeMode::Always | NativeMode::Require) {
+        finish(compile(&src, key))
+    } else {
+        std::thread::spawn(move || finish(compile(&src, key)));
+        None
+    }
+}
+
+/// Raw pointers handed to the C kernel; each task writes disjoint ranges.
+struct Ptrs(Vec<*const c_void>, Vec<*mut c_void>);
+// SAFETY: the buffers outlive the parallel loop; tasks write disjoint element ranges.
+unsafe impl Send for Ptrs {}
+unsafe impl Sync for Ptrs {}
+
+/// Elements per call of the C kernel (and per rayon task).
+const CHUNK: usize = 1 << 14;
+
+/// Runs `k` natively over its whole domain; same contract as `vm::run_fused`.
+pub fn run(
+    nk: &NativeKernel,
+    k: &FusedKernel,
+    inputs: &[&TypedVec],
+    outputs: &mut [TypedVec],
+) -> Result<(), Error> {
+    LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    let len = k.domain.len();
+    let ptr_of = |v: &TypedVec| -> *const c_void {
+        match v {
+            TypedVec::F32(v) => v.as_ptr() as _,
+            TypedVec::F64(v) => v.as_ptr() as _,
+            TypedVec::I32(v) => v.as_ptr() as _,
+            TypedVec::U32(v) => v.as_ptr() as _,
+            TypedVec::Bool(v) => v.as_ptr() as _,
+        }
+    };
+    let ins: Vec<*const c_void> = inputs.iter().map(|v| ptr_of(v)).collect();
+    let outs: Vec<*mut c_void> = outputs
+        .iter_mut()
+        .map(|v| ptr_of(v) as *mut c_void)
+        .collect();
+    let ptrs = &Ptrs(ins, outs);
+    let tasks = len.div_ceil(CHUNK);
+    let red_types: Vec<_> = k
+        .reductions
+        .iter()
+        .map(|r| k.reg_dtypes[r.reg as usize])
+        .collect();
+    let run = |scratch: &mut Vec<TypedVec>,
+               t: usize|
+     -> Result<Vec<Vec<(usize, Partial)>>, Fault> {
+        let t0 = t * CHUNK;
+        let n = CHUNK.min(len - t0);
+        let reds: Vec<*mut c_void> = scratch
+            .iter_mut()
+            .map(|v| ptr_of(v) as *mut c_void)
+            .collect();
+        // SAFETY: `af_kernel` reads inputs and writes outputs at domain indices t0..t0+n (all in
+        // bounds by construction of the kernel), and writes n elements of each scratch tile.
+        let code = unsafe {
+            (nk.f)(
+                ptrs.0.as_ptr(),
+                ptrs.1.as_ptr(),
+                reds.as_ptr(),
+                t0 as u64,
+                n as u64,
+            )
+        };
+        if code != 0 {
+            return Err(Fault {
+                instr: code as usize - 1,
+                message: "integer division by zero",
+            });
+        }
+        Ok(k.reductions
+            .iter()
+            .enumerate()
+            .map(|(ri, r)| reduce::partials(r.op, Src::of(&scratch[ri], 0, n), t0, k.domain.inner))
+            .collect())
+    };
+    let new_scratch = || {
+        red_types
+            .iter()
+            .map(|&d| TypedVec::zeros(d, CHUNK))
+            .collect::<Vec<_>>()
+    };
+    let results: Result<Vec<_>, Fault> = if tasks <= 1 {
+        let mut s = new_scratch();
+        (0..tasks).map(|t| run(&mut s, t)).collect()
+    } else {
+        (0..tasks)
+            .into_par_iter()
+            .map_init(new_scratch, run)
+            .collect()
+    };
+    let partials = results.map_err(|f| {
+        Error::new(
+            ErrorKind::Execution,
+            format!("{} in this operation", f.message),
+        )
+        .origin(k.instr_sites[f.instr])
+    })?;
+    for (ri, r) in k.reductions.iter().enumerate() {
+        reduce::finish(
+            r.op,
+            partials.iter().map(|p| &p[ri]),
+            &mut outputs[r.output as usize],
+            k.domain.outer,
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! C renderer: one fused kernel becomes `af_kernel(in, out, red, t0, n)`, a loop over domain
+//! elements `t0 .. t0 + n` that evaluates the register program in scalar locals (the C compiler
+//! vectorises it), stores element-wise results to `out`, and writes each reduction's input to
+//! `red` (the Rust side reduces those tiles exactly as the tile VM does). It returns 0, or 1 + the
+//! index of an instruction that faulted (integer division by zero).
+
+use crate::ir::{BinaryOp, DType, GenKind, RandomDist, Scalar, UnaryOp, contiguous_strides};
+use crate::proggen::kernel::{FusedKernel, IndexMap, Instr};
+use std::fmt::Write;
+
+/// The primitive library's C sources, included in every generated file.
+pub const HEADER: &str = include_str!("../../../primitives/c/arrayflow.h");
+
+/// C type name of an element type (as the header spells it).
+pub fn ctype(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::I32 => "i32",
+        DType::U32 => "u32",
+        DType::Bool => "b8",
+    }
+}
+
+fn literal(v: Scalar) -> String {
+    let float = |x: f64, suffix: &str| {
+        if x.is_nan() {
+            "NAN".to_string()
+        } else if x.is_infinite() {
+            if x > 0.0 {
+                "INFINITY".into()
+            } else {
+                "(-INFINITY)".into()
+            }
+        } else {
+            format!("{x:?}{suffix}")
+        }
+    };
+    match v {
+        Scalar::F32(x) => {
+            // f32's shortest round-trip decimal, parsed by C as f32.
+            if x.is_finite() {
+                format!("{x:?}f")
+            } else {
+                float(x as f64, "f")
+            }
+        }
+        Scalar::F64(x) => float(x, ""),
+        Scalar::I32(x) => format!("((i32){x}LL)"),
+        Scalar::U32(x) => format!("{x}u"),
+        Scalar::Bool(b) => format!("{}", b as u8),
+    }
+}
+
+/// The index expression a map selects for the current element.
+fn index(map: &IndexMap) -> String {
+    match map {
+        IndexMap::Contiguous => "lin".into(),
+        IndexMap::Strided { offset, strides } => {
+            let mut s = format!("(uint64_t)((int64_t){offset}");
+            for (k, st) in strides.iter().enumerate() {
+                if *st != 0 {
+                    let _ = write!(s, " + (int64_t){st} * (int64_t)d{k}");
+                }
+            }
+            s.push(')');
+            s
+        }
+        IndexMap::Periodic { dims } => {
+            let mut s = String::from("(uint64_t)(0");
+            for d in dims {
+                let mut v = format!("(int64_t){}", d.offset);
+                for (k, c) in d.coef.iter().enumerate() {
+                    if *c != 0 {
+                        let _ = write!(v, " + (int64_t){c} * (int64_t)d{k}");
+                    }
+                }
+                let m = d.modulus;
+                let _ = write!(s, " + ((({v}) % {m} + {m}) % {m}) * {}", d.stride);
+            }
+            s.push(')');
+            s
+        }
+    }
+}
+
+fn unary_fn(op: UnaryOp, input: DType) -> String {
+    format!("af_{}_{}", op.name(), ctype(input))
+}
+
+/// Whether the op's C source takes a fault flag (integer division by zero).
+fn faults(op: BinaryOp, input: DType) -> bool {
+    input.is_int() && matches!(op, BinaryOp::Div | BinaryOp::Rem | BinaryOp::Mod)
+}
+
+fn binary_call(op: BinaryOp, input: DType, a: &str, b: &str) -> String {
+    let f = format!("af_{}_{}", op.name(), ctype(input));
+    if faults(op, input) {
+        format!("{f}({a}, {b}, &bad)")
+    } else {
+        format!("{f}({a}, {b})")
+    }
+}
+
+fn generator(kind: &GenKind, shape: &[usize], g: &str, t: DType) -> String {
+    let ct = ctype(t);
+    match kind {
+        GenKind::Iota { axis } => {
+            let cs = contiguous_strides(shape);
+            format!(
+                "af_cast_f64_{ct}((f64)(({g} / {}u) % {}u))",
+                cs[*axis], shape[*axis]
+            )
+        }
+        GenKind::Identity => format!(
+            "af_cast_f64_{ct}((f64)(({g} / {n}u) == ({g} % {n}u)))",
+            n = shape[1]
+        ),
+        GenKind::Linspace {
+            start,
+            step,
+            end,
+            n,
+        } => {
+            format!(
+                "af_cast_f64_{ct}(({g} + 1 == {n}u) ? {} : {} + {} * (f64){g})",
+                literal(Scalar::F64(*end)),
+                literal(Scalar::F64(*start)),
+                literal(Scalar::F64(*step))
+            )
+        }
+        GenKind::Random { key, counter, dist } => {
+            let f = match dist {
+                RandomDist::Uniform => "uniform",
+                RandomDist::Normal => "normal",
+            };
+            format!("af_{f}_{ct}({}u, {}u, {counter}ull + {g})", key[0], key[1])
+        }
+    }
+}
+
+/// The complete C source of one fused kernel (header included).
+pub fn render(k: &FusedKernel) -> String {
+    let mut s = String::with_capacity(HEADER.len() + 4096);
+    s.push_str(HEADER);
+    s.push_str("\nu32 af_kernel(const void *const *in_, void *const *out_, void *const *red_, uint64_t t0, uint64_t n) {\n");
+    for (p, d) in k.inputs.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  const {t} *restrict in{p} = (const {t} *)in_[{p}];",
+            t = ctype(*d)
+        );
+    }
+    for st in &k.stores {
+        let t = ctype(k.outputs[st.output as usize]);
+        let _ = writeln!(
+            s,
+            "  {t} *restrict out{o} = ({t} *)out_[{o}];",
+            o = st.output
+        );
+    }
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  {t} *restrict red{ri} = ({t} *)red_[{ri}];",
+            t = ctype(k.reg_dtypes[r.reg as usize])
+        );
+    }
+    s.push_str("  u32 fault = 0;\n  for (uint64_t i = 0; i < n; i++) {\n    uint64_t lin = t0 + i;\n    u32 bad = 0; (void)bad;\n");
+    let needs_index = k.instrs.iter().any(|i| match i {
+        Instr::Load { map, .. } | Instr::Gen { map, .. } => *map != IndexMap::Contiguous,
+        _ => false,
+    });
+    if needs_index {
+        let shape = &k.domain.shape;
+        let cs = contiguous_strides(shape);
+        for (d, (&c, &n)) in cs.iter().zip(shape.iter()).enumerate() {
+            let _ = writeln!(s, "    uint64_t d{d} = (lin / {c}u) % {}u;", n.max(1));
+        }
+    }
+    for (r, d) in k.reg_dtypes.iter().enumerate() {
+        let _ = writeln!(s, "    {} r{r};", ctype(*d));
+    }
+    // Register types before allocation, to know each operand's element type.
+    for (i, ins) in k.instrs.iter().enumerate() {
+        let dst = ins.dst();
+        let t = |r: u32| k.reg_dtypes[r as usize];
+        let rhs = match ins {
+            Instr::Load { input, map, .. } => format!("in{input}[{}]", index(map)),
+            Instr::Const { value, .. } => literal(*value),
+            Instr::Gen {
+                kind, shape, map, ..
+            } => generator(kind, shape, &index(map), t(dst)),
+            Instr::Unary { op, a, .. } => format!("{}(r{a})", unary_fn(*op, t(*a))),
+            Instr::Binary { op, a, b, .. } => {
+                binary_call(*op, t(*a), &format!("r{a}"), &format!("r{b}"))
+            }
+            Instr::Select { cond, a, b, .. } => format!("(r{cond} ? r{a} : r{b})"),
+            Instr::Cast { to, a, .. } => format!("af_cast_{}_{}(r{a})", ctype(t(*a)), ctype(*to)),
+        };
+        let _ = writeln!(s, "    r{dst} = {rhs};");
+        if let Instr::Binary { op, a, .. } = ins
+            && faults(*op, t(*a))
+        {
+            let _ = writeln!(s, "    if (bad) {{ fault = {}u; bad = 0; }}", i + 1);
+        }
+    }
+    for st in &k.stores {
+        let _ = writeln!(s, "    out{}[lin] = r{};", st.output, st.reg);
+    }
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let _ = writeln!(s, "    red{ri}[i] = r{};", r.reg);
+    }
+    s.push_str("  }\n  return fault;\n}\n");
+    s
+}
