@@ -325,3 +325,53 @@ fn the_listing_names_kernels_helpers_and_call_sites() {
         );
     }
 }
+
+#[test]
+fn large_reads_write_straight_into_the_callers_memory() {
+    let _g = SERIAL.lock();
+    let n = 1 << 17;
+    let (av, bv) = (random(n, 15, 0.1, 2.0), random(n, 16, 0.1, 2.0));
+    let a = Array::from_slice(&av, &[n]);
+    let b = Array::from_slice(&bv, &[n]);
+    let y = ((((&a * &b + 1.0).sqrt()) * &a - &b).abs()) * 0.5 + &a;
+    let mut out = vec![0.0f32; n];
+    // Warm the native tier (if it compiles this kernel) so both reads below take the same path.
+    y.read_into(&mut out).unwrap();
+    let (v, s) = measure(|| {
+        y.read_into(&mut out).unwrap();
+        y.to_vec().unwrap()
+    });
+    assert_eq!(s.kernels_launched, 2, "{s:?}");
+    assert_eq!(
+        s.buffers_allocated + s.buffers_reused,
+        0,
+        "no runtime buffer for the result: {s:?}"
+    );
+    for i in 0..n {
+        let want = chain_oracle(av[i], bv[i]);
+        assert!((out[i] - want).abs() <= 2e-6 * want.abs().max(1.0), "{i}");
+        assert_eq!(v[i], out[i]);
+    }
+    // The array stays usable: it is recomputed where it is used.
+    let total = y.sum().item().unwrap() as f64;
+    let want: f64 = out.iter().map(|&x| x as f64).sum();
+    assert!((total - want).abs() <= 1e-6 * want);
+}
+
+#[test]
+fn a_failed_computation_read_into_caller_memory_is_an_error() {
+    let _g = SERIAL.lock();
+    let n = 1 << 17;
+    let a = Array::from_vec((0..n as i32).collect(), &[n]);
+    let d = Array::from_vec(
+        (0..n as i32)
+            .map(|i| if i == 777 { 0 } else { 3 })
+            .collect(),
+        &[n],
+    );
+    let q = &a / &d + 1;
+    let mut out = vec![0i32; n];
+    let err = q.read_into(&mut out).unwrap_err();
+    assert!(err.to_string().contains("division by zero"), "{err}");
+    assert!(q.to_vec().is_err());
+}

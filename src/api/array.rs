@@ -3,6 +3,7 @@
 
 use super::element::Element;
 use crate::error::{Error, ErrorKind, Result};
+use crate::exec::cpu::slices::OutPtr;
 use crate::frontend::{self, Handle};
 use crate::ir::{Shape, Site};
 use crate::runtime::Inner;
@@ -139,23 +140,16 @@ impl<T: Element> Array<T> {
     /// Computes the array if needed and copies its elements out (row-major).
     #[track_caller]
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let data = Inner::get().read(&self.h, site())?;
-        let src = T::slice(&data);
-        if src.len() < PARALLEL_COPY {
-            return Ok(src.to_vec());
+        let site = site();
+        // Zeroed (large ones are fresh pages from the OS, so nearly free), then filled: by the
+        // kernel itself when the array is a large pending result, else by a copy.
+        let mut out: Vec<T> = vec![T::from_scalar(crate::ir::Scalar::Bool(false)); self.len()];
+        let dest = OutPtr::from_raw(T::DTYPE, out.as_mut_ptr() as *mut u8);
+        if Inner::get().read_external(&self.h, dest, site)? {
+            return Ok(out);
         }
-        use rayon::prelude::*;
-        let mut out = Vec::with_capacity(src.len());
-        out.spare_capacity_mut()
-            .par_chunks_mut(1 << 16)
-            .zip(src.par_chunks(1 << 16))
-            .for_each(|(d, s)| {
-                for (d, &s) in d.iter_mut().zip(s) {
-                    d.write(s);
-                }
-            });
-        // SAFETY: the parallel copy above initialised all `src.len()` elements.
-        unsafe { out.set_len(src.len()) };
+        let data = Inner::get().read(&self.h, site)?;
+        copy_parallel(T::slice(&data), &mut out);
         Ok(out)
     }
     /// The single element of an array of one element.
@@ -191,6 +185,10 @@ impl<T: Element> Array<T> {
                 ),
             )
             .at(site));
+        }
+        let dest = OutPtr::from_raw(T::DTYPE, out.as_mut_ptr() as *mut u8);
+        if Inner::get().read_external(&self.h, dest, site)? {
+            return Ok(());
         }
         let data = Inner::get().read(&self.h, site)?;
         copy_parallel(T::slice(&data), out);

@@ -4,6 +4,7 @@
 //! reason and counted.
 
 use super::work_queue::FlushReason;
+use crate::exec::cpu::slices::OutPtr;
 use crate::exec::{BufferId, Instance};
 use crate::frontend::NodeState;
 use crate::ir::NodeId;
@@ -16,6 +17,19 @@ use std::sync::Arc;
 
 /// Flushes the queue. `target` is the node a read or hint needs.
 pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason, target: Option<NodeId>) {
+    flush_into(rt, fe, reason, target, None);
+}
+
+/// Flushes the queue for a read of `target` straight into the application's memory at `dest`.
+/// Returns the buffer standing for that memory when the target's kernel writes it in place (wait
+/// for it, then release it); `None` when the target had to be stored as usual.
+pub fn flush_into(
+    rt: &Inner,
+    fe: &mut FrontEnd,
+    reason: FlushReason,
+    target: Option<NodeId>,
+    dest: Option<OutPtr>,
+) -> Option<BufferId> {
     let entries = fe.queue.take();
     let start = std::time::Instant::now();
     Counters::add(&rt.counters.flushes[reason.index()], 1);
@@ -36,8 +50,34 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason, target: Option<
     for &(f, id) in &generated.inputs {
         bindings[f as usize] = fe.nodes[&id].buffer().expect("input node has a buffer");
     }
-    let stored: AHashSet<NodeId> = generated.stored.iter().map(|&(_, id)| id).collect();
+    // A read into the application's memory: the target's kernel writes there directly, unless
+    // another program of this sequence reads the target (then it is stored as usual).
+    let external = dest.and_then(|ptr| {
+        let (f, id) = *generated
+            .stored
+            .iter()
+            .find(|(_, id)| Some(*id) == target)?;
+        let read_here = seq.programs.iter().any(|p| p.inputs.contains(&f));
+        let element_wise = seq
+            .programs
+            .iter()
+            .any(|p| p.outputs.contains(&f) && matches!(&*p.kernel, Kernel::Fused(_)));
+        (!read_here && element_wise).then(|| {
+            rt.sched.bind_external(bindings[f as usize], ptr);
+            (id, bindings[f as usize])
+        })
+    });
+    let external_node = external.map(|(id, _)| id);
+    let stored: AHashSet<NodeId> = generated
+        .stored
+        .iter()
+        .map(|&(_, id)| id)
+        .filter(|id| Some(*id) != external_node)
+        .collect();
     for &(f, id) in &generated.stored {
+        if Some(id) == external_node {
+            continue;
+        }
         if let Some(n) = fe.nodes.get_mut(&id) {
             n.state = NodeState::Stored(bindings[f as usize]);
         }
@@ -129,6 +169,7 @@ pub fn flush(rt: &Inner, fe: &mut FrontEnd, reason: FlushReason, target: Option<
     for b in freed {
         rt.sched.release(b);
     }
+    external.map(|(_, b)| b)
 }
 
 /// Removes nodes the application dropped and nothing reads any more, and then, transitively, the

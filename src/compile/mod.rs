@@ -4,5 +4,5 @@
 mod flush;
 mod work_queue;
 
-pub use flush::{flush, remove_unused};
+pub use flush::{flush, flush_into, remove_unused};
 pub use work_queue::{Entry, FlushReason, WorkQueue};

@@ -33,6 +33,16 @@ pub(crate) enum SchedMsg {
         buf: BufferId,
         reply: Sender<Result<Arc<TypedVec>>>,
     },
+    /// The buffer is the application's memory; programs write it in place.
+    BindExternal {
+        buf: BufferId,
+        ptr: super::cpu::slices::OutPtr,
+    },
+    /// Reply once the buffer is written (or its program failed).
+    Wait {
+        buf: BufferId,
+        reply: Sender<Result<()>>,
+    },
     Release(BufferId),
     /// Reply once everything submitted before has completed.
     Barrier(Sender<()>),
@@ -66,6 +76,10 @@ pub(crate) enum ExecMsg {
         buf: BufferId,
         reply: Sender<Result<Arc<TypedVec>>>,
     },
+    BindExternal {
+        buf: BufferId,
+        ptr: super::cpu::slices::OutPtr,
+    },
     Free(BufferId),
     Shutdown,
 }
@@ -86,6 +100,7 @@ struct BufState {
     uses: u32,
     released: bool,
     reads: Vec<Sender<Result<Arc<TypedVec>>>>,
+    waits: Vec<Sender<Result<()>>>,
 }
 
 /// Handle the application side uses to talk to the scheduler thread.
@@ -130,6 +145,21 @@ impl Scheduler {
     pub fn read(&self, buf: BufferId) -> Result<Arc<TypedVec>> {
         let (reply, rx) = crossbeam_channel::bounded(1);
         self.send(SchedMsg::Read { buf, reply });
+        rx.recv().unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::Runtime,
+                "the execution scheduler stopped",
+            ))
+        })
+    }
+    /// Makes `buf` the application's memory at `ptr` (written in place, never stored).
+    pub fn bind_external(&self, buf: BufferId, ptr: super::cpu::slices::OutPtr) {
+        self.send(SchedMsg::BindExternal { buf, ptr });
+    }
+    /// Blocks until `buf` is written.
+    pub fn wait(&self, buf: BufferId) -> Result<()> {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        self.send(SchedMsg::Wait { buf, reply });
         rx.recv().unwrap_or_else(|_| {
             Err(Error::new(
                 ErrorKind::Runtime,
@@ -192,12 +222,43 @@ impl SchedulerLoop {
                             uses: 0,
                             released: false,
                             reads: Vec::new(),
+                            waits: Vec::new(),
                         },
                     );
                     self.cpu.send(ExecMsg::MoveDataIn { buf, data });
                 }
                 SchedMsg::Submit(inst) => self.submit(inst),
                 SchedMsg::Read { buf, reply } => self.read(buf, reply),
+                SchedMsg::BindExternal { buf, ptr } => {
+                    self.buffers.insert(
+                        buf,
+                        BufState {
+                            status: Status::Unwritten,
+                            uses: 0,
+                            released: false,
+                            reads: Vec::new(),
+                            waits: Vec::new(),
+                        },
+                    );
+                    self.cpu.send(ExecMsg::BindExternal { buf, ptr });
+                }
+                SchedMsg::Wait { buf, reply } => match self.buffers.get_mut(&buf) {
+                    None => {
+                        let _ = reply.send(Err(Error::new(
+                            ErrorKind::Runtime,
+                            "wait on a buffer the runtime does not know",
+                        )));
+                    }
+                    Some(s) => match &s.status {
+                        Status::Ready => {
+                            let _ = reply.send(Ok(()));
+                        }
+                        Status::Invalid(e) => {
+                            let _ = reply.send(Err(e.clone()));
+                        }
+                        _ => s.waits.push(reply),
+                    },
+                },
                 SchedMsg::Release(buf) => {
                     if let Some(s) = self.buffers.get_mut(&buf) {
                         s.released = true;
@@ -243,6 +304,7 @@ impl SchedulerLoop {
                     uses: 0,
                     released: false,
                     reads: Vec::new(),
+                    waits: Vec::new(),
                 });
                 s.uses += 1;
             }
@@ -302,6 +364,13 @@ impl SchedulerLoop {
         };
         s.status = status;
         if matches!(s.status, Status::Ready | Status::Invalid(_)) {
+            let done = match &s.status {
+                Status::Invalid(e) => Err(e.clone()),
+                _ => Ok(()),
+            };
+            for w in std::mem::take(&mut s.waits) {
+                let _ = w.send(done.clone());
+            }
             for reply in std::mem::take(&mut s.reads) {
                 self.serve_read(b, reply);
             }
@@ -384,6 +453,7 @@ impl SchedulerLoop {
             && s.uses == 0
             && !matches!(s.status, Status::Unwritten | Status::InFlight)
             && s.reads.is_empty()
+            && s.waits.is_empty()
         {
             self.buffers.remove(&b);
             self.cpu.send(ExecMsg::Free(b));

@@ -151,22 +151,39 @@ impl Inner {
         let buf = buf.ok_or_else(|| {
             Error::new(ErrorKind::Runtime, "array has no buffer after its flush").at(site)
         })?;
-        self.sched.read(buf).map_err(|e| {
-            let message = match e.kind {
-                ErrorKind::Execution | ErrorKind::InvalidResult => format!(
-                    "this array is invalid: its computation failed: {}",
-                    e.message
-                ),
-                _ => e.message,
-            };
-            Error {
-                kind: ErrorKind::InvalidResult,
-                message,
-                site: Some(site),
-                origin: e.origin,
-                hint: e.hint,
+        self.sched.read(buf).map_err(|e| invalid_read(e, site))
+    }
+
+    /// Computes `h` straight into the application's memory at `dest` (which has room for all its
+    /// elements) when it is a large pending element-wise result: no buffer, no copy, and the array
+    /// stays lazy. `Ok(false)` when that does not apply; the caller then reads as usual.
+    pub fn read_external(
+        &self,
+        h: &Handle,
+        dest: crate::exec::cpu::slices::OutPtr,
+        site: Site,
+    ) -> Result<bool> {
+        let n: usize = h.shape.iter().product();
+        if n < ZERO_COPY_MIN {
+            return Ok(false);
+        }
+        let buf = {
+            let mut fe = self.fe.lock();
+            let eligible = fe
+                .nodes
+                .get(&h.id)
+                .is_some_and(|n| n.is_pending() && crate::proggen::liveness::may_stay_lazy(n));
+            if !eligible {
+                return Ok(false);
             }
-        })
+            enqueue_leaf(&mut fe, h.id);
+            crate::compile::flush_into(self, &mut fe, FlushReason::Read, Some(h.id), Some(dest))
+        };
+        let Some(buf) = buf else { return Ok(false) };
+        let r = self.sched.wait(buf);
+        self.sched.release(buf);
+        Counters::add(&self.counters.bytes_downloaded, (n * h.dtype.size()) as u64);
+        r.map(|()| true).map_err(|e| invalid_read(e, site))
     }
 
     /// The application will read `h` soon: start computing it now.
@@ -212,6 +229,27 @@ impl Inner {
             flush(self, &mut fe, FlushReason::BlockEnd, None);
         }
         Ok(())
+    }
+}
+
+/// Reads of at least this many elements go straight into the application's memory.
+const ZERO_COPY_MIN: usize = 1 << 16;
+
+/// The error a read returns for a result whose computation failed.
+fn invalid_read(e: Error, site: Site) -> Error {
+    let message = match e.kind {
+        ErrorKind::Execution | ErrorKind::InvalidResult => format!(
+            "this array is invalid: its computation failed: {}",
+            e.message
+        ),
+        _ => e.message,
+    };
+    Error {
+        kind: ErrorKind::InvalidResult,
+        message,
+        site: Some(site),
+        origin: e.origin,
+        hint: e.hint,
     }
 }
 

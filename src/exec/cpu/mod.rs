@@ -5,7 +5,7 @@
 mod index;
 pub mod native;
 mod reduce;
-mod slices;
+pub mod slices;
 pub mod vm;
 
 use super::scheduler::{ExecMsg, SchedMsg, Task};
@@ -35,6 +35,7 @@ impl CpuExecutor {
                     counters,
                     store: AHashMap::new(),
                     failed: AHashMap::new(),
+                    external: AHashMap::new(),
                     pool: BufferPool::new(POOL_LIMIT),
                 }
                 .run(rx)
@@ -53,6 +54,8 @@ struct CpuLoop {
     store: AHashMap<BufferId, Arc<TypedVec>>,
     /// Outputs of failed tasks, with the error a task reading them fails with.
     failed: AHashMap<BufferId, Error>,
+    /// Buffers that are the application's memory (a read without a copy): written, never stored.
+    external: AHashMap<BufferId, slices::OutPtr>,
     pool: BufferPool,
 }
 
@@ -81,8 +84,12 @@ impl CpuLoop {
                     };
                     let _ = reply.send(r);
                 }
+                ExecMsg::BindExternal { buf, ptr } => {
+                    self.external.insert(buf, ptr);
+                }
                 ExecMsg::Free(buf) => {
                     self.failed.remove(&buf);
+                    self.external.remove(&buf);
                     if let Some(v) = self.store.remove(&buf)
                         && let Ok(v) = Arc::try_unwrap(v)
                     {
@@ -136,9 +143,18 @@ impl CpuLoop {
                 .collect(),
             Kernel::Intrinsic(c) => vec![(c.dtype, c.out_shape.iter().product())],
         };
+        let external: Vec<Option<slices::OutPtr>> = task
+            .outputs
+            .iter()
+            .map(|b| self.external.get(b).copied())
+            .collect();
         let mut outputs: Vec<TypedVec> = shapes
             .into_iter()
-            .map(|(d, len)| {
+            .zip(&external)
+            .map(|((d, len), ext)| {
+                if ext.is_some() {
+                    return TypedVec::zeros(d, 0);
+                }
                 let (v, reused) = self.pool.take(d, len);
                 if reused {
                     Counters::add(&self.counters.buffers_reused, 1);
@@ -153,8 +169,10 @@ impl CpuLoop {
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             match &*task.program.kernel {
                 Kernel::Fused(k) => match native::lookup(k) {
-                    Ok(Some(nk)) => native::run(&nk, k, &refs, &mut outputs),
-                    Ok(None) => vm::run_fused(k, task.program.launch.tile, &refs, &mut outputs),
+                    Ok(Some(nk)) => native::run(&nk, k, &refs, &mut outputs, &external),
+                    Ok(None) => {
+                        vm::run_fused(k, task.program.launch.tile, &refs, &mut outputs, &external)
+                    }
                     Err(e) => Err(e),
                 },
                 Kernel::Intrinsic(c) => crate::intrinsics::cpu::run(c, &refs, &mut outputs[0])
@@ -181,8 +199,10 @@ impl CpuLoop {
             }
         };
         if result.is_ok() {
-            for (&b, v) in task.outputs.iter().zip(outputs) {
-                self.store.insert(b, Arc::new(v));
+            for ((&b, v), ext) in task.outputs.iter().zip(outputs).zip(&external) {
+                if ext.is_none() {
+                    self.store.insert(b, Arc::new(v));
+                }
             }
         } else {
             outputs.into_iter().for_each(|v| self.pool.give(v));

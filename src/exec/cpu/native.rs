@@ -9,7 +9,7 @@
 //! uses only the tile VM. Without a working C compiler everything runs on the tile VM.
 
 use super::reduce::{self, Partial};
-use super::slices::Src;
+use super::slices::{OutPtr, Src};
 use super::vm::Fault;
 use crate::error::{Error, ErrorKind};
 use crate::exec::TypedVec;
@@ -272,6 +272,7 @@ pub fn run(
     k: &FusedKernel,
     inputs: &[&TypedVec],
     outputs: &mut [TypedVec],
+    external: &[Option<OutPtr>],
 ) -> Result<(), Error> {
     LAUNCHES.fetch_add(1, Ordering::Relaxed);
     let len = k.domain.len();
@@ -287,7 +288,15 @@ pub fn run(
     let ins: Vec<*const c_void> = inputs.iter().map(|v| ptr_of(v)).collect();
     let outs: Vec<*mut c_void> = outputs
         .iter_mut()
-        .map(|v| ptr_of(v) as *mut c_void)
+        .zip(external)
+        .map(|(v, e)| match e {
+            Some(OutPtr::F32(p)) => *p as *mut c_void,
+            Some(OutPtr::F64(p)) => *p as *mut c_void,
+            Some(OutPtr::I32(p)) => *p as *mut c_void,
+            Some(OutPtr::U32(p)) => *p as *mut c_void,
+            Some(OutPtr::Bool(p)) => *p as *mut c_void,
+            None => ptr_of(v) as *mut c_void,
+        })
         .collect();
     let ptrs = &Ptrs(ins, outs);
     let tasks = len.div_ceil(CHUNK);

@@ -64,6 +64,17 @@ unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
 impl OutPtr {
+    /// A pointer to `dtype` elements at `p` (the caller's memory, for reads without a copy).
+    pub fn from_raw(dtype: crate::ir::DType, p: *mut u8) -> OutPtr {
+        match dtype {
+            crate::ir::DType::F32 => OutPtr::F32(p as *mut f32),
+            crate::ir::DType::F64 => OutPtr::F64(p as *mut f64),
+            crate::ir::DType::I32 => OutPtr::I32(p as *mut i32),
+            crate::ir::DType::U32 => OutPtr::U32(p as *mut u32),
+            crate::ir::DType::Bool => OutPtr::Bool(p as *mut bool),
+        }
+    }
+
     pub fn of(v: &mut TypedVec) -> OutPtr {
         match v {
             TypedVec::F32(v) => OutPtr::F32(v.as_mut_ptr()),

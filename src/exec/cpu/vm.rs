@@ -132,10 +132,15 @@ pub fn run_fused(
     tile: usize,
     inputs: &[&TypedVec],
     outputs: &mut [TypedVec],
+    external: &[Option<OutPtr>],
 ) -> Result<(), Error> {
     let len = k.domain.len();
     let tiles = len.div_ceil(tile);
-    let outs: Vec<OutPtr> = outputs.iter_mut().map(OutPtr::of).collect();
+    let outs: Vec<OutPtr> = outputs
+        .iter_mut()
+        .zip(external)
+        .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
+        .collect();
     let plan = Plan::new(k);
     let run = |w: &mut Worker, t: usize| -> Result<Vec<Vec<(usize, Partial)>>, Fault> {
         let t0 = t * tile;
