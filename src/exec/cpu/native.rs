@@ -141,6 +141,21 @@ pub fn cache_dir() -> PathBuf {
     base.join("arrayflow").join("cpu")
 }
 
+/// Checksum of everything besides the kernel body that decides the compiled code: the primitive
+/// library's C sources, the compiler, its flags, the CPU and this crate's version.
+fn toolchain_checksum() -> u64 {
+    static SUM: OnceLock<u64> = OnceLock::new();
+    *SUM.get_or_init(|| {
+        checksum(&[
+            c::HEADER,
+            &compiler(),
+            &FLAGS.join(" "),
+            &host_cpu(),
+            env!("CARGO_PKG_VERSION"),
+        ])
+    })
+}
+
 fn host_cpu() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -216,14 +231,8 @@ fn lookup_inner(k: &FusedKernel) -> Option<Arc<NativeKernel>> {
     if mode == NativeMode::Off || (mode == NativeMode::Auto && k.domain.len() < min_elements()) {
         return None;
     }
-    let src = c::render(k);
-    let key = checksum(&[
-        &src,
-        &compiler(),
-        &FLAGS.join(" "),
-        &host_cpu(),
-        env!("CARGO_PKG_VERSION"),
-    ]);
+    let body = c::render(k);
+    let key = checksum(&[&body]) ^ toolchain_checksum();
     {
         let mut cache = cache().lock();
         match cache.get(&key) {
@@ -249,6 +258,7 @@ fn lookup_inner(k: &FusedKernel) -> Option<Arc<NativeKernel>> {
         cache().lock().insert(key, state);
         ready
     };
+    let src = format!("{}\n{body}", c::HEADER);
     if matches!(mode, NativeMode::Always | NativeMode::Require) {
         finish(compile(&src, key))
     } else {
@@ -262,6 +272,10 @@ struct Ptrs(Vec<*const c_void>, Vec<*mut c_void>);
 // SAFETY: the buffers outlive the parallel loop; tasks write disjoint element ranges.
 unsafe impl Send for Ptrs {}
 unsafe impl Sync for Ptrs {}
+
+/// Domains up to this many elements run on the executor thread alone: waking the rayon workers
+/// costs more than it saves.
+const INLINE_MAX: usize = 1 << 16;
 
 /// Elements per call of the C kernel (and per rayon task).
 const CHUNK: usize = 1 << 14;
@@ -343,7 +357,7 @@ pub fn run(
             .map(|&d| TypedVec::zeros(d, CHUNK))
             .collect::<Vec<_>>()
     };
-    let results: Result<Vec<_>, Fault> = if tasks <= 1 {
+    let results: Result<Vec<_>, Fault> = if len <= INLINE_MAX {
         let mut s = new_scratch();
         (0..tasks).map(|t| run(&mut s, t)).collect()
     } else {

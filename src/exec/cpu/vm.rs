@@ -18,6 +18,10 @@ use crate::primitives::{
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, Reg};
 use rayon::prelude::*;
 
+/// Domains up to this many elements run on the executor thread alone: waking the rayon workers
+/// costs more than it saves.
+const INLINE_MAX: usize = 1 << 16;
+
 /// Elements each rayon task covers at least (several tiles), so scheduling costs little.
 const MIN_TASK_ELEMENTS: usize = 1 << 14;
 
@@ -164,7 +168,7 @@ pub fn run_fused(
             })
             .collect())
     };
-    let results: Result<Vec<_>, Fault> = if tiles <= 1 {
+    let results: Result<Vec<_>, Fault> = if len <= INLINE_MAX {
         let mut w = Worker::new(k, tile);
         (0..tiles).map(|t| run(&mut w, t)).collect()
     } else {

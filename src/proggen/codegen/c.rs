@@ -139,11 +139,10 @@ fn generator(kind: &GenKind, shape: &[usize], g: &str, t: DType) -> String {
     }
 }
 
-/// The complete C source of one fused kernel (header included).
+/// The C source of one fused kernel's function; compile it after [`HEADER`].
 pub fn render(k: &FusedKernel) -> String {
-    let mut s = String::with_capacity(HEADER.len() + 4096);
-    s.push_str(HEADER);
-    s.push_str("\nu32 af_kernel(const void *const *in_, void *const *out_, void *const *red_, uint64_t t0, uint64_t n) {\n");
+    let mut s = String::with_capacity(4096);
+    s.push_str("u32 af_kernel(const void *const *in_, void *const *out_, void *const *red_, uint64_t t0, uint64_t n) {\n");
     for (p, d) in k.inputs.iter().enumerate() {
         let _ = writeln!(
             s,
