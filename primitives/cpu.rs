@@ -104,24 +104,34 @@ pub trait Real: num_traits::Float + num_traits::FloatConst + Send + Sync + 'stat
     fn erf(self) -> Self;
     fn erfc(self) -> Self;
 }
+// The platform C library's error functions (std links it already): the native tier's generated C
+// calls the same ones, so both CPU tiers agree bit for bit.
+unsafe extern "C" {
+    safe fn erff(x: f32) -> f32;
+    safe fn erfcf(x: f32) -> f32;
+    #[link_name = "erf"]
+    safe fn erf_f64(x: f64) -> f64;
+    #[link_name = "erfc"]
+    safe fn erfc_f64(x: f64) -> f64;
+}
 impl Real for f32 {
     #[inline]
     fn erf(self) -> Self {
-        libm::erff(self)
+        erff(self)
     }
     #[inline]
     fn erfc(self) -> Self {
-        libm::erfcf(self)
+        erfcf(self)
     }
 }
 impl Real for f64 {
     #[inline]
     fn erf(self) -> Self {
-        libm::erf(self)
+        erf_f64(self)
     }
     #[inline]
     fn erfc(self) -> Self {
-        libm::erfc(self)
+        erfc_f64(self)
     }
 }
 

@@ -26,9 +26,9 @@ impl RuntimeBuilder {
         self.config.max_outstanding = n.max(1);
         self
     }
-    /// Elements per CPU work unit.
+    /// Elements per tile of the CPU tile VM, rounded up to a multiple of 1024.
     pub fn tile(mut self, n: usize) -> Self {
-        self.config.tile = n.max(64);
+        self.config.tile = crate::runtime::tile_size(n);
         self
     }
     /// Starts the runtime; an error if it already runs (an array operation started it).

@@ -20,7 +20,7 @@ pub struct Config {
     pub queue_threshold: usize,
     /// Programs submitted but not completed before the application thread waits.
     pub max_outstanding: usize,
-    /// Elements per CPU work unit.
+    /// Elements per tile of the CPU tile VM (a multiple of 1024).
     pub tile: usize,
 }
 
@@ -35,9 +35,16 @@ impl Default for Config {
         Config {
             queue_threshold: env("ARRAYFLOW_QUEUE_THRESHOLD", 512),
             max_outstanding: env("ARRAYFLOW_MAX_OUTSTANDING", 256),
-            tile: env("ARRAYFLOW_TILE", 1024).max(64),
+            tile: tile_size(env("ARRAYFLOW_TILE", 1024)),
         }
     }
+}
+
+/// The tile VM's tile: a multiple of the reduction block (1024 elements), so reductions group their
+/// partials the same way whatever the tile, and the native tier agrees bit for bit.
+pub fn tile_size(requested: usize) -> usize {
+    let b = crate::exec::cpu::REDUCE_BLOCK;
+    requested.max(1).div_ceil(b) * b
 }
 
 /// The front end's state: the port table and the work queue.

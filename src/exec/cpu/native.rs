@@ -199,8 +199,49 @@ fn compile(src: &str, key: u64) -> Result<NativeKernel, String> {
     }
     std::fs::rename(&tmp, &lib_path).map_err(|e| e.to_string())?;
     std::fs::rename(&tmp_src, &src_path).map_err(|e| e.to_string())?;
-    COMPILED.fetch_add(1, Ordering::Relaxed);
+    if COMPILED.fetch_add(1, Ordering::Relaxed) % 256 == 255 {
+        prune(&dir);
+    }
     load(&lib_path)
+}
+
+/// Kernels the disk cache keeps; beyond this the least recently modified are removed.
+const DISK_CACHE_KERNELS: usize = 4096;
+
+/// Bounds the disk cache: removes the oldest kernels beyond [`DISK_CACHE_KERNELS`] and temporary
+/// files an interrupted compile left behind more than an hour ago.
+fn prune(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let mut libs = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        let modified = e.metadata().and_then(|m| m.modified()).unwrap_or(now);
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        if name.contains(".tmp") {
+            if now
+                .duration_since(modified)
+                .is_ok_and(|age| age.as_secs() > 3600)
+            {
+                let _ = std::fs::remove_file(&path);
+            }
+        } else if name.ends_with(".so") {
+            libs.push((modified, path));
+        }
+    }
+    if libs.len() > DISK_CACHE_KERNELS {
+        libs.sort();
+        for (_, so) in &libs[..libs.len() - DISK_CACHE_KERNELS / 2] {
+            let _ = std::fs::remove_file(so);
+            let _ = std::fs::remove_file(so.with_extension("c"));
+        }
+    }
 }
 
 fn load(path: &std::path::Path) -> Result<NativeKernel, String> {
@@ -265,6 +306,13 @@ fn lookup_inner(k: &FusedKernel) -> Option<Arc<NativeKernel>> {
         std::thread::spawn(move || finish(compile(&src, key)));
         None
     }
+}
+
+/// Forgets every kernel loaded in this process, so the next launch looks in the disk cache again
+/// (for tests of the disk cache).
+#[doc(hidden)]
+pub fn forget_loaded() {
+    cache().lock().clear();
 }
 
 /// Raw pointers handed to the C kernel; each task writes disjoint ranges.

@@ -163,6 +163,10 @@ fn reduce_int_slice<T: AsF64>(op: ReduceOp, v: &[T]) -> Partial {
     acc
 }
 
+/// Partials never span a multiple of this many domain elements, so the grouping of a sum (and so
+/// its rounding) is the same whatever the tile or chunk size, on either CPU tier.
+pub const BLOCK: usize = 1024;
+
 /// First stage: one partial per output element touched by domain elements `t0 .. t0 + v.len()`.
 pub fn partials(op: ReduceOp, v: Src, t0: usize, inner: usize) -> Vec<(usize, Partial)> {
     let n = match v {
@@ -178,7 +182,7 @@ pub fn partials(op: ReduceOp, v: Src, t0: usize, inner: usize) -> Vec<(usize, Pa
     while i < n {
         let lin = t0 + i;
         let o = lin / inner;
-        let seg = (inner - lin % inner).min(n - i);
+        let seg = (inner - lin % inner).min(n - i).min(BLOCK - lin % BLOCK);
         let first = (lin % inner) as u64;
         let r = i..i + seg;
         let p = match v {

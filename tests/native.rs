@@ -1,0 +1,142 @@
+//! The CPU's native tier: fused kernels compiled to C agree with the tile VM bit for bit, compiled
+//! kernels are reused from the disk cache, and a corrupt cache entry is rebuilt, not trusted.
+//! The tier mode and the statistics are process-wide, so these tests run one at a time.
+
+use arrayflow::{Array, NativeMode, Rng, Runtime};
+use parking_lot::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn data(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
+        })
+        .collect()
+}
+
+/// A kernel touching many op kinds: arithmetic, transcendental functions, comparisons, select,
+/// casts, broadcasting, a random draw, and a reduction.
+fn mixed(a: &Array<f64>, b: &Array<f64>, seed: u64) -> (Vec<f64>, Vec<f32>, Vec<i32>, f64) {
+    let mut rng = Rng::new(seed);
+    let noise = rng.normal::<f64>(a.shape());
+    let t = (a * b + 1.0).abs().sqrt() * a.sin() - b.exp() / (a.cos() + 3.0);
+    let u = a.gt(b).select(&t, &noise) + a.atan2(b).tanh();
+    let f = (&u * 0.5).cast::<f32>().erf() + (b.cast::<f32>() * 3.0).round();
+    let i = (&u * 1000.0).cast::<i32>() % 7 - (b * 10.0).cast::<i32>().abs();
+    let s = u.sum();
+    (
+        u.to_vec().unwrap(),
+        f.to_vec().unwrap(),
+        i.to_vec().unwrap(),
+        s.item().unwrap(),
+    )
+}
+
+#[test]
+fn native_and_tile_vm_agree_bit_for_bit() {
+    let _g = SERIAL.lock();
+    let n = 50_000;
+    let a = Array::from_slice(&data(n, 1), &[n]);
+    let b = Array::from_slice(&data(n, 2), &[n]);
+    Runtime::set_native(NativeMode::Off);
+    let vm = mixed(&a, &b, 9);
+    Runtime::set_native(NativeMode::Require);
+    let before = Runtime::stats();
+    let native = mixed(&a, &b, 9);
+    let s = Runtime::stats().since(&before);
+    Runtime::set_native(NativeMode::Auto);
+    assert!(s.kernels_launched >= 3, "{s:?}");
+    assert_eq!(
+        s.native_launches, s.kernels_launched,
+        "every kernel ran natively: {s:?}"
+    );
+    for i in 0..n {
+        assert_eq!(
+            vm.0[i].to_bits(),
+            native.0[i].to_bits(),
+            "u[{i}]: {} vs {}",
+            vm.0[i],
+            native.0[i]
+        );
+        assert_eq!(
+            vm.1[i].to_bits(),
+            native.1[i].to_bits(),
+            "f[{i}]: {} vs {}",
+            vm.1[i],
+            native.1[i]
+        );
+        assert_eq!(vm.2[i], native.2[i], "i[{i}]");
+    }
+    assert_eq!(vm.3.to_bits(), native.3.to_bits());
+    // And both against an f64 oracle for the first output (the select picks t or the noise).
+    let (av, bv) = (data(n, 1), data(n, 2));
+    for i in (0..n).step_by(97) {
+        let (x, y) = (av[i], bv[i]);
+        if x > y {
+            let t = (x * y + 1.0).abs().sqrt() * x.sin() - y.exp() / (x.cos() + 3.0);
+            let want = t + x.atan2(y).tanh();
+            assert!((vm.0[i] - want).abs() <= 1e-12 * want.abs().max(1.0), "{i}");
+        }
+    }
+}
+
+#[test]
+fn the_disk_cache_is_reused_and_a_corrupt_entry_rebuilt() {
+    let _g = SERIAL.lock();
+    let dir = std::env::temp_dir().join(format!("arrayflow-native-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // SAFETY: tests in this file run one at a time; nothing else reads the environment meanwhile.
+    unsafe { std::env::set_var("ARRAYFLOW_CACHE_DIR", &dir) };
+    Runtime::set_native(NativeMode::Require);
+    let n = 4096;
+    let v = data(n, 3);
+    let a = Array::from_slice(&v, &[n]);
+    let run = || {
+        let y = (&a * 1.25 + 0.75).exp2().ln();
+        y.to_vec().unwrap()
+    };
+    let first = Runtime::stats();
+    let y1 = run();
+    assert_eq!(Runtime::stats().since(&first).native_compiles, 1);
+    let libs: Vec<_> = std::fs::read_dir(Runtime::cache_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let so = libs
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "so"))
+        .expect("a compiled kernel on disk")
+        .clone();
+    assert!(so.with_extension("c").exists());
+
+    // A new process (simulated by forgetting loaded kernels) finds it on disk: no compile.
+    arrayflow::exec::cpu::native::forget_loaded();
+    let second = Runtime::stats();
+    let y2 = run();
+    assert_eq!(Runtime::stats().since(&second).native_compiles, 0);
+
+    // A corrupt library is not trusted: it is rebuilt. (Replaced by rename, as any writer of a
+    // shared library must: overwriting a mapped file in place would crash the process using it.)
+    let junk = so.with_extension("junk");
+    std::fs::write(&junk, b"not a shared library").unwrap();
+    std::fs::rename(&junk, &so).unwrap();
+    arrayflow::exec::cpu::native::forget_loaded();
+    let third = Runtime::stats();
+    let y3 = run();
+    assert_eq!(Runtime::stats().since(&third).native_compiles, 1);
+    Runtime::set_native(NativeMode::Auto);
+    unsafe { std::env::remove_var("ARRAYFLOW_CACHE_DIR") };
+    let _ = std::fs::remove_dir_all(&dir);
+    for i in 0..n {
+        let want = (v[i] * 1.25 + 0.75).exp2().ln();
+        assert!((y1[i] - want).abs() <= 1e-14 * want.abs().max(1.0));
+        assert_eq!(y1[i].to_bits(), y2[i].to_bits());
+        assert_eq!(y1[i].to_bits(), y3[i].to_bits());
+    }
+}
