@@ -82,3 +82,41 @@ fn count_counts_true_elements() {
     let n = a.gt(50.0).count().item().unwrap();
     assert_eq!(n as usize, v.iter().filter(|&&x| x > 50.0).count());
 }
+
+#[test]
+fn min_max_free_functions_and_axis_norms() {
+    let v: Vec<f64> = (0..60)
+        .map(|i| ((i * 37 % 23) as f64 - 11.0) * 0.25)
+        .collect();
+    let w: Vec<f64> = (0..60)
+        .map(|i| ((i * 17 % 29) as f64 - 14.0) * 0.2)
+        .collect();
+    let a = Array::from_slice(&v, &[6, 10]);
+    let b = Array::from_slice(&w, &[6, 10]);
+    let lo = arrayflow::min(&a, &b).to_vec().unwrap();
+    let hi = arrayflow::max(&a, 0.5).to_vec().unwrap();
+    for i in 0..60 {
+        assert_eq!(lo[i], v[i].min(w[i]));
+        assert_eq!(hi[i], v[i].max(0.5));
+    }
+    let (l1, l2, li, d) = (
+        a.norm_l1_axis(1).to_vec().unwrap(),
+        a.norm_l2_axis(0).to_vec().unwrap(),
+        a.norm_inf_axis(1).to_vec().unwrap(),
+        a.dot_axis(&b, 1).to_vec().unwrap(),
+    );
+    for r in 0..6 {
+        let row = &v[r * 10..r * 10 + 10];
+        assert!((l1[r] - row.iter().map(|x| x.abs()).sum::<f64>()).abs() < 1e-12);
+        assert_eq!(li[r], row.iter().fold(0.0f64, |m, x| m.max(x.abs())));
+        let dd: f64 = (0..10).map(|c| v[r * 10 + c] * w[r * 10 + c]).sum();
+        assert!((d[r] - dd).abs() < 1e-12);
+    }
+    for c in 0..10 {
+        let n2: f64 = (0..6)
+            .map(|r| v[r * 10 + c] * v[r * 10 + c])
+            .sum::<f64>()
+            .sqrt();
+        assert!((l2[c] - n2).abs() < 1e-12);
+    }
+}

@@ -206,3 +206,17 @@ pub fn select<T: Element>(cond: &Array<bool>, a: impl Operand<T>, b: impl Operan
         s,
     )))
 }
+
+/// Element-wise minimum of `a` and `b` (NaN if either is NaN); the method form is `a.minimum(b)`
+/// (`a.min()` is the reduction).
+#[track_caller]
+pub fn min<T: Numeric>(a: &Array<T>, b: impl Operand<T>) -> Array<T> {
+    a.bin(BinaryOp::Min, b)
+}
+
+/// Element-wise maximum of `a` and `b` (NaN if either is NaN); the method form is `a.maximum(b)`
+/// (`a.max()` is the reduction).
+#[track_caller]
+pub fn max<T: Numeric>(a: &Array<T>, b: impl Operand<T>) -> Array<T> {
+    a.bin(BinaryOp::Max, b)
+}

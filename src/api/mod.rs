@@ -17,7 +17,7 @@ pub use crate::ir::DType;
 pub use array::Array;
 pub use dynarray::DynArray;
 pub use element::{Element, Float, Index, Logical, Numeric};
-pub use math::select;
+pub use math::{max, min, select};
 pub use ops::Operand;
 pub use random::Rng;
 pub use reduce::Bool;

@@ -74,6 +74,11 @@ impl<T: Numeric> Array<T> {
     pub fn dot(&self, other: &Array<T>) -> Array<T> {
         (self * other).sum()
     }
+    /// Inner products along one axis: `sum(a * b, axis)` (broadcasting `a` and `b`).
+    #[track_caller]
+    pub fn dot_axis(&self, other: &Array<T>, axis: usize) -> Array<T> {
+        (self * other).sum_axis(axis)
+    }
 }
 
 impl<T: Float> Array<T> {
@@ -142,5 +147,20 @@ impl<T: Float> Array<T> {
     #[track_caller]
     pub fn norm_inf(&self) -> Array<T> {
         self.abs().max()
+    }
+    /// p1 norm along one axis.
+    #[track_caller]
+    pub fn norm_l1_axis(&self, axis: usize) -> Array<T> {
+        self.abs().sum_axis(axis)
+    }
+    /// p2 norm along one axis.
+    #[track_caller]
+    pub fn norm_l2_axis(&self, axis: usize) -> Array<T> {
+        (self * self).sum_axis(axis).sqrt()
+    }
+    /// Infinity norm along one axis.
+    #[track_caller]
+    pub fn norm_inf_axis(&self, axis: usize) -> Array<T> {
+        self.abs().max_axis(axis)
     }
 }
