@@ -8,6 +8,13 @@
 
 typedef float f32; typedef double f64; typedef int32_t i32; typedef uint32_t u32; typedef uint8_t b8;
 
+/* ---- kernel parameters: 64 raw bits per slot (primitives: ParamKind) ---- */
+static inline f32 af_bits_f32(uint64_t b) { union { uint32_t u; f32 f; } v; v.u = (uint32_t)b; return v.f; }
+static inline f64 af_bits_f64(uint64_t b) { union { uint64_t u; f64 f; } v; v.u = b; return v.f; }
+static inline i32 af_bits_i32(uint64_t b) { return (i32)(uint32_t)b; }
+static inline u32 af_bits_u32(uint64_t b) { return (u32)b; }
+static inline b8 af_bits_b8(uint64_t b) { return b != 0; }
+
 /* ---- float unary ---- */
 #define AF_FU(name, e32, e64) \
   static inline f32 af_##name##_f32(f32 x) { return e32; } \

@@ -68,6 +68,21 @@ pub fn flush_into(
         })
     });
     let external_node = external.map(|(id, _)| id);
+    // Parameter values (constants, random streams) from the nodes that supply them.
+    let params: Vec<Arc<[u64]>> = seq
+        .programs
+        .iter()
+        .zip(&generated.params)
+        .map(|(p, nodes)| match &*p.kernel {
+            Kernel::Fused(k) => k
+                .params
+                .iter()
+                .zip(nodes)
+                .map(|(kind, id)| kind.value(&fe.nodes[id].op))
+                .collect(),
+            Kernel::Intrinsic(_) => Arc::from(Vec::new()),
+        })
+        .collect();
     let stored: AHashSet<NodeId> = generated
         .stored
         .iter()
@@ -164,7 +179,11 @@ pub fn flush_into(
     *rt.last_sequence.lock() = Some(seq.clone());
     if !seq.programs.is_empty() {
         rt.flow.acquire(seq.programs.len());
-        rt.sched.submit(Instance { seq, bindings });
+        rt.sched.submit(Instance {
+            seq,
+            bindings,
+            params,
+        });
     }
     for b in freed {
         rt.sched.release(b);

@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct Instance {
     pub seq: Arc<ProgramSequence>,
     pub bindings: Vec<BufferId>,
+    /// Each program's parameter values (constants, random streams), in slot order.
+    pub params: Vec<Arc<[u64]>>,
 }
 
 /// Messages to the scheduler thread.
@@ -59,6 +61,7 @@ pub(crate) enum SchedMsg {
 pub struct Task {
     pub id: u64,
     pub program: Program,
+    pub params: Arc<[u64]>,
     pub inputs: Vec<BufferId>,
     pub outputs: Vec<BufferId>,
 }
@@ -281,12 +284,13 @@ impl SchedulerLoop {
 
     fn submit(&mut self, inst: Instance) {
         let mut batch = Vec::new();
-        for program in &inst.seq.programs {
+        for (pi, program) in inst.seq.programs.iter().enumerate() {
             let id = self.next_task;
             self.next_task += 1;
             let task = Task {
                 id,
                 program: program.clone(),
+                params: inst.params[pi].clone(),
                 inputs: program
                     .inputs
                     .iter()

@@ -2,11 +2,11 @@
 //! subexpressions (a value per node and position), loading stored inputs, and rolling back a root
 //! that turns out not to fit.
 
-use super::kernel::{Domain, FusedKernel, Instr, ReduceStore, Reg, Store};
+use super::kernel::{Domain, FusedKernel, Instr, ParamKind, ReduceStore, Reg, Store};
 use super::pos::Pos;
 use super::regalloc;
 use crate::frontend::{NodeInfo, NodeTable};
-use crate::ir::{DType, NodeId, Op, Shape, Site};
+use crate::ir::{DType, GenKind, NodeId, Op, Shape, Site};
 use ahash::{AHashMap, AHashSet};
 use smallvec::SmallVec;
 
@@ -63,7 +63,8 @@ impl ValueKey {
     fn of(i: &Instr) -> Option<ValueKey> {
         Some(match i {
             Instr::Load { input, map, .. } => ValueKey::Load(*input, map.clone()),
-            Instr::Const { value, .. } => ValueKey::Const(value.bits(), value.dtype()),
+            Instr::Const { slot, .. } => ValueKey::Const(*slot as u64, DType::Bool),
+            Instr::Random { .. } => return None,
             Instr::Unary { op, a, .. } => ValueKey::Unary(*op, *a),
             Instr::Binary { op, a, b, .. } => ValueKey::Binary(*op, *a, *b),
             Instr::Select { cond, a, b, .. } => ValueKey::Select(*cond, *a, *b),
@@ -95,6 +96,8 @@ pub struct KernelBuilder<'a> {
     /// Value numbering: an instruction already emitted with the same operation and operands.
     values: AHashMap<ValueKey, Reg>,
     value_journal: Vec<ValueKey>,
+    /// Parameter slots: the node whose value fills each, and what it holds.
+    pub params: Vec<(NodeId, ParamKind)>,
     /// Nodes read through a buffer, in parameter order.
     pub inputs: Vec<NodeId>,
     input_index: AHashMap<NodeId, u32>,
@@ -128,6 +131,7 @@ impl<'a> KernelBuilder<'a> {
             journal: Vec::new(),
             values: AHashMap::new(),
             value_journal: Vec::new(),
+            params: Vec::new(),
             inputs: Vec::new(),
             input_index: AHashMap::new(),
             outputs: Vec::new(),
@@ -172,6 +176,7 @@ impl<'a> KernelBuilder<'a> {
             self.inputs.len(),
             self.cost,
             self.value_journal.len(),
+            self.params.len(),
         );
         self.current_root = Some(id);
         let result = match &n.op {
@@ -222,6 +227,7 @@ impl<'a> KernelBuilder<'a> {
                 for key in self.value_journal.drain(mark.4..) {
                     self.values.remove(&key);
                 }
+                self.params.truncate(mark.5);
                 self.cost = mark.3;
                 Err(e)
             }
@@ -319,13 +325,24 @@ impl<'a> KernelBuilder<'a> {
                 .iter()
                 .map(|(c, cpos)| self.memo[&(*c, cpos.clone())])
                 .collect();
-            let r = self.compute_op(n, &f.pos, &ins)?;
+            let r = self.compute_op(f.id, n, &f.pos, &ins)?;
             if !f.force {
                 self.remember(f.id, f.pos, r);
             }
             top = Some(r);
         }
         top.ok_or(DoesNotFit)
+    }
+
+    /// The parameter slot holding `what` of node `id` (one per node and kind).
+    fn param(&mut self, id: NodeId, what: ParamKind) -> u32 {
+        match self.params.iter().position(|&p| p == (id, what)) {
+            Some(i) => i as u32,
+            None => {
+                self.params.push((id, what));
+                (self.params.len() - 1) as u32
+            }
+        }
     }
 
     fn load(&mut self, id: NodeId, n: &NodeInfo, map: super::kernel::IndexMap) -> Reg {
@@ -359,12 +376,32 @@ impl<'a> KernelBuilder<'a> {
     }
 
     /// Emits one fused node whose inputs' registers are `ins`.
-    fn compute_op(&mut self, n: &NodeInfo, pos: &Pos, ins: &[Reg]) -> Result<Reg, DoesNotFit> {
+    fn compute_op(
+        &mut self,
+        id: NodeId,
+        n: &NodeInfo,
+        pos: &Pos,
+        ins: &[Reg],
+    ) -> Result<Reg, DoesNotFit> {
         let (site, dtype) = (n.site, n.dtype);
         let reg = match &n.op {
-            Op::Const(value) => {
-                let value = *value;
-                self.push(site, dtype, |dst| Instr::Const { dst, value })
+            Op::Const(_) => {
+                let slot = self.param(id, ParamKind::Const(dtype));
+                self.push(site, dtype, |dst| Instr::Const { dst, slot, dtype })
+            }
+            Op::Generate(GenKind::Random { dist, .. }) => {
+                let map = pos.to_linear(&n.shape, &self.shape);
+                let dist = *dist;
+                let key_slot = self.param(id, ParamKind::RandomKey);
+                let counter_slot = self.param(id, ParamKind::RandomCounter);
+                self.cost += 10;
+                self.push(site, dtype, |dst| Instr::Random {
+                    dst,
+                    dist,
+                    key_slot,
+                    counter_slot,
+                    map,
+                })
             }
             Op::Generate(kind) => {
                 let map = pos.to_linear(&n.shape, &self.shape);
@@ -416,7 +453,9 @@ impl<'a> KernelBuilder<'a> {
     }
 
     /// Finishes the kernel: allocates registers and returns it with its input and output nodes.
-    pub fn finish(self) -> (FusedKernel, Vec<NodeId>, Vec<NodeId>) {
+    /// Finishes the kernel; also returns its input nodes, output nodes and parameter nodes.
+    #[allow(clippy::type_complexity)]
+    pub fn finish(self) -> (FusedKernel, Vec<NodeId>, Vec<NodeId>, Vec<NodeId>) {
         let KernelBuilder {
             mut instrs,
             sites,
@@ -426,6 +465,7 @@ impl<'a> KernelBuilder<'a> {
             inputs,
             outputs,
             nodes,
+            params,
             ..
         } = self;
         let mut out_regs: Vec<&mut Reg> = stores
@@ -454,7 +494,9 @@ impl<'a> KernelBuilder<'a> {
             stores,
             reductions,
             reg_dtypes,
+            params: params.iter().map(|&(_, k)| k).collect(),
         };
-        (kernel, inputs, outputs)
+        let param_nodes = params.into_iter().map(|(id, _)| id).collect();
+        (kernel, inputs, outputs, param_nodes)
     }
 }

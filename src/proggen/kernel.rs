@@ -1,7 +1,7 @@
 //! The fused kernel the program generator produces: a register program over an iteration domain,
 //! target-neutral. The CPU executor runs it tile by tile; GPU targets render it to source.
 
-use crate::ir::{BinaryOp, DType, GenKind, ReduceOp, Scalar, Shape, Site, UnaryOp};
+use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, Scalar, Shape, Site, UnaryOp};
 use smallvec::SmallVec;
 
 /// A virtual register (SSA value) of a kernel.
@@ -57,9 +57,20 @@ pub enum Instr {
         input: u32,
         map: IndexMap,
     },
+    /// A constant: the value of parameter `slot` (filled per launch, so the code does not depend
+    /// on the user's scalars).
     Const {
         dst: Reg,
-        value: Scalar,
+        slot: u32,
+        dtype: DType,
+    },
+    /// Philox random numbers; the stream's key and counter are parameters `key_slot`, `counter_slot`.
+    Random {
+        dst: Reg,
+        dist: RandomDist,
+        key_slot: u32,
+        counter_slot: u32,
+        map: IndexMap,
     },
     Gen {
         dst: Reg,
@@ -97,6 +108,7 @@ impl Instr {
             Instr::Load { dst, .. }
             | Instr::Const { dst, .. }
             | Instr::Gen { dst, .. }
+            | Instr::Random { dst, .. }
             | Instr::Unary { dst, .. }
             | Instr::Binary { dst, .. }
             | Instr::Select { dst, .. }
@@ -106,7 +118,9 @@ impl Instr {
     /// Registers this instruction reads.
     pub fn srcs(&self) -> SmallVec<[Reg; 3]> {
         match self {
-            Instr::Load { .. } | Instr::Const { .. } | Instr::Gen { .. } => SmallVec::new(),
+            Instr::Load { .. } | Instr::Const { .. } | Instr::Gen { .. } | Instr::Random { .. } => {
+                SmallVec::new()
+            }
             Instr::Unary { a, .. } | Instr::Cast { a, .. } => smallvec::smallvec![*a],
             Instr::Binary { a, b, .. } => smallvec::smallvec![*a, *b],
             Instr::Select { cond, a, b, .. } => smallvec::smallvec![*cond, *a, *b],
@@ -114,9 +128,10 @@ impl Instr {
     }
     pub fn set_regs(&mut self, f: &impl Fn(Reg) -> Reg) {
         match self {
-            Instr::Load { dst, .. } | Instr::Const { dst, .. } | Instr::Gen { dst, .. } => {
-                *dst = f(*dst)
-            }
+            Instr::Load { dst, .. }
+            | Instr::Const { dst, .. }
+            | Instr::Gen { dst, .. }
+            | Instr::Random { dst, .. } => *dst = f(*dst),
             Instr::Unary { dst, a, .. } | Instr::Cast { dst, a, .. } => {
                 *dst = f(*dst);
                 *a = f(*a);
@@ -166,6 +181,49 @@ pub struct FusedKernel {
     pub reductions: Vec<ReduceStore>,
     /// Element type of each register after allocation; constants keep registers of their own.
     pub reg_dtypes: Vec<DType>,
+    /// What each parameter slot holds (values come with each launch).
+    pub params: Vec<ParamKind>,
+}
+
+/// What a kernel parameter holds; its value travels with the launch as 64 raw bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A constant's bits (f32 bits, f64 bits, integers zero-extended, bool 0/1).
+    Const(DType),
+    /// A random stream's key: `key[1] << 32 | key[0]`.
+    RandomKey,
+    /// A random stream's first counter.
+    RandomCounter,
+}
+
+impl ParamKind {
+    /// The parameter's value taken from the IR node it stands for.
+    pub fn value(self, op: &crate::ir::Op) -> u64 {
+        match (self, op) {
+            (ParamKind::Const(_), crate::ir::Op::Const(v)) => v.bits(),
+            (ParamKind::RandomKey, crate::ir::Op::Generate(GenKind::Random { key, .. })) => {
+                ((key[1] as u64) << 32) | key[0] as u64
+            }
+            (
+                ParamKind::RandomCounter,
+                crate::ir::Op::Generate(GenKind::Random { counter, .. }),
+            ) => *counter,
+            _ => unreachable!("parameter {self:?} of a {op:?} node"),
+        }
+    }
+}
+
+impl Scalar {
+    /// The scalar of type `dtype` whose [`Scalar::bits`] are `bits`.
+    pub fn from_bits(dtype: DType, bits: u64) -> Scalar {
+        match dtype {
+            DType::F32 => Scalar::F32(f32::from_bits(bits as u32)),
+            DType::F64 => Scalar::F64(f64::from_bits(bits)),
+            DType::I32 => Scalar::I32(bits as u32 as i32),
+            DType::U32 => Scalar::U32(bits as u32),
+            DType::Bool => Scalar::Bool(bits != 0),
+        }
+    }
 }
 
 impl FusedKernel {
@@ -177,10 +235,7 @@ impl FusedKernel {
             .flat_map(|i| match i {
                 Instr::Unary { op, .. } => op.helpers().to_vec(),
                 Instr::Binary { op, .. } => op.helpers().to_vec(),
-                Instr::Gen {
-                    kind: GenKind::Random { .. },
-                    ..
-                } => vec![crate::primitives::Helper::Philox],
+                Instr::Random { .. } => vec![crate::primitives::Helper::Philox],
                 _ => Vec::new(),
             })
             .collect();

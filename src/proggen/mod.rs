@@ -49,6 +49,8 @@ pub struct Generated {
     pub stored: Vec<(FormalId, NodeId)>,
     /// Pending nodes the flush processed (stored, fused or dropped), in order.
     pub processed: Vec<NodeId>,
+    /// For each program, the nodes whose values fill its parameter slots.
+    pub params: Vec<Vec<NodeId>>,
     /// How many pending nodes were dead (released and unused) and dropped.
     pub eliminated: usize,
 }
@@ -65,6 +67,7 @@ pub fn generate(
     let mut formal_of: AHashMap<NodeId, FormalId> = AHashMap::new();
     let mut inputs = Vec::new();
     let mut stored = Vec::new();
+    let mut params: Vec<Vec<NodeId>> = Vec::new();
     let mut done: AHashSet<NodeId> = AHashSet::new();
 
     let mut formal = |seq: &mut ProgramSequence, id: NodeId| -> FormalId {
@@ -130,6 +133,7 @@ pub fn generate(
                     executor: ExecutorKind::Cpu,
                     sites: vec![n.site],
                 });
+                params.push(Vec::new());
                 done.insert(id);
                 remaining.remove(i);
                 progressed = true;
@@ -185,7 +189,8 @@ pub fn generate(
             !kb.is_empty(),
             "program generator: a ready root did not fit an empty kernel"
         );
-        let (kernel, k_inputs, k_outputs) = kb.finish();
+        let (kernel, k_inputs, k_outputs, k_params) = kb.finish();
+        params.push(k_params);
         let ins: Vec<FormalId> = k_inputs.iter().map(|&i| formal(&mut seq, i)).collect();
         let outs: Vec<FormalId> = k_outputs.iter().map(|&o| formal(&mut seq, o)).collect();
         let len = kernel.domain.len();
@@ -215,6 +220,7 @@ pub fn generate(
         inputs,
         stored,
         processed: a.order,
+        params,
         eliminated,
     }
 }

@@ -170,10 +170,17 @@ impl CpuLoop {
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             match &*task.program.kernel {
                 Kernel::Fused(k) => match native::lookup(k) {
-                    Ok(Some(nk)) => native::run(&nk, k, &refs, &mut outputs, &external),
-                    Ok(None) => {
-                        vm::run_fused(k, task.program.launch.tile, &refs, &mut outputs, &external)
+                    Ok(Some(nk)) => {
+                        native::run(&nk, k, &refs, &mut outputs, &external, &task.params)
                     }
+                    Ok(None) => vm::run_fused(
+                        k,
+                        task.program.launch.tile,
+                        &refs,
+                        &mut outputs,
+                        &external,
+                        &task.params,
+                    ),
                     Err(e) => Err(e),
                 },
                 Kernel::Intrinsic(c) => crate::intrinsics::cpu::run(c, &refs, &mut outputs[0])

@@ -83,6 +83,7 @@ type KernelFn = unsafe extern "C" fn(
     *const *const c_void,
     *const *mut c_void,
     *const *mut c_void,
+    *const u64,
     u64,
     u64,
 ) -> u32;
@@ -335,6 +336,7 @@ pub fn run(
     inputs: &[&TypedVec],
     outputs: &mut [TypedVec],
     external: &[Option<OutPtr>],
+    params: &[u64],
 ) -> Result<(), Error> {
     LAUNCHES.fetch_add(1, Ordering::Relaxed);
     let len = k.domain.len();
@@ -383,6 +385,7 @@ pub fn run(
                 ptrs.0.as_ptr(),
                 ptrs.1.as_ptr(),
                 reds.as_ptr(),
+                params.as_ptr(),
                 t0 as u64,
                 n as u64,
             )

@@ -95,15 +95,18 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(k: &FusedKernel, tile: usize) -> Worker {
+    fn new(k: &FusedKernel, tile: usize, params: &[u64]) -> Worker {
         let mut regs: Vec<TypedVec> = k
             .reg_dtypes
             .iter()
             .map(|&d| TypedVec::zeros(d, tile))
             .collect();
         for ins in &k.instrs {
-            if let Instr::Const { dst, value } = ins {
-                fill(&mut regs[*dst as usize], *value);
+            if let Instr::Const { dst, slot, dtype } = ins {
+                fill(
+                    &mut regs[*dst as usize],
+                    Scalar::from_bits(*dtype, params[*slot as usize]),
+                );
             }
         }
         Worker {
@@ -137,6 +140,7 @@ pub fn run_fused(
     inputs: &[&TypedVec],
     outputs: &mut [TypedVec],
     external: &[Option<OutPtr>],
+    params: &[u64],
 ) -> Result<(), Error> {
     let len = k.domain.len();
     let tiles = len.div_ceil(tile);
@@ -149,7 +153,7 @@ pub fn run_fused(
     let run = |w: &mut Worker, t: usize| -> Result<Vec<Vec<(usize, Partial)>>, Fault> {
         let t0 = t * tile;
         let n = tile.min(len - t0);
-        run_tile(k, &plan, inputs, &outs, w, t0, n)?;
+        run_tile(k, &plan, inputs, &outs, params, w, t0, n)?;
         for &(r, o) in &plan.copies {
             // SAFETY: tile t owns elements t0..t0+n of every output, which has `len` elements.
             copy(src(r, w, inputs, &outs, t0, n), unsafe {
@@ -169,13 +173,13 @@ pub fn run_fused(
             .collect())
     };
     let results: Result<Vec<_>, Fault> = if len <= INLINE_MAX {
-        let mut w = Worker::new(k, tile);
+        let mut w = Worker::new(k, tile, params);
         (0..tiles).map(|t| run(&mut w, t)).collect()
     } else {
         (0..tiles)
             .into_par_iter()
             .with_min_len((MIN_TASK_ELEMENTS / tile).max(1))
-            .map_init(|| Worker::new(k, tile), |w, t| run(w, t))
+            .map_init(|| Worker::new(k, tile, params), |w, t| run(w, t))
             .collect()
     };
     let partials = results.map_err(|f| {
@@ -208,11 +212,13 @@ fn fill(r: &mut TypedVec, v: Scalar) {
 }
 
 /// Runs every instruction of `k` for domain elements `t0 .. t0 + n`.
+#[allow(clippy::too_many_arguments)]
 fn run_tile(
     k: &FusedKernel,
     plan: &Plan,
     inputs: &[&TypedVec],
     outs: &[OutPtr],
+    params: &[u64],
     w: &mut Worker,
     t0: usize,
     n: usize,
@@ -248,6 +254,22 @@ fn run_tile(
                 Instr::Const { .. } => Ok(()),
                 Instr::Load { input, map, .. } => {
                     load(inputs[*input as usize], map, shape, t0, n, d);
+                    Ok(())
+                }
+                Instr::Random {
+                    dist,
+                    key_slot,
+                    counter_slot,
+                    map,
+                    ..
+                } => {
+                    let key = params[*key_slot as usize];
+                    let kind = GenKind::Random {
+                        key: [key as u32, (key >> 32) as u32],
+                        counter: params[*counter_slot as usize],
+                        dist: *dist,
+                    };
+                    generate(&kind, &[], map, shape, t0, n, d);
                     Ok(())
                 }
                 Instr::Gen {

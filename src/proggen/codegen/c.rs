@@ -5,7 +5,7 @@
 //! index of an instruction that faulted (integer division by zero).
 
 use crate::ir::{BinaryOp, DType, GenKind, RandomDist, Scalar, UnaryOp, contiguous_strides};
-use crate::proggen::kernel::{FusedKernel, IndexMap, Instr};
+use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
 use std::fmt::Write;
 
 /// The primitive library's C sources, included in every generated file.
@@ -142,7 +142,7 @@ fn generator(kind: &GenKind, shape: &[usize], g: &str, t: DType) -> String {
 /// The C source of one fused kernel's function; compile it after [`HEADER`].
 pub fn render(k: &FusedKernel) -> String {
     let mut s = String::with_capacity(4096);
-    s.push_str("u32 af_kernel(const void *const *in_, void *const *out_, void *const *red_, uint64_t t0, uint64_t n) {\n");
+    s.push_str("u32 af_kernel(const void *const *in_, void *const *out_, void *const *red_, const uint64_t *restrict params, uint64_t t0, uint64_t n) {\n");
     for (p, d) in k.inputs.iter().enumerate() {
         let _ = writeln!(
             s,
@@ -165,9 +165,20 @@ pub fn render(k: &FusedKernel) -> String {
             t = ctype(k.reg_dtypes[r.reg as usize])
         );
     }
+    for (slot, kind) in k.params.iter().enumerate() {
+        if let ParamKind::Const(d) = kind {
+            let _ = writeln!(
+                s,
+                "  const {t} p{slot} = af_bits_{t}(params[{slot}]);",
+                t = ctype(*d)
+            );
+        }
+    }
     s.push_str("  u32 fault = 0;\n  for (uint64_t i = 0; i < n; i++) {\n    uint64_t lin = t0 + i;\n    u32 bad = 0; (void)bad;\n");
     let needs_index = k.instrs.iter().any(|i| match i {
-        Instr::Load { map, .. } | Instr::Gen { map, .. } => *map != IndexMap::Contiguous,
+        Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } => {
+            *map != IndexMap::Contiguous
+        }
         _ => false,
     });
     if needs_index {
@@ -186,7 +197,24 @@ pub fn render(k: &FusedKernel) -> String {
         let t = |r: u32| k.reg_dtypes[r as usize];
         let rhs = match ins {
             Instr::Load { input, map, .. } => format!("in{input}[{}]", index(map)),
-            Instr::Const { value, .. } => literal(*value),
+            Instr::Const { slot, .. } => format!("p{slot}"),
+            Instr::Random {
+                dist,
+                key_slot,
+                counter_slot,
+                map,
+                ..
+            } => {
+                let f = match dist {
+                    RandomDist::Uniform => "uniform",
+                    RandomDist::Normal => "normal",
+                };
+                format!(
+                    "af_{f}_{ct}((u32)params[{key_slot}], (u32)(params[{key_slot}] >> 32), params[{counter_slot}] + {g})",
+                    ct = ctype(t(dst)),
+                    g = index(map)
+                )
+            }
             Instr::Gen {
                 kind, shape, map, ..
             } => generator(kind, shape, &index(map), t(dst)),
