@@ -21,5 +21,5 @@ pub use math::{max, min, select};
 pub use ops::Operand;
 pub use random::Rng;
 pub use reduce::Bool;
-pub use runtime::{FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats};
+pub use runtime::{CacheStats, FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats};
 pub use view::Slice;

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 pub use crate::exec::cpu::native::NativeMode;
-pub use crate::runtime::stats::{FlushCounts, Stats};
+pub use crate::runtime::stats::{CacheStats, FlushCounts, Stats};
 use crate::runtime::{Config, Inner};
 
 /// The process-wide runtime. It starts itself on first use; call [`Runtime::builder`] first to
@@ -93,6 +93,29 @@ impl Runtime {
     /// sets the starting mode). Takes effect for kernels launched from now on.
     pub fn set_native(mode: NativeMode) {
         crate::exec::cpu::native::set_mode(mode);
+    }
+    /// Turns the trace cache on or off (it starts on unless `ARRAYFLOW_TRACE_CACHE=0`). With it on,
+    /// a flush whose work queue matches one seen before reuses that program sequence instead of
+    /// generating it again.
+    pub fn set_trace_cache(on: bool) {
+        Inner::get()
+            .trace_cache_on
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+    /// Empties the trace cache.
+    pub fn clear_trace_cache() {
+        Inner::get().fe.lock().traces.clear();
+    }
+    /// Entries the trace cache holds now, in all and for the bucket of the call site `site`
+    /// (the site of a key's first entry).
+    pub fn trace_cache_len(site: Option<&'static std::panic::Location<'static>>) -> usize {
+        let fe = Inner::get().fe.lock();
+        match site {
+            None => fe.traces.len(),
+            Some(s) => fe
+                .traces
+                .bucket_len(s as *const _ as *const () as usize as u64),
+        }
     }
     /// Where compiled native kernels are cached (`ARRAYFLOW_CACHE_DIR` moves it).
     pub fn cache_dir() -> std::path::PathBuf {

@@ -37,7 +37,7 @@ pub fn flush_into(
         target,
         all_live: reason == FlushReason::Execute,
     };
-    let generated = proggen::generate(&fe.nodes, &entries, &rt.gen_config, policy);
+    let generated = generate_or_reuse(rt, fe, &entries, target, policy);
     let seq = generated.sequence;
 
     // Instantiate: bind formals to buffers.
@@ -172,11 +172,11 @@ pub fn flush_into(
         "flush"
     );
 
-    let seq = Arc::new(seq);
     if tracing::enabled!(target: "arrayflow::jit", tracing::Level::TRACE) {
         tracing::trace!(target: "arrayflow::jit", "{}", seq.describe());
     }
     *rt.last_sequence.lock() = Some(seq.clone());
+    Counters::add(&rt.counters.flush_ns, start.elapsed().as_nanos() as u64);
     if !seq.programs.is_empty() {
         rt.flow.acquire(seq.programs.len());
         rt.sched.submit(Instance {
@@ -189,6 +189,50 @@ pub fn flush_into(
         rt.sched.release(b);
     }
     external.map(|(_, b)| b)
+}
+
+/// The program sequence for the queue: from the trace cache when its key is there, else from the
+/// program generator (and then inserted). Clears the key.
+fn generate_or_reuse(
+    rt: &Inner,
+    fe: &mut FrontEnd,
+    entries: &[super::Entry],
+    target: Option<NodeId>,
+    policy: StorePolicy,
+) -> proggen::Generated {
+    use super::trace_cache::CachedTrace;
+    use std::sync::atomic::Ordering::Relaxed;
+    let enabled = rt.trace_cache_on.load(Relaxed) && fe.key.first_site.is_some();
+    let generated = if enabled {
+        let key = fe.key.finish(&fe.nodes, target, policy.all_live);
+        let site = fe
+            .key
+            .first_site
+            .map_or(0, |s| s as *const _ as *const () as usize as u64);
+        let before = fe.traces.counts;
+        let generated = match fe.traces.lookup(site, &key) {
+            Some(trace) => trace.instantiate(&fe.key),
+            None => {
+                let g = proggen::generate(&fe.nodes, entries, &rt.gen_config, policy);
+                if let Some(t) = CachedTrace::from_generated(&g, &fe.key) {
+                    fe.traces.insert(site, key, Arc::new(t));
+                }
+                g
+            }
+        };
+        let after = fe.traces.counts;
+        let c = &rt.counters;
+        Counters::add(&c.trace_hits, after.hits - before.hits);
+        Counters::add(&c.trace_misses, after.misses - before.misses);
+        Counters::add(&c.trace_insertions, after.insertions - before.insertions);
+        Counters::add(&c.trace_evictions, after.evictions - before.evictions);
+        Counters::add(&c.trace_lookup_ns, after.lookup_ns - before.lookup_ns);
+        generated
+    } else {
+        proggen::generate(&fe.nodes, entries, &rt.gen_config, policy)
+    };
+    fe.key.clear();
+    generated
 }
 
 /// Removes nodes the application dropped and nothing reads any more, and then, transitively, the

@@ -2,6 +2,8 @@
 //! hand-off of generated program sequences to the execution scheduler (with flow control).
 
 mod flush;
+pub mod trace_cache;
+pub mod trace_key;
 mod work_queue;
 
 pub use flush::{flush, flush_into, remove_unused};

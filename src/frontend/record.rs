@@ -74,6 +74,10 @@ impl Inner {
                 });
             }
             fe.queue.push(Entry::Compute(id));
+            {
+                let f = &mut *fe;
+                f.key.push_compute(&f.nodes, id);
+            }
             if !fusible && fe.queue.computes() == 1 {
                 flush(self, &mut fe, FlushReason::NonFusible, None);
             } else if fe.queue.computes() >= self.config.queue_threshold && fe.block_depth == 0 {
@@ -131,6 +135,10 @@ impl Inner {
         n.released = true;
         if n.queued {
             fe.queue.push(Entry::Release(id));
+            {
+                let f = &mut *fe;
+                f.key.push_release(&f.nodes, id);
+            }
         } else if n.users == 0 {
             for b in crate::compile::remove_unused(&mut fe, vec![id]) {
                 self.sched.release(b);
@@ -192,6 +200,10 @@ impl Inner {
         if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
             enqueue_leaf(&mut fe, h.id);
             fe.queue.push(Entry::HintRead(h.id));
+            {
+                let f = &mut *fe;
+                f.key.push_hint(&f.nodes, h.id);
+            }
             flush(self, &mut fe, FlushReason::Hint, Some(h.id));
         }
     }
@@ -211,6 +223,7 @@ impl Inner {
         let mut fe = self.fe.lock();
         fe.block_depth += 1;
         fe.queue.push(Entry::BlockBegin);
+        fe.key.push_block(true);
     }
 
     pub fn end_block(&self, site: Site) -> Result<()> {
@@ -225,6 +238,7 @@ impl Inner {
         }
         fe.block_depth -= 1;
         fe.queue.push(Entry::BlockEnd);
+        fe.key.push_block(false);
         if fe.block_depth == 0 && !fe.queue.is_empty() {
             flush(self, &mut fe, FlushReason::BlockEnd, None);
         }
@@ -260,6 +274,7 @@ fn enqueue_leaf(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
     {
         n.queued = true;
         fe.queue.push(Entry::Compute(id));
+        fe.key.push_compute(&fe.nodes, id);
     }
 }
 

@@ -42,7 +42,7 @@ impl Default for GenConfig {
 
 /// A generated sequence and how its formal buffers relate to IR nodes.
 pub struct Generated {
-    pub sequence: ProgramSequence,
+    pub sequence: Arc<ProgramSequence>,
     /// Formals bound to buffers that exist before the sequence runs.
     pub inputs: Vec<(FormalId, NodeId)>,
     /// Formals whose buffers become the stored value of a node (outputs and temporaries).
@@ -216,7 +216,7 @@ pub fn generate(
 
     let eliminated = a.order.iter().filter(|id| !a.needed.contains(id)).count();
     Generated {
-        sequence: seq,
+        sequence: Arc::new(seq),
         inputs,
         stored,
         processed: a.order,

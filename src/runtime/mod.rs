@@ -22,6 +22,12 @@ pub struct Config {
     pub max_outstanding: usize,
     /// Elements per tile of the CPU tile VM (a multiple of 1024).
     pub tile: usize,
+    /// Whether flushes look up and fill the trace cache (`ARRAYFLOW_TRACE_CACHE=0` turns it off).
+    pub trace_cache: bool,
+    /// Trace-cache entries per bucket (call site of a key's first entry).
+    pub trace_bucket_entries: usize,
+    /// Trace-cache entries in all.
+    pub trace_entries: usize,
 }
 
 impl Default for Config {
@@ -36,6 +42,12 @@ impl Default for Config {
             queue_threshold: env("ARRAYFLOW_QUEUE_THRESHOLD", 512),
             max_outstanding: env("ARRAYFLOW_MAX_OUTSTANDING", 256),
             tile: tile_size(env("ARRAYFLOW_TILE", 1024)),
+            trace_cache: !matches!(
+                std::env::var("ARRAYFLOW_TRACE_CACHE").as_deref(),
+                Ok("0") | Ok("off")
+            ),
+            trace_bucket_entries: env("ARRAYFLOW_TRACE_BUCKET_ENTRIES", 16).max(1),
+            trace_entries: env("ARRAYFLOW_TRACE_ENTRIES", 4096).max(1),
         }
     }
 }
@@ -47,13 +59,31 @@ pub fn tile_size(requested: usize) -> usize {
     requested.max(1).div_ceil(b) * b
 }
 
-/// The front end's state: the port table and the work queue.
-#[derive(Default)]
+/// The front end's state: the port table, the work queue with its trace-cache key, and the
+/// trace cache.
 pub struct FrontEnd {
     pub nodes: NodeTable,
     pub queue: WorkQueue,
+    pub key: crate::compile::trace_key::TraceKey,
+    pub traces: crate::compile::trace_cache::TraceCache,
     pub next_id: u64,
     pub block_depth: u32,
+}
+
+impl FrontEnd {
+    fn new(config: &Config) -> FrontEnd {
+        FrontEnd {
+            nodes: NodeTable::default(),
+            queue: WorkQueue::default(),
+            key: Default::default(),
+            traces: crate::compile::trace_cache::TraceCache::new(
+                config.trace_bucket_entries,
+                config.trace_entries,
+            ),
+            next_id: 0,
+            block_depth: 0,
+        }
+    }
 }
 
 /// Bounds the programs in flight, so a fast application thread waits for the executors instead of
@@ -97,6 +127,8 @@ pub struct Inner {
     pub flow: Arc<FlowControl>,
     /// The program sequence of the most recent flush, for `Runtime::last_flush_listing()`.
     pub last_sequence: Mutex<Option<Arc<crate::proggen::sequence::ProgramSequence>>>,
+    /// Whether flushes use the trace cache (starts as `config.trace_cache`).
+    pub trace_cache_on: std::sync::atomic::AtomicBool,
 }
 
 static RUNTIME: OnceLock<Inner> = OnceLock::new();
@@ -112,9 +144,10 @@ impl Inner {
         };
         tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");
         Inner {
+            fe: Mutex::new(FrontEnd::new(&config)),
+            trace_cache_on: std::sync::atomic::AtomicBool::new(config.trace_cache),
             config,
             gen_config,
-            fe: Mutex::new(FrontEnd::default()),
             sched,
             counters,
             flow,

@@ -25,6 +25,12 @@ pub struct Counters {
     pub bytes_uploaded: AtomicU64,
     pub bytes_downloaded: AtomicU64,
     pub failed_programs: AtomicU64,
+    pub trace_hits: AtomicU64,
+    pub trace_misses: AtomicU64,
+    pub trace_insertions: AtomicU64,
+    pub trace_evictions: AtomicU64,
+    pub trace_lookup_ns: AtomicU64,
+    pub flush_ns: AtomicU64,
 }
 
 /// A snapshot of the runtime's counters. Counts are totals since start-up; subtract two snapshots
@@ -70,6 +76,34 @@ pub struct Stats {
     pub native_compiles: u64,
     /// Fused kernels run as native code rather than on the tile VM.
     pub native_launches: u64,
+    /// Trace cache: flushes whose program sequence was found, or generated and inserted; entries
+    /// evicted (per bucket or by the global limit); time spent looking keys up.
+    pub trace: CacheStats,
+    /// Host time the application threads spent in flushes (lookup or generation, instantiation,
+    /// hand-off), in nanoseconds.
+    pub flush_ns: u64,
+}
+
+/// Counters of one cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub insertions: u64,
+    pub evictions: u64,
+    pub lookup_ns: u64,
+}
+
+impl CacheStats {
+    pub fn since(&self, e: &CacheStats) -> CacheStats {
+        CacheStats {
+            hits: self.hits - e.hits,
+            misses: self.misses - e.misses,
+            insertions: self.insertions - e.insertions,
+            evictions: self.evictions - e.evictions,
+            lookup_ns: self.lookup_ns - e.lookup_ns,
+        }
+    }
 }
 
 /// Flush counts by [`FlushReason`].
@@ -133,6 +167,14 @@ impl Counters {
             failed_programs: self.failed_programs.load(Relaxed),
             native_compiles: crate::exec::cpu::native::COMPILED.load(Relaxed),
             native_launches: crate::exec::cpu::native::LAUNCHES.load(Relaxed),
+            trace: CacheStats {
+                hits: self.trace_hits.load(Relaxed),
+                misses: self.trace_misses.load(Relaxed),
+                insertions: self.trace_insertions.load(Relaxed),
+                evictions: self.trace_evictions.load(Relaxed),
+                lookup_ns: self.trace_lookup_ns.load(Relaxed),
+            },
+            flush_ns: self.flush_ns.load(Relaxed),
         }
     }
 }
@@ -169,6 +211,8 @@ impl Stats {
             failed_programs: self.failed_programs - earlier.failed_programs,
             native_compiles: self.native_compiles - earlier.native_compiles,
             native_launches: self.native_launches - earlier.native_launches,
+            trace: self.trace.since(&earlier.trace),
+            flush_ns: self.flush_ns - earlier.flush_ns,
         }
     }
 }
