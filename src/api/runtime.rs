@@ -31,6 +31,12 @@ impl RuntimeBuilder {
         self.config.tile = crate::runtime::tile_size(n);
         self
     }
+    /// Trace-cache limits: entries per bucket (a call site) and in all.
+    pub fn trace_cache_limits(mut self, per_bucket: usize, total: usize) -> Self {
+        self.config.trace_bucket_entries = per_bucket.max(1);
+        self.config.trace_entries = total.max(1);
+        self
+    }
     /// Starts the runtime; an error if it already runs (an array operation started it).
     #[track_caller]
     pub fn start(self) -> Result<()> {

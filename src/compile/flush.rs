@@ -155,7 +155,6 @@ pub fn flush_into(
         .filter(|f| f.role == FormalRole::Temp)
         .count();
     Counters::add(&rt.counters.kernel_instructions, instructions as u64);
-    Counters::add(&rt.counters.sequences_generated, 1);
     Counters::add(&rt.counters.kernels_generated, kernels as u64);
     Counters::add(&rt.counters.intrinsics_generated, intrinsics as u64);
     Counters::add(&rt.counters.ops_eliminated, generated.eliminated as u64);
@@ -213,6 +212,7 @@ fn generate_or_reuse(
         let generated = match fe.traces.lookup(site, &key) {
             Some(trace) => trace.instantiate(&fe.key),
             None => {
+                Counters::add(&rt.counters.sequences_generated, 1);
                 let g = proggen::generate(&fe.nodes, entries, &rt.gen_config, policy);
                 if let Some(t) = CachedTrace::from_generated(&g, &fe.key) {
                     fe.traces.insert(site, key, Arc::new(t));
@@ -229,6 +229,7 @@ fn generate_or_reuse(
         Counters::add(&c.trace_lookup_ns, after.lookup_ns - before.lookup_ns);
         generated
     } else {
+        Counters::add(&rt.counters.sequences_generated, 1);
         proggen::generate(&fe.nodes, entries, &rt.gen_config, policy)
     };
     fe.key.clear();

@@ -45,6 +45,7 @@ pub struct Stats {
     pub ops_eliminated: u64,
     /// Flushes of the work queue, by reason.
     pub flushes: FlushCounts,
+    /// Program sequences the program generator built (a trace-cache hit builds none).
     pub sequences_generated: u64,
     /// Fused kernels the program generator built.
     pub kernels_generated: u64,
