@@ -172,10 +172,10 @@ fn buckets_and_the_whole_cache_stay_within_their_limits() {
         st.trace
     );
     // Three more call sites (closures with their own first op), 20 sizes each: at most 40 in all.
-    let sites: [&dyn Fn(&Array<f32>) -> Array<f32>; 3] =
-        [&|x| x * 2.0f32 + 1.0f32, &|x| x.exp() - 1.0f32, &|x| {
-            x.abs().sqrt()
-        }];
+    type Site<'a> = &'a dyn Fn(&Array<f32>) -> Array<f32>;
+    let sites: [Site; 3] = [&|x| x * 2.0f32 + 1.0f32, &|x| x.exp() - 1.0f32, &|x| {
+        x.abs().sqrt()
+    }];
     for f in sites {
         for k in 0..20 {
             let n = 30 + k;
