@@ -113,7 +113,7 @@ impl<T: Element> Array<T> {
             T::typed_vec(data),
             Shape::from_slice(shape),
             site,
-        )))
+        )?))
     }
     /// A 1-D array holding a copy of `data`.
     #[track_caller]

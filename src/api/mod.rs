@@ -10,6 +10,7 @@ mod math;
 mod ops;
 mod random;
 mod reduce;
+mod reuse;
 mod runtime;
 mod view;
 
@@ -19,7 +20,7 @@ pub use dynarray::DynArray;
 pub use element::{Element, Float, Index, Logical, Numeric};
 pub use math::{max, min, select};
 pub use ops::Operand;
-pub use random::Rng;
+pub use random::{Rng, RngState};
 pub use reduce::Bool;
 pub use runtime::{CacheStats, FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats};
 pub use view::Slice;

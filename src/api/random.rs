@@ -1,46 +1,78 @@
 //! Random number generator objects: Philox4x32-10, counter-based, so element `i` of a draw depends
-//! only on the seed and the generator's position. Every executor produces the same bits.
+//! only on the seed and the generator's position. Every executor produces the same bits. A
+//! generator is a handle to its state, so a replayed code reuse section (whose closure is not
+//! called) still advances the generators it draws from, exactly as a normal run would.
 
 use super::array::{Array, site};
 use super::element::Float;
 use crate::frontend;
 use crate::ir::{GenKind, RandomDist, Shape};
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+/// The state behind an [`Rng`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RngState {
+    pub key: [u32; 2],
+    pub counter: u64,
+}
 
 /// A seeded generator. Each draw takes as many counters as it has elements and advances.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `Clone` makes an independent generator at the same position.
+#[derive(Debug)]
 pub struct Rng {
-    key: [u32; 2],
-    counter: u64,
+    pub(crate) state: Arc<Mutex<RngState>>,
 }
+
+impl Clone for Rng {
+    fn clone(&self) -> Self {
+        Rng {
+            state: Arc::new(Mutex::new(self.state.lock().clone())),
+        }
+    }
+}
+
+impl PartialEq for Rng {
+    fn eq(&self, other: &Self) -> bool {
+        *self.state.lock() == *other.state.lock()
+    }
+}
+impl Eq for Rng {}
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng {
-            key: [seed as u32, (seed >> 32) as u32],
-            counter: 0,
+            state: Arc::new(Mutex::new(RngState {
+                key: [seed as u32, (seed >> 32) as u32],
+                counter: 0,
+            })),
         }
     }
     /// The generator's position (counters used so far).
     pub fn position(&self) -> u64 {
-        self.counter
+        self.state.lock().counter
     }
     /// Moves to a position, for example to replay a stream.
     pub fn seek(&mut self, counter: u64) {
-        self.counter = counter;
+        self.state.lock().counter = counter;
     }
     #[track_caller]
     fn draw<T: Float>(&mut self, shape: &[usize], dist: RandomDist) -> Array<T> {
-        let kind = GenKind::Random {
-            key: self.key,
-            counter: self.counter,
-            dist,
+        let site = site();
+        let n = shape.iter().product::<usize>() as u64;
+        let (key, counter) = {
+            let mut s = self.state.lock();
+            let c = s.counter;
+            s.counter += n;
+            (s.key, c)
         };
-        self.counter += shape.iter().product::<usize>() as u64;
-        Array::wrap(frontend::generate(
+        let kind = GenKind::Random { key, counter, dist };
+        Array::wrap(frontend::generate_random(
             kind,
             Shape::from_slice(shape),
             T::DTYPE,
-            site(),
+            site,
+            &self.state,
         ))
     }
     /// Uniform values in [0, 1).

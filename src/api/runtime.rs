@@ -31,6 +31,11 @@ impl RuntimeBuilder {
         self.config.tile = crate::runtime::tile_size(n);
         self
     }
+    /// Code reuse sections the macro cache keeps (least recently used evicted first).
+    pub fn macro_cache_entries(mut self, n: usize) -> Self {
+        self.config.macro_entries = n.max(1);
+        self
+    }
     /// Trace-cache limits: entries per bucket (a call site) and in all.
     pub fn trace_cache_limits(mut self, per_bucket: usize, total: usize) -> Self {
         self.config.trace_bucket_entries = per_bucket.max(1);

@@ -35,7 +35,7 @@ pub fn flush_into(
     Counters::add(&rt.counters.flushes[reason.index()], 1);
     let policy = StorePolicy {
         target,
-        all_live: reason == FlushReason::Execute,
+        all_live: matches!(reason, FlushReason::Execute | FlushReason::Section),
     };
     let generated = generate_or_reuse(rt, fe, &entries, target, policy);
     let seq = generated.sequence;
@@ -201,6 +201,29 @@ fn generate_or_reuse(
 ) -> proggen::Generated {
     use super::trace_cache::CachedTrace;
     use std::sync::atomic::Ordering::Relaxed;
+    if fe.capture.is_some() {
+        // A code reuse section's final flush: generate, and keep the result for the macro cache.
+        Counters::add(&rt.counters.sequences_generated, 1);
+        let g = proggen::generate(&fe.nodes, entries, &rt.gen_config, policy);
+        let values = g
+            .sequence
+            .programs
+            .iter()
+            .zip(&g.params)
+            .map(|(p, nodes)| match &*p.kernel {
+                Kernel::Fused(k) => k
+                    .params
+                    .iter()
+                    .zip(nodes)
+                    .map(|(kind, id)| kind.value(&fe.nodes[id].op))
+                    .collect(),
+                Kernel::Intrinsic(_) => Vec::new(),
+            })
+            .collect();
+        fe.capture = Some(Some((g.clone(), values)));
+        fe.key.clear();
+        return g;
+    }
     let enabled = rt.trace_cache_on.load(Relaxed) && fe.key.first_site.is_some();
     let generated = if enabled {
         let key = fe.key.finish(&fe.nodes, target, policy.all_live);

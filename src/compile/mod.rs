@@ -2,6 +2,7 @@
 //! hand-off of generated program sequences to the execution scheduler (with flow control).
 
 mod flush;
+pub mod macro_cache;
 pub mod trace_cache;
 pub mod trace_key;
 mod work_queue;

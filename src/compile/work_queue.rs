@@ -19,16 +19,19 @@ pub enum FlushReason {
     Execute,
     /// The outermost `end_block()`.
     BlockEnd,
+    /// Entering or ending a code reuse section.
+    Section,
 }
 
 impl FlushReason {
-    pub const ALL: [FlushReason; 6] = [
+    pub const ALL: [FlushReason; 7] = [
         FlushReason::Read,
         FlushReason::Threshold,
         FlushReason::NonFusible,
         FlushReason::Hint,
         FlushReason::Execute,
         FlushReason::BlockEnd,
+        FlushReason::Section,
     ];
     pub fn index(self) -> usize {
         self as usize
@@ -44,6 +47,7 @@ impl fmt::Display for FlushReason {
             FlushReason::Hint => "hint",
             FlushReason::Execute => "execute",
             FlushReason::BlockEnd => "block-end",
+            FlushReason::Section => "section",
         })
     }
 }

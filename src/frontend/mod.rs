@@ -6,6 +6,7 @@
 mod fold;
 mod node;
 mod record;
+pub mod section;
 
 pub use node::{NodeInfo, NodeState, NodeTable};
 pub use record::*;

@@ -76,9 +76,11 @@ impl Inner {
             fe.queue.push(Entry::Compute(id));
             {
                 let f = &mut *fe;
-                f.key.push_compute(&f.nodes, id);
+                if f.sections.is_empty() {
+                    f.key.push_compute(&f.nodes, id);
+                }
             }
-            if !fusible && fe.queue.computes() == 1 {
+            if !fusible && fe.queue.computes() == 1 && fe.block_depth == 0 {
                 flush(self, &mut fe, FlushReason::NonFusible, None);
             } else if fe.queue.computes() >= self.config.queue_threshold && fe.block_depth == 0 {
                 flush(self, &mut fe, FlushReason::Threshold, None);
@@ -94,11 +96,15 @@ impl Inner {
     }
 
     /// Records data written by the application; it gets a buffer at once.
-    pub fn upload(&self, data: TypedVec, shape: Shape, site: Site) -> Handle {
+    pub fn upload(&self, data: TypedVec, shape: Shape, site: Site) -> Result<Handle> {
         let dtype = data.dtype();
         let buf = self.sched.new_buffer();
         let id = {
             let mut fe = self.fe.lock();
+            if let Some(e) = self.section_violation(&mut fe, "writing data into the runtime", site)
+            {
+                return Err(e);
+            }
             fe.next_id += 1;
             let id = NodeId(fe.next_id);
             let info = NodeInfo {
@@ -118,12 +124,12 @@ impl Inner {
             self.sched.upload(buf, data);
             id
         };
-        Arc::new(NodeHandle {
+        Ok(Arc::new(NodeHandle {
             id,
             shape,
             dtype,
             konst: None,
-        })
+        }))
     }
 
     /// The application dropped its last handle to `id`.
@@ -135,7 +141,7 @@ impl Inner {
         n.released = true;
         if n.queued {
             fe.queue.push(Entry::Release(id));
-            {
+            if fe.sections.is_empty() {
                 let f = &mut *fe;
                 f.key.push_release(&f.nodes, id);
             }
@@ -150,6 +156,9 @@ impl Inner {
     pub fn read(&self, h: &Handle, site: Site) -> Result<Arc<TypedVec>> {
         let buf = {
             let mut fe = self.fe.lock();
+            if let Some(e) = self.section_violation(&mut fe, "a read", site) {
+                return Err(e);
+            }
             if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
                 enqueue_leaf(&mut fe, h.id);
                 flush(self, &mut fe, FlushReason::Read, Some(h.id));
@@ -177,6 +186,9 @@ impl Inner {
         }
         let buf = {
             let mut fe = self.fe.lock();
+            if let Some(e) = self.section_violation(&mut fe, "a read", site) {
+                return Err(e);
+            }
             let eligible = fe
                 .nodes
                 .get(&h.id)
@@ -197,6 +209,9 @@ impl Inner {
     /// The application will read `h` soon: start computing it now.
     pub fn hint_read(&self, h: &Handle) {
         let mut fe = self.fe.lock();
+        if !fe.sections.is_empty() {
+            return; // inside a code reuse section the whole section runs together
+        }
         if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
             enqueue_leaf(&mut fe, h.id);
             fe.queue.push(Entry::HintRead(h.id));
@@ -212,6 +227,9 @@ impl Inner {
     pub fn execute(&self) {
         {
             let mut fe = self.fe.lock();
+            if !fe.sections.is_empty() {
+                return; // inside a code reuse section the whole section runs together
+            }
             if !fe.queue.is_empty() {
                 flush(self, &mut fe, FlushReason::Execute, None);
             }
@@ -267,6 +285,14 @@ fn invalid_read(e: Error, site: Site) -> Error {
     }
 }
 
+/// Puts a pending node that is not queued (a lazy leaf or lazy result) into the queue, so the
+/// next flush computes and stores it.
+pub(crate) fn enqueue_pending(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
+    if fe.nodes.get(&id).is_some_and(|n| n.is_pending()) {
+        enqueue_leaf(fe, id)
+    }
+}
+
 /// Puts a lazy leaf (constant, generator) into the queue so the next flush stores it.
 fn enqueue_leaf(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
     if let Some(n) = fe.nodes.get_mut(&id)
@@ -281,6 +307,24 @@ fn enqueue_leaf(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
 /// A constant of `shape` (every element `v`).
 pub fn constant(v: Scalar, shape: Shape, site: Site) -> Handle {
     Inner::get().record(Op::Const(v), &[], shape, v.dtype(), site)
+}
+
+/// A random draw from the generator whose state is `state` (registered with a section that is
+/// recording, so its replays advance the generator).
+pub fn generate_random(
+    kind: GenKind,
+    shape: Shape,
+    dtype: DType,
+    site: Site,
+    state: &Arc<parking_lot::Mutex<crate::api::RngState>>,
+) -> Handle {
+    let counter = match kind {
+        GenKind::Random { counter, .. } => counter,
+        _ => 0,
+    };
+    let h = Inner::get().record(Op::Generate(kind), &[], shape, dtype, site);
+    Inner::get().section_draw(h.id, state, counter);
+    h
 }
 
 /// A generator node.

@@ -197,6 +197,12 @@ pub enum ParamKind {
 }
 
 impl ParamKind {
+    pub fn is_random(self) -> bool {
+        matches!(self, ParamKind::RandomKey | ParamKind::RandomCounter)
+    }
+    pub fn is_key(self) -> bool {
+        self == ParamKind::RandomKey
+    }
     /// The parameter's value taken from the IR node it stands for.
     pub fn value(self, op: &crate::ir::Op) -> u64 {
         match (self, op) {

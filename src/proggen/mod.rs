@@ -41,6 +41,7 @@ impl Default for GenConfig {
 }
 
 /// A generated sequence and how its formal buffers relate to IR nodes.
+#[derive(Clone)]
 pub struct Generated {
     pub sequence: Arc<ProgramSequence>,
     /// Formals bound to buffers that exist before the sequence runs.
@@ -187,7 +188,13 @@ pub fn generate(
         }
         assert!(
             !kb.is_empty(),
-            "program generator: a ready root did not fit an empty kernel"
+            "program generator: a ready root did not fit an empty kernel: {:?} {:?}",
+            nodes[&first].op,
+            nodes[&first]
+                .inputs
+                .iter()
+                .map(|i| (nodes[i].op.clone(), nodes[i].state, nodes[i].queued))
+                .collect::<Vec<_>>()
         );
         let (kernel, k_inputs, k_outputs, k_params) = kb.finish();
         params.push(k_params);

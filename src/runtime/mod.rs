@@ -28,6 +28,8 @@ pub struct Config {
     pub trace_bucket_entries: usize,
     /// Trace-cache entries in all.
     pub trace_entries: usize,
+    /// Code reuse sections the macro cache keeps (least recently used evicted first).
+    pub macro_entries: usize,
 }
 
 impl Default for Config {
@@ -48,6 +50,7 @@ impl Default for Config {
             ),
             trace_bucket_entries: env("ARRAYFLOW_TRACE_BUCKET_ENTRIES", 16).max(1),
             trace_entries: env("ARRAYFLOW_TRACE_ENTRIES", 4096).max(1),
+            macro_entries: env("ARRAYFLOW_MACRO_ENTRIES", 256).max(1),
         }
     }
 }
@@ -66,6 +69,13 @@ pub struct FrontEnd {
     pub queue: WorkQueue,
     pub key: crate::compile::trace_key::TraceKey,
     pub traces: crate::compile::trace_cache::TraceCache,
+    pub macros: crate::compile::macro_cache::MacroCache,
+    /// Code reuse sections entered and not yet ended, outermost first.
+    pub sections: Vec<crate::frontend::section::Recording>,
+    /// Set before a section's final flush: that flush keeps its generated sequence here.
+    /// The sequence, with each program's parameter values at generation time.
+    #[allow(clippy::type_complexity)]
+    pub capture: Option<Option<(crate::proggen::Generated, Vec<Vec<u64>>)>>,
     pub next_id: u64,
     pub block_depth: u32,
 }
@@ -80,6 +90,9 @@ impl FrontEnd {
                 config.trace_bucket_entries,
                 config.trace_entries,
             ),
+            macros: crate::compile::macro_cache::MacroCache::new(config.macro_entries),
+            sections: Vec::new(),
+            capture: None,
             next_id: 0,
             block_depth: 0,
         }

@@ -10,7 +10,7 @@ pub struct Counters {
     pub ops_recorded: AtomicU64,
     pub ops_folded: AtomicU64,
     pub ops_eliminated: AtomicU64,
-    pub flushes: [AtomicU64; 6],
+    pub flushes: [AtomicU64; 7],
     pub sequences_generated: AtomicU64,
     pub kernels_generated: AtomicU64,
     pub kernel_instructions: AtomicU64,
@@ -30,6 +30,11 @@ pub struct Counters {
     pub trace_insertions: AtomicU64,
     pub trace_evictions: AtomicU64,
     pub trace_lookup_ns: AtomicU64,
+    pub macro_hits: AtomicU64,
+    pub macro_misses: AtomicU64,
+    pub macro_insertions: AtomicU64,
+    pub macro_evictions: AtomicU64,
+    pub macro_lookup_ns: AtomicU64,
     pub flush_ns: AtomicU64,
 }
 
@@ -80,6 +85,9 @@ pub struct Stats {
     /// Trace cache: flushes whose program sequence was found, or generated and inserted; entries
     /// evicted (per bucket or by the global limit); time spent looking keys up.
     pub trace: CacheStats,
+    /// Macro cache (code reuse sections): replays (hits), recordings (misses), insertions,
+    /// evictions, lookup time.
+    pub macros: CacheStats,
     /// Host time the application threads spent in flushes (lookup or generation, instantiation,
     /// hand-off), in nanoseconds.
     pub flush_ns: u64,
@@ -116,11 +124,18 @@ pub struct FlushCounts {
     pub hint: u64,
     pub execute: u64,
     pub block_end: u64,
+    pub section: u64,
 }
 
 impl FlushCounts {
     pub fn total(&self) -> u64 {
-        self.read + self.threshold + self.non_fusible + self.hint + self.execute + self.block_end
+        self.read
+            + self.threshold
+            + self.non_fusible
+            + self.hint
+            + self.execute
+            + self.block_end
+            + self.section
     }
     pub fn get(&self, r: FlushReason) -> u64 {
         match r {
@@ -130,6 +145,7 @@ impl FlushCounts {
             FlushReason::Hint => self.hint,
             FlushReason::Execute => self.execute,
             FlushReason::BlockEnd => self.block_end,
+            FlushReason::Section => self.section,
         }
     }
 }
@@ -151,6 +167,7 @@ impl Counters {
                 hint: f(FlushReason::Hint),
                 execute: f(FlushReason::Execute),
                 block_end: f(FlushReason::BlockEnd),
+                section: f(FlushReason::Section),
             },
             sequences_generated: self.sequences_generated.load(Relaxed),
             kernels_generated: self.kernels_generated.load(Relaxed),
@@ -175,6 +192,13 @@ impl Counters {
                 evictions: self.trace_evictions.load(Relaxed),
                 lookup_ns: self.trace_lookup_ns.load(Relaxed),
             },
+            macros: CacheStats {
+                hits: self.macro_hits.load(Relaxed),
+                misses: self.macro_misses.load(Relaxed),
+                insertions: self.macro_insertions.load(Relaxed),
+                evictions: self.macro_evictions.load(Relaxed),
+                lookup_ns: self.macro_lookup_ns.load(Relaxed),
+            },
             flush_ns: self.flush_ns.load(Relaxed),
         }
     }
@@ -190,6 +214,7 @@ impl Stats {
             hint: a.hint - b.hint,
             execute: a.execute - b.execute,
             block_end: a.block_end - b.block_end,
+            section: a.section - b.section,
         };
         Stats {
             ops_recorded: self.ops_recorded - earlier.ops_recorded,
@@ -213,6 +238,7 @@ impl Stats {
             native_compiles: self.native_compiles - earlier.native_compiles,
             native_launches: self.native_launches - earlier.native_launches,
             trace: self.trace.since(&earlier.trace),
+            macros: self.macros.since(&earlier.macros),
             flush_ns: self.flush_ns - earlier.flush_ns,
         }
     }

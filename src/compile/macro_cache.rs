@@ -1,0 +1,80 @@
+//! The macro cache (the seed's 500, FIGS. 5A-5C): program sequences recorded for code reuse
+//! sections, keyed by the section's call site (and name), its inputs' types, shapes and kinds, and
+//! its control values byte by byte. A replay sends the stored sequence to the execution scheduler
+//! in one message without calling the section's closure. Constants recorded inside the section are
+//! part of its code; random generators it drew from are advanced on every replay.
+
+use super::trace_cache::CacheCounts;
+use crate::api::RngState;
+use crate::ir::{DType, Shape};
+use crate::proggen::sequence::{FormalId, ProgramSequence};
+use lru::LruCache;
+use parking_lot::Mutex;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+
+/// Where a parameter's value comes from on replay.
+#[derive(Debug, Clone, Copy)]
+pub enum ParamSource {
+    /// A constant recorded in the section.
+    Fixed(u64),
+    /// The key of the section's `n`th generator.
+    RandomKey(usize),
+    /// The `n`th generator's position at replay, plus an offset.
+    RandomCounter(usize, u64),
+}
+
+/// A recorded section.
+pub struct MacroEntry {
+    pub seq: Arc<ProgramSequence>,
+    /// Input formals and the section input each binds.
+    pub inputs: Vec<(FormalId, usize)>,
+    /// The formal of each of the section's outputs, with its type and shape.
+    pub outputs: Vec<(FormalId, DType, Shape)>,
+    /// Each program's parameter sources, in slot order.
+    pub params: Vec<Vec<ParamSource>>,
+    /// The generators the section drew from, and how far each advances per run.
+    pub rngs: Vec<(Arc<Mutex<RngState>>, u64)>,
+}
+
+pub struct MacroCache {
+    entries: LruCache<Vec<u64>, Arc<MacroEntry>>,
+    pub counts: CacheCounts,
+}
+
+impl MacroCache {
+    pub fn new(limit: usize) -> MacroCache {
+        MacroCache {
+            entries: LruCache::new(NonZeroUsize::new(limit.max(1)).unwrap()),
+            counts: CacheCounts::default(),
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    pub fn lookup(&mut self, key: &[u64]) -> Option<Arc<MacroEntry>> {
+        let start = std::time::Instant::now();
+        let r = self.entries.get(key).cloned();
+        if r.is_some() {
+            self.counts.hits += 1;
+        } else {
+            self.counts.misses += 1;
+        }
+        self.counts.lookup_ns += start.elapsed().as_nanos() as u64;
+        r
+    }
+    pub fn insert(&mut self, key: Vec<u64>, entry: Arc<MacroEntry>) {
+        self.counts.insertions += 1;
+        if let Some((old, _)) = self.entries.push(key.clone(), entry)
+            && old != key
+        {
+            self.counts.evictions += 1;
+        }
+    }
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
