@@ -119,7 +119,17 @@ fn the_disk_cache_is_reused_and_a_corrupt_entry_rebuilt() {
     arrayflow::exec::cpu::native::forget_loaded();
     let second = Runtime::stats();
     let y2 = run();
-    assert_eq!(Runtime::stats().since(&second).native_compiles, 0);
+    let st = Runtime::stats().since(&second);
+    assert_eq!(st.native_compiles, 0);
+    assert_eq!(
+        st.programs.insertions, 1,
+        "loaded from the disk cache: {:?}",
+        st.programs
+    );
+    // Loaded now: the next launch finds it in memory.
+    let third = Runtime::stats();
+    let _ = run();
+    assert_eq!(Runtime::stats().since(&third).programs.hits, 1);
 
     // A corrupt library is not trusted: it is rebuilt. (Replaced by rename, as any writer of a
     // shared library must: overwriting a mapped file in place would crash the process using it.)

@@ -21,6 +21,8 @@ fn init() {
             .start()
             .expect("the runtime starts here");
     });
+    // Whatever ARRAYFLOW_TRACE_CACHE says: these tests are about the cache.
+    Runtime::set_trace_cache(true);
 }
 
 fn data(n: usize, seed: u64) -> Vec<f32> {

@@ -101,7 +101,7 @@ pub struct CacheCounts {
     pub lookup_ns: u64,
 }
 
-type Entries = Vec<(Box<[u64]>, Arc<CachedTrace>)>;
+type Entries = Vec<(Vec<u64>, Arc<CachedTrace>)>;
 
 pub struct TraceCache {
     buckets: AHashMap<u64, LruCache<u64, Entries>>,
@@ -167,8 +167,8 @@ impl TraceCache {
             .entry(site)
             .or_insert_with(|| LruCache::new(per_bucket));
         if let Some(list) = bucket.get_mut(&h) {
-            list.push((key.into_boxed_slice(), trace));
-        } else if let Some((old, _)) = bucket.push(h, vec![(key.into_boxed_slice(), trace)])
+            list.push((key, trace));
+        } else if let Some((old, _)) = bucket.push(h, vec![(key, trace)])
             && old != h
         {
             // The bucket was full: its least recently used entry is gone.

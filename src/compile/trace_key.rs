@@ -24,6 +24,7 @@ const POLICY: u64 = 9;
 const EXT_BIT: u64 = 1 << 63;
 
 /// The key of the work queue's current contents, and the nodes its entries and externals stand for.
+/// `finish` hands the key's words over (the accumulator is cleared after every flush).
 #[derive(Default)]
 pub struct TraceKey {
     pub words: Vec<u64>,
@@ -86,7 +87,9 @@ impl TraceKey {
         target: Option<NodeId>,
         all_live: bool,
     ) -> Vec<u64> {
-        let mut key = self.words.clone();
+        let t = target.map_or(u64::MAX, |t| self.reference(nodes, t));
+        let mut key = std::mem::take(&mut self.words);
+        key.reserve(3 + self.entries.len() / 64);
         key.push(POLICY);
         for chunk in self.entries.chunks(64) {
             let mut bits = 0u64;
@@ -97,7 +100,6 @@ impl TraceKey {
             }
             key.push(bits);
         }
-        let t = target.map_or(u64::MAX, |t| self.reference(nodes, t));
         key.extend([t, all_live as u64]);
         key
     }
@@ -105,7 +107,8 @@ impl TraceKey {
     /// Appends a node's entry (its inputs first) and records it.
     fn push_node(&mut self, nodes: &NodeTable, id: NodeId, tag: u64) -> u64 {
         let n = &nodes[&id];
-        let refs: Vec<u64> = n.inputs.iter().map(|&i| self.reference(nodes, i)).collect();
+        let refs: smallvec::SmallVec<[u64; 4]> =
+            n.inputs.iter().map(|&i| self.reference(nodes, i)).collect();
         self.words.push(tag);
         if tag == COMPUTE {
             self.words

@@ -102,6 +102,8 @@ impl FrontEnd {
 /// Bounds the programs in flight, so a fast application thread waits for the executors instead of
 /// queueing without limit (the seed's shared capacity counters).
 pub struct FlowControl {
+    /// Time application threads spent waiting for capacity.
+    pub waited_ns: std::sync::atomic::AtomicU64,
     outstanding: Mutex<usize>,
     cv: Condvar,
     limit: usize,
@@ -110,6 +112,7 @@ pub struct FlowControl {
 impl FlowControl {
     pub fn new(limit: usize) -> Self {
         FlowControl {
+            waited_ns: std::sync::atomic::AtomicU64::new(0),
             outstanding: Mutex::new(0),
             cv: Condvar::new(),
             limit,
@@ -118,8 +121,15 @@ impl FlowControl {
     /// Waits while more than the limit is outstanding, then adds `n`.
     pub fn acquire(&self, n: usize) {
         let mut g = self.outstanding.lock();
-        while *g > self.limit {
-            self.cv.wait(&mut g);
+        if *g > self.limit {
+            let start = std::time::Instant::now();
+            while *g > self.limit {
+                self.cv.wait(&mut g);
+            }
+            self.waited_ns.fetch_add(
+                start.elapsed().as_nanos() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
         *g += n;
     }

@@ -85,12 +85,19 @@ pub struct Stats {
     /// Trace cache: flushes whose program sequence was found, or generated and inserted; entries
     /// evicted (per bucket or by the global limit); time spent looking keys up.
     pub trace: CacheStats,
+    /// Program cache (compiled native kernels, keyed by their C source): `hits` found loaded in
+    /// memory, `insertions` loaded from the disk cache, `misses` compiled, `evictions` removed from
+    /// the disk cache, `lookup_ns` rendering and hashing sources.
+    pub programs: CacheStats,
     /// Macro cache (code reuse sections): replays (hits), recordings (misses), insertions,
     /// evictions, lookup time.
     pub macros: CacheStats,
     /// Host time the application threads spent in flushes (lookup or generation, instantiation,
     /// hand-off), in nanoseconds.
     pub flush_ns: u64,
+    /// Time application threads waited for the executors to catch up (flow control), in
+    /// nanoseconds.
+    pub flow_wait_ns: u64,
 }
 
 /// Counters of one cache.
@@ -192,6 +199,16 @@ impl Counters {
                 evictions: self.trace_evictions.load(Relaxed),
                 lookup_ns: self.trace_lookup_ns.load(Relaxed),
             },
+            programs: {
+                use crate::exec::cpu::native as n;
+                CacheStats {
+                    hits: n::MEMORY_HITS.load(Relaxed),
+                    misses: n::COMPILED.load(Relaxed),
+                    insertions: n::DISK_HITS.load(Relaxed),
+                    evictions: n::EVICTIONS.load(Relaxed),
+                    lookup_ns: n::LOOKUP_NS.load(Relaxed),
+                }
+            },
             macros: CacheStats {
                 hits: self.macro_hits.load(Relaxed),
                 misses: self.macro_misses.load(Relaxed),
@@ -200,6 +217,7 @@ impl Counters {
                 lookup_ns: self.macro_lookup_ns.load(Relaxed),
             },
             flush_ns: self.flush_ns.load(Relaxed),
+            flow_wait_ns: crate::runtime::Inner::get().flow.waited_ns.load(Relaxed),
         }
     }
 }
@@ -238,8 +256,10 @@ impl Stats {
             native_compiles: self.native_compiles - earlier.native_compiles,
             native_launches: self.native_launches - earlier.native_launches,
             trace: self.trace.since(&earlier.trace),
+            programs: self.programs.since(&earlier.programs),
             macros: self.macros.since(&earlier.macros),
             flush_ns: self.flush_ns - earlier.flush_ns,
+            flow_wait_ns: self.flow_wait_ns - earlier.flow_wait_ns,
         }
     }
 }

@@ -42,6 +42,12 @@ static MIN_ELEMENTS: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Kernels compiled and launches run natively (for `Runtime::stats()`).
 pub static COMPILED: AtomicU64 = AtomicU64::new(0);
 pub static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+/// The program cache's counters: kernels found loaded in memory, loaded from the disk cache,
+/// files removed from it, and time spent looking kernels up (rendering + hashing + map).
+pub static MEMORY_HITS: AtomicU64 = AtomicU64::new(0);
+pub static DISK_HITS: AtomicU64 = AtomicU64::new(0);
+pub static EVICTIONS: AtomicU64 = AtomicU64::new(0);
+pub static LOOKUP_NS: AtomicU64 = AtomicU64::new(0);
 
 pub fn mode() -> NativeMode {
     match MODE.load(Ordering::Relaxed) {
@@ -177,6 +183,7 @@ fn compile(src: &str, key: u64) -> Result<NativeKernel, String> {
     if std::fs::read_to_string(&src_path).is_ok_and(|s| s == src)
         && let Ok(k) = load(&lib_path)
     {
+        DISK_HITS.fetch_add(1, Ordering::Relaxed);
         return Ok(k);
     }
     let tmp = dir.join(format!("{key:016x}.{}.tmp", std::process::id()));
@@ -240,6 +247,7 @@ fn prune(dir: &std::path::Path) {
         libs.sort();
         for (_, so) in &libs[..libs.len() - DISK_CACHE_KERNELS / 2] {
             let _ = std::fs::remove_file(so);
+            EVICTIONS.fetch_add(1, Ordering::Relaxed);
             let _ = std::fs::remove_file(so.with_extension("c"));
         }
     }
@@ -273,12 +281,17 @@ fn lookup_inner(k: &FusedKernel) -> Option<Arc<NativeKernel>> {
     if mode == NativeMode::Off || (mode == NativeMode::Auto && k.domain.len() < min_elements()) {
         return None;
     }
+    let start = std::time::Instant::now();
     let body = c::render(k);
     let key = checksum(&[&body]) ^ toolchain_checksum();
     {
         let mut cache = cache().lock();
+        LOOKUP_NS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         match cache.get(&key) {
-            Some(State::Ready(nk)) => return Some(nk.clone()),
+            Some(State::Ready(nk)) => {
+                MEMORY_HITS.fetch_add(1, Ordering::Relaxed);
+                return Some(nk.clone());
+            }
             Some(State::Compiling) | Some(State::Failed) => return None,
             None => {
                 cache.insert(key, State::Compiling);
