@@ -13,7 +13,9 @@ static SERIAL: Mutex<()> = Mutex::new(());
 const PER_BUCKET: usize = 16;
 const TOTAL: usize = 40;
 
-fn init() {
+/// Starts the runtime (once), takes the lock that runs these tests one at a time, and turns the
+/// cache on whatever ARRAYFLOW_TRACE_CACHE says.
+fn init() -> parking_lot::MutexGuard<'static, ()> {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         Runtime::builder()
@@ -21,8 +23,9 @@ fn init() {
             .start()
             .expect("the runtime starts here");
     });
-    // Whatever ARRAYFLOW_TRACE_CACHE says: these tests are about the cache.
+    let guard = SERIAL.lock();
     Runtime::set_trace_cache(true);
+    guard
 }
 
 fn data(n: usize, seed: u64) -> Vec<f32> {
@@ -48,8 +51,7 @@ fn oracle(a: f32, b: f32, s: f32) -> f32 {
 
 #[test]
 fn a_loop_hits_from_its_second_iteration_with_new_scalars() {
-    init();
-    let _g = SERIAL.lock();
+    let _g = init();
     let n = 1000;
     let (av, bv) = (data(n, 1), data(n, 2));
     let (a, b) = (Array::from_slice(&av, &[n]), Array::from_slice(&bv, &[n]));
@@ -74,8 +76,7 @@ fn a_loop_hits_from_its_second_iteration_with_new_scalars() {
 
 #[test]
 fn different_sizes_types_input_kinds_and_releases_never_share_an_entry() {
-    init();
-    let _g = SERIAL.lock();
+    let _g = init();
     Runtime::clear_trace_cache();
     let before = Runtime::stats();
     // Sizes.
@@ -147,8 +148,7 @@ fn different_sizes_types_input_kinds_and_releases_never_share_an_entry() {
 
 #[test]
 fn buckets_and_the_whole_cache_stay_within_their_limits() {
-    init();
-    let _g = SERIAL.lock();
+    let _g = init();
     Runtime::clear_trace_cache();
     let before = Runtime::stats();
     // One call site (the first op inside `chain`), 24 distinct sizes: at most 16 kept.
@@ -212,8 +212,7 @@ fn sites_again(x: &Array<f32>) -> Vec<f32> {
 
 #[test]
 fn random_numbers_advance_on_every_hit() {
-    init();
-    let _g = SERIAL.lock();
+    let _g = init();
     let n = 500;
     let draw = |rng: &mut Rng| (rng.uniform::<f32>(&[n]) * 2.0f32).to_vec().unwrap();
     Runtime::set_trace_cache(false);
@@ -311,8 +310,7 @@ proptest! {
         rows in 1usize..6,
         cols in 1usize..70,
     ) {
-        init();
-        let _g = SERIAL.lock();
+        let _g = init();
         Runtime::set_trace_cache(false);
         let off = run_program(&steps, rows, cols);
         Runtime::set_trace_cache(true);
