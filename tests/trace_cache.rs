@@ -326,3 +326,30 @@ proptest! {
         prop_assert_eq!(&off, &second);
     }
 }
+
+#[test]
+fn a_call_site_that_only_misses_stops_paying_for_the_cache() {
+    let _g = init();
+    Runtime::clear_trace_cache();
+    let before = Runtime::stats();
+    for k in 0..100 {
+        let n = 300 + k;
+        let (av, bv) = (data(n, 21), data(n, 22));
+        let y = chain(
+            &Array::from_slice(&av, &[n]),
+            &Array::from_slice(&bv, &[n]),
+            0.75f32,
+        );
+        let y = y.to_vec().unwrap();
+        assert_eq!(y[n - 1], oracle(av[n - 1], bv[n - 1], 0.75));
+    }
+    let st = Runtime::stats().since(&before);
+    // After 64 misses in a row the site is cold: no lookups, no insertions for a while.
+    assert_eq!(
+        (st.trace.misses, st.trace.insertions),
+        (64, 64),
+        "{:?}",
+        st.trace
+    );
+    assert_eq!(st.flushes.read, 100);
+}

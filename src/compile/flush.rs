@@ -224,7 +224,9 @@ fn generate_or_reuse(
         fe.key.clear();
         return g;
     }
-    let enabled = rt.trace_cache_on.load(Relaxed) && fe.key.first_site.is_some();
+    fe.traces.tick();
+    let enabled =
+        rt.trace_cache_on.load(Relaxed) && fe.key.first_site.is_some() && !fe.key.disabled;
     let generated = if enabled {
         let key = fe.key.finish(&fe.nodes, target, policy.all_live);
         let site = fe

@@ -103,8 +103,24 @@ pub struct CacheCounts {
 
 type Entries = Vec<(Vec<u64>, Arc<CachedTrace>)>;
 
+/// After this many misses in a row (no hit) at one call site, the site goes cold ...
+const COLD_AFTER_MISSES: u32 = 64;
+/// ... for this many flushes: no key is accumulated and nothing is looked up or inserted for
+/// queues starting there. Then it is probed again.
+const COLD_FLUSHES: u64 = 256;
+
+#[derive(Default)]
+struct SiteHistory {
+    misses_in_row: u32,
+    cold_until: u64,
+}
+
 pub struct TraceCache {
     buckets: AHashMap<u64, LruCache<u64, Entries>>,
+    /// Per call site: recent misses, and until which flush it is cold.
+    history: AHashMap<u64, SiteHistory>,
+    /// Flushes seen (the clock of the cold periods).
+    flushes: u64,
     /// Every cached entry by (bucket, key hash), least recently used first: the global limit.
     global: LruCache<(u64, u64), ()>,
     per_bucket: NonZeroUsize,
@@ -116,6 +132,8 @@ impl TraceCache {
     pub fn new(per_bucket: usize, global: usize) -> TraceCache {
         TraceCache {
             buckets: AHashMap::new(),
+            history: AHashMap::new(),
+            flushes: 0,
             global: LruCache::new(NonZeroUsize::new(global.max(1)).unwrap()),
             per_bucket: NonZeroUsize::new(per_bucket.max(1)).unwrap(),
             hasher: ahash::RandomState::with_seeds(1, 2, 3, 4),
@@ -137,6 +155,18 @@ impl TraceCache {
             .map_or(0, |b| b.iter().map(|(_, v)| v.len()).sum())
     }
 
+    /// Whether queues starting at `site` skip the cache for now (it has only missed lately).
+    pub fn is_cold(&self, site: u64) -> bool {
+        self.history
+            .get(&site)
+            .is_some_and(|h| self.flushes < h.cold_until)
+    }
+
+    /// Counts a flush (the clock of cold periods).
+    pub fn tick(&mut self) {
+        self.flushes += 1;
+    }
+
     pub fn lookup(&mut self, site: u64, key: &[u64]) -> Option<Arc<CachedTrace>> {
         let start = std::time::Instant::now();
         let h = self.hasher.hash_one(key);
@@ -149,11 +179,18 @@ impl TraceCache {
                     .find(|(k, _)| &**k == key)
                     .map(|(_, t)| t.clone())
             });
+        let history = self.history.entry(site).or_default();
         if found.is_some() {
             self.global.get(&(site, h));
             self.counts.hits += 1;
+            history.misses_in_row = 0;
         } else {
             self.counts.misses += 1;
+            history.misses_in_row += 1;
+            if history.misses_in_row >= COLD_AFTER_MISSES {
+                history.misses_in_row = 0;
+                history.cold_until = self.flushes + COLD_FLUSHES;
+            }
         }
         self.counts.lookup_ns += start.elapsed().as_nanos() as u64;
         found
@@ -189,5 +226,6 @@ impl TraceCache {
     pub fn clear(&mut self) {
         self.buckets.clear();
         self.global.clear();
+        self.history.clear();
     }
 }

@@ -36,6 +36,8 @@ pub struct TraceKey {
     ext_index: AHashMap<NodeId, u32>,
     /// The call site of the first entry: the trace cache's bucket.
     pub first_site: Option<Site>,
+    /// Nothing is accumulated for this queue (its first call site is cold in the trace cache).
+    pub disabled: bool,
 }
 
 impl TraceKey {
@@ -46,6 +48,7 @@ impl TraceKey {
         self.externals.clear();
         self.ext_index.clear();
         self.first_site = None;
+        self.disabled = false;
     }
 
     pub fn entry_of(&self, id: NodeId) -> Option<u32> {
@@ -56,9 +59,18 @@ impl TraceKey {
     }
 
     /// A queued compute entry.
-    pub fn push_compute(&mut self, nodes: &NodeTable, id: NodeId) {
+    pub fn push_compute(&mut self, nodes: &NodeTable, id: NodeId, cold: impl FnOnce(Site) -> bool) {
+        if self.disabled {
+            return;
+        }
         let site = nodes[&id].site;
-        self.first_site.get_or_insert(site);
+        if self.first_site.is_none() {
+            if cold(site) {
+                self.disabled = true;
+                return;
+            }
+            self.first_site = Some(site);
+        }
         if let Some(e) = self.entry_of(id) {
             // A lazy node pulled in earlier, now queued because it is read.
             self.words.extend([ENQUEUE, e as u64]);
@@ -68,14 +80,23 @@ impl TraceKey {
     }
 
     pub fn push_release(&mut self, nodes: &NodeTable, id: NodeId) {
+        if self.disabled {
+            return;
+        }
         let r = self.reference(nodes, id);
         self.words.extend([RELEASE, r]);
     }
     pub fn push_hint(&mut self, nodes: &NodeTable, id: NodeId) {
+        if self.disabled {
+            return;
+        }
         let r = self.reference(nodes, id);
         self.words.extend([HINT, r]);
     }
     pub fn push_block(&mut self, begin: bool) {
+        if self.disabled {
+            return;
+        }
         self.words.push(if begin { BLOCK_BEGIN } else { BLOCK_END });
     }
 

@@ -77,7 +77,10 @@ impl Inner {
             {
                 let f = &mut *fe;
                 if f.sections.is_empty() {
-                    f.key.push_compute(&f.nodes, id);
+                    let traces = &f.traces;
+                    f.key.push_compute(&f.nodes, id, |s| {
+                        traces.is_cold(s as *const _ as *const () as usize as u64)
+                    });
                 }
             }
             if !fusible && fe.queue.computes() == 1 && fe.block_depth == 0 {
@@ -300,7 +303,10 @@ fn enqueue_leaf(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
     {
         n.queued = true;
         fe.queue.push(Entry::Compute(id));
-        fe.key.push_compute(&fe.nodes, id);
+        let traces = &fe.traces;
+        fe.key.push_compute(&fe.nodes, id, |s| {
+            traces.is_cold(s as *const _ as *const () as usize as u64)
+        });
     }
 }
 
