@@ -14,7 +14,7 @@ const PER_BUCKET: usize = 16;
 const TOTAL: usize = 40;
 
 /// Starts the runtime (once), takes the lock that runs these tests one at a time, and turns the
-/// cache on whatever ARRAYFLOW_TRACE_CACHE says.
+/// cache on (whatever ARRAYFLOW_TRACE_CACHE says) and empty.
 fn init() -> parking_lot::MutexGuard<'static, ()> {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -25,6 +25,7 @@ fn init() -> parking_lot::MutexGuard<'static, ()> {
     });
     let guard = SERIAL.lock();
     Runtime::set_trace_cache(true);
+    Runtime::clear_trace_cache();
     guard
 }
 
