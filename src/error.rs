@@ -18,6 +18,8 @@ pub enum ErrorKind {
     InvalidResult,
     /// The runtime itself could not do what was asked (threads gone, allocation failed).
     Runtime,
+    /// Comparison mode: an optimised result differs from its reference result.
+    Mismatch,
 }
 
 /// An error of the arrayflow runtime. Its `Display` starts with the user's `file:line`.

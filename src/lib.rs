@@ -12,6 +12,7 @@ pub mod primitives;
 
 pub mod api;
 pub mod compile;
+pub mod debug;
 pub mod exec;
 pub mod frontend;
 #[path = "../intrinsics/mod.rs"]

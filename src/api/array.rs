@@ -145,11 +145,11 @@ impl<T: Element> Array<T> {
         // kernel itself when the array is a large pending result, else by a copy.
         let mut out: Vec<T> = vec![T::from_scalar(crate::ir::Scalar::Bool(false)); self.len()];
         let dest = OutPtr::from_raw(T::DTYPE, out.as_mut_ptr() as *mut u8);
-        if Inner::get().read_external(&self.h, dest, site)? {
-            return Ok(out);
+        if !Inner::get().read_external(&self.h, dest, site)? {
+            let data = Inner::get().read(&self.h, site)?;
+            copy_parallel(T::slice(&data), &mut out);
         }
-        let data = Inner::get().read(&self.h, site)?;
-        copy_parallel(T::slice(&data), &mut out);
+        Inner::get().check_read(&self.h, out.iter().map(|x| x.scalar().as_f64()), site)?;
         Ok(out)
     }
     /// The single element of an array of one element.
@@ -169,7 +169,9 @@ impl<T: Element> Array<T> {
             .hint("item() reads arrays of exactly one element; use to_vec() for more"));
         }
         let data = Inner::get().read(&self.h, site)?;
-        Ok(T::slice(&data)[0])
+        let v = T::slice(&data)[0];
+        Inner::get().check_read(&self.h, std::iter::once(v.scalar().as_f64()), site)?;
+        Ok(v)
     }
     /// Copies the elements into `out`, which must have `len()` elements.
     #[track_caller]
@@ -187,12 +189,20 @@ impl<T: Element> Array<T> {
             .at(site));
         }
         let dest = OutPtr::from_raw(T::DTYPE, out.as_mut_ptr() as *mut u8);
-        if Inner::get().read_external(&self.h, dest, site)? {
-            return Ok(());
+        if !Inner::get().read_external(&self.h, dest, site)? {
+            let data = Inner::get().read(&self.h, site)?;
+            copy_parallel(T::slice(&data), out);
         }
-        let data = Inner::get().read(&self.h, site)?;
-        copy_parallel(T::slice(&data), out);
+        Inner::get().check_read(&self.h, out.iter().map(|x| x.scalar().as_f64()), site)?;
         Ok(())
+    }
+
+    /// The reference value computed by comparison mode's sequential interpreter (an error if
+    /// comparison mode was off when this array was recorded).
+    #[track_caller]
+    pub fn reference(&self) -> Result<Vec<T>> {
+        let r = Inner::get().reference_value(&self.h, site())?;
+        Ok(T::slice(&r).to_vec())
     }
 
     /// Tells the runtime this array will be read soon: its computation starts now.

@@ -14,6 +14,7 @@ mod reuse;
 mod runtime;
 mod view;
 
+pub use crate::debug::{CompareConfig, CompareMode, Mismatch, MismatchAction, Tolerance};
 pub use crate::ir::DType;
 pub use array::Array;
 pub use dynarray::DynArray;

@@ -128,6 +128,33 @@ impl Runtime {
                 .bucket_len(s as *const _ as *const () as usize as u64),
         }
     }
+    /// Switches comparison mode on (with its settings) or off, from the next recorded op on.
+    /// Off costs nothing. `ARRAYFLOW_COMPARE=after|copyout[:abort|error|log]` sets it at start-up.
+    pub fn set_compare(config: Option<crate::debug::CompareConfig>) {
+        let inner = Inner::get();
+        let on = config.is_some();
+        *inner.compare.write() = config;
+        inner
+            .compare_on
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+    /// Every mismatch comparison mode found so far, earliest-recorded op first. Runs what is
+    /// queued and waits for pending checks first.
+    pub fn mismatches() -> Vec<crate::debug::Mismatch> {
+        let inner = Inner::get();
+        inner.execute();
+        inner.report.wait();
+        let mut v = inner.report.mismatches.lock().clone();
+        v.sort_by_key(|m| m.order);
+        v
+    }
+    /// Forgets the mismatches found so far.
+    pub fn clear_mismatches() {
+        let inner = Inner::get();
+        inner.report.wait();
+        inner.report.mismatches.lock().clear();
+        *inner.report.surfaced.lock() = 0;
+    }
     /// Where compiled native kernels are cached (`ARRAYFLOW_CACHE_DIR` moves it).
     pub fn cache_dir() -> std::path::PathBuf {
         crate::exec::cpu::native::cache_dir()

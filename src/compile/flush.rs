@@ -33,9 +33,16 @@ pub fn flush_into(
     let entries = fe.queue.take();
     let start = std::time::Instant::now();
     Counters::add(&rt.counters.flushes[reason.index()], 1);
+    let compare = rt
+        .compare_on
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .then(|| rt.compare.read().clone())
+        .flatten()
+        .filter(|c| c.mode == crate::debug::CompareMode::AfterComputation);
     let policy = StorePolicy {
         target,
         all_live: matches!(reason, FlushReason::Execute | FlushReason::Section),
+        all_nodes: compare.is_some(),
     };
     let generated = generate_or_reuse(rt, fe, &entries, target, policy);
     let seq = generated.sequence;
@@ -83,6 +90,30 @@ pub fn flush_into(
             Kernel::Intrinsic(_) => Arc::from(Vec::new()),
         })
         .collect();
+    // Comparison after computation: each stored result with a reference is checked once its
+    // program has run (the read below keeps its buffer alive until then).
+    let checks: Vec<_> = match &compare {
+        None => Vec::new(),
+        Some(cfg) => generated
+            .stored
+            .iter()
+            .filter(|(_, id)| Some(*id) != external_node)
+            .filter_map(|&(f, id)| {
+                let n = fe.nodes.get(&id)?;
+                let reference = n.reference.clone()?;
+                let tol = cfg.tolerance_for(n.tolerance_op, n.dtype);
+                Some((
+                    bindings[f as usize],
+                    reference,
+                    n.op.name(),
+                    n.site,
+                    id.0,
+                    tol,
+                    cfg.clone(),
+                ))
+            })
+            .collect(),
+    };
     let stored: AHashSet<NodeId> = generated
         .stored
         .iter()
@@ -184,6 +215,20 @@ pub fn flush_into(
             params,
         });
     }
+    for (buf, reference, op, site, order, tolerance, config) in checks {
+        let (reply, data) = crossbeam_channel::bounded(1);
+        rt.sched.send(crate::exec::SchedMsg::Read { buf, reply });
+        rt.report.begin();
+        let _ = rt.checker().send(crate::debug::checker::CheckJob {
+            data,
+            reference,
+            op,
+            site,
+            order,
+            tolerance,
+            config,
+        });
+    }
     for b in freed {
         rt.sched.release(b);
     }
@@ -228,7 +273,11 @@ fn generate_or_reuse(
     let enabled =
         rt.trace_cache_on.load(Relaxed) && fe.key.first_site.is_some() && !fe.key.disabled;
     let generated = if enabled {
-        let key = fe.key.finish(&fe.nodes, target, policy.all_live);
+        let key = fe.key.finish(
+            &fe.nodes,
+            target,
+            policy.all_live as u64 | (policy.all_nodes as u64) << 1,
+        );
         let site = fe
             .key
             .first_site

@@ -102,12 +102,7 @@ impl TraceKey {
 
     /// The complete key at flush time: the entries, then which of their nodes the application has
     /// released, then the flush's storing policy.
-    pub fn finish(
-        &mut self,
-        nodes: &NodeTable,
-        target: Option<NodeId>,
-        all_live: bool,
-    ) -> Vec<u64> {
+    pub fn finish(&mut self, nodes: &NodeTable, target: Option<NodeId>, policy: u64) -> Vec<u64> {
         let t = target.map_or(u64::MAX, |t| self.reference(nodes, t));
         let mut key = std::mem::take(&mut self.words);
         key.reserve(3 + self.entries.len() / 64);
@@ -121,7 +116,7 @@ impl TraceKey {
             }
             key.push(bits);
         }
-        key.extend([t, all_live as u64]);
+        key.extend([t, policy]);
         key
     }
 

@@ -6,6 +6,7 @@ pub mod cpu;
 mod scheduler;
 
 pub use buffer::{BufferPool, TypedVec};
+pub(crate) use scheduler::SchedMsg;
 pub use scheduler::{Instance, Scheduler};
 
 /// Identifies a buffer for the life of the process (never reused; its memory may be).

@@ -3,6 +3,7 @@
 //! and hands nodes to the work queue. Handles are reference-counted; the last one dropped queues a
 //! release entry.
 
+mod compare;
 mod fold;
 mod node;
 mod record;

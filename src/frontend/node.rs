@@ -33,6 +33,11 @@ pub struct NodeInfo {
     /// Length of the longest chain of unstored element-wise producers ending here (0 for stored
     /// data, reductions and intrinsics); bounds how much work a lazy node can make a kernel redo.
     pub depth: u32,
+    /// The reference value (comparison mode), from the sequential interpreter.
+    pub reference: Option<std::sync::Arc<crate::exec::TypedVec>>,
+    /// The op whose allowance comparison mode applies to this result: its own, or for ops that
+    /// only move data, their input's.
+    pub tolerance_op: &'static str,
 }
 
 impl NodeInfo {

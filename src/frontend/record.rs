@@ -34,6 +34,12 @@ impl Inner {
             Op::Const(v) => Some(v),
             _ => None,
         };
+        // Comparison mode: the reference value, before the node can be flushed.
+        let reference = if self.compare_on.load(std::sync::atomic::Ordering::Relaxed) {
+            self.reference_of(&op, inputs, &shape, dtype, site)
+        } else {
+            None
+        };
         let fusible = op.is_fusible();
         let queued = !matches!(op, Op::Const(_) | Op::Generate(_));
         let id = {
@@ -41,10 +47,14 @@ impl Inner {
             fe.next_id += 1;
             let id = NodeId(fe.next_id);
             let mut depth = 0;
-            for h in inputs {
+            let mut tolerance_op = op.base_name();
+            for (k, h) in inputs.iter().enumerate() {
                 if let Some(n) = fe.nodes.get_mut(&h.id) {
                     n.users += 1;
                     depth = depth.max(n.depth);
+                    if k == 0 && op.moves_data() {
+                        tolerance_op = n.tolerance_op;
+                    }
                 }
             }
             let depth = match op {
@@ -62,6 +72,8 @@ impl Inner {
                 users: 0,
                 queued,
                 depth,
+                reference,
+                tolerance_op,
             };
             fe.nodes.insert(id, info);
             Counters::add(&self.counters.ops_recorded, 1);
@@ -98,9 +110,58 @@ impl Inner {
         })
     }
 
+    /// The reference value of an op about to be recorded (comparison mode): the sequential
+    /// interpreter on its inputs' reference values, or on their optimised values where an input
+    /// has none (it was recorded before comparison was switched on).
+    fn reference_of(
+        &self,
+        op: &Op,
+        inputs: &[&Handle],
+        shape: &Shape,
+        dtype: DType,
+        site: Site,
+    ) -> Option<Arc<TypedVec>> {
+        let mut vals = Vec::with_capacity(inputs.len());
+        for h in inputs {
+            let r = self
+                .fe
+                .lock()
+                .nodes
+                .get(&h.id)
+                .and_then(|n| n.reference.clone());
+            let r = match r {
+                Some(r) => r,
+                None => self.read_node(h.id, site).ok()?,
+            };
+            vals.push((r, h.shape.clone()));
+        }
+        let info = NodeInfo {
+            op: op.clone(),
+            inputs: SmallVec::new(),
+            shape: shape.clone(),
+            dtype,
+            site,
+            state: NodeState::Pending,
+            released: false,
+            users: 0,
+            queued: false,
+            depth: 0,
+            reference: None,
+            tolerance_op: op.base_name(),
+        };
+        let refs: Vec<(&TypedVec, &[usize])> = vals.iter().map(|(v, s)| (&**v, &s[..])).collect();
+        crate::debug::reference::eval(&info, &refs)
+            .ok()
+            .map(Arc::new)
+    }
+
     /// Records data written by the application; it gets a buffer at once.
     pub fn upload(&self, data: TypedVec, shape: Shape, site: Site) -> Result<Handle> {
         let dtype = data.dtype();
+        let reference = self
+            .compare_on
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .then(|| Arc::new(data.clone()));
         let buf = self.sched.new_buffer();
         let id = {
             let mut fe = self.fe.lock();
@@ -121,6 +182,8 @@ impl Inner {
                 users: 0,
                 queued: false,
                 depth: 0,
+                reference,
+                tolerance_op: "source",
             };
             fe.nodes.insert(id, info);
             // Sent under the lock so no later program can reach the scheduler before the data.
@@ -157,16 +220,21 @@ impl Inner {
 
     /// Computes `h` if needed and returns its data.
     pub fn read(&self, h: &Handle, site: Site) -> Result<Arc<TypedVec>> {
+        self.read_node(h.id, site)
+    }
+
+    /// Computes node `id` if needed and returns its data.
+    pub fn read_node(&self, id: NodeId, site: Site) -> Result<Arc<TypedVec>> {
         let buf = {
             let mut fe = self.fe.lock();
             if let Some(e) = self.section_violation(&mut fe, "a read", site) {
                 return Err(e);
             }
-            if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
-                enqueue_leaf(&mut fe, h.id);
-                flush(self, &mut fe, FlushReason::Read, Some(h.id));
+            if fe.nodes.get(&id).is_some_and(|n| n.is_pending()) {
+                enqueue_leaf(&mut fe, id);
+                flush(self, &mut fe, FlushReason::Read, Some(id));
             }
-            fe.nodes.get(&h.id).and_then(|n| n.buffer())
+            fe.nodes.get(&id).and_then(|n| n.buffer())
         };
         let buf = buf.ok_or_else(|| {
             Error::new(ErrorKind::Runtime, "array has no buffer after its flush").at(site)

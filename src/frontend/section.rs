@@ -304,6 +304,8 @@ impl Inner {
                     users: 0,
                     queued: false,
                     depth: 0,
+                    reference: None,
+                    tolerance_op: "source",
                 },
             );
             outputs.push(Arc::new(NodeHandle {

@@ -100,6 +100,45 @@ impl Op {
     pub fn needs_stored_input(&self) -> bool {
         matches!(self, Op::Reshape | Op::Tile | Op::Intrinsic(_))
     }
+    /// Whether the op only moves or converts data (a view, a copy, a gather, a cast): comparison
+    /// mode gives its result the allowance of the op that produced its input.
+    pub fn moves_data(&self) -> bool {
+        matches!(
+            self,
+            Op::Reshape
+                | Op::Permute(_)
+                | Op::Slice { .. }
+                | Op::Broadcast
+                | Op::Tile
+                | Op::Cast(_)
+                | Op::Intrinsic(Intrinsic::Gather { .. })
+                | Op::Intrinsic(Intrinsic::Concat { .. })
+        )
+    }
+
+    /// The op's name without parameters (`cast`, not `cast_f32`), as comparison tolerances name it.
+    pub fn base_name(&self) -> &'static str {
+        match self {
+            Op::Source => "source",
+            Op::Const(_) => "const",
+            Op::Generate(GenKind::Iota { .. }) => "iota",
+            Op::Generate(GenKind::Identity) => "identity",
+            Op::Generate(GenKind::Linspace { .. }) => "linspace",
+            Op::Generate(GenKind::Random { .. }) => "random",
+            Op::Unary(u) => u.name(),
+            Op::Binary(b) => b.name(),
+            Op::Select => "select",
+            Op::Cast(_) => "cast",
+            Op::Reshape => "reshape",
+            Op::Permute(_) => "permute",
+            Op::Slice { .. } => "slice",
+            Op::Broadcast => "broadcast",
+            Op::Tile => "tile",
+            Op::Reduce { op, .. } => op.name(),
+            Op::Intrinsic(i) => i.name(),
+        }
+    }
+
     /// A short name for logs, profiles and error messages.
     pub fn name(&self) -> String {
         match self {

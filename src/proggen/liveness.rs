@@ -23,6 +23,8 @@ pub struct StorePolicy {
     pub target: Option<NodeId>,
     /// Store every live node (`Runtime::execute()`).
     pub all_live: bool,
+    /// Store every needed node (comparison after computation checks each op's result).
+    pub all_nodes: bool,
 }
 
 /// Whether a node may stay unstored while the application holds it.
@@ -106,6 +108,7 @@ pub fn analyse(nodes: &NodeTable, entries: &[Entry], policy: StorePolicy) -> Ana
             Op::Reduce { .. } | Op::Intrinsic(_) | Op::Const(_) | Op::Generate(_)
         ) || seen.contains(&id)
             || policy.target == Some(id)
+            || policy.all_nodes
             || (!n.released && (policy.all_live || !may_stay_lazy(n)));
         if must {
             stored.insert(id);

@@ -152,6 +152,12 @@ pub struct Inner {
     pub last_sequence: Mutex<Option<Arc<crate::proggen::sequence::ProgramSequence>>>,
     /// Whether flushes use the trace cache (starts as `config.trace_cache`).
     pub trace_cache_on: std::sync::atomic::AtomicBool,
+    /// Comparison mode's settings (`None`: off, at no cost).
+    pub compare: parking_lot::RwLock<Option<crate::debug::CompareConfig>>,
+    /// Whether comparison mode is on (the record path's cheap check).
+    pub compare_on: std::sync::atomic::AtomicBool,
+    pub report: Arc<crate::debug::checker::Report>,
+    checker: OnceLock<crossbeam_channel::Sender<crate::debug::checker::CheckJob>>,
 }
 
 static RUNTIME: OnceLock<Inner> = OnceLock::new();
@@ -175,7 +181,19 @@ impl Inner {
             counters,
             flow,
             last_sequence: Mutex::new(None),
+            compare_on: std::sync::atomic::AtomicBool::new(
+                crate::debug::CompareConfig::from_env().is_some(),
+            ),
+            compare: parking_lot::RwLock::new(crate::debug::CompareConfig::from_env()),
+            report: Arc::new(Default::default()),
+            checker: OnceLock::new(),
         }
+    }
+
+    /// The comparison checker thread (started on first use).
+    pub fn checker(&self) -> &crossbeam_channel::Sender<crate::debug::checker::CheckJob> {
+        self.checker
+            .get_or_init(|| crate::debug::checker::start(self.report.clone()))
     }
 
     /// The runtime, started with the default configuration on first use.

@@ -37,6 +37,16 @@ impl<'a> Src<'a> {
 }
 
 impl<'a> Dst<'a> {
+    /// The same tile, borrowed again for a shorter time.
+    pub fn reborrow<'b>(d: &'b mut Dst<'a>) -> Dst<'b> {
+        match d {
+            Dst::F32(v) => Dst::F32(v),
+            Dst::F64(v) => Dst::F64(v),
+            Dst::I32(v) => Dst::I32(v),
+            Dst::U32(v) => Dst::U32(v),
+            Dst::Bool(v) => Dst::Bool(v),
+        }
+    }
     /// The first `n` elements of a register.
     pub fn of(v: &'a mut TypedVec, n: usize) -> Dst<'a> {
         match v {

@@ -469,7 +469,20 @@ fn unary(op: crate::ir::UnaryOp, a: Src, out: Dst) {
     }
 }
 
-fn binary(op: crate::ir::BinaryOp, a: Src, b: Src, out: Dst) -> Result<(), &'static str> {
+fn binary(op: crate::ir::BinaryOp, a: Src, b: Src, mut out: Dst) -> Result<(), &'static str> {
+    if crate::debug::faulty(op) {
+        let r = binary_exact(op, a, b, Dst::reborrow(&mut out));
+        match out {
+            Dst::F32(o) if !o.is_empty() => o[0] = o[0] * 2.0 + 1.0,
+            Dst::F64(o) if !o.is_empty() => o[0] = o[0] * 2.0 + 1.0,
+            _ => {}
+        }
+        return r;
+    }
+    binary_exact(op, a, b, out)
+}
+
+fn binary_exact(op: crate::ir::BinaryOp, a: Src, b: Src, out: Dst) -> Result<(), &'static str> {
     match (a, b, out) {
         (Src::F32(a), Src::F32(b), Dst::F32(o)) => binary_float(op, a, b, o),
         (Src::F64(a), Src::F64(b), Dst::F64(o)) => binary_float(op, a, b, o),

@@ -1,0 +1,91 @@
+//! The comparison checker thread: compares stored results with their references as programs
+//! complete (comparison after computation), so the application thread goes on meanwhile.
+
+use super::{CompareConfig, Mismatch, check};
+use crate::error::Result;
+use crate::exec::TypedVec;
+use crate::ir::Site;
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use parking_lot::{Condvar, Mutex};
+use std::io::Write;
+use std::sync::Arc;
+
+/// One result to check once its program has run.
+pub struct CheckJob {
+    pub data: Receiver<Result<Arc<TypedVec>>>,
+    pub reference: Arc<TypedVec>,
+    pub op: String,
+    pub site: Site,
+    pub order: u64,
+    /// The allowance for this result (its op's, or its producer's for data movement).
+    pub tolerance: super::Tolerance,
+    pub config: CompareConfig,
+}
+
+/// Mismatches found so far, and the checks still running.
+#[derive(Default)]
+pub struct Report {
+    pub mismatches: Mutex<Vec<Mismatch>>,
+    /// How many mismatches a read has already surfaced (actions `Error`, `Abort`).
+    pub surfaced: Mutex<usize>,
+    pending: Mutex<usize>,
+    done: Condvar,
+}
+
+impl Report {
+    /// Records a mismatch: logs it, and appends it to the log file if one is set.
+    pub fn record(&self, m: Mismatch, config: &CompareConfig) {
+        tracing::warn!(target: "arrayflow::compare", "{m}");
+        if let Some(path) = &config.log_file
+            && let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+        {
+            let _ = writeln!(f, "{m}");
+        }
+        self.mismatches.lock().push(m);
+    }
+
+    pub fn begin(&self) {
+        *self.pending.lock() += 1;
+    }
+    fn end(&self) {
+        let mut p = self.pending.lock();
+        *p -= 1;
+        if *p == 0 {
+            self.done.notify_all();
+        }
+    }
+    /// Waits until every scheduled check has finished.
+    pub fn wait(&self) {
+        let mut p = self.pending.lock();
+        while *p > 0 {
+            self.done.wait(&mut p);
+        }
+    }
+}
+
+/// Starts the checker thread; send it jobs.
+pub fn start(report: Arc<Report>) -> Sender<CheckJob> {
+    let (tx, rx) = unbounded::<CheckJob>();
+    std::thread::Builder::new()
+        .name("arrayflow-checker".into())
+        .spawn(move || {
+            while let Ok(job) = rx.recv() {
+                // A failed program has no result to compare; its read reports the failure.
+                if let Ok(Ok(data)) = job.data.recv() {
+                    let tol = job.tolerance;
+                    let values = (0..data.len()).map(|i| data.get(i).as_f64());
+                    if let Some(m) =
+                        check(&job.op, job.site, job.order, values, &job.reference, tol)
+                    {
+                        report.record(m, &job.config);
+                    }
+                }
+                report.end();
+            }
+        })
+        .expect("arrayflow: cannot start the comparison checker thread");
+    tx
+}

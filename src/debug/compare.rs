@@ -1,0 +1,137 @@
+//! The result comparison rule (the seed's FIG. 9C), element by element: if either value is NaN
+//! both must be NaN; if either is infinite both must be the same infinity; otherwise the optimised
+//! value passes when `|optimised - reference| <= |reference * scale| + floor`. Scale 0 and floor 0
+//! demand an exact match. Scale and floor are set globally and per element type.
+
+use crate::ir::DType;
+
+/// Allowed error for one element type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// Relative part: the allowance is `|reference * scale|`.
+    pub scale: f64,
+    /// Absolute floor added to the allowance.
+    pub floor: f64,
+}
+
+impl Tolerance {
+    pub const EXACT: Tolerance = Tolerance {
+        scale: 0.0,
+        floor: 0.0,
+    };
+
+    /// The documented defaults. Floats: relative `1e-5` (f32) and `1e-12` (f64), plus an absolute
+    /// floor of `1e-6` (f32) and `1e-14` (f64), because sums and matrix products whose terms
+    /// cancel round differently in blocked, fused or native code than in the reference's
+    /// sequential f64 accumulation: the error follows the size of the terms, not of the result.
+    /// Integers and bools: exact.
+    pub fn default_for(d: DType) -> Tolerance {
+        match d {
+            DType::F32 => Tolerance {
+                scale: 1e-5,
+                floor: 1e-6,
+            },
+            DType::F64 => Tolerance {
+                scale: 1e-12,
+                floor: 1e-14,
+            },
+            _ => Tolerance::EXACT,
+        }
+    }
+}
+
+/// The verdict on one pair of values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    Pass,
+    /// The values differ beyond the allowance: the error and the allowance.
+    Fail {
+        error: f64,
+        allowed: f64,
+    },
+}
+
+/// Compares one optimised value with its reference under the FIG. 9C rule.
+pub fn compare(optimised: f64, reference: f64, tol: Tolerance) -> Verdict {
+    if optimised.is_nan() || reference.is_nan() {
+        return if optimised.is_nan() && reference.is_nan() {
+            Verdict::Pass
+        } else {
+            Verdict::Fail {
+                error: f64::NAN,
+                allowed: 0.0,
+            }
+        };
+    }
+    if optimised.is_infinite() || reference.is_infinite() {
+        return if optimised == reference {
+            Verdict::Pass
+        } else {
+            Verdict::Fail {
+                error: f64::INFINITY,
+                allowed: 0.0,
+            }
+        };
+    }
+    let allowed = (reference * tol.scale).abs() + tol.floor;
+    let error = (optimised - reference).abs();
+    if error <= allowed {
+        Verdict::Pass
+    } else {
+        Verdict::Fail { error, allowed }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rule_on_its_edge_cases() {
+        let t = Tolerance {
+            scale: 1e-6,
+            floor: 0.0,
+        };
+        assert_eq!(compare(f64::NAN, f64::NAN, t), Verdict::Pass);
+        assert!(matches!(compare(f64::NAN, 1.0, t), Verdict::Fail { .. }));
+        assert!(matches!(compare(1.0, f64::NAN, t), Verdict::Fail { .. }));
+        assert_eq!(compare(f64::INFINITY, f64::INFINITY, t), Verdict::Pass);
+        assert!(matches!(
+            compare(f64::INFINITY, f64::NEG_INFINITY, t),
+            Verdict::Fail { .. }
+        ));
+        assert!(matches!(
+            compare(1e300, f64::INFINITY, t),
+            Verdict::Fail { .. }
+        ));
+        // Zero scale and floor: exact only.
+        assert_eq!(compare(1.5, 1.5, Tolerance::EXACT), Verdict::Pass);
+        assert!(matches!(
+            compare(1.5, 1.5 + f64::EPSILON, Tolerance::EXACT),
+            Verdict::Fail { .. }
+        ));
+        // Relative allowance.
+        assert_eq!(compare(1.000_000_5, 1.0, t), Verdict::Pass);
+        assert!(matches!(compare(1.000_002, 1.0, t), Verdict::Fail { .. }));
+        // Denormals: a zero reference allows only the floor.
+        let tiny = f64::from_bits(1); // smallest positive subnormal
+        assert!(matches!(compare(tiny, 0.0, t), Verdict::Fail { .. }));
+        assert_eq!(
+            compare(
+                tiny,
+                0.0,
+                Tolerance {
+                    scale: 1e-6,
+                    floor: 1e-300
+                }
+            ),
+            Verdict::Pass
+        );
+        assert_eq!(
+            compare(tiny * 3.0, tiny * 3.0, Tolerance::EXACT),
+            Verdict::Pass
+        );
+        // +0 and -0 are equal numbers.
+        assert_eq!(compare(0.0, -0.0, Tolerance::EXACT), Verdict::Pass);
+    }
+}

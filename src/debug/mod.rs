@@ -1,0 +1,231 @@
+//! The debugger's reference results and result comparison (the seed's FIGS. 9A and 9C). With
+//! comparison on, every recorded op also gets a reference value from the sequential interpreter
+//! (`reference`), computed from its inputs' reference values; optimised results are compared with
+//! them by the rule in `compare`, either asynchronously after each program runs (every op's result
+//! is then stored, so every op is checked) or synchronously when a read copies data out.
+//! Mismatches are reported with the op, its call site, the element and both values.
+
+pub mod checker;
+pub mod compare;
+pub mod reference;
+
+pub use compare::{Tolerance, Verdict};
+
+use crate::ir::{DType, Site};
+use std::path::PathBuf;
+
+/// When results are compared with their references.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareMode {
+    /// Every op's result, asynchronously, as programs complete (all results are stored).
+    AfterComputation,
+    /// Synchronously, when a read hands data to the application.
+    OnCopyOut,
+}
+
+/// What a mismatch does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MismatchAction {
+    /// Panic (on copy-out at the read; after computation at the next read).
+    Abort,
+    /// Return an error from the read (after computation: from the next read).
+    Error,
+    /// Record it, log it (and append it to the log file, if set) and continue.
+    Log,
+}
+
+/// Settings of comparison mode.
+#[derive(Debug, Clone)]
+pub struct CompareConfig {
+    pub mode: CompareMode,
+    pub action: MismatchAction,
+    /// Allowed error per element type (index by `DType as usize`).
+    pub tolerances: [Tolerance; 5],
+    /// Allowed error for particular ops (by name and element type), over the per-type one.
+    /// By default `matmul`: its rounding grows with the inner dimension and the size of the
+    /// products, not of the result (f32: 1e-4 relative + 1e-4; f64: 1e-10 + 1e-12).
+    pub op_tolerances: Vec<(String, DType, Tolerance)>,
+    /// Also append each mismatch to this file.
+    pub log_file: Option<PathBuf>,
+}
+
+impl CompareConfig {
+    pub fn new(mode: CompareMode) -> CompareConfig {
+        CompareConfig {
+            mode,
+            action: MismatchAction::Log,
+            tolerances: DType::ALL.map(Tolerance::default_for),
+            op_tolerances: vec![
+                (
+                    "matmul".into(),
+                    DType::F32,
+                    Tolerance {
+                        scale: 1e-4,
+                        floor: 1e-4,
+                    },
+                ),
+                (
+                    "matmul".into(),
+                    DType::F64,
+                    Tolerance {
+                        scale: 1e-10,
+                        floor: 1e-12,
+                    },
+                ),
+            ],
+            log_file: None,
+        }
+    }
+    /// The allowance for one op (by name) on one element type.
+    pub fn op_tolerance(mut self, op: &str, dtype: DType, tol: Tolerance) -> Self {
+        self.op_tolerances
+            .retain(|(o, d, _)| !(o == op && *d == dtype));
+        self.op_tolerances.push((op.into(), dtype, tol));
+        self
+    }
+    /// The allowance that applies to `op` on `dtype`.
+    pub fn tolerance_for(&self, op: &str, dtype: DType) -> Tolerance {
+        self.op_tolerances
+            .iter()
+            .find(|(o, d, _)| o == op && *d == dtype)
+            .map_or(self.tolerances[dtype as usize], |&(_, _, t)| t)
+    }
+    pub fn action(mut self, action: MismatchAction) -> Self {
+        self.action = action;
+        self
+    }
+    /// The allowance for one element type.
+    pub fn tolerance(mut self, dtype: DType, tol: Tolerance) -> Self {
+        self.tolerances[dtype as usize] = tol;
+        self
+    }
+    /// The same allowance for every floating-point type (integers and bools stay exact).
+    pub fn float_tolerance(mut self, tol: Tolerance) -> Self {
+        self.tolerances[DType::F32 as usize] = tol;
+        self.tolerances[DType::F64 as usize] = tol;
+        self
+    }
+    pub fn log_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.log_file = Some(path.into());
+        self
+    }
+    /// From `ARRAYFLOW_COMPARE=after|copyout[:abort|error|log]`.
+    pub fn from_env() -> Option<CompareConfig> {
+        let v = std::env::var("ARRAYFLOW_COMPARE").ok()?;
+        let mut parts = v.split(':');
+        let mode = match parts.next()? {
+            "after" => CompareMode::AfterComputation,
+            "copyout" | "copy-out" => CompareMode::OnCopyOut,
+            _ => return None,
+        };
+        let action = match parts.next() {
+            Some("abort") => MismatchAction::Abort,
+            Some("error") => MismatchAction::Error,
+            _ => MismatchAction::Log,
+        };
+        Some(CompareConfig::new(mode).action(action))
+    }
+}
+
+/// One optimised result that disagreed with its reference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch {
+    /// The op's name (`add`, `sqrt`, `sum`, ...).
+    pub op: String,
+    /// Where the op was recorded.
+    pub site: Site,
+    /// The first element (row-major index) that differs, and how many differ.
+    pub element: usize,
+    pub count: usize,
+    pub optimised: f64,
+    pub reference: f64,
+    /// `|optimised - reference|` and the allowance it exceeded.
+    pub error: f64,
+    pub allowed: f64,
+    /// Creation order of the op (lower = recorded earlier).
+    pub order: u64,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: `{}` differs from its reference at element {} ({} elements differ): optimised {}, reference {}, error {:e} > allowed {:e}",
+            self.site,
+            self.op,
+            self.element,
+            self.count,
+            self.optimised,
+            self.reference,
+            self.error,
+            self.allowed
+        )
+    }
+}
+
+/// Compares optimised values with reference values; the first failing element, if any.
+pub fn check(
+    op: &str,
+    site: Site,
+    order: u64,
+    optimised: impl Iterator<Item = f64>,
+    reference: &crate::exec::TypedVec,
+    tol: Tolerance,
+) -> Option<Mismatch> {
+    let mut first: Option<Mismatch> = None;
+    let mut count = 0;
+    for (i, o) in optimised.enumerate() {
+        let r = reference.get(i).as_f64();
+        if let Verdict::Fail { error, allowed } = compare::compare(o, r, tol) {
+            count += 1;
+            first.get_or_insert(Mismatch {
+                op: op.into(),
+                site,
+                element: i,
+                count: 0,
+                optimised: o,
+                reference: r,
+                error,
+                allowed,
+                order,
+            });
+        }
+    }
+    first.map(|m| Mismatch { count, ..m })
+}
+
+/// Test-only fault injection: while set, the tile VM computes `op` wrongly (the first element of
+/// every tile of a float result is off) and the native tier stands aside.
+#[cfg(feature = "fault-injection")]
+pub fn inject_fault(op: Option<crate::ir::BinaryOp>) {
+    FAULT.store(
+        op.map_or(0, |o| o as u8 + 1),
+        std::sync::atomic::Ordering::SeqCst,
+    );
+}
+
+#[cfg(feature = "fault-injection")]
+pub(crate) static FAULT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether `op` is the injected fault.
+#[inline]
+pub(crate) fn faulty(_op: crate::ir::BinaryOp) -> bool {
+    #[cfg(feature = "fault-injection")]
+    {
+        let f = FAULT.load(std::sync::atomic::Ordering::Relaxed);
+        f != 0 && f - 1 == _op as u8
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    false
+}
+
+/// Whether any fault is injected (the native tier stands aside then).
+#[inline]
+pub(crate) fn any_fault() -> bool {
+    #[cfg(feature = "fault-injection")]
+    {
+        FAULT.load(std::sync::atomic::Ordering::Relaxed) != 0
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    false
+}

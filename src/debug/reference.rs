@@ -1,0 +1,347 @@
+//! The reference interpreter (the seed's CPU interpreter for reference results, FIG. 9A): evaluates
+//! one IR node at a time over whole arrays, sequentially, with its own index arithmetic; nothing is
+//! fused, no cache is used, no kernel is generated. It shares only the primitive library's scalar
+//! sources with the optimised path, so it checks fusion, index maps, code generation, the native
+//! tier, the caches and the executors. Reductions and matmul accumulate in f64, in element order.
+
+use crate::exec::TypedVec;
+use crate::frontend::NodeInfo;
+use crate::ir::{DType, GenKind, Intrinsic, Op, RandomDist, ReduceOp, Scalar, contiguous_strides};
+use crate::primitives::cpu as prim;
+use crate::primitives::{
+    binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
+    unary_pred,
+};
+
+/// The multi-index of `lin` in `shape`.
+fn unravel(mut lin: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for k in (0..shape.len()).rev() {
+        if shape[k] > 0 {
+            idx[k] = lin % shape[k];
+            lin /= shape[k];
+        }
+    }
+    idx
+}
+
+fn ravel(idx: &[usize], shape: &[usize]) -> usize {
+    idx.iter()
+        .zip(contiguous_strides(shape).iter())
+        .map(|(i, s)| i * s)
+        .sum()
+}
+
+/// Builds a vector of `dtype` from scalars (converted with the cast rules).
+fn collect(dtype: DType, n: usize, f: impl Fn(usize) -> Scalar) -> TypedVec {
+    macro_rules! go {
+        ($v:ident, $t:ty) => {
+            TypedVec::$v(
+                (0..n)
+                    .map(|i| match f(i).cast(DType::$v) {
+                        Scalar::$v(x) => x,
+                        _ => unreachable!(),
+                    })
+                    .collect::<Vec<$t>>(),
+            )
+        };
+    }
+    match dtype {
+        DType::F32 => go!(F32, f32),
+        DType::F64 => go!(F64, f64),
+        DType::I32 => go!(I32, i32),
+        DType::U32 => go!(U32, u32),
+        DType::Bool => go!(Bool, bool),
+    }
+}
+
+/// `v` (of `from` shape) broadcast NumPy-style to `to`.
+fn broadcast(v: &TypedVec, from: &[usize], to: &[usize]) -> TypedVec {
+    let n: usize = to.iter().product();
+    let lead = to.len() - from.len();
+    collect(v.dtype(), n, |i| {
+        let idx = unravel(i, to);
+        let src: Vec<usize> = (0..from.len())
+            .map(|j| if from[j] == 1 { 0 } else { idx[j + lead] })
+            .collect();
+        v.get(ravel(&src, from))
+    })
+}
+
+/// Evaluates node `n` from its inputs' values and shapes.
+pub fn eval(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])]) -> Result<TypedVec, String> {
+    let len = n.len();
+    let shape = &n.shape[..];
+    Ok(match &n.op {
+        Op::Source => return Err("a source node has no reference to compute".into()),
+        Op::Const(v) => collect(n.dtype, len, |_| *v),
+        Op::Generate(g) => generate(g, shape, n.dtype),
+        Op::Unary(op) => {
+            let a = inputs[0].0;
+            let mut out = TypedVec::zeros(n.dtype, len);
+            match (a, &mut out) {
+                (TypedVec::F32(a), TypedVec::F32(o)) => unary_float(*op, a, o),
+                (TypedVec::F64(a), TypedVec::F64(o)) => unary_float(*op, a, o),
+                (TypedVec::I32(a), TypedVec::I32(o)) => unary_int(*op, a, o),
+                (TypedVec::U32(a), TypedVec::U32(o)) => unary_int(*op, a, o),
+                (TypedVec::Bool(a), TypedVec::Bool(o)) => unary_bool(*op, a, o),
+                (TypedVec::F32(a), TypedVec::Bool(o)) => unary_pred(*op, a, o),
+                (TypedVec::F64(a), TypedVec::Bool(o)) => unary_pred(*op, a, o),
+                _ => return Err(format!("{} on {}", op.name(), a.dtype())),
+            }
+            out
+        }
+        Op::Binary(op) => {
+            let a = broadcast(inputs[0].0, inputs[0].1, shape);
+            let b = broadcast(inputs[1].0, inputs[1].1, shape);
+            let mut out = TypedVec::zeros(n.dtype, len);
+            let r = match (&a, &b, &mut out) {
+                (TypedVec::F32(a), TypedVec::F32(b), TypedVec::F32(o)) => {
+                    binary_float(*op, a, b, o)
+                }
+                (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(o)) => {
+                    binary_float(*op, a, b, o)
+                }
+                (TypedVec::I32(a), TypedVec::I32(b), TypedVec::I32(o)) => binary_int(*op, a, b, o),
+                (TypedVec::U32(a), TypedVec::U32(b), TypedVec::U32(o)) => binary_int(*op, a, b, o),
+                (TypedVec::Bool(a), TypedVec::Bool(b), TypedVec::Bool(o)) => {
+                    binary_bool(*op, a, b, o)
+                }
+                (TypedVec::F32(a), TypedVec::F32(b), TypedVec::Bool(o)) => binary_cmp(*op, a, b, o),
+                (TypedVec::F64(a), TypedVec::F64(b), TypedVec::Bool(o)) => binary_cmp(*op, a, b, o),
+                (TypedVec::I32(a), TypedVec::I32(b), TypedVec::Bool(o)) => binary_cmp(*op, a, b, o),
+                (TypedVec::U32(a), TypedVec::U32(b), TypedVec::Bool(o)) => binary_cmp(*op, a, b, o),
+                _ => return Err(format!("{} on {}", op.name(), a.dtype())),
+            };
+            r.map_err(|e| e.to_string())?;
+            out
+        }
+        Op::Select => {
+            let c = broadcast(inputs[0].0, inputs[0].1, shape);
+            let a = broadcast(inputs[1].0, inputs[1].1, shape);
+            let b = broadcast(inputs[2].0, inputs[2].1, shape);
+            collect(n.dtype, len, |i| {
+                if c.get(i) == Scalar::Bool(true) {
+                    a.get(i)
+                } else {
+                    b.get(i)
+                }
+            })
+        }
+        Op::Cast(to) => collect(*to, len, |i| inputs[0].0.get(i)),
+        Op::Reshape => collect(n.dtype, len, |i| inputs[0].0.get(i)),
+        Op::Broadcast => broadcast(inputs[0].0, inputs[0].1, shape),
+        Op::Permute(perm) => {
+            let (v, from) = inputs[0];
+            collect(n.dtype, len, |i| {
+                let idx = unravel(i, shape);
+                let mut src = vec![0; from.len()];
+                for (k, &p) in perm.iter().enumerate() {
+                    src[p] = idx[k];
+                }
+                v.get(ravel(&src, from))
+            })
+        }
+        Op::Slice { start, step } => {
+            let (v, from) = inputs[0];
+            collect(n.dtype, len, |i| {
+                let idx = unravel(i, shape);
+                let src: Vec<usize> = (0..from.len())
+                    .map(|d| (start[d] + step[d] * idx[d] as isize) as usize)
+                    .collect();
+                v.get(ravel(&src, from))
+            })
+        }
+        Op::Tile => {
+            let (v, from) = inputs[0];
+            let lead = shape.len() - from.len();
+            collect(n.dtype, len, |i| {
+                let idx = unravel(i, shape);
+                let src: Vec<usize> = (0..from.len()).map(|d| idx[d + lead] % from[d]).collect();
+                v.get(ravel(&src, from))
+            })
+        }
+        Op::Reduce { op, axes } => reduce(*op, axes, inputs[0].0, inputs[0].1, n),
+        Op::Intrinsic(Intrinsic::Matmul) => {
+            let (a, sa) = inputs[0];
+            let (b, sb) = inputs[1];
+            let (m, k, nn) = (sa[0], sa[1], sb[1]);
+            collect(n.dtype, len, |i| {
+                let (r, c) = (i / nn.max(1), i % nn.max(1));
+                let dot: f64 = (0..k)
+                    .map(|p| a.get(r * k + p).as_f64() * b.get(p * nn + c).as_f64())
+                    .sum();
+                let _ = m;
+                Scalar::F64(dot)
+            })
+        }
+        Op::Intrinsic(Intrinsic::Gather { axis }) => {
+            let (v, from) = inputs[0];
+            let (idx, ishape) = inputs[1];
+            let ni = ishape.iter().product::<usize>();
+            let post: usize = from[axis + 1..].iter().product();
+            let pre: usize = from[..*axis].iter().product();
+            for j in 0..ni {
+                let x = idx.get(j).as_f64();
+                if x < 0.0 || x as usize >= from[*axis] {
+                    return Err(format!(
+                        "gather index {x} is out of bounds for axis {axis} of length {}",
+                        from[*axis]
+                    ));
+                }
+            }
+            let _ = pre;
+            collect(n.dtype, len, |i| {
+                let (p, rest) = (i / (ni * post), i % (ni * post));
+                let (j, q) = (rest / post.max(1), rest % post.max(1));
+                let src = idx.get(j).as_f64() as usize;
+                v.get((p * from[*axis] + src) * post + q)
+            })
+        }
+        Op::Intrinsic(Intrinsic::Concat { axis }) => {
+            let post: usize = shape[axis + 1..].iter().product();
+            collect(n.dtype, len, |i| {
+                let idx = unravel(i, shape);
+                let mut at = idx[*axis];
+                for (v, s) in inputs {
+                    if at < s[*axis] {
+                        let mut src = idx.clone();
+                        src[*axis] = at;
+                        let _ = post;
+                        return v.get(ravel(&src, s));
+                    }
+                    at -= s[*axis];
+                }
+                unreachable!("concat index within the parts")
+            })
+        }
+    })
+}
+
+fn generate(g: &GenKind, shape: &[usize], dtype: DType) -> TypedVec {
+    let len: usize = shape.iter().product();
+    match g {
+        GenKind::Iota { axis } => {
+            collect(dtype, len, |i| Scalar::F64(unravel(i, shape)[*axis] as f64))
+        }
+        GenKind::Identity => collect(dtype, len, |i| {
+            let idx = unravel(i, shape);
+            Scalar::F64((idx[0] == idx[1]) as u8 as f64)
+        }),
+        GenKind::Linspace {
+            start,
+            step,
+            end,
+            n,
+        } => collect(dtype, len, |i| {
+            Scalar::F64(if i + 1 == *n {
+                *end
+            } else {
+                start + step * i as f64
+            })
+        }),
+        GenKind::Random { key, counter, dist } => {
+            let normal = *dist == RandomDist::Normal;
+            let mut cache = (u64::MAX, [0u32; 4]);
+            match dtype {
+                DType::F32 => {
+                    let w = prim::words_per_value(normal, false);
+                    TypedVec::F32(
+                        (0..len)
+                            .map(|i| {
+                                let r = prim::stream_words(*key, counter + i as u64, w, &mut cache);
+                                if normal {
+                                    prim::normal_f32(r[0], r[1])
+                                } else {
+                                    prim::uniform_f32(r[0])
+                                }
+                            })
+                            .collect(),
+                    )
+                }
+                _ => {
+                    let w = prim::words_per_value(normal, true);
+                    TypedVec::F64(
+                        (0..len)
+                            .map(|i| {
+                                let r = prim::stream_words(*key, counter + i as u64, w, &mut cache);
+                                if normal {
+                                    prim::normal_f64(r)
+                                } else {
+                                    prim::uniform_f64(r[0], r[1])
+                                }
+                            })
+                            .collect(),
+                    )
+                }
+            }
+        }
+    }
+}
+
+fn reduce(op: ReduceOp, axes: &[usize], v: &TypedVec, from: &[usize], n: &NodeInfo) -> TypedVec {
+    let out_len = n.len();
+    let int = v.dtype().is_int();
+    let init = match op {
+        ReduceOp::Sum | ReduceOp::Any => 0.0,
+        ReduceOp::Prod | ReduceOp::All => 1.0,
+        ReduceOp::Max | ReduceOp::ArgMax => f64::NEG_INFINITY,
+        ReduceOp::Min | ReduceOp::ArgMin => f64::INFINITY,
+    };
+    let mut acc = vec![init; out_len];
+    let mut wrap = vec![if op == ReduceOp::Prod { 1u64 } else { 0u64 }; out_len];
+    let mut arg = vec![u64::MAX; out_len];
+    let mut pos = vec![0u64; out_len];
+    let kept: Vec<usize> = (0..from.len()).filter(|a| !axes.contains(a)).collect();
+    let total: usize = from.iter().product();
+    for i in 0..total {
+        let idx = unravel(i, from);
+        let o = ravel(&kept.iter().map(|&k| idx[k]).collect::<Vec<_>>(), &n.shape);
+        let x = v.get(i);
+        let f = x.as_f64();
+        match op {
+            ReduceOp::Sum | ReduceOp::Prod if int => {
+                let w = match x {
+                    Scalar::I32(v) => v as i64 as u64,
+                    Scalar::U32(v) => v as u64,
+                    _ => 0,
+                };
+                wrap[o] = if op == ReduceOp::Sum {
+                    wrap[o].wrapping_add(w)
+                } else {
+                    wrap[o].wrapping_mul(w)
+                };
+            }
+            ReduceOp::Sum => acc[o] += f,
+            ReduceOp::Prod => acc[o] *= f,
+            ReduceOp::Max => acc[o] = prim::fmax_nan(acc[o], f),
+            ReduceOp::Min => acc[o] = prim::fmin_nan(acc[o], f),
+            ReduceOp::Any => acc[o] = (acc[o] != 0.0 || f != 0.0) as u8 as f64,
+            ReduceOp::All => acc[o] = (acc[o] != 0.0 && f != 0.0) as u8 as f64,
+            ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                let better = arg[o] == u64::MAX
+                    || (!acc[o].is_nan()
+                        && (f.is_nan()
+                            || if op == ReduceOp::ArgMax {
+                                f > acc[o]
+                            } else {
+                                f < acc[o]
+                            }));
+                if better {
+                    acc[o] = f;
+                    arg[o] = pos[o];
+                }
+                pos[o] += 1;
+            }
+        }
+    }
+    collect(n.dtype, out_len, |o| match op {
+        ReduceOp::ArgMax | ReduceOp::ArgMin => Scalar::U32(arg[o] as u32),
+        ReduceOp::Any | ReduceOp::All => Scalar::Bool(acc[o] != 0.0),
+        ReduceOp::Sum | ReduceOp::Prod if int => match n.dtype {
+            DType::I32 => Scalar::I32(wrap[o] as u32 as i32),
+            _ => Scalar::U32(wrap[o] as u32),
+        },
+        _ => Scalar::F64(acc[o]),
+    })
+}

@@ -1,0 +1,89 @@
+//! Comparison mode's hooks on reads: on copy-out, the data handed to the application is compared
+//! with the array's reference first; after computation, mismatches the checker found since the
+//! last read are surfaced by the chosen action.
+
+use super::Handle;
+use crate::debug::{CompareMode, Mismatch, MismatchAction, check};
+use crate::error::{Error, ErrorKind, Result};
+use crate::ir::Site;
+use crate::runtime::Inner;
+
+fn mismatch_error(m: &Mismatch, site: Site) -> Error {
+    Error::new(ErrorKind::Mismatch, format!("comparison mode: {m}"))
+        .at(site)
+        .origin(m.site)
+        .hint("see Runtime::mismatches() for every op that differed; a tolerance can be set with CompareConfig::tolerance")
+}
+
+impl Inner {
+    /// Checks data about to be handed to the application (comparison mode).
+    pub fn check_read(
+        &self,
+        h: &Handle,
+        values: impl Iterator<Item = f64>,
+        site: Site,
+    ) -> Result<()> {
+        if !self.compare_on.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        let Some(cfg) = self.compare.read().clone() else {
+            return Ok(());
+        };
+        let found = match cfg.mode {
+            CompareMode::AfterComputation => {
+                if cfg.action == MismatchAction::Log {
+                    return Ok(());
+                }
+                let ms = self.report.mismatches.lock();
+                let mut surfaced = self.report.surfaced.lock();
+                let first_new = ms[(*surfaced).min(ms.len())..]
+                    .iter()
+                    .min_by_key(|m| m.order)
+                    .cloned();
+                *surfaced = ms.len();
+                first_new
+            }
+            CompareMode::OnCopyOut => {
+                let (reference, op, op_site, order, tol) = {
+                    let fe = self.fe.lock();
+                    let Some(n) = fe.nodes.get(&h.id) else {
+                        return Ok(());
+                    };
+                    let Some(r) = n.reference.clone() else {
+                        return Ok(());
+                    };
+                    (
+                        r,
+                        n.op.name(),
+                        n.site,
+                        h.id.0,
+                        cfg.tolerance_for(n.tolerance_op, h.dtype),
+                    )
+                };
+                let m = check(&op, op_site, order, values, &reference, tol);
+                if let Some(m) = &m {
+                    self.report.record(m.clone(), &cfg);
+                }
+                m.filter(|_| cfg.action != MismatchAction::Log)
+            }
+        };
+        match (found, cfg.action) {
+            (None, _) | (Some(_), MismatchAction::Log) => Ok(()),
+            (Some(m), MismatchAction::Error) => Err(mismatch_error(&m, site)),
+            (Some(m), MismatchAction::Abort) => panic!("{}", mismatch_error(&m, site)),
+        }
+    }
+
+    /// The reference value of an array, if comparison mode was on when it was recorded.
+    pub fn reference_value(
+        &self,
+        h: &Handle,
+        site: Site,
+    ) -> Result<std::sync::Arc<crate::exec::TypedVec>> {
+        self.fe.lock().nodes.get(&h.id).and_then(|n| n.reference.clone()).ok_or_else(|| {
+            Error::new(ErrorKind::Argument, "this array has no reference value")
+                .at(site)
+                .hint("switch comparison mode on (Runtime::set_compare or ARRAYFLOW_COMPARE) before recording it")
+        })
+    }
+}

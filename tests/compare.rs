@@ -1,0 +1,213 @@
+//! Comparison mode: reference results from the sequential interpreter agree with every op on both
+//! CPU tiers within the documented tolerances; a deliberately wrong kernel (test-only fault
+//! injection) is caught in both modes, naming the faulty op and this file's line; switching the
+//! mode on mid-run starts checking there, and off stops it. Tests run one at a time.
+
+use arrayflow::debug::inject_fault;
+use arrayflow::ir::BinaryOp;
+use arrayflow::{
+    Array, CompareConfig, CompareMode, ErrorKind, MismatchAction, NativeMode, Rng, Runtime,
+};
+use parking_lot::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        })
+        .collect()
+}
+
+/// A workload touching every kind of op: element-wise, broadcasting, views, reductions along
+/// axes, random numbers, matmul, gather, concat, casts.
+fn workload(n: usize) -> Vec<f64> {
+    let a = Array::from_slice(&data(n * 8, 1), &[n, 8]);
+    let b = Array::from_slice(&data(8, 2), &[8]);
+    let mut rng = Rng::new(3);
+    let u = rng.uniform::<f32>(&[n, 8]);
+    let t = ((&a * &b + 1.0).abs().sqrt() - u.exp()).tanh() * 3.0;
+    let s = t.sum_axis(1);
+    let m = t.transpose().slice(&[(0..4).into()]).max_axis(1);
+    let p = a
+        .slice(&[(0..8).into()])
+        .matmul(&t.slice(&[(0..8).into()]).transpose());
+    let idx = Array::from_vec(vec![3u32, 0, 1], &[3]);
+    let g = t.gather(&idx, 0).cast::<f64>().mean();
+    let c = Array::concat(&[&b, &b.sin()], 0).norm_l2();
+    let k = t.gt(0.5).count();
+    let mut out: Vec<f64> = s.to_vec().unwrap().iter().map(|&x| x as f64).collect();
+    out.extend(m.to_vec().unwrap().iter().map(|&x| x as f64));
+    out.extend(p.to_vec().unwrap().iter().map(|&x| x as f64));
+    out.push(g.item().unwrap());
+    out.push(c.item().unwrap() as f64);
+    out.push(k.item().unwrap() as f64);
+    out
+}
+
+#[test]
+fn every_op_agrees_with_its_reference_on_both_tiers() {
+    let _g = SERIAL.lock();
+    for native in [NativeMode::Off, NativeMode::Always] {
+        Runtime::set_native(native);
+        for mode in [CompareMode::AfterComputation, CompareMode::OnCopyOut] {
+            Runtime::clear_mismatches();
+            Runtime::set_compare(Some(CompareConfig::new(mode).action(MismatchAction::Error)));
+            let out = workload(64);
+            let ms = Runtime::mismatches();
+            Runtime::set_compare(None);
+            assert!(
+                ms.is_empty(),
+                "{native:?} {mode:?}: {:?}",
+                ms.first().map(|m| m.to_string())
+            );
+            assert_eq!(out.len(), 64 + 4 + 64 + 3);
+        }
+    }
+    Runtime::set_native(NativeMode::Auto);
+}
+
+#[test]
+fn the_reference_is_the_sequential_interpreters_value() {
+    let _g = SERIAL.lock();
+    Runtime::set_compare(Some(CompareConfig::new(CompareMode::OnCopyOut)));
+    let v = data(100, 5);
+    let a = Array::from_slice(&v, &[100]);
+    let y = (&a * 2.0 + 1.0).exp().sum();
+    let r = y.reference().unwrap();
+    let want: f64 = v.iter().map(|&x| (x * 2.0 + 1.0).exp() as f64).sum();
+    assert!(
+        (r[0] as f64 - want).abs() <= 1e-5 * want,
+        "{} vs {want}",
+        r[0]
+    );
+    assert!((y.item().unwrap() as f64 - want).abs() <= 1e-5 * want);
+    Runtime::set_compare(None);
+    let z = &a + 1.0;
+    assert_eq!(
+        z.reference().unwrap_err().kind(),
+        ErrorKind::Argument,
+        "no reference when off"
+    );
+}
+
+/// The faulty op is recorded between `l0` and `l1` in the caller.
+fn faulty_chain(a: &Array<f32>, b: &Array<f32>) -> (Array<f32>, u32, u32) {
+    let t = (a * 2.0).sqrt();
+    let l0 = line!();
+    let u = &t + b; // the injected fault: `add`
+    let l1 = line!();
+    ((u.abs() * 0.5), l0, l1)
+}
+
+fn line_of(msg: &str) -> u32 {
+    msg.split("tests/compare.rs:")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_wrong_kernel_is_caught_after_computation_naming_the_op() {
+    let _g = SERIAL.lock();
+    Runtime::set_native(NativeMode::Off);
+    let (a, b) = (
+        Array::from_slice(
+            &data(3000, 6).iter().map(|x| x.abs()).collect::<Vec<_>>(),
+            &[3000],
+        ),
+        Array::from_slice(&data(3000, 7), &[3000]),
+    );
+    Runtime::clear_mismatches();
+    Runtime::set_compare(Some(CompareConfig::new(CompareMode::AfterComputation)));
+    inject_fault(Some(BinaryOp::Add));
+    let (y, l0, l1) = faulty_chain(&a, &b);
+    let _ = y.to_vec().unwrap(); // action Log: the read succeeds
+    let ms = Runtime::mismatches();
+    inject_fault(None);
+    Runtime::set_compare(None);
+    Runtime::set_native(NativeMode::Auto);
+    let first = ms.first().expect("the fault is caught");
+    assert_eq!(first.op, "add", "the first op that diverged: {first}");
+    let line = first.site.line();
+    assert!(l0 < line && line < l1, "{first}");
+    assert_eq!(first.element, 0);
+    assert!(first.error > first.allowed);
+    // Everything computed from it diverges too, reported after it.
+    assert!(ms.iter().skip(1).all(|m| m.order > first.order));
+}
+
+#[test]
+fn a_wrong_kernel_is_caught_on_copy_out_before_the_data_is_handed_over() {
+    let _g = SERIAL.lock();
+    Runtime::set_native(NativeMode::Off);
+    let (a, b) = (
+        Array::from_slice(
+            &data(3000, 8).iter().map(|x| x.abs()).collect::<Vec<_>>(),
+            &[3000],
+        ),
+        Array::from_slice(&data(3000, 9), &[3000]),
+    );
+    Runtime::clear_mismatches();
+    Runtime::set_compare(Some(
+        CompareConfig::new(CompareMode::OnCopyOut).action(MismatchAction::Error),
+    ));
+    inject_fault(Some(BinaryOp::Add));
+    let (y, _, _) = faulty_chain(&a, &b);
+    let r0 = line!();
+    let err = y.to_vec().unwrap_err();
+    let r1 = line!();
+    inject_fault(None);
+    Runtime::set_compare(None);
+    Runtime::set_native(NativeMode::Auto);
+    assert_eq!(err.kind(), ErrorKind::Mismatch);
+    let msg = err.to_string();
+    let read_line = line_of(&msg);
+    assert!(
+        r0 < read_line && read_line < r1,
+        "the error names the read: {msg}"
+    );
+    assert!(
+        msg.contains("`mul`") || msg.contains("`abs`"),
+        "names the array's op: {msg}"
+    );
+    assert!(Runtime::mismatches().len() == 1);
+}
+
+#[test]
+fn switching_on_mid_run_checks_from_there_and_off_stops() {
+    let _g = SERIAL.lock();
+    Runtime::set_native(NativeMode::Off);
+    let v: Vec<f32> = data(2000, 10).iter().map(|x| x.abs()).collect();
+    let (a, b) = (
+        Array::from_slice(&v, &[2000]),
+        Array::from_slice(&data(2000, 11), &[2000]),
+    );
+    Runtime::clear_mismatches();
+    inject_fault(Some(BinaryOp::Add));
+    // Off: nothing is checked, the wrong result goes through.
+    let (y, _, _) = faulty_chain(&a, &b);
+    let _ = y.to_vec().unwrap();
+    assert!(Runtime::mismatches().is_empty());
+    // On mid-run: the next ops are checked, from the off-mode result `y` as input.
+    Runtime::set_compare(Some(CompareConfig::new(CompareMode::AfterComputation)));
+    let z = &y + 1.0;
+    let _ = z.to_vec().unwrap();
+    let on = Runtime::mismatches();
+    // Off again: nothing more.
+    Runtime::set_compare(None);
+    let w = &y + 2.0;
+    let _ = w.to_vec().unwrap();
+    let after = Runtime::mismatches();
+    inject_fault(None);
+    Runtime::set_native(NativeMode::Auto);
+    assert_eq!(on.len(), 1, "{on:?}");
+    assert_eq!(on[0].op, "add");
+    assert_eq!(after.len(), 1);
+}
