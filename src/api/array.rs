@@ -48,12 +48,17 @@ fn copy_parallel<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
     }
 }
 
-/// Panics with the error's message; used by operators and other non-`try_` forms.
+/// The operator form of a fallible call: on an error, the error-handler stack decides. A handler
+/// that continues gets an invalid array (reading it, or anything computed from it, returns the
+/// error); without one, the default handler panics with the error's message.
 #[track_caller]
-pub(crate) fn ok<R>(r: Result<R>) -> R {
+pub(crate) fn ok<T: Element>(r: Result<Array<T>>) -> Array<T> {
     match r {
         Ok(v) => v,
-        Err(e) => panic!("{e}"),
+        Err(e) => match Inner::get().handle_error(&e) {
+            true => Array::wrap(Inner::get().invalid_array(e, T::DTYPE)),
+            false => panic!("{e}"),
+        },
     }
 }
 

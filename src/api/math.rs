@@ -52,7 +52,7 @@ impl<T: Float> Array<T> {
         match y.konst.map(|v| v.as_f64()) {
             Some(2.0) if y.shape.is_empty() => self.bin(BinaryOp::Mul, self),
             Some(1.0) if y.shape.is_empty() => self.clone(),
-            _ => Array::wrap(ok(frontend::binary(BinaryOp::Pow, &self.h, &y, s))),
+            _ => ok(frontend::binary(BinaryOp::Pow, &self.h, &y, s).map(Array::wrap)),
         }
     }
     /// `x^n` for an integer `n`, as a chain of multiplications for small `|n|` (fused into one kernel).
@@ -186,12 +186,7 @@ impl Array<bool> {
     #[track_caller]
     pub fn select<T: Element>(&self, a: impl Operand<T>, b: impl Operand<T>) -> Array<T> {
         let s = site();
-        Array::wrap(ok(frontend::select(
-            &self.h,
-            &a.into_handle(s),
-            &b.into_handle(s),
-            s,
-        )))
+        ok(frontend::select(&self.h, &a.into_handle(s), &b.into_handle(s), s).map(Array::wrap))
     }
 }
 
@@ -199,12 +194,7 @@ impl Array<bool> {
 #[track_caller]
 pub fn select<T: Element>(cond: &Array<bool>, a: impl Operand<T>, b: impl Operand<T>) -> Array<T> {
     let s = site();
-    Array::wrap(ok(frontend::select(
-        &cond.h,
-        &a.into_handle(s),
-        &b.into_handle(s),
-        s,
-    )))
+    ok(frontend::select(&cond.h, &a.into_handle(s), &b.into_handle(s), s).map(Array::wrap))
 }
 
 /// Element-wise minimum of `a` and `b` (NaN if either is NaN); the method form is `a.minimum(b)`

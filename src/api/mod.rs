@@ -23,5 +23,7 @@ pub use math::{max, min, select};
 pub use ops::Operand;
 pub use random::{Rng, RngState};
 pub use reduce::Bool;
-pub use runtime::{CacheStats, FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats};
+pub use runtime::{
+    CacheStats, ErrorHandling, FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats,
+};
 pub use view::Slice;

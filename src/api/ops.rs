@@ -34,7 +34,7 @@ impl<T: Element> Array<T> {
     #[track_caller]
     pub(crate) fn bin<U: Element>(&self, op: BinaryOp, rhs: impl Operand<T>) -> Array<U> {
         let s = site();
-        Array::wrap(ok(frontend::binary(op, &self.h, &rhs.into_handle(s), s)))
+        ok(frontend::binary(op, &self.h, &rhs.into_handle(s), s).map(Array::wrap))
     }
     #[track_caller]
     pub(crate) fn try_bin<U: Element>(
@@ -52,7 +52,7 @@ impl<T: Element> Array<T> {
     }
     #[track_caller]
     pub(crate) fn un<U: Element>(&self, op: UnaryOp) -> Array<U> {
-        Array::wrap(ok(frontend::unary(op, &self.h, site())))
+        ok(frontend::unary(op, &self.h, site()).map(Array::wrap))
     }
 }
 
@@ -208,7 +208,7 @@ macro_rules! scalar_lhs {
             #[track_caller]
             fn $m(self, rhs: &Array<$t>) -> Array<$t> {
                 let s = site();
-                Array::wrap(ok(frontend::binary($op, &self.into_handle(s), &rhs.h, s)))
+                ok(frontend::binary($op, &self.into_handle(s), &rhs.h, s).map(Array::wrap))
             }
         }
         impl ops::$tr<Array<$t>> for $t {
@@ -216,7 +216,7 @@ macro_rules! scalar_lhs {
             #[track_caller]
             fn $m(self, rhs: Array<$t>) -> Array<$t> {
                 let s = site();
-                Array::wrap(ok(frontend::binary($op, &self.into_handle(s), &rhs.h, s)))
+                ok(frontend::binary($op, &self.into_handle(s), &rhs.h, s).map(Array::wrap))
             }
         }
     )*};

@@ -11,12 +11,7 @@ impl<T: Element> Array<T> {
     #[track_caller]
     fn red<U: Element>(&self, op: ReduceOp, axes: Option<&[usize]>) -> Array<U> {
         let all: Vec<usize> = (0..self.ndim()).collect();
-        Array::wrap(ok(frontend::reduce(
-            op,
-            &self.h,
-            axes.unwrap_or(&all),
-            site(),
-        )))
+        ok(frontend::reduce(op, &self.h, axes.unwrap_or(&all), site()).map(Array::wrap))
     }
     /// The shape with `axes` kept as length 1 (for broadcasting a reduction back).
     fn keepdims(&self, axes: Option<&[usize]>) -> Shape {
@@ -101,8 +96,8 @@ impl<T: Float> Array<T> {
         let s = site();
         let sum = self.red::<T>(ReduceOp::Sum, axes);
         let n = T::from_f64(self.count(axes));
-        let mean = ok(frontend::reshape(&sum.h, self.keepdims(axes), s));
-        let mean = Array::<T>::wrap(mean) / n;
+        let mean: Array<T> = ok(frontend::reshape(&sum.h, self.keepdims(axes), s).map(Array::wrap));
+        let mean = mean / n;
         let d = self - &mean;
         (&d * &d).red::<T>(ReduceOp::Sum, axes) / n
     }

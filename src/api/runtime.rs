@@ -2,6 +2,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 pub use crate::exec::cpu::native::NativeMode;
+pub use crate::runtime::ErrorHandling;
 pub use crate::runtime::stats::{CacheStats, FlushCounts, Stats};
 use crate::runtime::{Config, Inner};
 
@@ -127,6 +128,20 @@ impl Runtime {
                 .traces
                 .bucket_len(s as *const _ as *const () as usize as u64),
         }
+    }
+    /// Pushes an error handler. When an operator or other non-`try_` call fails (bad shapes,
+    /// types, arguments), handlers are asked newest first: `Continue` makes the call return an
+    /// invalid array (reading it, or anything computed from it, returns the error with the failing
+    /// call's site); `Pass` asks the next older one. The default, after all, panics.
+    pub fn push_error_handler(f: impl Fn(&crate::Error) -> ErrorHandling + Send + Sync + 'static) {
+        Inner::get()
+            .error_handlers
+            .lock()
+            .push(std::sync::Arc::new(f));
+    }
+    /// Removes the newest error handler; `false` if there was none.
+    pub fn pop_error_handler() -> bool {
+        Inner::get().error_handlers.lock().pop().is_some()
     }
     /// Switches comparison mode on (with its settings) or off, from the next recorded op on.
     /// Off costs nothing. `ARRAYFLOW_COMPARE=after|copyout[:abort|error|log]` sets it at start-up.

@@ -81,7 +81,7 @@ impl<T: Element> Array<T> {
     /// Output axis `i` is input axis `perm[i]`.
     #[track_caller]
     pub fn permute(&self, perm: &[usize]) -> Array<T> {
-        Array::wrap(ok(frontend::permute(&self.h, perm, site())))
+        ok(frontend::permute(&self.h, perm, site()).map(Array::wrap))
     }
     /// A sub-array: one [`Slice`] per leading axis (`(2..10).into()`, `Slice::step(.., 2)`, ...).
     #[track_caller]
@@ -115,7 +115,7 @@ impl<T: Element> Array<T> {
     /// invalid; reading it returns the error.
     #[track_caller]
     pub fn gather<I: Index>(&self, indices: &Array<I>, axis: usize) -> Array<T> {
-        Array::wrap(ok(frontend::gather(&self.h, &indices.h, axis, site())))
+        ok(frontend::gather(&self.h, &indices.h, axis, site()).map(Array::wrap))
     }
     /// Joins arrays along `axis`; all other dimensions must match.
     #[track_caller]

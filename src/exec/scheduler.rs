@@ -40,6 +40,11 @@ pub(crate) enum SchedMsg {
         buf: BufferId,
         ptr: super::cpu::slices::OutPtr,
     },
+    /// A buffer whose value is an error (an invalid result the application chose to continue with).
+    Poison {
+        buf: BufferId,
+        error: Error,
+    },
     /// Reply once the buffer is written (or its program failed).
     Wait {
         buf: BufferId,
@@ -244,6 +249,18 @@ impl SchedulerLoop {
                         },
                     );
                     self.cpu.send(ExecMsg::BindExternal { buf, ptr });
+                }
+                SchedMsg::Poison { buf, error } => {
+                    self.buffers.insert(
+                        buf,
+                        BufState {
+                            status: Status::Invalid(error),
+                            uses: 0,
+                            released: false,
+                            reads: Vec::new(),
+                            waits: Vec::new(),
+                        },
+                    );
                 }
                 SchedMsg::Wait { buf, reply } => match self.buffers.get_mut(&buf) {
                     None => {

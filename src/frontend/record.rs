@@ -351,7 +351,7 @@ fn invalid_read(e: Error, site: Site) -> Error {
         kind: ErrorKind::InvalidResult,
         message,
         site: Some(site),
-        origin: e.origin,
+        origin: e.origin.or(e.site),
         hint: e.hint,
     }
 }

@@ -158,7 +158,21 @@ pub struct Inner {
     pub compare_on: std::sync::atomic::AtomicBool,
     pub report: Arc<crate::debug::checker::Report>,
     checker: OnceLock<crossbeam_channel::Sender<crate::debug::checker::CheckJob>>,
+    /// The user's error handlers, oldest first (the seed's error-handler stack).
+    pub error_handlers: Mutex<Vec<ErrorHandler>>,
 }
+
+/// What an error handler decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorHandling {
+    /// Handled: the failing call returns an invalid array (reading it returns the error).
+    Continue,
+    /// Not handled here: the next older handler decides (the default one panics).
+    Pass,
+}
+
+/// A user error handler.
+pub type ErrorHandler = Arc<dyn Fn(&crate::Error) -> ErrorHandling + Send + Sync>;
 
 static RUNTIME: OnceLock<Inner> = OnceLock::new();
 
@@ -187,7 +201,56 @@ impl Inner {
             compare: parking_lot::RwLock::new(crate::debug::CompareConfig::from_env()),
             report: Arc::new(Default::default()),
             checker: OnceLock::new(),
+            error_handlers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Runs the error-handler stack, newest first; `true` if one handled the error.
+    pub fn handle_error(&self, e: &crate::Error) -> bool {
+        let handlers = self.error_handlers.lock().clone();
+        handlers
+            .iter()
+            .rev()
+            .any(|h| h(e) == ErrorHandling::Continue)
+    }
+
+    /// An array whose value is the error `e`: reading it, or anything computed from it, returns
+    /// the error (0-dimensional; the failed call's shape may not exist).
+    pub fn invalid_array(
+        &self,
+        e: crate::Error,
+        dtype: crate::ir::DType,
+    ) -> crate::frontend::Handle {
+        let buf = self.sched.new_buffer();
+        let mut fe = self.fe.lock();
+        fe.next_id += 1;
+        let id = crate::ir::NodeId(fe.next_id);
+        let site = e.site.unwrap_or(std::panic::Location::caller());
+        fe.nodes.insert(
+            id,
+            crate::frontend::NodeInfo {
+                op: crate::ir::Op::Source,
+                inputs: Default::default(),
+                shape: Default::default(),
+                dtype,
+                site,
+                state: crate::frontend::NodeState::Stored(buf),
+                released: false,
+                users: 0,
+                queued: false,
+                depth: 0,
+                reference: None,
+                tolerance_op: "source",
+            },
+        );
+        self.sched
+            .send(crate::exec::SchedMsg::Poison { buf, error: e });
+        Arc::new(crate::frontend::NodeHandle {
+            id,
+            shape: Default::default(),
+            dtype,
+            konst: None,
+        })
     }
 
     /// The comparison checker thread (started on first use).
