@@ -211,3 +211,67 @@ fn switching_on_mid_run_checks_from_there_and_off_stops() {
     assert_eq!(on[0].op, "add");
     assert_eq!(after.len(), 1);
 }
+
+#[test]
+fn abort_panics_at_the_read_and_log_writes_the_file() {
+    let _g = SERIAL.lock();
+    Runtime::set_native(NativeMode::Off);
+    let (a, b) = (
+        Array::from_slice(
+            &data(500, 12).iter().map(|x| x.abs()).collect::<Vec<_>>(),
+            &[500],
+        ),
+        Array::from_slice(&data(500, 13), &[500]),
+    );
+    inject_fault(Some(BinaryOp::Add));
+    // Abort: the read panics with the report.
+    Runtime::set_compare(Some(
+        CompareConfig::new(CompareMode::OnCopyOut).action(MismatchAction::Abort),
+    ));
+    let (y, _, _) = faulty_chain(&a, &b);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| y.to_vec()));
+    let msg = r
+        .unwrap_err()
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        msg.contains("comparison mode") && msg.contains("tests/compare.rs:"),
+        "{msg}"
+    );
+    // Log: the read goes through; the mismatch is in the file and the summary.
+    let log = std::env::temp_dir().join(format!("arrayflow-compare-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    Runtime::clear_mismatches();
+    Runtime::set_compare(Some(
+        CompareConfig::new(CompareMode::AfterComputation).log_file(&log),
+    ));
+    let (y, l0, l1) = faulty_chain(&a, &b);
+    assert_eq!(y.to_vec().unwrap().len(), 500);
+    let summary = Runtime::comparison_summary();
+    inject_fault(None);
+    Runtime::set_compare(None);
+    Runtime::set_native(NativeMode::Auto);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    assert!(
+        text.contains("`add` differs from its reference at element 0"),
+        "{text}"
+    );
+    let add = summary
+        .iter()
+        .find(|s| s.op == "add")
+        .expect("add was checked");
+    assert!(l0 < add.site.line() && add.site.line() < l1);
+    assert_eq!((add.checked, add.mismatches), (500, 1));
+    assert!(add.max_relative_error > 0.1);
+    let sqrt = summary
+        .iter()
+        .find(|s| s.op == "sqrt")
+        .expect("sqrt was checked");
+    assert_eq!(sqrt.mismatches, 0);
+    assert!(
+        sqrt.max_relative_error == 0.0,
+        "the tile VM and the interpreter share primitives: {sqrt:?}"
+    );
+}

@@ -14,7 +14,9 @@ mod reuse;
 mod runtime;
 mod view;
 
-pub use crate::debug::{CompareConfig, CompareMode, Mismatch, MismatchAction, Tolerance};
+pub use crate::debug::{
+    CompareConfig, CompareMode, Mismatch, MismatchAction, OpSummary, Tolerance,
+};
 pub use crate::ir::DType;
 pub use array::Array;
 pub use dynarray::DynArray;

@@ -163,12 +163,21 @@ impl Runtime {
         v.sort_by_key(|m| m.order);
         v
     }
-    /// Forgets the mismatches found so far.
+    /// Forgets the mismatches and the per-op summary gathered so far.
     pub fn clear_mismatches() {
         let inner = Inner::get();
         inner.report.wait();
         inner.report.mismatches.lock().clear();
+        inner.report.summary.lock().clear();
         *inner.report.surfaced.lock() = 0;
+    }
+    /// What comparison mode checked, per op and call site: elements checked, largest relative
+    /// error, mismatches. Runs what is queued and waits for pending checks first.
+    pub fn comparison_summary() -> Vec<crate::debug::OpSummary> {
+        let inner = Inner::get();
+        inner.execute();
+        inner.report.wait();
+        inner.report.summary.lock().clone()
     }
     /// Where compiled native kernels are cached (`ARRAYFLOW_CACHE_DIR` moves it).
     pub fn cache_dir() -> std::path::PathBuf {

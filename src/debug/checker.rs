@@ -26,6 +26,8 @@ pub struct CheckJob {
 #[derive(Default)]
 pub struct Report {
     pub mismatches: Mutex<Vec<Mismatch>>,
+    /// Per op and call site: elements checked, largest relative error, mismatches.
+    pub summary: Mutex<Vec<super::OpSummary>>,
     /// How many mismatches a read has already surfaced (actions `Error`, `Abort`).
     pub surfaced: Mutex<usize>,
     pending: Mutex<usize>,
@@ -45,6 +47,28 @@ impl Report {
             let _ = writeln!(f, "{m}");
         }
         self.mismatches.lock().push(m);
+    }
+
+    /// Adds one checked result to the per-op summary.
+    pub fn summarise(&self, op: &str, site: Site, checked: usize, max_rel: f64, mismatched: bool) {
+        let mut s = self.summary.lock();
+        match s
+            .iter_mut()
+            .find(|e| e.op == op && std::ptr::eq(e.site, site))
+        {
+            Some(e) => {
+                e.checked += checked;
+                e.max_relative_error = e.max_relative_error.max(max_rel);
+                e.mismatches += mismatched as usize;
+            }
+            None => s.push(super::OpSummary {
+                op: op.into(),
+                site,
+                checked,
+                max_relative_error: max_rel,
+                mismatches: mismatched as usize,
+            }),
+        }
     }
 
     pub fn begin(&self) {
@@ -77,9 +101,10 @@ pub fn start(report: Arc<Report>) -> Sender<CheckJob> {
                 if let Ok(Ok(data)) = job.data.recv() {
                     let tol = job.tolerance;
                     let values = (0..data.len()).map(|i| data.get(i).as_f64());
-                    if let Some(m) =
-                        check(&job.op, job.site, job.order, values, &job.reference, tol)
-                    {
+                    let (m, checked, max_rel) =
+                        check(&job.op, job.site, job.order, values, &job.reference, tol);
+                    report.summarise(&job.op, job.site, checked, max_rel, m.is_some());
+                    if let Some(m) = m {
                         report.record(m, &job.config);
                     }
                 }

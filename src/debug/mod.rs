@@ -163,7 +163,19 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-/// Compares optimised values with reference values; the first failing element, if any.
+/// What comparison saw of one op (call site): how many elements were checked, the largest
+/// relative error among finite values, and how many results mismatched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpSummary {
+    pub op: String,
+    pub site: Site,
+    pub checked: usize,
+    pub max_relative_error: f64,
+    pub mismatches: usize,
+}
+
+/// Compares optimised values with reference values: the first failing element, if any, how many
+/// elements were checked, and the largest relative error among finite values.
 pub fn check(
     op: &str,
     site: Site,
@@ -171,11 +183,15 @@ pub fn check(
     optimised: impl Iterator<Item = f64>,
     reference: &crate::exec::TypedVec,
     tol: Tolerance,
-) -> Option<Mismatch> {
+) -> (Option<Mismatch>, usize, f64) {
     let mut first: Option<Mismatch> = None;
-    let mut count = 0;
+    let (mut count, mut checked, mut max_rel) = (0, 0, 0.0f64);
     for (i, o) in optimised.enumerate() {
         let r = reference.get(i).as_f64();
+        checked += 1;
+        if o.is_finite() && r.is_finite() && o != r {
+            max_rel = max_rel.max((o - r).abs() / r.abs().max(f64::MIN_POSITIVE));
+        }
         if let Verdict::Fail { error, allowed } = compare::compare(o, r, tol) {
             count += 1;
             first.get_or_insert(Mismatch {
@@ -191,7 +207,7 @@ pub fn check(
             });
         }
     }
-    first.map(|m| Mismatch { count, ..m })
+    (first.map(|m| Mismatch { count, ..m }), checked, max_rel)
 }
 
 /// Test-only fault injection: while set, the tile VM computes `op` wrongly (the first element of

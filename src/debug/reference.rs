@@ -279,69 +279,32 @@ fn generate(g: &GenKind, shape: &[usize], dtype: DType) -> TypedVec {
     }
 }
 
+/// Reductions combine per-block partials exactly as the executors do (blocks of 1024 elements of
+/// the domain, kept axes first then reduced axes, combined in order), so legitimate rounding
+/// differences of a different summation order do not show up as mismatches downstream. The
+/// reference lays the input out in that order with its own index arithmetic.
 fn reduce(op: ReduceOp, axes: &[usize], v: &TypedVec, from: &[usize], n: &NodeInfo) -> TypedVec {
-    let out_len = n.len();
-    let int = v.dtype().is_int();
-    let init = match op {
-        ReduceOp::Sum | ReduceOp::Any => 0.0,
-        ReduceOp::Prod | ReduceOp::All => 1.0,
-        ReduceOp::Max | ReduceOp::ArgMax => f64::NEG_INFINITY,
-        ReduceOp::Min | ReduceOp::ArgMin => f64::INFINITY,
-    };
-    let mut acc = vec![init; out_len];
-    let mut wrap = vec![if op == ReduceOp::Prod { 1u64 } else { 0u64 }; out_len];
-    let mut arg = vec![u64::MAX; out_len];
-    let mut pos = vec![0u64; out_len];
+    use crate::exec::cpu::reduce as r;
     let kept: Vec<usize> = (0..from.len()).filter(|a| !axes.contains(a)).collect();
-    let total: usize = from.iter().product();
-    for i in 0..total {
-        let idx = unravel(i, from);
-        let o = ravel(&kept.iter().map(|&k| idx[k]).collect::<Vec<_>>(), &n.shape);
-        let x = v.get(i);
-        let f = x.as_f64();
-        match op {
-            ReduceOp::Sum | ReduceOp::Prod if int => {
-                let w = match x {
-                    Scalar::I32(v) => v as i64 as u64,
-                    Scalar::U32(v) => v as u64,
-                    _ => 0,
-                };
-                wrap[o] = if op == ReduceOp::Sum {
-                    wrap[o].wrapping_add(w)
-                } else {
-                    wrap[o].wrapping_mul(w)
-                };
-            }
-            ReduceOp::Sum => acc[o] += f,
-            ReduceOp::Prod => acc[o] *= f,
-            ReduceOp::Max => acc[o] = prim::fmax_nan(acc[o], f),
-            ReduceOp::Min => acc[o] = prim::fmin_nan(acc[o], f),
-            ReduceOp::Any => acc[o] = (acc[o] != 0.0 || f != 0.0) as u8 as f64,
-            ReduceOp::All => acc[o] = (acc[o] != 0.0 && f != 0.0) as u8 as f64,
-            ReduceOp::ArgMax | ReduceOp::ArgMin => {
-                let better = arg[o] == u64::MAX
-                    || (!acc[o].is_nan()
-                        && (f.is_nan()
-                            || if op == ReduceOp::ArgMax {
-                                f > acc[o]
-                            } else {
-                                f < acc[o]
-                            }));
-                if better {
-                    acc[o] = f;
-                    arg[o] = pos[o];
-                }
-                pos[o] += 1;
-            }
+    let order: Vec<usize> = kept.iter().chain(axes.iter()).copied().collect();
+    let domain: Vec<usize> = order.iter().map(|&a| from[a]).collect();
+    let inner: usize = axes.iter().map(|&a| from[a]).product();
+    let len: usize = from.iter().product();
+    let laid_out = collect(v.dtype(), len, |i| {
+        let d = unravel(i, &domain);
+        let mut src = vec![0; from.len()];
+        for (k, &a) in order.iter().enumerate() {
+            src[a] = d[k];
         }
-    }
-    collect(n.dtype, out_len, |o| match op {
-        ReduceOp::ArgMax | ReduceOp::ArgMin => Scalar::U32(arg[o] as u32),
-        ReduceOp::Any | ReduceOp::All => Scalar::Bool(acc[o] != 0.0),
-        ReduceOp::Sum | ReduceOp::Prod if int => match n.dtype {
-            DType::I32 => Scalar::I32(wrap[o] as u32 as i32),
-            _ => Scalar::U32(wrap[o] as u32),
-        },
-        _ => Scalar::F64(acc[o]),
-    })
+        v.get(ravel(&src, from))
+    });
+    let partials = r::partials(
+        op,
+        crate::exec::cpu::slices::Src::of(&laid_out, 0, len),
+        0,
+        inner.max(1),
+    );
+    let mut out = TypedVec::zeros(n.dtype, n.len());
+    r::finish(op, std::iter::once(&partials), &mut out, n.len());
+    out
 }

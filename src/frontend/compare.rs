@@ -60,7 +60,9 @@ impl Inner {
                         cfg.tolerance_for(n.tolerance_op, h.dtype),
                     )
                 };
-                let m = check(&op, op_site, order, values, &reference, tol);
+                let (m, checked, max_rel) = check(&op, op_site, order, values, &reference, tol);
+                self.report
+                    .summarise(&op, op_site, checked, max_rel, m.is_some());
                 if let Some(m) = &m {
                     self.report.record(m.clone(), &cfg);
                 }

@@ -4,7 +4,7 @@
 
 mod index;
 pub mod native;
-mod reduce;
+pub(crate) mod reduce;
 pub use reduce::BLOCK as REDUCE_BLOCK;
 pub mod slices;
 pub mod vm;
