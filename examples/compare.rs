@@ -71,8 +71,8 @@ fn main() -> arrayflow::Result<()> {
     let summary = Runtime::comparison_summary();
     let mismatches = Runtime::mismatches();
     println!(
-        "\n{:>10} | {:<28} | {:>9} | {:>12} | {}",
-        "op", "call site", "elements", "max rel err", "mismatches"
+        "\n{:>10} | {:<28} | {:>9} | {:>12} | mismatches",
+        "op", "call site", "elements", "max rel err"
     );
     println!("{:-<80}", "");
     let mut rows = summary.clone();
