@@ -275,3 +275,45 @@ fn abort_panics_at_the_read_and_log_writes_the_file() {
         "the tile VM and the interpreter share primitives: {sqrt:?}"
     );
 }
+
+#[test]
+fn a_replayed_code_reuse_section_is_checked_too() {
+    let _g = SERIAL.lock();
+    Runtime::set_native(NativeMode::Off);
+    let v: Vec<f32> = data(800, 14).iter().map(|x| x.abs()).collect();
+    let (a, b) = (
+        Array::from_slice(&v, &[800]),
+        Array::from_slice(&data(800, 15), &[800]),
+    );
+    let run = || {
+        Runtime::reuse(&[&a, &b], &[], |ins| {
+            let (y, _, _) = faulty_chain(&ins[0], &ins[1]);
+            vec![y]
+        })
+        .unwrap()
+        .remove(0)
+    };
+    Runtime::clear_mismatches();
+    Runtime::set_compare(Some(CompareConfig::new(CompareMode::AfterComputation)));
+    let first = run().to_vec().unwrap(); // recorded: closure runs, every op has a reference
+    let before = Runtime::stats();
+    inject_fault(Some(BinaryOp::Add));
+    let replayed = run(); // replayed: the closure does not run
+    let _ = replayed.to_vec().unwrap();
+    let ms = Runtime::mismatches();
+    inject_fault(None);
+    Runtime::set_compare(None);
+    Runtime::set_native(NativeMode::Auto);
+    assert_eq!(
+        Runtime::stats().since(&before).macros.hits,
+        1,
+        "the second call replays"
+    );
+    // The replayed output (the section's last op, `mul`) differs from the reference that the
+    // recorded ops give for these inputs.
+    let m = ms.first().expect("the faulty replay is caught");
+    assert_eq!(m.op, "mul", "{m}");
+    assert!(m.to_string().contains("tests/compare.rs:"), "{m}");
+    // The reference of the replayed output equals the correct (recorded, fault-free) result.
+    assert_eq!(replayed.reference().unwrap(), first);
+}

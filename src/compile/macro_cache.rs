@@ -35,6 +35,33 @@ pub struct MacroEntry {
     pub params: Vec<Vec<ParamSource>>,
     /// The generators the section drew from, and how far each advances per run.
     pub rngs: Vec<(Arc<Mutex<RngState>>, u64)>,
+    /// The section's ops in order, for comparison mode's reference values on replay.
+    pub reference: Option<RefProgram>,
+}
+
+/// Where a step of a reference program takes an input from.
+#[derive(Debug, Clone, Copy)]
+pub enum RefInput {
+    /// The section's input at this position.
+    Input(usize),
+    /// An earlier step.
+    Step(usize),
+}
+
+/// One op of a recorded section, for the reference interpreter.
+#[derive(Debug, Clone)]
+pub struct RefStep {
+    pub node: crate::frontend::NodeInfo,
+    pub inputs: Vec<RefInput>,
+    /// For a random draw: its generator (index into the entry's `rngs`) and counter offset.
+    pub random: Option<(usize, u64)>,
+}
+
+/// A recorded section's ops in dependency order, and the step of each output.
+#[derive(Debug, Clone)]
+pub struct RefProgram {
+    pub steps: Vec<RefStep>,
+    pub outputs: Vec<usize>,
 }
 
 pub struct MacroCache {

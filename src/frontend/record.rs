@@ -123,14 +123,17 @@ impl Inner {
     ) -> Option<Arc<TypedVec>> {
         let mut vals = Vec::with_capacity(inputs.len());
         for h in inputs {
-            let r = self
-                .fe
-                .lock()
-                .nodes
-                .get(&h.id)
-                .and_then(|n| n.reference.clone());
+            let (r, buf, in_section) = {
+                let fe = self.fe.lock();
+                let n = fe.nodes.get(&h.id)?;
+                (n.reference.clone(), n.buffer(), !fe.sections.is_empty())
+            };
             let r = match r {
                 Some(r) => r,
+                // Stored data: read it (safe inside a code reuse section too; nothing is flushed).
+                None if buf.is_some() => self.sched.read(buf?).ok()?,
+                // A pending result without a reference: computing it would flush a section.
+                None if in_section => return None,
                 None => self.read_node(h.id, site).ok()?,
             };
             vals.push((r, h.shape.clone()));

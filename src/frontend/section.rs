@@ -7,7 +7,7 @@
 
 use super::{Handle, NodeHandle, NodeInfo, NodeState};
 use crate::api::RngState;
-use crate::compile::macro_cache::{MacroEntry, ParamSource};
+use crate::compile::macro_cache::{MacroEntry, ParamSource, RefInput, RefProgram, RefStep};
 use crate::compile::{FlushReason, flush};
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::{BufferId, Instance};
@@ -30,6 +30,55 @@ pub struct Recording {
     pub draws: AHashMap<NodeId, (usize, u64)>,
     /// The first forbidden operation (read, write) attempted inside the section.
     pub violation: Option<Error>,
+}
+
+/// The section's ops from its inputs to its outputs, in dependency order (before the final flush
+/// drops the fused ones from the port table); `None` if an output depends on a foreign array.
+fn reference_program(
+    fe: &FrontEnd,
+    inputs: &[Handle],
+    outputs: &[NodeId],
+    rec: &Recording,
+) -> Option<RefProgram> {
+    let mut steps: Vec<RefStep> = Vec::new();
+    let mut index: AHashMap<NodeId, usize> = AHashMap::new();
+    let mut stack: Vec<(NodeId, bool)> = outputs.iter().rev().map(|&id| (id, false)).collect();
+    let input_pos = |id: NodeId| inputs.iter().position(|h| h.id == id);
+    while let Some((id, expanded)) = stack.pop() {
+        if index.contains_key(&id) || input_pos(id).is_some() {
+            continue;
+        }
+        let n = fe.nodes.get(&id)?;
+        if !n.is_pending() {
+            return None; // stored data that is not an input: a foreign array
+        }
+        if !expanded {
+            stack.push((id, true));
+            stack.extend(n.inputs.iter().rev().map(|&i| (i, false)));
+            continue;
+        }
+        let ins = n
+            .inputs
+            .iter()
+            .map(|&i| match (input_pos(i), index.get(&i)) {
+                (Some(p), _) => Some(RefInput::Input(p)),
+                (None, Some(&s)) => Some(RefInput::Step(s)),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let random = rec.draws.get(&id).map(|&(r, c)| (r, c - rec.rngs[r].1));
+        index.insert(id, steps.len());
+        steps.push(RefStep {
+            node: n.clone(),
+            inputs: ins,
+            random,
+        });
+    }
+    let outputs = outputs
+        .iter()
+        .map(|id| index.get(id).copied())
+        .collect::<Option<Vec<_>>>()?;
+    Some(RefProgram { steps, outputs })
 }
 
 /// The macro cache key: call site, name, inputs' types, shapes and kinds, control values.
@@ -149,6 +198,7 @@ impl Inner {
         let rec = fe.sections.pop().expect("the section being recorded");
         fe.capture = Some(None);
         let out_ids: Vec<NodeId> = outputs.iter().map(|h| h.id).collect();
+        let reference = reference_program(&fe, inputs, &out_ids, &rec);
         // Store every output (and anything else still held): the section's results.
         for &id in &out_ids {
             super::record::enqueue_pending(&mut fe, id);
@@ -210,6 +260,7 @@ impl Inner {
             .map(|(s, first)| (s.clone(), s.lock().counter - first))
             .collect();
         let entry = MacroEntry {
+            reference,
             seq: g.sequence.clone(),
             inputs: inputs_of,
             outputs: outs,
@@ -315,15 +366,114 @@ impl Inner {
                 konst: None,
             }));
         }
+        // Comparison mode: the outputs' reference values from the recorded ops (the closure is not
+        // called on a replay), and, after computation, their checks.
+        if self.compare_on.load(std::sync::atomic::Ordering::Relaxed)
+            && let Some(prog) = &entry.reference
+        {
+            let read = |b: BufferId| self.sched.read(b).ok();
+            let refs = reference_replay(fe, prog, inputs, &entry.rngs, &bases, &read);
+            for (h, r) in outputs.iter().zip(refs) {
+                if let Some(n) = fe.nodes.get_mut(&h.id) {
+                    n.reference = r;
+                }
+            }
+        }
+        let checks: Vec<_> = match self.compare.read().clone() {
+            Some(cfg) if cfg.mode == crate::debug::CompareMode::AfterComputation => outputs
+                .iter()
+                .filter_map(|h| {
+                    let n = fe.nodes.get(&h.id)?;
+                    let prog = entry.reference.as_ref()?;
+                    let step =
+                        &prog.steps[prog.outputs[outputs.iter().position(|o| o.id == h.id)?]];
+                    Some((
+                        n.buffer()?,
+                        n.reference.clone()?,
+                        step.node.op.name(),
+                        step.node.site,
+                        h.id.0,
+                        cfg.tolerance_for(step.node.tolerance_op, h.dtype),
+                        cfg.clone(),
+                    ))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         self.flow.acquire(seq.programs.len());
         self.sched.submit(Instance {
             seq: seq.clone(),
             bindings,
             params,
         });
+        for (buf, reference, op, site, order, tolerance, config) in checks {
+            let (reply, data) = crossbeam_channel::bounded(1);
+            self.sched.send(crate::exec::SchedMsg::Read { buf, reply });
+            self.report.begin();
+            let _ = self.checker().send(crate::debug::checker::CheckJob {
+                data,
+                reference,
+                op,
+                site,
+                order,
+                tolerance,
+                config,
+            });
+        }
         for t in temps {
             self.sched.release(t);
         }
         Ok(outputs)
     }
+}
+
+type Value = Arc<crate::exec::TypedVec>;
+
+/// Evaluates a recorded section's ops with the reference interpreter on the new inputs' reference
+/// values (or their data, where they have none), with random draws at this replay's positions.
+fn reference_replay(
+    fe: &FrontEnd,
+    prog: &RefProgram,
+    inputs: &[Handle],
+    rngs: &[(Arc<Mutex<RngState>>, u64)],
+    bases: &[u64],
+    read: &dyn Fn(BufferId) -> Option<Arc<crate::exec::TypedVec>>,
+) -> Vec<Option<Arc<crate::exec::TypedVec>>> {
+    // Inputs recorded before comparison was on have no reference: their data stands in.
+    let input_vals: Vec<Option<Arc<crate::exec::TypedVec>>> = inputs
+        .iter()
+        .map(|h| {
+            let n = fe.nodes.get(&h.id)?;
+            n.reference.clone().or_else(|| read(n.buffer()?))
+        })
+        .collect();
+    let mut vals: Vec<Option<Arc<crate::exec::TypedVec>>> = Vec::with_capacity(prog.steps.len());
+    for step in &prog.steps {
+        let mut node = step.node.clone();
+        if let (Some((r, off)), Op::Generate(crate::ir::GenKind::Random { key, counter, .. })) =
+            (step.random, &mut node.op)
+        {
+            *key = rngs[r].0.lock().key;
+            *counter = bases[r] + off;
+        }
+        let ins: Option<Vec<(Value, crate::ir::Shape)>> = step
+            .inputs
+            .iter()
+            .map(|i| match *i {
+                RefInput::Input(p) => input_vals[p].clone().map(|v| (v, inputs[p].shape.clone())),
+                RefInput::Step(s) => vals[s]
+                    .clone()
+                    .map(|v| (v, prog.steps[s].node.shape.clone())),
+            })
+            .collect();
+        let v = ins.and_then(|ins| {
+            let refs: Vec<(&crate::exec::TypedVec, &[usize])> =
+                ins.iter().map(|(v, s)| (&**v, &s[..])).collect();
+            crate::debug::reference::eval(&node, &refs)
+                .ok()
+                .map(Arc::new)
+        });
+        vals.push(v);
+    }
+    prog.outputs.iter().map(|&o| vals[o].clone()).collect()
 }
