@@ -45,7 +45,7 @@ pub fn flush_into(
         all_nodes: compare.is_some(),
     };
     let generated = generate_or_reuse(rt, fe, &entries, target, policy);
-    let seq = generated.sequence;
+    let seq = generated.sequence.clone();
 
     // Instantiate: bind formals to buffers.
     let mut bindings = vec![BufferId(0); seq.formals.len()];
@@ -75,20 +75,9 @@ pub fn flush_into(
         })
     });
     let external_node = external.map(|(id, _)| id);
-    // Parameter values (constants, random streams) from the nodes that supply them.
-    let params: Vec<Arc<[u64]>> = seq
-        .programs
-        .iter()
-        .zip(&generated.params)
-        .map(|(p, nodes)| match &*p.kernel {
-            Kernel::Fused(k) => k
-                .params
-                .iter()
-                .zip(nodes)
-                .map(|(kind, id)| kind.value(&fe.nodes[id].op))
-                .collect(),
-            Kernel::Intrinsic(_) => Arc::from(Vec::new()),
-        })
+    let params: Vec<Arc<[u64]>> = param_values(&generated, &fe.nodes)
+        .into_iter()
+        .map(Arc::from)
         .collect();
     // Comparison after computation: each stored result with a reference is checked once its
     // program has run (the read below keeps its buffer alive until then).
@@ -216,18 +205,17 @@ pub fn flush_into(
         });
     }
     for (buf, reference, op, site, order, tolerance, config) in checks {
-        let (reply, data) = crossbeam_channel::bounded(1);
-        rt.sched.send(crate::exec::SchedMsg::Read { buf, reply });
-        rt.report.begin();
-        let _ = rt.checker().send(crate::debug::checker::CheckJob {
-            data,
-            reference,
-            op,
-            site,
-            order,
-            tolerance,
-            config,
-        });
+        rt.schedule_check(
+            buf,
+            crate::debug::checker::Check {
+                reference,
+                op,
+                site,
+                order,
+                tolerance,
+                config,
+            },
+        );
     }
     for b in freed {
         rt.sched.release(b);
@@ -250,21 +238,7 @@ fn generate_or_reuse(
         // A code reuse section's final flush: generate, and keep the result for the macro cache.
         Counters::add(&rt.counters.sequences_generated, 1);
         let g = proggen::generate(&fe.nodes, entries, &rt.gen_config, policy);
-        let values = g
-            .sequence
-            .programs
-            .iter()
-            .zip(&g.params)
-            .map(|(p, nodes)| match &*p.kernel {
-                Kernel::Fused(k) => k
-                    .params
-                    .iter()
-                    .zip(nodes)
-                    .map(|(kind, id)| kind.value(&fe.nodes[id].op))
-                    .collect(),
-                Kernel::Intrinsic(_) => Vec::new(),
-            })
-            .collect();
+        let values = param_values(&g, &fe.nodes);
         fe.capture = Some(Some((g.clone(), values)));
         fe.key.clear();
         return g;
@@ -308,6 +282,24 @@ fn generate_or_reuse(
     };
     fe.key.clear();
     generated
+}
+
+/// Each program's parameter values (constants, random streams), from the nodes that supply them.
+fn param_values(g: &proggen::Generated, nodes: &crate::frontend::NodeTable) -> Vec<Vec<u64>> {
+    g.sequence
+        .programs
+        .iter()
+        .zip(&g.params)
+        .map(|(p, ids)| match &*p.kernel {
+            Kernel::Fused(k) => k
+                .params
+                .iter()
+                .zip(ids)
+                .map(|(kind, id)| kind.value(&nodes[id].op))
+                .collect(),
+            Kernel::Intrinsic(_) => Vec::new(),
+        })
+        .collect()
 }
 
 /// Removes nodes the application dropped and nothing reads any more, and then, transitively, the

@@ -10,9 +10,8 @@ use parking_lot::{Condvar, Mutex};
 use std::io::Write;
 use std::sync::Arc;
 
-/// One result to check once its program has run.
-pub struct CheckJob {
-    pub data: Receiver<Result<Arc<TypedVec>>>,
+/// What to check a result against.
+pub struct Check {
     pub reference: Arc<TypedVec>,
     pub op: String,
     pub site: Site,
@@ -20,6 +19,12 @@ pub struct CheckJob {
     /// The allowance for this result (its op's, or its producer's for data movement).
     pub tolerance: super::Tolerance,
     pub config: CompareConfig,
+}
+
+/// One result to check once its program has run.
+pub struct CheckJob {
+    pub data: Receiver<Result<Arc<TypedVec>>>,
+    pub check: Check,
 }
 
 /// Mismatches found so far, and the checks still running.
@@ -96,9 +101,9 @@ pub fn start(report: Arc<Report>) -> Sender<CheckJob> {
     std::thread::Builder::new()
         .name("arrayflow-checker".into())
         .spawn(move || {
-            while let Ok(job) = rx.recv() {
+            while let Ok(CheckJob { data, check: job }) = rx.recv() {
                 // A failed program has no result to compare; its read reports the failure.
-                if let Ok(Ok(data)) = job.data.recv() {
+                if let Ok(Ok(data)) = data.recv() {
                     let tol = job.tolerance;
                     let values = (0..data.len()).map(|i| data.get(i).as_f64());
                     let (m, checked, max_rel) =

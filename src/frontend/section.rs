@@ -407,18 +407,17 @@ impl Inner {
             params,
         });
         for (buf, reference, op, site, order, tolerance, config) in checks {
-            let (reply, data) = crossbeam_channel::bounded(1);
-            self.sched.send(crate::exec::SchedMsg::Read { buf, reply });
-            self.report.begin();
-            let _ = self.checker().send(crate::debug::checker::CheckJob {
-                data,
-                reference,
-                op,
-                site,
-                order,
-                tolerance,
-                config,
-            });
+            self.schedule_check(
+                buf,
+                crate::debug::checker::Check {
+                    reference,
+                    op,
+                    site,
+                    order,
+                    tolerance,
+                    config,
+                },
+            );
         }
         for t in temps {
             self.sched.release(t);

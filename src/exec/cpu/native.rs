@@ -433,20 +433,5 @@ pub fn run(
             .map_init(new_scratch, run)
             .collect()
     };
-    let partials = results.map_err(|f| {
-        Error::new(
-            ErrorKind::Execution,
-            format!("{} in this operation", f.message),
-        )
-        .origin(k.instr_sites[f.instr])
-    })?;
-    for (ri, r) in k.reductions.iter().enumerate() {
-        reduce::finish(
-            r.op,
-            partials.iter().map(|p| &p[ri]),
-            &mut outputs[r.output as usize],
-            k.domain.outer,
-        );
-    }
-    Ok(())
+    super::vm::finish(k, results, outputs)
 }

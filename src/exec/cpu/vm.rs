@@ -182,6 +182,19 @@ pub fn run_fused(
             .map_init(|| Worker::new(k, tile, params), |w, t| run(w, t))
             .collect()
     };
+    finish(k, results, outputs)
+}
+
+/// One task's reduction partials: per reduction, (output element, partial) pairs.
+pub type TaskPartials = Vec<Vec<(usize, Partial)>>;
+
+/// The end of a fused kernel's launch on either tier: a fault becomes an error naming the failing
+/// instruction's call site; otherwise the reductions' final stage combines the per-task partials.
+pub fn finish(
+    k: &FusedKernel,
+    results: Result<Vec<TaskPartials>, Fault>,
+    outputs: &mut [TypedVec],
+) -> Result<(), Error> {
     let partials = results.map_err(|f| {
         Error::new(
             ErrorKind::Execution,
