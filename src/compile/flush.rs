@@ -90,15 +90,18 @@ pub fn flush_into(
             .filter_map(|&(f, id)| {
                 let n = fe.nodes.get(&id)?;
                 let reference = n.reference.clone()?;
-                let tol = cfg.tolerance_for(n.tolerance_op, n.dtype);
+                let tolerance = cfg.tolerance_for(n.tolerance_op, n.dtype);
+                let (op, site, order, config) = (n.op.name(), n.site, id.0, cfg.clone());
                 Some((
                     bindings[f as usize],
-                    reference,
-                    n.op.name(),
-                    n.site,
-                    id.0,
-                    tol,
-                    cfg.clone(),
+                    crate::debug::checker::Check {
+                        reference,
+                        op,
+                        site,
+                        order,
+                        tolerance,
+                        config,
+                    },
                 ))
             })
             .collect(),
@@ -204,18 +207,8 @@ pub fn flush_into(
             params,
         });
     }
-    for (buf, reference, op, site, order, tolerance, config) in checks {
-        rt.schedule_check(
-            buf,
-            crate::debug::checker::Check {
-                reference,
-                op,
-                site,
-                order,
-                tolerance,
-                config,
-            },
-        );
+    for (buf, check) in checks {
+        rt.schedule_check(buf, check);
     }
     for b in freed {
         rt.sched.release(b);

@@ -387,15 +387,15 @@ impl Inner {
                     let prog = entry.reference.as_ref()?;
                     let step =
                         &prog.steps[prog.outputs[outputs.iter().position(|o| o.id == h.id)?]];
-                    Some((
-                        n.buffer()?,
-                        n.reference.clone()?,
-                        step.node.op.name(),
-                        step.node.site,
-                        h.id.0,
-                        cfg.tolerance_for(step.node.tolerance_op, h.dtype),
-                        cfg.clone(),
-                    ))
+                    let check = crate::debug::checker::Check {
+                        reference: n.reference.clone()?,
+                        op: step.node.op.name(),
+                        site: step.node.site,
+                        order: h.id.0,
+                        tolerance: cfg.tolerance_for(step.node.tolerance_op, h.dtype),
+                        config: cfg.clone(),
+                    };
+                    Some((n.buffer()?, check))
                 })
                 .collect(),
             _ => Vec::new(),
@@ -406,18 +406,8 @@ impl Inner {
             bindings,
             params,
         });
-        for (buf, reference, op, site, order, tolerance, config) in checks {
-            self.schedule_check(
-                buf,
-                crate::debug::checker::Check {
-                    reference,
-                    op,
-                    site,
-                    order,
-                    tolerance,
-                    config,
-                },
-            );
+        for (buf, check) in checks {
+            self.schedule_check(buf, check);
         }
         for t in temps {
             self.sched.release(t);
