@@ -41,6 +41,32 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
+    /// A node nobody reads yet: not released, no users, not queued, no lazy depth, no reference.
+    pub fn new(
+        op: Op,
+        inputs: SmallVec<[NodeId; 3]>,
+        shape: Shape,
+        dtype: DType,
+        site: Site,
+        state: NodeState,
+    ) -> NodeInfo {
+        let tolerance_op = op.base_name();
+        NodeInfo {
+            op,
+            inputs,
+            shape,
+            dtype,
+            site,
+            state,
+            released: false,
+            users: 0,
+            queued: false,
+            depth: 0,
+            reference: None,
+            tolerance_op,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.shape.iter().product()
     }

@@ -62,18 +62,18 @@ impl Inner {
                 _ => depth + 1,
             };
             let info = NodeInfo {
-                op,
-                inputs: inputs.iter().map(|h| h.id).collect(),
-                shape: shape.clone(),
-                dtype,
-                site,
-                state: NodeState::Pending,
-                released: false,
-                users: 0,
                 queued,
                 depth,
                 reference,
                 tolerance_op,
+                ..NodeInfo::new(
+                    op,
+                    inputs.iter().map(|h| h.id).collect(),
+                    shape.clone(),
+                    dtype,
+                    site,
+                    NodeState::Pending,
+                )
             };
             fe.nodes.insert(id, info);
             Counters::add(&self.counters.ops_recorded, 1);
@@ -138,20 +138,14 @@ impl Inner {
             };
             vals.push((r, h.shape.clone()));
         }
-        let info = NodeInfo {
-            op: op.clone(),
-            inputs: SmallVec::new(),
-            shape: shape.clone(),
+        let info = NodeInfo::new(
+            op.clone(),
+            SmallVec::new(),
+            shape.clone(),
             dtype,
             site,
-            state: NodeState::Pending,
-            released: false,
-            users: 0,
-            queued: false,
-            depth: 0,
-            reference: None,
-            tolerance_op: op.base_name(),
-        };
+            NodeState::Pending,
+        );
         let refs: Vec<(&TypedVec, &[usize])> = vals.iter().map(|(v, s)| (&**v, &s[..])).collect();
         crate::debug::reference::eval(&info, &refs)
             .ok()
@@ -175,18 +169,15 @@ impl Inner {
             fe.next_id += 1;
             let id = NodeId(fe.next_id);
             let info = NodeInfo {
-                op: Op::Source,
-                inputs: SmallVec::new(),
-                shape: shape.clone(),
-                dtype,
-                site,
-                state: NodeState::Stored(buf),
-                released: false,
-                users: 0,
-                queued: false,
-                depth: 0,
                 reference,
-                tolerance_op: "source",
+                ..NodeInfo::new(
+                    Op::Source,
+                    SmallVec::new(),
+                    shape.clone(),
+                    dtype,
+                    site,
+                    NodeState::Stored(buf),
+                )
             };
             fe.nodes.insert(id, info);
             // Sent under the lock so no later program can reach the scheduler before the data.

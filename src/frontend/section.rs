@@ -344,20 +344,14 @@ impl Inner {
             let id = NodeId(fe.next_id);
             fe.nodes.insert(
                 id,
-                NodeInfo {
-                    op: Op::Source,
-                    inputs: SmallVec::new(),
-                    shape: shape.clone(),
-                    dtype: *dtype,
+                NodeInfo::new(
+                    Op::Source,
+                    SmallVec::new(),
+                    shape.clone(),
+                    *dtype,
                     site,
-                    state: NodeState::Stored(b),
-                    released: false,
-                    users: 0,
-                    queued: false,
-                    depth: 0,
-                    reference: None,
-                    tolerance_op: "source",
-                },
+                    NodeState::Stored(b),
+                ),
             );
             outputs.push(Arc::new(NodeHandle {
                 id,

@@ -239,20 +239,14 @@ impl Inner {
         let site = e.site.unwrap_or(std::panic::Location::caller());
         fe.nodes.insert(
             id,
-            crate::frontend::NodeInfo {
-                op: crate::ir::Op::Source,
-                inputs: Default::default(),
-                shape: Default::default(),
+            crate::frontend::NodeInfo::new(
+                crate::ir::Op::Source,
+                Default::default(),
+                Default::default(),
                 dtype,
                 site,
-                state: crate::frontend::NodeState::Stored(buf),
-                released: false,
-                users: 0,
-                queued: false,
-                depth: 0,
-                reference: None,
-                tolerance_op: "source",
-            },
+                crate::frontend::NodeState::Stored(buf),
+            ),
         );
         self.sched
             .send(crate::exec::SchedMsg::Poison { buf, error: e });
