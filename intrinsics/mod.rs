@@ -2,3 +2,5 @@
 //! launches them, one folder per target. The program generator schedules them between fused kernels.
 
 pub mod cpu;
+pub mod opencl;
+pub mod wgsl;

@@ -115,6 +115,10 @@ fn line_of(msg: &str) -> u32 {
 
 #[test]
 fn a_wrong_kernel_is_caught_after_computation_naming_the_op() {
+    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
+        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+        return;
+    }
     let _g = SERIAL.lock();
     Runtime::set_native(NativeMode::Off);
     let (a, b) = (
@@ -145,6 +149,10 @@ fn a_wrong_kernel_is_caught_after_computation_naming_the_op() {
 
 #[test]
 fn a_wrong_kernel_is_caught_on_copy_out_before_the_data_is_handed_over() {
+    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
+        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+        return;
+    }
     let _g = SERIAL.lock();
     Runtime::set_native(NativeMode::Off);
     let (a, b) = (
@@ -182,6 +190,10 @@ fn a_wrong_kernel_is_caught_on_copy_out_before_the_data_is_handed_over() {
 
 #[test]
 fn switching_on_mid_run_checks_from_there_and_off_stops() {
+    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
+        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+        return;
+    }
     let _g = SERIAL.lock();
     Runtime::set_native(NativeMode::Off);
     let v: Vec<f32> = data(2000, 10).iter().map(|x| x.abs()).collect();
@@ -214,6 +226,10 @@ fn switching_on_mid_run_checks_from_there_and_off_stops() {
 
 #[test]
 fn abort_panics_at_the_read_and_log_writes_the_file() {
+    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
+        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+        return;
+    }
     let _g = SERIAL.lock();
     Runtime::set_native(NativeMode::Off);
     let (a, b) = (
@@ -278,6 +294,10 @@ fn abort_panics_at_the_read_and_log_writes_the_file() {
 
 #[test]
 fn a_replayed_code_reuse_section_is_checked_too() {
+    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
+        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+        return;
+    }
     let _g = SERIAL.lock();
     Runtime::set_native(NativeMode::Off);
     let v: Vec<f32> = data(800, 14).iter().map(|x| x.abs()).collect();

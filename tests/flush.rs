@@ -2,6 +2,8 @@
 //! execute, block end) triggers a flush and is counted; results stay correct.
 //! Stats are process-wide, so the tests in this file run one at a time.
 
+mod common;
+
 use arrayflow::{Array, Runtime};
 use parking_lot::Mutex;
 
@@ -28,7 +30,9 @@ fn a_read_flushes_once_and_nothing_runs_before_it() {
     let s = Runtime::stats().since(&before);
     assert_eq!(s.flushes.read, 1);
     for (o, x) in out.iter().zip(&v) {
-        assert_eq!(*o, (x * 2.0).sin());
+        // Exact on the CPU (one libm); within the device bound on a GPU executor.
+        let want = (x * 2.0).sin();
+        assert!(common::same_on_executor(*o, want, false), "{o} vs {want}");
     }
 }
 

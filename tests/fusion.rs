@@ -342,9 +342,13 @@ fn large_reads_write_straight_into_the_callers_memory() {
         y.to_vec().unwrap()
     });
     assert_eq!(s.kernels_launched, 2, "{s:?}");
+    // On the CPU the kernel writes the caller's memory itself: no runtime buffer at all. A
+    // device executor computes into device memory and downloads straight into the caller's
+    // memory: one device buffer per read and no host-side copy.
+    let device = Runtime::backend() != arrayflow::Backend::Cpu;
     assert_eq!(
         s.buffers_allocated + s.buffers_reused,
-        0,
+        if device { 2 } else { 0 },
         "no runtime buffer for the result: {s:?}"
     );
     for i in 0..n {

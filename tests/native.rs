@@ -39,6 +39,12 @@ fn mixed(a: &Array<f64>, b: &Array<f64>, seed: u64) -> (Vec<f64>, Vec<f32>, Vec<
 
 #[test]
 fn native_and_tile_vm_agree_bit_for_bit() {
+    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
+        println!(
+            "skipped on a device executor: kernels run on the device, not the CPU's native tier"
+        );
+        return;
+    }
     let _g = SERIAL.lock();
     let n = 50_000;
     let a = Array::from_slice(&data(n, 1), &[n]);
@@ -87,6 +93,12 @@ fn native_and_tile_vm_agree_bit_for_bit() {
 
 #[test]
 fn the_disk_cache_is_reused_and_a_corrupt_entry_rebuilt() {
+    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
+        println!(
+            "skipped on a device executor: kernels run on the device, not the CPU's native tier"
+        );
+        return;
+    }
     let _g = SERIAL.lock();
     let dir = std::env::temp_dir().join(format!("arrayflow-native-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

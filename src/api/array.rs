@@ -210,6 +210,13 @@ impl<T: Element> Array<T> {
         Ok(T::slice(&r).to_vec())
     }
 
+    /// Computes this array now and waits for it, keeping the result where it was computed (on the
+    /// GPU when a device executor runs): for timing, or to hold a value computed once.
+    #[track_caller]
+    pub fn eval(&self) -> Result<()> {
+        Inner::get().eval(&self.h, site())
+    }
+
     /// Tells the runtime this array will be read soon: its computation starts now.
     pub fn hint_read(&self) {
         Inner::get().hint_read(&self.h);

@@ -26,6 +26,7 @@ pub use ops::Operand;
 pub use random::{Rng, RngState};
 pub use reduce::Bool;
 pub use runtime::{
-    CacheStats, ErrorHandling, FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats,
+    Backend, CacheStats, DeviceChoice, DeviceInfo, DeviceKind, DeviceLimits, ErrorHandling,
+    FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats,
 };
 pub use view::Slice;

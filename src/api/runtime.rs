@@ -2,6 +2,8 @@
 
 use crate::error::{Error, ErrorKind, Result};
 pub use crate::exec::cpu::native::NativeMode;
+pub use crate::exec::device::{Backend, DeviceChoice, DeviceInfo, DeviceKind};
+pub use crate::exec::gpu::Limits as DeviceLimits;
 pub use crate::runtime::ErrorHandling;
 pub use crate::runtime::stats::{CacheStats, FlushCounts, Stats};
 use crate::runtime::{Config, Inner};
@@ -41,6 +43,19 @@ impl RuntimeBuilder {
     pub fn trace_cache_limits(mut self, per_bucket: usize, total: usize) -> Self {
         self.config.trace_bucket_entries = per_bucket.max(1);
         self.config.trace_entries = total.max(1);
+        self
+    }
+    /// The device programs go to first (the CPU executor always runs beside it, for work the
+    /// device cannot do). Overrides `ARRAYFLOW_DEVICE`.
+    pub fn device(mut self, choice: DeviceChoice) -> Self {
+        self.config.device = choice;
+        self
+    }
+    /// Limits for the device executor: the device memory it may hold, and (for testing the
+    /// split-and-retry path) the instructions a kernel may have before its compile fails.
+    /// Override `ARRAYFLOW_DEVICE_MEMORY` and `ARRAYFLOW_DEVICE_KERNEL_LIMIT`.
+    pub fn device_limits(mut self, limits: DeviceLimits) -> Self {
+        self.config.device_limits = limits;
         self
     }
     /// Starts the runtime; an error if it already runs (an array operation started it).
@@ -92,14 +107,32 @@ impl Runtime {
             .expect("blocks are balanced inside Runtime::block");
         r
     }
-    /// A description of the executor that runs kernels, for example
-    /// `cpu (8 threads; native C tier: Auto)`.
+    /// The executors that run kernels, device first, for example
+    /// `opencl:0 NVIDIA H100 80GB HBM3 (Discrete, NVIDIA CUDA, 81008 MiB, f64 yes) + cpu (16 threads;
+    /// native C tier: Auto)`.
     pub fn executor() -> String {
-        format!(
-            "cpu ({} threads; native C tier: {:?})",
-            rayon::current_num_threads(),
+        let names = Inner::get().sched.executor_names();
+        let cpu = format!(
+            "{}; native C tier: {:?}",
+            names[0].trim_end_matches(')'),
             crate::exec::cpu::native::mode()
-        )
+        ) + ")";
+        match names.get(1) {
+            Some(dev) => format!("{dev} + {cpu}"),
+            None => cpu,
+        }
+    }
+    /// The device executor's backend (`Backend::Cpu` when kernels run on the CPU only).
+    pub fn backend() -> Backend {
+        Inner::get()
+            .sched
+            .device()
+            .map(|d| d.backend)
+            .unwrap_or(Backend::Cpu)
+    }
+    /// Every OpenCL device and wgpu adapter on this machine, found once per process.
+    pub fn devices() -> &'static [DeviceInfo] {
+        crate::exec::device::inventory()
     }
     /// When fused kernels are compiled to native code (`ARRAYFLOW_NATIVE=auto|always|require|off`
     /// sets the starting mode). Takes effect for kernels launched from now on.

@@ -90,7 +90,7 @@ pub fn flush_into(
             .filter_map(|&(f, id)| {
                 let n = fe.nodes.get(&id)?;
                 let reference = n.reference.clone()?;
-                let tolerance = cfg.tolerance_for(n.tolerance_op, n.dtype);
+                let tolerance = cfg.tolerance_for(n.tolerance_op, n.tolerance_dtype);
                 let (op, site, order, config) = (n.op.name(), n.site, id.0, cfg.clone());
                 Some((
                     bindings[f as usize],
@@ -205,6 +205,7 @@ pub fn flush_into(
             seq,
             bindings,
             params,
+            started: start,
         });
     }
     for (buf, check) in checks {

@@ -1,10 +1,11 @@
 //! The execution scheduler (the seed's E-Scheduler 800) on its own thread. It turns instantiated
 //! program sequences into executor messages, keeps the pending-operation table keyed by buffer
-//! (FIG. 7C), tracks each buffer's state and users, serves reads, frees released buffers, and
+//! (FIG. 7C), tracks each buffer's state, users and which executors hold a copy of it, routes each
+//! program to an executor (the chosen device, or the CPU where the device cannot run it), moves data
+//! between executors when a program needs it elsewhere, serves reads, frees released buffers, and
 //! propagates failures so every result of a failed program reads as invalid.
 
-use super::cpu::CpuExecutor;
-use super::{BufferId, TypedVec};
+use super::{BufferId, ExecHandle, TypedVec};
 use crate::error::{Error, ErrorKind, Result};
 use crate::proggen::sequence::{Kernel, Program, ProgramSequence};
 use crate::runtime::FlowControl;
@@ -21,6 +22,9 @@ pub struct Instance {
     pub bindings: Vec<BufferId>,
     /// Each program's parameter values (constants, random streams), in slot order.
     pub params: Vec<Arc<[u64]>>,
+    /// When the flush (or replay) that made it began: the device executor measures the host time
+    /// from there to the kernel's launch.
+    pub started: std::time::Instant,
 }
 
 /// Messages to the scheduler thread.
@@ -58,6 +62,12 @@ pub(crate) enum SchedMsg {
         task: u64,
         result: Result<()>,
     },
+    /// An executor answered [`ExecMsg::Export`]: `buf`'s data, for executor `to`.
+    Exported {
+        buf: BufferId,
+        to: usize,
+        data: Result<Arc<TypedVec>>,
+    },
     Shutdown,
 }
 
@@ -65,17 +75,25 @@ pub(crate) enum SchedMsg {
 #[derive(Debug, Clone)]
 pub struct Task {
     pub id: u64,
+    /// The executor it runs on.
+    pub exec: usize,
     pub program: Program,
     pub params: Arc<[u64]>,
     pub inputs: Vec<BufferId>,
     pub outputs: Vec<BufferId>,
+    pub started: std::time::Instant,
 }
 
 /// Messages from the scheduler to an executor (the seed's FIG. 7D).
 pub(crate) enum ExecMsg {
     MoveDataIn {
         buf: BufferId,
-        data: TypedVec,
+        data: Arc<TypedVec>,
+    },
+    /// Send `buf`'s data back to the scheduler ([`SchedMsg::Exported`]) for executor `to`.
+    Export {
+        buf: BufferId,
+        to: usize,
     },
     ComputeData(Task),
     /// Several tasks to run in this order.
@@ -89,6 +107,9 @@ pub(crate) enum ExecMsg {
         ptr: super::cpu::slices::OutPtr,
     },
     Free(BufferId),
+    /// A device kernel of this task faulted: run it on the CPU for the exact error (device
+    /// executors send this to themselves).
+    RerunOnCpu(Task),
     Shutdown,
 }
 
@@ -96,8 +117,8 @@ pub(crate) enum ExecMsg {
 enum Status {
     /// Its producing task waits in the pending-operation table.
     Unwritten,
-    /// Its producing task is queued on an executor (which runs its queue in order).
-    InFlight,
+    /// Its producing task is queued on executor `.0` (which runs its queue in order).
+    InFlight(usize),
     Ready,
     Invalid(Error),
 }
@@ -107,8 +128,33 @@ struct BufState {
     /// Tasks not yet completed that read or write it.
     uses: u32,
     released: bool,
+    /// Executors holding the current value (bit `i` for executor `i`).
+    on: u32,
+    /// Executors the value is being moved to.
+    moving: u32,
+    /// The application's memory the value is written to (a read without a copy).
+    external: Option<super::cpu::slices::OutPtr>,
     reads: Vec<Sender<Result<Arc<TypedVec>>>>,
     waits: Vec<Sender<Result<()>>>,
+}
+
+impl BufState {
+    fn new(status: Status, on: u32) -> Self {
+        BufState {
+            status,
+            uses: 0,
+            released: false,
+            on,
+            moving: 0,
+            external: None,
+            reads: Vec::new(),
+            waits: Vec::new(),
+        }
+    }
+}
+
+const fn bit(exec: usize) -> u32 {
+    1 << exec
 }
 
 /// Handle the application side uses to talk to the scheduler thread.
@@ -116,21 +162,58 @@ pub struct Scheduler {
     tx: Sender<SchedMsg>,
     next_buffer: AtomicU64,
     thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+    names: Vec<String>,
+    device: Option<super::device::DeviceInfo>,
 }
 
 impl Scheduler {
-    pub(crate) fn start(counters: Arc<Counters>, flow: Arc<FlowControl>) -> Scheduler {
+    /// Starts the scheduler thread with the CPU executor and, when `device` names one, a device
+    /// executor (executor 1) that programs go to first.
+    pub(crate) fn start(
+        counters: Arc<Counters>,
+        flow: Arc<FlowControl>,
+        device: Option<&super::device::DeviceInfo>,
+        limits: super::gpu::Limits,
+    ) -> Scheduler {
         let (tx, rx) = unbounded();
-        let cpu = CpuExecutor::start(tx.clone(), counters.clone());
+        let mut executors = vec![super::cpu::CpuExecutor::start(tx.clone(), counters.clone())];
+        let mut started = None;
+        if let Some(d) = device {
+            match super::gpu::start(d, limits, tx.clone(), counters.clone()) {
+                Ok(h) => {
+                    executors.push(h);
+                    started = Some(d.clone());
+                }
+                Err(e) => {
+                    super::device::missing_backend(&format!(
+                        "cannot start the {} executor on {}: {e}; using the CPU",
+                        d.backend, d.name
+                    ));
+                }
+            }
+        }
+        let names = executors.iter().map(|e| e.name.clone()).collect();
         let thread = std::thread::Builder::new()
             .name("arrayflow-scheduler".into())
-            .spawn(move || SchedulerLoop::new(cpu, counters, flow).run(rx))
+            .spawn(move || SchedulerLoop::new(executors, counters, flow).run(rx))
             .expect("arrayflow: cannot start the scheduler thread");
         Scheduler {
             tx,
             next_buffer: AtomicU64::new(1),
             thread: parking_lot::Mutex::new(Some(thread)),
+            names,
+            device: started,
         }
+    }
+
+    /// The device executor's device, when one runs.
+    pub fn device(&self) -> Option<&super::device::DeviceInfo> {
+        self.device.as_ref()
+    }
+
+    /// The executors' descriptions, CPU first.
+    pub fn executor_names(&self) -> &[String] {
+        &self.names
     }
 
     pub fn new_buffer(&self) -> BufferId {
@@ -193,21 +276,23 @@ impl Drop for Scheduler {
 }
 
 struct SchedulerLoop {
-    cpu: CpuExecutor,
+    /// Executor 0 is the CPU; executor 1, when present, the device programs go to first.
+    execs: Vec<ExecHandle>,
     counters: Arc<Counters>,
     flow: Arc<FlowControl>,
     buffers: AHashMap<BufferId, BufState>,
     tasks: AHashMap<u64, Task>,
-    /// The pending-operation table: tasks deferred until the keyed buffer is written.
+    /// The pending-operation table: tasks deferred until the keyed buffer is written (or has arrived
+    /// on the task's executor).
     pending: AHashMap<BufferId, Vec<u64>>,
     next_task: u64,
     barriers: Vec<Sender<()>>,
 }
 
 impl SchedulerLoop {
-    fn new(cpu: CpuExecutor, counters: Arc<Counters>, flow: Arc<FlowControl>) -> Self {
+    fn new(execs: Vec<ExecHandle>, counters: Arc<Counters>, flow: Arc<FlowControl>) -> Self {
         SchedulerLoop {
-            cpu,
+            execs,
             counters,
             flow,
             buffers: AHashMap::new(),
@@ -223,44 +308,23 @@ impl SchedulerLoop {
             match msg {
                 SchedMsg::Upload { buf, data } => {
                     Counters::add(&self.counters.bytes_uploaded, data.bytes() as u64);
-                    self.buffers.insert(
+                    self.buffers
+                        .insert(buf, BufState::new(Status::Ready, bit(0)));
+                    self.execs[0].send(ExecMsg::MoveDataIn {
                         buf,
-                        BufState {
-                            status: Status::Ready,
-                            uses: 0,
-                            released: false,
-                            reads: Vec::new(),
-                            waits: Vec::new(),
-                        },
-                    );
-                    self.cpu.send(ExecMsg::MoveDataIn { buf, data });
+                        data: Arc::new(data),
+                    });
                 }
                 SchedMsg::Submit(inst) => self.submit(inst),
                 SchedMsg::Read { buf, reply } => self.read(buf, reply),
                 SchedMsg::BindExternal { buf, ptr } => {
-                    self.buffers.insert(
-                        buf,
-                        BufState {
-                            status: Status::Unwritten,
-                            uses: 0,
-                            released: false,
-                            reads: Vec::new(),
-                            waits: Vec::new(),
-                        },
-                    );
-                    self.cpu.send(ExecMsg::BindExternal { buf, ptr });
+                    let mut s = BufState::new(Status::Unwritten, 0);
+                    s.external = Some(ptr);
+                    self.buffers.insert(buf, s);
                 }
                 SchedMsg::Poison { buf, error } => {
-                    self.buffers.insert(
-                        buf,
-                        BufState {
-                            status: Status::Invalid(error),
-                            uses: 0,
-                            released: false,
-                            reads: Vec::new(),
-                            waits: Vec::new(),
-                        },
-                    );
+                    self.buffers
+                        .insert(buf, BufState::new(Status::Invalid(error), 0));
                 }
                 SchedMsg::Wait { buf, reply } => match self.buffers.get_mut(&buf) {
                     None => {
@@ -293,10 +357,29 @@ impl SchedulerLoop {
                     }
                 }
                 SchedMsg::Done { task, result } => self.done(task, result),
+                SchedMsg::Exported { buf, to, data } => self.arrived(buf, to, data),
                 SchedMsg::Shutdown => break,
             }
         }
-        self.cpu.send(ExecMsg::Shutdown);
+        for e in &self.execs {
+            e.send(ExecMsg::Shutdown);
+        }
+    }
+
+    /// The executor a program runs on: the device when there is one and it computes the program's
+    /// element types, else the CPU.
+    fn route(&self, program: &Program) -> usize {
+        if self.execs.len() < 2 {
+            return 0;
+        }
+        let dev = &self.execs[1];
+        if !dev.caps.fp64 && uses_f64(&program.kernel) {
+            Counters::add(&self.counters.device.f64_to_cpu, 1);
+            tracing::debug!(target: "arrayflow::exec", device = %dev.name,
+                "an f64 program runs on the CPU: the device has no f64");
+            return 0;
+        }
+        1
     }
 
     fn submit(&mut self, inst: Instance) {
@@ -306,6 +389,8 @@ impl SchedulerLoop {
             self.next_task += 1;
             let task = Task {
                 id,
+                exec: self.route(program),
+                started: inst.started,
                 program: program.clone(),
                 params: inst.params[pi].clone(),
                 inputs: program
@@ -320,13 +405,10 @@ impl SchedulerLoop {
                     .collect(),
             };
             for &b in task.inputs.iter().chain(&task.outputs) {
-                let s = self.buffers.entry(b).or_insert_with(|| BufState {
-                    status: Status::Unwritten,
-                    uses: 0,
-                    released: false,
-                    reads: Vec::new(),
-                    waits: Vec::new(),
-                });
+                let s = self
+                    .buffers
+                    .entry(b)
+                    .or_insert_with(|| BufState::new(Status::Unwritten, 0));
                 s.uses += 1;
             }
             self.tasks.insert(id, task);
@@ -336,22 +418,41 @@ impl SchedulerLoop {
     }
 
     /// The seed's "launch": run the task if its inputs allow, else defer it in the pending table.
+    /// An input another executor holds is moved to the task's executor first.
     fn launch(&mut self, id: u64, batch: &mut Vec<Task>) {
         let task = &self.tasks[&id];
+        let exec = task.exec;
+        let mut blocked = None;
+        let mut moves = Vec::new();
         for &b in &task.inputs {
-            match &self.buffers[&b].status {
+            let s = &self.buffers[&b];
+            match &s.status {
                 Status::Invalid(e) => {
                     let e = e.clone();
                     self.fail(id, e);
                     return;
                 }
-                Status::Unwritten => {
-                    self.pending.entry(b).or_default().push(id);
-                    return;
+                Status::InFlight(e) if *e == exec => {}
+                Status::Ready if s.on & bit(exec) != 0 => {}
+                Status::Ready => {
+                    if s.moving & bit(exec) == 0 {
+                        moves.push(b);
+                    }
+                    blocked.get_or_insert(b);
                 }
-                Status::InFlight | Status::Ready => {}
+                Status::Unwritten | Status::InFlight(_) => {
+                    blocked.get_or_insert(b);
+                }
             }
         }
+        for b in moves {
+            self.start_move(b, exec);
+        }
+        if let Some(b) = blocked {
+            self.pending.entry(b).or_default().push(id);
+            return;
+        }
+        let task = &self.tasks[&id];
         let outputs = task.outputs.clone();
         match &*task.program.kernel {
             Kernel::Fused(k) => {
@@ -362,20 +463,83 @@ impl SchedulerLoop {
             }
             Kernel::Intrinsic(_) => Counters::add(&self.counters.intrinsics_launched, 1),
         }
+        if exec != 0 {
+            Counters::add(&self.counters.device.tasks, 1);
+        }
+        for &b in &outputs {
+            if let Some(ptr) = self.buffers.get(&b).and_then(|s| s.external) {
+                self.execs[exec].send(ExecMsg::BindExternal { buf: b, ptr });
+            }
+        }
         batch.push(task.clone());
         for b in outputs {
-            self.set_status(b, Status::InFlight, batch);
+            self.set_status(b, Status::InFlight(exec), batch);
         }
     }
 
-    fn dispatch(&mut self, batch: Vec<Task>) {
-        match batch.len() {
-            0 => {}
-            1 => self
-                .cpu
-                .send(ExecMsg::ComputeData(batch.into_iter().next().unwrap())),
-            _ => self.cpu.send(ExecMsg::ComputeSequential(batch)),
+    /// Asks an executor holding `b` for its data, to be moved to executor `to`.
+    fn start_move(&mut self, b: BufferId, to: usize) {
+        let s = self.buffers.get_mut(&b).expect("moved buffers are known");
+        s.moving |= bit(to);
+        // The CPU's copy is shared without a copy; otherwise any holder.
+        let from = if s.on & bit(0) != 0 {
+            0
+        } else {
+            s.on.trailing_zeros() as usize
+        };
+        self.execs[from].send(ExecMsg::Export { buf: b, to });
+    }
+
+    /// Data moved for executor `to` arrived: hand it over, then retry the tasks waiting for it.
+    fn arrived(&mut self, b: BufferId, to: usize, data: Result<Arc<TypedVec>>) {
+        let Some(s) = self.buffers.get_mut(&b) else {
+            return;
+        };
+        s.moving &= !bit(to);
+        match data {
+            Ok(data) => {
+                let bytes = data.bytes() as u64;
+                if to == 0 {
+                    Counters::add(&self.counters.device.bytes_from_device, bytes);
+                } else {
+                    Counters::add(&self.counters.device.bytes_to_device, bytes);
+                }
+                s.on |= bit(to);
+                self.execs[to].send(ExecMsg::MoveDataIn { buf: b, data });
+            }
+            Err(e) => s.status = Status::Invalid(e),
         }
+        let mut batch = Vec::new();
+        if let Some(waiting) = self.pending.remove(&b) {
+            for id in waiting {
+                self.launch(id, &mut batch);
+            }
+        }
+        self.dispatch(batch);
+        self.maybe_free(b);
+    }
+
+    /// Sends launched tasks to their executors, consecutive tasks of one executor in one message.
+    fn dispatch(&mut self, batch: Vec<Task>) {
+        let mut run: Vec<Task> = Vec::new();
+        for t in batch {
+            if run.last().is_some_and(|l| l.exec != t.exec) {
+                self.send_run(std::mem::take(&mut run));
+            }
+            run.push(t);
+        }
+        self.send_run(run);
+    }
+
+    fn send_run(&self, mut run: Vec<Task>) {
+        let Some(exec) = run.first().map(|t| t.exec) else {
+            return;
+        };
+        self.execs[exec].send(if run.len() == 1 {
+            ExecMsg::ComputeData(run.pop().unwrap())
+        } else {
+            ExecMsg::ComputeSequential(run)
+        });
     }
 
     /// Changes a buffer's status and retries the tasks and reads waiting on it.
@@ -422,11 +586,24 @@ impl SchedulerLoop {
             return;
         };
         self.flow.complete(1);
+        // A device reports faults after later kernels that read the faulty result were queued:
+        // those results are invalid too.
+        let result = result.and_then(|()| {
+            task.inputs
+                .iter()
+                .try_for_each(|b| match self.buffers.get(b).map(|s| &s.status) {
+                    Some(Status::Invalid(e)) => Err(e.clone()),
+                    _ => Ok(()),
+                })
+        });
         for &b in &task.outputs {
             let status = match &result {
                 Ok(()) => Status::Ready,
                 Err(e) => Status::Invalid(e.clone()),
             };
+            if let Some(s) = self.buffers.get_mut(&b) {
+                s.on = bit(task.exec);
+            }
             self.set_status(b, status, batch);
         }
         for &b in task.inputs.iter().chain(&task.outputs) {
@@ -450,7 +627,7 @@ impl SchedulerLoop {
                     "read of a buffer the runtime does not know",
                 )));
             }
-            Some(s) if matches!(s.status, Status::Unwritten | Status::InFlight) => {
+            Some(s) if matches!(s.status, Status::Unwritten | Status::InFlight(_)) => {
                 s.reads.push(reply)
             }
             Some(_) => self.serve_read(b, reply),
@@ -458,11 +635,19 @@ impl SchedulerLoop {
     }
 
     fn serve_read(&mut self, b: BufferId, reply: Sender<Result<Arc<TypedVec>>>) {
-        match &self.buffers[&b].status {
+        let s = &self.buffers[&b];
+        match &s.status {
             Status::Invalid(e) => {
                 let _ = reply.send(Err(e.clone()));
             }
-            _ => self.cpu.send(ExecMsg::MoveDataOut { buf: b, reply }),
+            _ => {
+                let from = if s.on & bit(0) != 0 || s.on == 0 {
+                    0
+                } else {
+                    s.on.trailing_zeros() as usize
+                };
+                self.execs[from].send(ExecMsg::MoveDataOut { buf: b, reply });
+            }
         }
     }
 
@@ -472,12 +657,29 @@ impl SchedulerLoop {
         };
         if s.released
             && s.uses == 0
-            && !matches!(s.status, Status::Unwritten | Status::InFlight)
+            && s.moving == 0
+            && !matches!(s.status, Status::Unwritten | Status::InFlight(_))
             && s.reads.is_empty()
             && s.waits.is_empty()
         {
+            let on = s.on;
             self.buffers.remove(&b);
-            self.cpu.send(ExecMsg::Free(b));
+            for (i, e) in self.execs.iter().enumerate() {
+                if on & bit(i) != 0 {
+                    e.send(ExecMsg::Free(b));
+                }
+            }
         }
+    }
+}
+
+/// Whether a program computes or moves f64 values.
+fn uses_f64(kernel: &Kernel) -> bool {
+    use crate::ir::DType::F64;
+    match kernel {
+        Kernel::Fused(k) => {
+            k.inputs.contains(&F64) || k.outputs.contains(&F64) || k.reg_dtypes.contains(&F64)
+        }
+        Kernel::Intrinsic(c) => c.dtype == F64 || c.in_dtypes.contains(&F64),
     }
 }

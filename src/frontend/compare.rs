@@ -57,7 +57,7 @@ impl Inner {
                         n.op.name(),
                         n.site,
                         h.id.0,
-                        cfg.tolerance_for(n.tolerance_op, h.dtype),
+                        cfg.tolerance_for(n.tolerance_op, n.tolerance_dtype),
                     )
                 };
                 let (m, checked, max_rel) = check(&op, op_site, order, values, &reference, tol);

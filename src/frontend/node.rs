@@ -38,6 +38,10 @@ pub struct NodeInfo {
     /// The op whose allowance comparison mode applies to this result: its own, or for ops that
     /// only move data, their input's.
     pub tolerance_op: &'static str,
+    /// The element type whose allowance applies: its own, or f32's for an f64 result computed from
+    /// values with f32's rounding (a cast f32 value, and what is computed from it), or its input's
+    /// for ops that only move data.
+    pub tolerance_dtype: DType,
 }
 
 impl NodeInfo {
@@ -64,6 +68,7 @@ impl NodeInfo {
             depth: 0,
             reference: None,
             tolerance_op,
+            tolerance_dtype: dtype,
         }
     }
 

@@ -48,12 +48,18 @@ impl Inner {
             let id = NodeId(fe.next_id);
             let mut depth = 0;
             let mut tolerance_op = op.base_name();
+            let mut tolerance_dtype = dtype;
             for (k, h) in inputs.iter().enumerate() {
                 if let Some(n) = fe.nodes.get_mut(&h.id) {
                     n.users += 1;
                     depth = depth.max(n.depth);
                     if k == 0 && op.moves_data() {
                         tolerance_op = n.tolerance_op;
+                        tolerance_dtype = n.tolerance_dtype;
+                    }
+                    // An f64 result computed from values with f32's rounding carries f32's.
+                    if dtype == DType::F64 && n.tolerance_dtype == DType::F32 {
+                        tolerance_dtype = DType::F32;
                     }
                 }
             }
@@ -66,6 +72,7 @@ impl Inner {
                 depth,
                 reference,
                 tolerance_op,
+                tolerance_dtype,
                 ..NodeInfo::new(
                     op,
                     inputs.iter().map(|h| h.id).collect(),
@@ -269,6 +276,32 @@ impl Inner {
         self.sched.release(buf);
         Counters::add(&self.counters.bytes_downloaded, (n * h.dtype.size()) as u64);
         r.map(|()| true).map_err(|e| invalid_read(e, site))
+    }
+
+    /// Computes `h` if needed and waits until its value exists (on whichever executor computed
+    /// it; nothing is copied to the host).
+    pub fn eval(&self, h: &Handle, site: Site) -> Result<()> {
+        let buf = {
+            let mut fe = self.fe.lock();
+            if let Some(e) = self.section_violation(&mut fe, "an evaluation", site) {
+                return Err(e);
+            }
+            if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
+                enqueue_leaf(&mut fe, h.id);
+                fe.queue.push(Entry::HintRead(h.id));
+                {
+                    let f = &mut *fe;
+                    f.key.push_hint(&f.nodes, h.id);
+                }
+                flush(self, &mut fe, FlushReason::Hint, Some(h.id));
+            }
+            fe.nodes.get(&h.id).and_then(|n| n.buffer())
+        };
+        match buf {
+            Some(b) => self.sched.wait(b).map_err(|e| invalid_read(e, site)),
+            // A constant or a value folded at record time: nothing to compute.
+            None => Ok(()),
+        }
     }
 
     /// The application will read `h` soon: start computing it now.

@@ -294,6 +294,7 @@ impl Inner {
         inputs: &[Handle],
         site: Site,
     ) -> Result<Vec<Handle>> {
+        let started = std::time::Instant::now();
         let seq = &entry.seq;
         let mut bindings = vec![BufferId(0); seq.formals.len()];
         let mut temps = Vec::new();
@@ -386,7 +387,8 @@ impl Inner {
                         op: step.node.op.name(),
                         site: step.node.site,
                         order: h.id.0,
-                        tolerance: cfg.tolerance_for(step.node.tolerance_op, h.dtype),
+                        tolerance: cfg
+                            .tolerance_for(step.node.tolerance_op, step.node.tolerance_dtype),
                         config: cfg.clone(),
                     };
                     Some((n.buffer()?, check))
@@ -399,6 +401,7 @@ impl Inner {
             seq: seq.clone(),
             bindings,
             params,
+            started,
         });
         for (buf, check) in checks {
             self.schedule_check(buf, check);

@@ -10,6 +10,7 @@ pub mod liveness;
 pub mod pos;
 mod regalloc;
 pub mod sequence;
+pub mod split;
 
 use crate::compile::Entry;
 use crate::frontend::NodeTable;

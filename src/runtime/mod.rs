@@ -30,6 +30,10 @@ pub struct Config {
     pub trace_entries: usize,
     /// Code reuse sections the macro cache keeps (least recently used evicted first).
     pub macro_entries: usize,
+    /// The device programs go to first (`ARRAYFLOW_DEVICE`); the CPU executor always runs too.
+    pub device: crate::exec::device::DeviceChoice,
+    /// Limits of the device executor (`ARRAYFLOW_DEVICE_MEMORY`, `ARRAYFLOW_DEVICE_KERNEL_LIMIT`).
+    pub device_limits: crate::exec::gpu::Limits,
 }
 
 impl Default for Config {
@@ -51,6 +55,8 @@ impl Default for Config {
             trace_bucket_entries: env("ARRAYFLOW_TRACE_BUCKET_ENTRIES", 16).max(1),
             trace_entries: env("ARRAYFLOW_TRACE_ENTRIES", 4096).max(1),
             macro_entries: env("ARRAYFLOW_MACRO_ENTRIES", 256).max(1),
+            device: crate::exec::device::DeviceChoice::from_env(),
+            device_limits: crate::exec::gpu::Limits::from_env(),
         }
     }
 }
@@ -180,7 +186,12 @@ impl Inner {
     fn new(config: Config) -> Inner {
         let counters = Arc::new(Counters::default());
         let flow = Arc::new(FlowControl::new(config.max_outstanding));
-        let sched = Scheduler::start(counters.clone(), flow.clone());
+        let sched = Scheduler::start(
+            counters.clone(),
+            flow.clone(),
+            config.device.resolve(),
+            config.device_limits,
+        );
         let gen_config = GenConfig {
             tile: config.tile,
             ..GenConfig::default()

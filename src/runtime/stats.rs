@@ -36,6 +36,55 @@ pub struct Counters {
     pub macro_evictions: AtomicU64,
     pub macro_lookup_ns: AtomicU64,
     pub flush_ns: AtomicU64,
+    pub device: DeviceCounters,
+}
+
+/// Declares the device executor's counters once: the atomic struct, the snapshot and `since`.
+macro_rules! device_counters {
+    ($($(#[$doc:meta])* $f:ident),* $(,)?) => {
+        #[derive(Debug, Default)]
+        pub struct DeviceCounters { $(pub $f: AtomicU64),* }
+        /// What the device executor (OpenCL or wgpu) did.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct DeviceStats { $($(#[$doc])* pub $f: u64),* }
+        impl DeviceCounters {
+            pub fn snapshot(&self) -> DeviceStats { DeviceStats { $($f: self.$f.load(Relaxed)),* } }
+        }
+        impl DeviceStats {
+            pub fn since(&self, e: &DeviceStats) -> DeviceStats { DeviceStats { $($f: self.$f - e.$f),* } }
+        }
+    };
+}
+
+device_counters! {
+    /// Programs the scheduler sent to the device executor.
+    tasks,
+    /// Device kernels enqueued (a split kernel counts each half).
+    kernels,
+    /// Programs sent to the CPU because they use f64 and the device has none.
+    f64_to_cpu,
+    /// Programs the device executor ran on the CPU (unsupported, failed to compile, out of memory).
+    fallbacks,
+    /// Kernels split in two after the device compiler rejected them.
+    splits,
+    /// Device allocations that failed (or would pass the memory budget).
+    alloc_failures,
+    /// Buffers moved to the host backing store to free device memory, and brought back.
+    swapped_out,
+    swapped_in,
+    /// Bytes moved from the CPU executor to the device and back.
+    bytes_to_device,
+    bytes_from_device,
+    /// Device programs compiled from source, loaded from the on-disk binary cache, found in memory.
+    compiles,
+    disk_hits,
+    memory_hits,
+    /// Nanoseconds spent compiling or loading device programs.
+    compile_ns,
+    /// Host time from the start of the flush (or section replay) that made a device program to
+    /// its kernels' enqueue, summed in nanoseconds, and the number of programs it sums.
+    launch_ns,
+    launches,
 }
 
 /// A snapshot of the runtime's counters. Counts are totals since start-up; subtract two snapshots
@@ -98,6 +147,8 @@ pub struct Stats {
     /// Time application threads waited for the executors to catch up (flow control), in
     /// nanoseconds.
     pub flow_wait_ns: u64,
+    /// The device executor's work.
+    pub device: DeviceStats,
 }
 
 /// Counters of one cache.
@@ -218,6 +269,7 @@ impl Counters {
             },
             flush_ns: self.flush_ns.load(Relaxed),
             flow_wait_ns: crate::runtime::Inner::get().flow.waited_ns.load(Relaxed),
+            device: self.device.snapshot(),
         }
     }
 }
@@ -260,6 +312,7 @@ impl Stats {
             macros: self.macros.since(&earlier.macros),
             flush_ns: self.flush_ns - earlier.flush_ns,
             flow_wait_ns: self.flow_wait_ns - earlier.flow_wait_ns,
+            device: self.device.since(&earlier.device),
         }
     }
 }

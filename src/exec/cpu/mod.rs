@@ -10,7 +10,7 @@ pub mod slices;
 pub mod vm;
 
 use super::scheduler::{ExecMsg, SchedMsg, Task};
-use super::{BufferId, BufferPool, TypedVec};
+use super::{BufferId, BufferPool, Caps, ExecHandle, TypedVec};
 use crate::error::{Error, ErrorKind};
 use crate::proggen::sequence::Kernel;
 use crate::runtime::stats::Counters;
@@ -21,12 +21,10 @@ use std::sync::Arc;
 /// Bytes of released buffers the pool keeps for reuse.
 const POOL_LIMIT: usize = 1 << 30;
 
-pub struct CpuExecutor {
-    tx: Sender<ExecMsg>,
-}
+pub struct CpuExecutor;
 
 impl CpuExecutor {
-    pub(crate) fn start(sched: Sender<SchedMsg>, counters: Arc<Counters>) -> CpuExecutor {
+    pub(crate) fn start(sched: Sender<SchedMsg>, counters: Arc<Counters>) -> ExecHandle {
         let (tx, rx) = unbounded();
         std::thread::Builder::new()
             .name("arrayflow-cpu".into())
@@ -42,10 +40,11 @@ impl CpuExecutor {
                 .run(rx)
             })
             .expect("arrayflow: cannot start the CPU executor thread");
-        CpuExecutor { tx }
-    }
-    pub(crate) fn send(&self, msg: ExecMsg) {
-        let _ = self.tx.send(msg);
+        ExecHandle {
+            tx,
+            caps: Caps { fp64: true },
+            name: format!("cpu ({} threads)", rayon::current_num_threads()),
+        }
     }
 }
 
@@ -65,7 +64,18 @@ impl CpuLoop {
         while let Ok(msg) = rx.recv() {
             match msg {
                 ExecMsg::MoveDataIn { buf, data } => {
-                    self.store.insert(buf, Arc::new(data));
+                    self.store.insert(buf, data);
+                }
+                ExecMsg::Export { buf, to } => {
+                    let data = match (self.store.get(&buf), self.failed.get(&buf)) {
+                        (_, Some(e)) => Err(e.clone()),
+                        (Some(v), None) => Ok(v.clone()),
+                        (None, None) => Err(Error::new(
+                            ErrorKind::Runtime,
+                            "the CPU executor has no such buffer",
+                        )),
+                    };
+                    let _ = self.sched.send(SchedMsg::Exported { buf, to, data });
                 }
                 ExecMsg::ComputeData(task) => self.compute(task),
                 ExecMsg::ComputeSequential(tasks) => {
@@ -97,6 +107,7 @@ impl CpuLoop {
                         self.pool.give(v);
                     }
                 }
+                ExecMsg::RerunOnCpu(task) => self.compute(task),
                 ExecMsg::Shutdown => break,
             }
         }
@@ -128,22 +139,7 @@ impl CpuLoop {
                 )
             })?);
         }
-        let shapes: Vec<(crate::ir::DType, usize)> = match &*task.program.kernel {
-            Kernel::Fused(k) => (0..k.outputs.len())
-                .map(|o| {
-                    let is_red = k.reductions.iter().any(|r| r.output as usize == o);
-                    (
-                        k.outputs[o],
-                        if is_red {
-                            k.domain.outer
-                        } else {
-                            k.domain.len()
-                        },
-                    )
-                })
-                .collect(),
-            Kernel::Intrinsic(c) => vec![(c.dtype, c.out_shape.iter().product())],
-        };
+        let shapes = output_shapes(&task.program.kernel);
         let external: Vec<Option<slices::OutPtr>> = task
             .outputs
             .iter()
@@ -167,45 +163,7 @@ impl CpuLoop {
             })
             .collect();
         let refs: Vec<&TypedVec> = inputs.iter().map(|a| &**a).collect();
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            match &*task.program.kernel {
-                Kernel::Fused(k) => match native::lookup(k) {
-                    Ok(Some(nk)) => {
-                        native::run(&nk, k, &refs, &mut outputs, &external, &task.params)
-                    }
-                    Ok(None) => vm::run_fused(
-                        k,
-                        task.program.launch.tile,
-                        &refs,
-                        &mut outputs,
-                        &external,
-                        &task.params,
-                    ),
-                    Err(e) => Err(e),
-                },
-                Kernel::Intrinsic(c) => crate::intrinsics::cpu::run(c, &refs, &mut outputs[0])
-                    .map_err(|e| match task.program.sites.first() {
-                        Some(&s) => e.origin(s),
-                        None => e,
-                    }),
-            }
-        }));
-        let result = match run {
-            Ok(r) => r,
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                let mut e = Error::new(ErrorKind::Runtime, format!("internal error in the CPU executor: {what}"))
-                    .hint("this is a bug in arrayflow; please report it with the program that triggers it");
-                if let Some(&s) = task.program.sites.first() {
-                    e = e.origin(s);
-                }
-                Err(e)
-            }
-        };
+        let result = run_program(task, &refs, &mut outputs, &external);
         if result.is_ok() {
             for ((&b, v), ext) in task.outputs.iter().zip(outputs).zip(&external) {
                 if ext.is_none() {
@@ -216,5 +174,76 @@ impl CpuLoop {
             outputs.into_iter().for_each(|v| self.pool.give(v));
         }
         result
+    }
+}
+
+/// Element type and length of each output of a kernel.
+pub(crate) fn output_shapes(kernel: &Kernel) -> Vec<(crate::ir::DType, usize)> {
+    match kernel {
+        Kernel::Fused(k) => (0..k.outputs.len())
+            .map(|o| {
+                let is_red = k.reductions.iter().any(|r| r.output as usize == o);
+                (
+                    k.outputs[o],
+                    if is_red {
+                        k.domain.outer
+                    } else {
+                        k.domain.len()
+                    },
+                )
+            })
+            .collect(),
+        Kernel::Intrinsic(c) => vec![(c.dtype, c.out_shape.iter().product())],
+    }
+}
+
+/// Runs a task's kernel on the CPU (native tier, tile VM or intrinsic) into `outputs` (or the
+/// application's memory where `external` says); a panic becomes an error naming the call site.
+pub(crate) fn run_program(
+    task: &Task,
+    refs: &[&TypedVec],
+    outputs: &mut [TypedVec],
+    external: &[Option<slices::OutPtr>],
+) -> Result<(), Error> {
+    let run =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            match &*task.program.kernel {
+                Kernel::Fused(k) => match native::lookup(k) {
+                    Ok(Some(nk)) => native::run(&nk, k, refs, outputs, external, &task.params),
+                    Ok(None) => vm::run_fused(
+                        k,
+                        task.program.launch.tile,
+                        refs,
+                        outputs,
+                        external,
+                        &task.params,
+                    ),
+                    Err(e) => Err(e),
+                },
+                Kernel::Intrinsic(c) => crate::intrinsics::cpu::run(c, refs, &mut outputs[0])
+                    .map_err(|e| match task.program.sites.first() {
+                        Some(&s) => e.origin(s),
+                        None => e,
+                    }),
+            }
+        }));
+    match run {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            let mut e = Error::new(
+                ErrorKind::Runtime,
+                format!("internal error in the CPU executor: {what}"),
+            )
+            .hint("this is a bug in arrayflow; please report it with the program that triggers it");
+            if let Some(&s) = task.program.sites.first() {
+                e = e.origin(s);
+            }
+            Err(e)
+        }
     }
 }

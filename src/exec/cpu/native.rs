@@ -112,16 +112,7 @@ fn cache() -> &'static Mutex<AHashMap<u64, State>> {
 }
 
 /// FNV-1a, stable across runs and platforms (the disk cache's file names).
-fn checksum(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.bytes().chain([0u8]) {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h
-}
+use crate::exec::checksum;
 
 const FLAGS: &[&str] = &[
     "-O3",
@@ -138,14 +129,7 @@ fn compiler() -> String {
 
 /// Where compiled kernels are kept: `ARRAYFLOW_CACHE_DIR`, else the user's cache directory.
 pub fn cache_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("ARRAYFLOW_CACHE_DIR") {
-        return PathBuf::from(d).join("cpu");
-    }
-    let base = std::env::var("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|_| std::env::var("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|_| std::env::temp_dir());
-    base.join("arrayflow").join("cpu")
+    crate::exec::cache_root().join("cpu")
 }
 
 /// Checksum of everything besides the kernel body that decides the compiled code: the primitive

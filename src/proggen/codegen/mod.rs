@@ -1,5 +1,9 @@
 //! Code generation: renders a scheduled fused kernel as source for a compiled target. `c` emits C
-//! for the CPU's native tier, calling the primitive library's C sources (`primitives/c/`); the
-//! GPU targets render the same kernels the same way.
+//! for the CPU's native tier, calling the primitive library's C sources (`primitives/c/`); `opencl`
+//! and `wgsl` render the same kernels for the GPU executors as a [`gpu::GpuPlan`] (source plus the
+//! passes to dispatch), calling `primitives/opencl/` and `primitives/wgsl/`.
 
 pub mod c;
+pub mod gpu;
+pub mod opencl;
+pub mod wgsl;

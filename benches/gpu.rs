@@ -1,0 +1,1022 @@
+//! GPU benchmark: the element-wise chain of `benches/chain.rs`,
+//!
+//!     y = |sqrt(a * b + 1) * a - b| * 0.5 + a
+//!
+//! (8 f32 ops, read a and b, write y: 12 n bytes) on the device executor `ARRAYFLOW_DEVICE`
+//! selects (`opencl[:N]`, `wgpu[:N]`, `cpu` or `auto`), one executor per process. Measured:
+//!
+//! - **chain**: for n = 2^20, 2^24, 2^27 (`GPU_SIZES=20,24` overrides), a loop of K iterations that
+//!   each record the chain and `eval()` it (computes on the device and waits, no copy to the host;
+//!   the trace cache makes the recording cheap). K is chosen so one loop takes ~0.2 s
+//!   (`GPU_LOOP_SECONDS`); 7 loops; the median time per iteration. GB/s = 12 n / time.
+//! - **sum**: `a.sum()` evaluated the same way on the largest array (4 n bytes read).
+//! - **launch latency**: `Stats::device.launch_ns / launches` (host time from the call that triggers
+//!   the flush to the device kernel's enqueue) over the timed, trace-hit iterations of a 2^10 chain.
+//! - **copy peer** (same process, same device, not through arrayflow): a device-to-device copy of
+//!   1.5 n f32 (6 n bytes read + 6 n written = the chain's 12 n), timed the same way (K copies, each
+//!   enqueued and waited for). OpenCL: an own opencl3 context and queue on the same device,
+//!   `enqueue_copy_buffer` + `finish()`; wgpu: an own device on the same adapter,
+//!   `copy_buffer_to_buffer` + `queue.submit` + `device.poll(Wait)`, and the same bytes copied by a
+//!   WGSL compute kernel (`dst[i] = src[i]`; on NVIDIA's Vulkan driver the buffer copy reaches only
+//!   ~0.7-0.8 TB/s where a kernel copy reaches ~3 TB/s, so "af / copy" uses the faster of the two).
+//!   Also "stream": K copies enqueued back to back and one wait (the device's copy throughput
+//!   without the per-copy sync). Skipped with `ARRAYFLOW_DEVICE=cpu`.
+//!
+//! The results end with a table, and one `JSON {...}` line per row that `benches/peers/merge.py`
+//! merges with the other executor's run and the PyTorch peer (`benches/peers/chain.py`).
+//! `RUST_LOG` sets the level of arrayflow's log on stderr (default `warn`: a missing device shows).
+//!
+//! Run (one process per executor). The list of devices printed first gives the indices: with a CPU
+//! OpenCL platform (pocl) installed, the GPU can be `opencl:1`, and plain `opencl` measures the CPU
+//! (the benchmark warns).
+//!
+//! ```sh
+//! CARGO_TARGET_DIR=/tmp/target-bench cargo build --release --bench gpu
+//! B=$(ls -t /tmp/target-bench/release/deps/gpu-* | grep -v '\.d$' | head -1)
+//! ARRAYFLOW_DEVICE=opencl:1 $B > ocl.txt      # or: ARRAYFLOW_DEVICE=opencl:1 cargo bench --bench gpu
+//! ARRAYFLOW_DEVICE=wgpu:0 $B > wgpu.txt
+//! python3 benches/peers/chain.py > torch.txt
+//! python3 benches/peers/merge.py ocl.txt wgpu.txt torch.txt
+//! ```
+
+use arrayflow::{Array, Backend, DeviceInfo, DeviceKind, Runtime, Stats};
+use rayon::prelude::*;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Timed loops per measurement; the median is reported.
+const REPEATS: usize = 7;
+
+/// Deterministic pseudo-random values in [lo, hi) (xorshift64*): non-zero, no NaNs in the chain
+/// (the same generator and seeds as `benches/chain.rs`).
+fn random_vec(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            let u = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 24) as f32;
+            lo + (hi - lo) * u
+        })
+        .collect()
+}
+
+#[inline(always)]
+fn chain_scalar(a: f32, b: f32) -> f32 {
+    (((a * b + 1.0).sqrt() * a - b).abs()) * 0.5 + a
+}
+
+/// arrayflow: the chain recorded as one expression (nothing runs until `eval`).
+fn chain_af(a: &Array<f32>, b: &Array<f32>) -> Array<f32> {
+    (((a * b + 1.0).sqrt() * a - b).abs()) * 0.5 + a
+}
+
+/// The result of [`time_loop`].
+struct Timing {
+    /// Median over the timed loops of the time per iteration.
+    per_iter: Duration,
+    /// Fastest and slowest loop, per iteration.
+    min: Duration,
+    max: Duration,
+    /// Iterations per timed loop.
+    k: usize,
+    /// `Runtime::stats()` accumulated over the timed loops only (not the warm-up).
+    stats: Stats,
+    /// Iterations in the timed loops (REPEATS * k).
+    timed_iters: usize,
+}
+
+/// Times `run(k)`, which performs `k` iterations and waits for them: a warm-up (at least 3 single
+/// iterations and ~`target`/4), K estimated from the median warm-up iteration (so a slow first
+/// call, a kernel compile, does not count) and corrected by one untimed loop of K, then
+/// [`REPEATS`] timed loops of K; the median per iteration.
+fn time_loop(target: Duration, max_k: usize, mut run: impl FnMut(usize)) -> Timing {
+    let start = Instant::now();
+    let mut warm = Vec::new();
+    while warm.len() < 3 || start.elapsed() < target / 4 {
+        let t = Instant::now();
+        run(1);
+        warm.push(t.elapsed().as_secs_f64());
+    }
+    warm.sort_by(f64::total_cmp);
+    let per = warm[warm.len() / 2];
+    let mut k = ((target.as_secs_f64() / per.max(1e-9)) as usize).clamp(1, max_k);
+    // One loop of k to correct the estimate (a loop can run faster than single iterations).
+    let t = Instant::now();
+    run(k);
+    let el = t.elapsed().as_secs_f64();
+    k = ((k as f64 * target.as_secs_f64() / el.max(1e-9)) as usize).clamp(1, max_k);
+    let before = Runtime::stats();
+    let mut per_iter: Vec<Duration> = (0..REPEATS)
+        .map(|_| {
+            let t = Instant::now();
+            run(k);
+            t.elapsed() / k as u32
+        })
+        .collect();
+    let stats = Runtime::stats().since(&before);
+    per_iter.sort_unstable();
+    Timing {
+        per_iter: per_iter[REPEATS / 2],
+        min: per_iter[0],
+        max: per_iter[REPEATS - 1],
+        k,
+        stats,
+        timed_iters: REPEATS * k,
+    }
+}
+
+fn fmt_time(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1e-3 {
+        format!("{:.1} µs", s * 1e6)
+    } else {
+        format!("{:.3} ms", s * 1e3)
+    }
+}
+
+fn gbs(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e9
+}
+
+fn label(n: usize) -> String {
+    if n.is_power_of_two() {
+        format!("2^{}", n.trailing_zeros())
+    } else {
+        n.to_string()
+    }
+}
+
+/// A JSON string literal.
+fn js(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// A JSON number (`null` for NaN and infinities).
+fn jn(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x}")
+    } else {
+        "null".into()
+    }
+}
+
+/// The executor this process measures.
+struct Selected {
+    backend: Backend,
+    /// The device's index among its backend's devices (`opencl:N`, `wgpu:N`).
+    index: Option<usize>,
+    /// The device's name (the CPU model for the CPU executor).
+    name: String,
+    info: Option<&'static DeviceInfo>,
+}
+
+/// Reads the running executor: `Runtime::executor()` starts with `opencl:N ...` or `wgpu:N ...`
+/// when a device executor runs.
+fn selected() -> Selected {
+    let backend = Runtime::backend();
+    let exec = Runtime::executor();
+    let index = exec
+        .split_whitespace()
+        .next()
+        .and_then(|t| t.split_once(':'))
+        .filter(|(b, _)| *b == backend.to_string())
+        .and_then(|(_, i)| i.parse::<usize>().ok())
+        .or_else(|| {
+            // Fall back on ARRAYFLOW_DEVICE=backend:N (default 0).
+            (backend != Backend::Cpu).then(|| {
+                std::env::var("ARRAYFLOW_DEVICE")
+                    .ok()
+                    .and_then(|v| v.split_once(':').and_then(|(_, i)| i.trim().parse().ok()))
+                    .unwrap_or(0)
+            })
+        });
+    let info = index.and_then(|i| {
+        Runtime::devices()
+            .iter()
+            .find(|d| d.backend == backend && d.index == i)
+    });
+    let name = match info {
+        Some(d) => d.name.clone(),
+        None => cpu_model(),
+    };
+    Selected {
+        backend,
+        index,
+        name,
+        info,
+    }
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// A device-to-device copy outside arrayflow, on the device arrayflow runs on.
+trait CopyPeer {
+    /// The device's name as this API reports it.
+    fn device_name(&self) -> String;
+    /// Allocates source and destination buffers of `floats` f32 each (dropping earlier ones).
+    fn alloc(&mut self, floats: usize) -> Result<(), String>;
+    /// Enqueues one copy of the whole source into the destination.
+    fn enqueue(&mut self);
+    /// Waits for everything enqueued.
+    fn wait(&mut self);
+    /// Drops the buffers.
+    fn free(&mut self);
+    /// Enqueues the same copy as a compute kernel (`dst[i] = src[i]`), where the peer has one
+    /// for the current buffers; `false` otherwise.
+    fn enqueue_kernel(&mut self) -> bool {
+        false
+    }
+}
+
+mod ocl_peer {
+    use opencl3::command_queue::CommandQueue;
+    use opencl3::context::Context;
+    use opencl3::device::{CL_DEVICE_TYPE_ALL, Device};
+    use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
+
+    pub struct OclCopy {
+        device: Device,
+        // Field order: buffers and queue are released before the context.
+        bufs: Option<(Buffer<f32>, Buffer<f32>, usize)>,
+        queue: CommandQueue,
+        context: Context,
+    }
+
+    impl OclCopy {
+        /// OpenCL device `index` in arrayflow's order: every platform's devices, platforms in order.
+        pub fn open(index: usize) -> Result<OclCopy, String> {
+            let ids: Vec<_> = opencl3::platform::get_platforms()
+                .map_err(|e| e.to_string())?
+                .iter()
+                .flat_map(|p| p.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default())
+                .collect();
+            let id = *ids
+                .get(index)
+                .ok_or_else(|| format!("no OpenCL device {index}"))?;
+            let device = Device::new(id);
+            let context = Context::from_device(&device).map_err(|e| e.to_string())?;
+            #[allow(deprecated)]
+            let queue = CommandQueue::create_default(&context, 0).map_err(|e| e.to_string())?;
+            Ok(OclCopy {
+                device,
+                bufs: None,
+                queue,
+                context,
+            })
+        }
+    }
+
+    impl super::CopyPeer for OclCopy {
+        fn device_name(&self) -> String {
+            self.device.name().unwrap_or_default().trim().to_string()
+        }
+        fn alloc(&mut self, floats: usize) -> Result<(), String> {
+            self.bufs = None;
+            let mk = || {
+                // SAFETY: no host pointer; the buffer is only used by the copies below.
+                unsafe {
+                    Buffer::<f32>::create(
+                        &self.context,
+                        CL_MEM_READ_WRITE,
+                        floats,
+                        std::ptr::null_mut(),
+                    )
+                }
+                .map_err(|e| format!("OpenCL buffer of {floats} f32: {e}"))
+            };
+            let mut src = mk()?;
+            let dst = mk()?;
+            // SAFETY: the pattern outlives the call (it is copied at enqueue); in-order queue.
+            unsafe {
+                self.queue
+                    .enqueue_fill_buffer(&mut src, &[1.0f32], 0, floats * 4, &[])
+                    .map_err(|e| e.to_string())?;
+            }
+            self.queue.finish().map_err(|e| e.to_string())?;
+            self.bufs = Some((src, dst, floats));
+            Ok(())
+        }
+        fn enqueue(&mut self) {
+            let (src, dst, floats) = self.bufs.as_mut().expect("alloc first");
+            // SAFETY: both buffers hold `floats` f32 and stay alive until `wait`/`free`.
+            unsafe {
+                self.queue
+                    .enqueue_copy_buffer(src, dst, 0, 0, *floats * 4, &[])
+                    .expect("clEnqueueCopyBuffer");
+            }
+        }
+        fn wait(&mut self) {
+            self.queue.finish().expect("clFinish");
+        }
+        fn free(&mut self) {
+            let _ = self.queue.finish();
+            self.bufs = None;
+        }
+    }
+}
+
+mod wgpu_peer {
+    /// The copy as a compute kernel: a grid-stride loop over `vec4<f32>`.
+    const COPY_WGSL: &str = r#"
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let stride = groups.x * 256u;
+    let n = arrayLength(&dst);
+    for (var i = gid.x; i < n; i = i + stride) {
+        dst[i] = src[i];
+    }
+}
+"#;
+
+    pub struct WgpuCopy {
+        name: String,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        limits: wgpu::Limits,
+        pipeline: wgpu::ComputePipeline,
+        bufs: Option<Bufs>,
+        last: Option<wgpu::SubmissionIndex>,
+    }
+
+    struct Bufs {
+        src: wgpu::Buffer,
+        dst: wgpu::Buffer,
+        size: u64,
+        /// Bind group and workgroup count of the kernel copy (`None` where the buffers are too
+        /// large to bind or not a whole number of vec4).
+        kernel: Option<(wgpu::BindGroup, u32)>,
+    }
+
+    impl WgpuCopy {
+        /// wgpu adapter `index` in arrayflow's order (Vulkan adapters as the instance lists them).
+        pub fn open(index: usize) -> Result<WgpuCopy, String> {
+            let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+                backends: wgpu::Backends::VULKAN,
+                ..wgpu::InstanceDescriptor::new_without_display_handle()
+            });
+            let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN));
+            let adapter = adapters
+                .into_iter()
+                .nth(index)
+                .ok_or_else(|| format!("no wgpu adapter {index}"))?;
+            let limits = adapter.limits();
+            let (device, queue) =
+                pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                    label: Some("gpu bench copy peer"),
+                    required_limits: limits.clone(),
+                    ..Default::default()
+                }))
+                .map_err(|e| e.to_string())?;
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("copy kernel"),
+                source: wgpu::ShaderSource::Wgsl(COPY_WGSL.into()),
+            });
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("copy kernel"),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            Ok(WgpuCopy {
+                name: adapter.get_info().name,
+                device,
+                queue,
+                limits,
+                pipeline,
+                bufs: None,
+                last: None,
+            })
+        }
+    }
+
+    impl super::CopyPeer for WgpuCopy {
+        fn device_name(&self) -> String {
+            self.name.clone()
+        }
+        fn alloc(&mut self, floats: usize) -> Result<(), String> {
+            self.bufs = None;
+            let size = floats as u64 * 4;
+            if size > self.limits.max_buffer_size {
+                return Err(format!(
+                    "{size} bytes is over the adapter's max_buffer_size {}",
+                    self.limits.max_buffer_size
+                ));
+            }
+            let bindable =
+                size <= self.limits.max_storage_buffer_binding_size && size.is_multiple_of(16);
+            let mut usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+            if bindable {
+                usage |= wgpu::BufferUsages::STORAGE;
+            }
+            let mk = |label| {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage,
+                    mapped_at_creation: false,
+                })
+            };
+            let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let (src, dst) = (mk("copy src"), mk("copy dst"));
+            if let Some(e) = pollster::block_on(scope.pop()) {
+                return Err(e.to_string());
+            }
+            let kernel = bindable.then(|| {
+                let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &self.pipeline.get_bind_group_layout(0),
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: src.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: dst.as_entire_binding(),
+                        },
+                    ],
+                });
+                let vec4s = size / 16;
+                let groups = vec4s
+                    .div_ceil(256)
+                    .min(self.limits.max_compute_workgroups_per_dimension as u64)
+                    .max(1) as u32;
+                (group, groups)
+            });
+            // Fill the source (and let wgpu do its zero-initialisation before the timing).
+            self.queue
+                .write_buffer(&src, 0, bytemuck::cast_slice(&vec![1.0f32; floats]));
+            self.bufs = Some(Bufs {
+                src,
+                dst,
+                size,
+                kernel,
+            });
+            self.enqueue();
+            self.wait();
+            Ok(())
+        }
+        fn enqueue(&mut self) {
+            let b = self.bufs.as_ref().expect("alloc first");
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            enc.copy_buffer_to_buffer(&b.src, 0, &b.dst, 0, Some(b.size));
+            self.last = Some(self.queue.submit([enc.finish()]));
+        }
+        fn enqueue_kernel(&mut self) -> bool {
+            let Some(b) = self.bufs.as_ref() else {
+                return false;
+            };
+            let Some((group, groups)) = &b.kernel else {
+                return false;
+            };
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, group, &[]);
+                pass.dispatch_workgroups(*groups, 1, 1);
+            }
+            self.last = Some(self.queue.submit([enc.finish()]));
+            true
+        }
+        fn wait(&mut self) {
+            self.device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: self.last.take(),
+                    timeout: None,
+                })
+                .expect("wgpu poll");
+        }
+        fn free(&mut self) {
+            self.wait();
+            self.bufs = None;
+        }
+    }
+}
+
+/// Opens the copy peer for the executor in use (`None` for the CPU, with the reason printed).
+fn open_peer(sel: &Selected) -> Option<Box<dyn CopyPeer>> {
+    let index = sel.index?;
+    let peer: Result<Box<dyn CopyPeer>, String> = match sel.backend {
+        Backend::OpenCl => ocl_peer::OclCopy::open(index).map(|p| Box::new(p) as _),
+        Backend::Wgpu => wgpu_peer::WgpuCopy::open(index).map(|p| Box::new(p) as _),
+        Backend::Cpu => return None,
+    };
+    match peer {
+        Ok(p) => {
+            if p.device_name() != sel.name {
+                println!(
+                    "warning: the copy peer's device is `{}`, arrayflow's is `{}`",
+                    p.device_name(),
+                    sel.name
+                );
+            }
+            Some(p)
+        }
+        Err(e) => {
+            println!("copy peer: cannot open {}:{index}: {e}", sel.backend);
+            None
+        }
+    }
+}
+
+/// One size's results.
+struct Row {
+    n: usize,
+    chain: Timing,
+    /// Iterations back to back, one wait at the end.
+    chain_stream: Timing,
+    copy: Option<CopyTiming>,
+    max_err: f32,
+}
+
+struct CopyTiming {
+    /// K copies, each enqueued and waited for (the chain loop's structure).
+    sync: Timing,
+    /// K copies enqueued back to back, one wait; per copy.
+    stream: Timing,
+    /// The copy as a compute kernel, timed like `sync` (wgpu only).
+    kernel: Option<Timing>,
+}
+
+impl CopyTiming {
+    /// The reference copy time: the faster of the API copy and the kernel copy (both waited for).
+    fn reference(&self) -> Duration {
+        self.kernel
+            .as_ref()
+            .map_or(self.sync.per_iter, |k| k.per_iter.min(self.sync.per_iter))
+    }
+}
+
+/// Largest relative difference between the device result and the host reference.
+fn max_rel_err(out: &[f32], a: &[f32], b: &[f32]) -> f32 {
+    out.par_iter()
+        .zip(a.par_iter().zip(b.par_iter()))
+        .map(|(&y, (&a, &b))| {
+            let r = chain_scalar(a, b);
+            ((y - r) / r).abs()
+        })
+        .reduce(|| 0.0f32, f32::max)
+}
+
+fn bench_chain(n: usize, target: Duration, peer: Option<&mut Box<dyn CopyPeer>>) -> Row {
+    let av = random_vec(n, 1, 0.5, 1.5);
+    let bv = random_vec(n, 2, 0.5, 1.5);
+    let a = Array::from_vec(av.clone(), &[n]);
+    let b = Array::from_vec(bv.clone(), &[n]);
+    // Uploads a and b, compiles the kernel, and checks the result.
+    let out = chain_af(&a, &b).to_vec().expect("chain result");
+    let max_err = max_rel_err(&out, &av, &bv);
+    drop((out, av, bv));
+
+    let chain = time_loop(target, 100_000, |k| {
+        for _ in 0..k {
+            let y = chain_af(black_box(&a), black_box(&b));
+            y.eval().expect("eval");
+            black_box(&y);
+        }
+    });
+    // The same iterations without a wait between them (`hint_read` starts each one; only the last
+    // is waited for): the device's queue stays full, as in a program that reads results later.
+    let chain_stream = time_loop(target, 100_000, |k| {
+        let mut last = None;
+        for _ in 0..k {
+            let y = chain_af(black_box(&a), black_box(&b));
+            y.hint_read();
+            last = Some(y);
+        }
+        last.expect("k >= 1").eval().expect("eval");
+    });
+    drop((a, b));
+    Runtime::execute();
+
+    // Copy peer: 1.5 n f32, so 6n bytes read + 6n written = 12 n, the chain's bytes.
+    let copy = peer.and_then(|p| {
+        let m = n * 3 / 2;
+        if let Err(e) = p.alloc(m) {
+            println!("copy peer at {}: {e}; skipped", label(n));
+            return None;
+        }
+        let sync = time_loop(target, 100_000, |k| {
+            for _ in 0..k {
+                p.enqueue();
+                p.wait();
+            }
+        });
+        let stream = time_loop(target, 100_000, |k| {
+            for _ in 0..k {
+                p.enqueue();
+            }
+            p.wait();
+        });
+        let kernel = p.enqueue_kernel().then(|| {
+            p.wait();
+            time_loop(target, 100_000, |k| {
+                for _ in 0..k {
+                    p.enqueue_kernel();
+                    p.wait();
+                }
+            })
+        });
+        p.free();
+        Some(CopyTiming {
+            sync,
+            stream,
+            kernel,
+        })
+    });
+    Row {
+        n,
+        chain,
+        chain_stream,
+        copy,
+        max_err,
+    }
+}
+
+/// `a.sum()` on `n` elements, evaluated on the device; returns the timing and the relative error
+/// of the result against an f64 sum on the host.
+fn bench_sum(n: usize, target: Duration) -> (Timing, f64) {
+    let av = random_vec(n, 1, 0.5, 1.5);
+    let exact: f64 = av.par_iter().map(|&x| x as f64).sum();
+    let a = Array::from_vec(av, &[n]);
+    let got = a.sum().item().expect("sum result") as f64;
+    let t = time_loop(target, 100_000, |k| {
+        for _ in 0..k {
+            let s = black_box(&a).sum();
+            s.eval().expect("eval");
+            black_box(&s);
+        }
+    });
+    drop(a);
+    Runtime::execute();
+    (t, ((got - exact) / exact).abs())
+}
+
+/// Host launch latency from the device counters of a timed loop: (µs per launch, launches).
+fn launch_us(s: &Stats) -> Option<f64> {
+    (s.device.launches > 0).then(|| s.device.launch_ns as f64 / s.device.launches as f64 / 1e3)
+}
+
+fn main() {
+    let target = Duration::from_secs_f64(
+        std::env::var("GPU_LOOP_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.2),
+    );
+    let sizes: Vec<usize> = match std::env::var("GPU_SIZES") {
+        Ok(s) if !s.trim().is_empty() => s
+            .split(',')
+            .map(|p| {
+                let p: u32 = p
+                    .trim()
+                    .parse()
+                    .expect("GPU_SIZES: powers of two, e.g. 20,24");
+                1usize << p
+            })
+            .collect(),
+        _ => vec![1 << 20, 1 << 24, 1 << 27],
+    };
+
+    // arrayflow reports a missing or failed device through `tracing` (RUST_LOG sets the level).
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+
+    let sel = selected();
+    let backend = sel.backend.to_string();
+    println!(
+        "arrayflow GPU benchmark: y = |sqrt(a*b + 1)*a - b| * 0.5 + a  (8 f32 ops, 2 inputs, 1 output)"
+    );
+    println!(
+        "ARRAYFLOW_DEVICE={} | executor: {}",
+        std::env::var("ARRAYFLOW_DEVICE").unwrap_or_else(|_| "(unset: auto)".into()),
+        Runtime::executor()
+    );
+    println!("devices found (ARRAYFLOW_DEVICE=backend:index picks one):");
+    for d in Runtime::devices() {
+        println!("  {d}");
+    }
+    if let Some(d) = sel.info {
+        println!("device: {d}");
+        if d.kind == DeviceKind::Cpu {
+            let gpu = Runtime::devices()
+                .iter()
+                .find(|g| g.backend == d.backend && g.kind != DeviceKind::Cpu);
+            println!(
+                "WARNING: the {} device measured is a CPU{}",
+                d.backend,
+                gpu.map(|g| format!(
+                    "; for the GPU run with ARRAYFLOW_DEVICE={}:{}",
+                    g.backend, g.index
+                ))
+                .unwrap_or_default()
+            );
+        }
+    }
+    if let Ok(want) = std::env::var("ARRAYFLOW_DEVICE") {
+        let want = want
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if want != "auto" && !want.is_empty() && want != backend {
+            println!(
+                "WARNING: ARRAYFLOW_DEVICE asks for {want} but the executor is {backend}: \
+                 the device was not found or failed to start"
+            );
+        }
+    }
+    println!("arrayflow config: {:?}", Runtime::config());
+    println!(
+        "each cell: K iterations per loop (~{:.2} s), {REPEATS} loops, median per iteration; \
+         chain bytes = 12 n, copy = 1.5 n f32 (12 n bytes), sum bytes = 4 n",
+        target.as_secs_f64()
+    );
+    println!();
+
+    let mut peer = if sel.backend == Backend::Cpu {
+        println!("copy peer: skipped (CPU executor)");
+        None
+    } else {
+        open_peer(&sel)
+    };
+
+    let mut rows = Vec::new();
+    for &n in &sizes {
+        let r = bench_chain(n, target, peer.as_mut());
+        let s = &r.chain.stats;
+        let it = r.chain.timed_iters as f64;
+        println!(
+            "{:>5}: chain {} (K {}, loops {}..{}), max rel. diff vs host {:.1e}; per iteration: \
+             device tasks {:.2}, kernels {:.2}, fallbacks {:.2}, bytes to/from device {:.0}/{:.0}, \
+             trace hits {:.2}, kernels launched {:.2}",
+            label(n),
+            fmt_time(r.chain.per_iter),
+            r.chain.k,
+            fmt_time(r.chain.min),
+            fmt_time(r.chain.max),
+            r.max_err,
+            s.device.tasks as f64 / it,
+            s.device.kernels as f64 / it,
+            s.device.fallbacks as f64 / it,
+            s.device.bytes_to_device as f64 / it,
+            s.device.bytes_from_device as f64 / it,
+            s.trace.hits as f64 / it,
+            s.kernels_launched as f64 / it,
+        );
+        if let Some(c) = &r.copy {
+            println!(
+                "       copy  {} (K {}, loops {}..{}), stream {} per copy (K {})",
+                fmt_time(c.sync.per_iter),
+                c.sync.k,
+                fmt_time(c.sync.min),
+                fmt_time(c.sync.max),
+                fmt_time(c.stream.per_iter),
+                c.stream.k,
+            );
+            if let Some(kt) = &c.kernel {
+                println!(
+                    "       copy kernel (WGSL dst[i] = src[i]) {} (K {}, loops {}..{})",
+                    fmt_time(kt.per_iter),
+                    kt.k,
+                    fmt_time(kt.min),
+                    fmt_time(kt.max),
+                );
+            }
+        }
+        rows.push(r);
+    }
+    // Release the peer's device memory before the sum.
+    drop(peer);
+
+    let n_sum = *sizes.iter().max().expect("at least one size");
+    let (sum, sum_err) = bench_sum(n_sum, target);
+    println!(
+        "sum {}: {} (K {}, loops {}..{}), rel. diff vs f64 host sum {:.1e}, device kernels per sum {:.2}",
+        label(n_sum),
+        fmt_time(sum.per_iter),
+        sum.k,
+        fmt_time(sum.min),
+        fmt_time(sum.max),
+        sum_err,
+        sum.stats.device.kernels as f64 / sum.timed_iters as f64,
+    );
+
+    // Launch latency: a 2^10 chain (the kernel is negligible), trace-cache hits.
+    let n_small = 1 << 10;
+    let small = {
+        let a = Array::from_vec(random_vec(n_small, 4, 0.5, 1.5), &[n_small]);
+        let b = Array::from_vec(random_vec(n_small, 5, 0.5, 1.5), &[n_small]);
+        time_loop(target, 1_000_000, |k| {
+            for _ in 0..k {
+                let y = chain_af(black_box(&a), black_box(&b));
+                y.eval().expect("eval");
+                black_box(&y);
+            }
+        })
+    };
+    let small_hits = small.stats.trace.hits as f64 / small.timed_iters as f64;
+    let latency = launch_us(&small.stats);
+    println!(
+        "launch {}: {} per iteration (record + flush + kernel + wait), device launches {} over {} \
+         timed iterations, trace hits per iteration {:.2}",
+        label(n_small),
+        fmt_time(small.per_iter),
+        small.stats.device.launches,
+        small.timed_iters,
+        small_hits,
+    );
+    println!();
+
+    // JSON lines: one per row, for benches/peers/merge.py.
+    let head = |imp: &str, be: &str, op: &str, n: usize, bytes: usize| {
+        format!(
+            "{{\"bench\":\"gpu\",\"impl\":{},\"backend\":{},\"device\":{},\"op\":{},\"n\":{n},\"bytes\":{bytes}",
+            js(imp),
+            js(be),
+            js(&sel.name),
+            js(op)
+        )
+    };
+    let timing = |t: &Timing, bytes: usize| {
+        format!(
+            "\"time_s\":{},\"gbs\":{},\"min_s\":{},\"max_s\":{},\"k\":{},\"repeats\":{REPEATS}",
+            jn(t.per_iter.as_secs_f64()),
+            jn(gbs(bytes, t.per_iter)),
+            jn(t.min.as_secs_f64()),
+            jn(t.max.as_secs_f64()),
+            t.k
+        )
+    };
+    let mut json = Vec::new();
+    for r in &rows {
+        let bytes = 12 * r.n;
+        json.push(format!(
+            "{},{},\"launch_us\":{},\"max_rel_err\":{},\"stream_time_s\":{},\"stream_gbs\":{}}}",
+            head("arrayflow", &backend, "chain", r.n, bytes),
+            timing(&r.chain, bytes),
+            jn(launch_us(&r.chain.stats).unwrap_or(f64::NAN)),
+            jn(r.max_err as f64),
+            jn(r.chain_stream.per_iter.as_secs_f64()),
+            jn(gbs(bytes, r.chain_stream.per_iter))
+        ));
+        if let Some(c) = &r.copy {
+            json.push(format!(
+                "{},{},\"stream_time_s\":{},\"stream_gbs\":{}}}",
+                head("copy", &backend, "copy", r.n, bytes),
+                timing(&c.sync, bytes),
+                jn(c.stream.per_iter.as_secs_f64()),
+                jn(gbs(bytes, c.stream.per_iter))
+            ));
+            if let Some(kt) = &c.kernel {
+                json.push(format!(
+                    "{},{}}}",
+                    head("copy-kernel", &backend, "copy", r.n, bytes),
+                    timing(kt, bytes)
+                ));
+            }
+        }
+    }
+    json.push(format!(
+        "{},{},\"max_rel_err\":{}}}",
+        head("arrayflow", &backend, "sum", n_sum, 4 * n_sum),
+        timing(&sum, 4 * n_sum),
+        jn(sum_err)
+    ));
+    json.push(format!(
+        "{},{},\"launch_us\":{},\"launches\":{},\"trace_hits_per_iter\":{}}}",
+        head("arrayflow", &backend, "launch", n_small, 12 * n_small),
+        timing(&small, 12 * n_small),
+        jn(latency.unwrap_or(f64::NAN)),
+        small.stats.device.launches,
+        jn(small_hits)
+    ));
+    for j in &json {
+        println!("JSON {j}");
+    }
+    println!();
+
+    // The table.
+    println!(
+        "{:>7} | {:<32} | {:>6} | {:>10} | {:>14} | {:>10} | {:>9} | {:>16} | {:>16} | {:>9}",
+        "backend",
+        "device",
+        "n",
+        "arrayflow",
+        "arrayflow GB/s",
+        "copy",
+        "copy GB/s",
+        "copy stream GB/s",
+        "copy kernel GB/s",
+        "af / copy"
+    );
+    println!("{}", "-".repeat(157));
+    let short: String = sel.name.chars().take(32).collect();
+    for r in &rows {
+        let bytes = 12 * r.n;
+        let (copy_t, copy_g, stream_g, kernel_g, ratio) = match &r.copy {
+            Some(c) => (
+                fmt_time(c.sync.per_iter),
+                format!("{:.1}", gbs(bytes, c.sync.per_iter)),
+                format!("{:.1}", gbs(bytes, c.stream.per_iter)),
+                c.kernel
+                    .as_ref()
+                    .map_or("-".into(), |k| format!("{:.1}", gbs(bytes, k.per_iter))),
+                format!(
+                    "{:.2}x",
+                    c.reference().as_secs_f64() / r.chain.per_iter.as_secs_f64()
+                ),
+            ),
+            None => ("-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+        };
+        println!(
+            "{:>7} | {:<32} | {:>6} | {:>10} | {:>14.1} | {:>10} | {:>9} | {:>16} | {:>16} | {:>9}",
+            backend,
+            short,
+            label(r.n),
+            fmt_time(r.chain.per_iter),
+            gbs(bytes, r.chain.per_iter),
+            copy_t,
+            copy_g,
+            stream_g,
+            kernel_g,
+            ratio
+        );
+    }
+    println!(
+        "(copy: the API's buffer copy, each waited for, as arrayflow's loop waits for each iteration; \
+         copy stream: copies back to back, one wait; copy kernel: the same bytes copied by a compute \
+         kernel (wgpu). af / copy = the faster of copy and copy kernel, time / arrayflow's time, \
+         at the same 12 n bytes.)"
+    );
+    let largest_copy = rows
+        .iter()
+        .find(|r| r.n == n_sum)
+        .and_then(|r| r.copy.as_ref())
+        .map(|c| gbs(12 * n_sum, c.reference()));
+    let sum_gbs = gbs(4 * n_sum, sum.per_iter);
+    println!(
+        "sum {}: {} = {:.1} GB/s (4 n bytes read){}",
+        label(n_sum),
+        fmt_time(sum.per_iter),
+        sum_gbs,
+        match largest_copy {
+            Some(c) => format!("; sum / copy bandwidth {:.2}x (target >= 0.8)", sum_gbs / c),
+            None => String::new(),
+        }
+    );
+    match latency {
+        Some(l) => println!(
+            "launch latency {}: {l:.1} µs per launch (host, flush call to kernel enqueue; target < 20 µs), \
+             {} per iteration end to end, trace hits per iteration {small_hits:.2}",
+            label(n_small),
+            fmt_time(small.per_iter)
+        ),
+        None => println!(
+            "launch latency {}: n/a (no device launches; {} per iteration end to end on the {backend} executor)",
+            label(n_small),
+            fmt_time(small.per_iter)
+        ),
+    }
+}

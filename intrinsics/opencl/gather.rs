@@ -1,0 +1,67 @@
+//! Gather (NumPy `take` along an axis): output element (p, j, q) reads data (p, idx[j], q), where
+//! `p` runs over the axes before `axis`, `q` over those after it and `j` over the indices (i32 or
+//! u32, flattened). One pass `af_gather`, a grid-stride loop over the output. An index out of range
+//! writes 0 and sets the fault word to 1 (the CPU fails the program the same way).
+//! Buffers: data, indices (inputs 0 and 1), the output, the fault word (scratch 0).
+
+use crate::ir::DType;
+use crate::proggen::codegen::c::ctype;
+use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
+use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
+use crate::proggen::sequence::IntrinsicCall;
+
+pub fn render(call: &IntrinsicCall, axis: usize, t: Target) -> Result<GpuPlan, Unsupported> {
+    let index_type = call.in_dtypes[1];
+    let in_range = match index_type {
+        DType::I32 => "i >= 0 && (ulong)i < DIM",
+        DType::U32 => "(ulong)i < DIM",
+        d => return Err(Unsupported(format!("gather indices of type {d}"))),
+    };
+    let shape = &call.in_shapes[0];
+    let dim = shape[axis];
+    let post: usize = shape[axis + 1..].iter().product();
+    let ni: usize = call.in_shapes[1].iter().product();
+    let len: usize = call.out_shape.iter().product();
+    let (ty, it) = (ctype(call.dtype), ctype(index_type));
+    let mut source = prelude(t);
+    source.push_str(&format!(
+        r#"
+{ENTRY_ATTR}
+void af_gather(__global const {ty} *data, __global const {it} *idx, __global {ty} *out, __global u32 *af_fault) {{
+  u32 fault = 0u;
+  for (ulong lin = get_global_id(0); lin < {len}UL; lin += get_global_size(0)) {{
+    const ulong p = lin / {row}UL, j = (lin / {post}UL) % {ni}UL, q = lin % {post}UL;
+    const {it} i = idx[j];
+    if ({cond}) {{
+      out[lin] = data[(p * {dim}UL + (ulong)i) * {post}UL + q];
+    }} else {{
+      out[lin] = 0;
+      fault = 1u;
+    }}
+  }}
+  if (fault != 0u) af_fault[0] = fault;
+}}
+"#,
+        row = (ni * post).max(1),
+        post = post.max(1),
+        ni = ni.max(1),
+        cond = in_range.replace("DIM", &format!("{dim}UL")),
+    ));
+    Ok(GpuPlan {
+        source,
+        scratch: vec![4],
+        passes: vec![Pass {
+            entry: "af_gather".into(),
+            buffers: vec![
+                BufArg::Input(0),
+                BufArg::Input(1),
+                BufArg::Output(0),
+                BufArg::Scratch(0),
+            ],
+            params: false,
+            groups: groups_for(len as u64, LOCAL as u64),
+            local: LOCAL,
+        }],
+        fault: Some(0),
+    })
+}

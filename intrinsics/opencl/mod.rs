@@ -1,0 +1,24 @@
+//! OpenCL intrinsics: hand-written kernels for the non-fusible operations (matrix product, gather,
+//! concat), each rendered for one call's shapes and element types as a [`GpuPlan`] in the same
+//! contract as the fused kernels (`src/proggen/codegen/gpu.rs`). Shapes are literals in the source;
+//! intrinsics take no parameters. Every entry runs work-groups of 256 threads.
+
+mod concat;
+mod gather;
+mod matmul;
+
+use crate::ir::{DType, Intrinsic};
+use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
+use crate::proggen::sequence::IntrinsicCall;
+
+/// Renders one intrinsic call for an OpenCL device.
+pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
+    if !t.fp64 && (call.dtype == DType::F64 || call.in_dtypes.contains(&DType::F64)) {
+        return Err(Unsupported("the device does not compute f64".into()));
+    }
+    match &call.op {
+        Intrinsic::Matmul => matmul::render(call, t),
+        Intrinsic::Gather { axis } => gather::render(call, *axis, t),
+        Intrinsic::Concat { axis } => concat::render(call, *axis, t),
+    }
+}

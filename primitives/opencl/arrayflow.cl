@@ -1,0 +1,284 @@
+/* arrayflow primitive library, OpenCL C target (GPU executors through OpenCL).
+ * The same functions as primitives/c/arrayflow.h, named af_<op>_<type>, with the same semantics:
+ * integers wrap, integer division by zero reports a fault through `bad`, float min/max propagate
+ * NaN, mod is floored, casts saturate like Rust's `as`, Philox4x32-10 streams are bit-identical.
+ * Types: f32 float, f64 double, i32 int, u32 uint, bool uchar (0 or 1); 64-bit values are ulong.
+ * Everything f64 sits under AF_FP64, which the renderer defines (with cl_khr_fp64 enabled) only
+ * for devices that compute f64; nothing outside that section uses double. */
+
+typedef float f32; typedef int i32; typedef uint u32; typedef uchar b8;
+
+/* ---- kernel parameters: 64 raw bits per slot (proggen::kernel::ParamKind) ---- */
+static inline f32 af_bits_f32(ulong b) { return as_float((uint)b); }
+static inline i32 af_bits_i32(ulong b) { return as_int((uint)b); }
+static inline u32 af_bits_u32(ulong b) { return (uint)b; }
+static inline b8 af_bits_b8(ulong b) { return b != 0; }
+
+/* ---- f32: unary ---- */
+static inline f32 af_neg_f32(f32 x) { return -x; }
+static inline f32 af_abs_f32(f32 x) { return fabs(x); }
+static inline f32 af_sign_f32(f32 x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); }
+static inline f32 af_sqrt_f32(f32 x) { return sqrt(x); }
+static inline f32 af_rsqrt_f32(f32 x) { return 1.0f / sqrt(x); }
+static inline f32 af_cbrt_f32(f32 x) { return cbrt(x); }
+static inline f32 af_exp_f32(f32 x) { return exp(x); }
+static inline f32 af_exp2_f32(f32 x) { return exp2(x); }
+static inline f32 af_ln_f32(f32 x) { return log(x); }
+static inline f32 af_log10_f32(f32 x) { return log10(x); }
+static inline f32 af_log2_f32(f32 x) { return log2(x); }
+static inline f32 af_sin_f32(f32 x) { return sin(x); }
+static inline f32 af_cos_f32(f32 x) { return cos(x); }
+static inline f32 af_tan_f32(f32 x) { return tan(x); }
+static inline f32 af_sec_f32(f32 x) { return 1.0f / cos(x); }
+static inline f32 af_csc_f32(f32 x) { return 1.0f / sin(x); }
+static inline f32 af_cot_f32(f32 x) { return 1.0f / tan(x); }
+static inline f32 af_asin_f32(f32 x) { return asin(x); }
+static inline f32 af_acos_f32(f32 x) { return acos(x); }
+static inline f32 af_atan_f32(f32 x) { return atan(x); }
+static inline f32 af_acsc_f32(f32 x) { return asin(1.0f / x); }
+static inline f32 af_acot_f32(f32 x) { return atan(1.0f / x); }
+static inline f32 af_sinh_f32(f32 x) { return sinh(x); }
+static inline f32 af_cosh_f32(f32 x) { return cosh(x); }
+static inline f32 af_tanh_f32(f32 x) { return tanh(x); }
+static inline f32 af_sech_f32(f32 x) { return 1.0f / cosh(x); }
+static inline f32 af_csch_f32(f32 x) { return 1.0f / sinh(x); }
+static inline f32 af_coth_f32(f32 x) { return 1.0f / tanh(x); }
+static inline f32 af_erf_f32(f32 x) { return erf(x); }
+static inline f32 af_erfc_f32(f32 x) { return erfc(x); }
+static inline f32 af_floor_f32(f32 x) { return floor(x); }
+static inline f32 af_ceil_f32(f32 x) { return ceil(x); }
+static inline f32 af_trunc_f32(f32 x) { return trunc(x); }
+static inline f32 af_round_f32(f32 x) { return round(x); }
+static inline f32 af_asinh_f32(f32 x) { f32 ax = fabs(x), ix = 1.0f / ax; return copysign(log1p(ax + ax / (hypot(1.0f, ix) + ix)), x); }
+static inline f32 af_atanh_f32(f32 x) { return 0.5f * log1p((2.0f * x) / (1.0f - x)); }
+static inline f32 af_acosh_f32(f32 x) { if (x < 2.0f) { f32 t = x - 1.0f; return log1p(t + sqrt(t * (t + 2.0f))); } return x < 1.0f ? (f32)NAN : log(x + sqrt(x - 1.0f) * sqrt(x + 1.0f)); }
+static inline f32 af_asec_f32(f32 x) { f32 r = atan(sqrt((x - 1.0f) * (x + 1.0f))); return x < 0.0f ? M_PI_F - r : r; }
+static inline b8 af_is_nan_f32(f32 x) { return isnan(x) != 0; }
+static inline b8 af_is_inf_f32(f32 x) { return isinf(x) != 0; }
+/* ---- f32: binary ---- */
+static inline f32 af_add_f32(f32 x, f32 y) { return x + y; }
+static inline f32 af_sub_f32(f32 x, f32 y) { return x - y; }
+static inline f32 af_mul_f32(f32 x, f32 y) { return x * y; }
+static inline f32 af_div_f32(f32 x, f32 y) { return x / y; }
+static inline f32 af_rem_f32(f32 x, f32 y) { return fmod(x, y); }
+static inline f32 af_pow_f32(f32 x, f32 y) { return pow(x, y); }
+static inline f32 af_atan2_f32(f32 x, f32 y) { return atan2(x, y); }
+static inline f32 af_min_f32(f32 x, f32 y) { return (isnan(x) || isnan(y)) ? (f32)NAN : (y < x ? y : x); }
+static inline f32 af_max_f32(f32 x, f32 y) { return (isnan(x) || isnan(y)) ? (f32)NAN : (y > x ? y : x); }
+static inline f32 af_mod_f32(f32 x, f32 y) { f32 r = fmod(x, y); return (r != 0.0f && ((r < 0.0f) != (y < 0.0f))) ? r + y : r; }
+/* ---- f32: comparisons ---- */
+static inline b8 af_lt_f32(f32 x, f32 y) { return x < y; }
+static inline b8 af_le_f32(f32 x, f32 y) { return x <= y; }
+static inline b8 af_gt_f32(f32 x, f32 y) { return x > y; }
+static inline b8 af_ge_f32(f32 x, f32 y) { return x >= y; }
+static inline b8 af_eq_f32(f32 x, f32 y) { return x == y; }
+static inline b8 af_ne_f32(f32 x, f32 y) { return x != y; }
+
+/* ---- integers: comparisons ---- */
+static inline b8 af_lt_i32(i32 x, i32 y) { return x < y; }
+static inline b8 af_le_i32(i32 x, i32 y) { return x <= y; }
+static inline b8 af_gt_i32(i32 x, i32 y) { return x > y; }
+static inline b8 af_ge_i32(i32 x, i32 y) { return x >= y; }
+static inline b8 af_eq_i32(i32 x, i32 y) { return x == y; }
+static inline b8 af_ne_i32(i32 x, i32 y) { return x != y; }
+static inline b8 af_lt_u32(u32 x, u32 y) { return x < y; }
+static inline b8 af_le_u32(u32 x, u32 y) { return x <= y; }
+static inline b8 af_gt_u32(u32 x, u32 y) { return x > y; }
+static inline b8 af_ge_u32(u32 x, u32 y) { return x >= y; }
+static inline b8 af_eq_u32(u32 x, u32 y) { return x == y; }
+static inline b8 af_ne_u32(u32 x, u32 y) { return x != y; }
+
+/* ---- integers: wrapping arithmetic through uint, faults on a zero divisor ---- */
+static inline i32 af_neg_i32(i32 x) { return as_int(0u - as_uint(x)); }
+static inline i32 af_abs_i32(i32 x) { return x < 0 ? as_int(0u - as_uint(x)) : x; }
+static inline i32 af_sign_i32(i32 x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
+static inline i32 af_not_i32(i32 x) { return ~x; }
+static inline i32 af_add_i32(i32 x, i32 y) { return as_int(as_uint(x) + as_uint(y)); }
+static inline i32 af_sub_i32(i32 x, i32 y) { return as_int(as_uint(x) - as_uint(y)); }
+static inline i32 af_mul_i32(i32 x, i32 y) { return as_int(as_uint(x) * as_uint(y)); }
+static inline i32 af_and_i32(i32 x, i32 y) { return x & y; }
+static inline i32 af_or_i32(i32 x, i32 y) { return x | y; }
+static inline i32 af_xor_i32(i32 x, i32 y) { return x ^ y; }
+static inline i32 af_min_i32(i32 x, i32 y) { return y < x ? y : x; }
+static inline i32 af_max_i32(i32 x, i32 y) { return y > x ? y : x; }
+static inline i32 af_div_i32(i32 x, i32 y, __private u32 *bad) { if (y == 0) { *bad = 1; return 0; } if (y == -1) return as_int(0u - as_uint(x)); return x / y; }
+static inline i32 af_rem_i32(i32 x, i32 y, __private u32 *bad) { if (y == 0) { *bad = 1; return 0; } if (y == -1) return 0; return x % y; }
+static inline i32 af_mod_i32(i32 x, i32 y, __private u32 *bad) { i32 r = af_rem_i32(x, y, bad); return (r != 0 && ((r < 0) != (y < 0))) ? as_int(as_uint(r) + as_uint(y)) : r; }
+
+static inline u32 af_neg_u32(u32 x) { return 0u - x; }
+static inline u32 af_abs_u32(u32 x) { return x; }
+static inline u32 af_sign_u32(u32 x) { return x > 0u ? 1u : 0u; }
+static inline u32 af_not_u32(u32 x) { return ~x; }
+static inline u32 af_add_u32(u32 x, u32 y) { return x + y; }
+static inline u32 af_sub_u32(u32 x, u32 y) { return x - y; }
+static inline u32 af_mul_u32(u32 x, u32 y) { return x * y; }
+static inline u32 af_and_u32(u32 x, u32 y) { return x & y; }
+static inline u32 af_or_u32(u32 x, u32 y) { return x | y; }
+static inline u32 af_xor_u32(u32 x, u32 y) { return x ^ y; }
+static inline u32 af_min_u32(u32 x, u32 y) { return y < x ? y : x; }
+static inline u32 af_max_u32(u32 x, u32 y) { return y > x ? y : x; }
+static inline u32 af_div_u32(u32 x, u32 y, __private u32 *bad) { if (y == 0u) { *bad = 1; return 0u; } return x / y; }
+static inline u32 af_rem_u32(u32 x, u32 y, __private u32 *bad) { if (y == 0u) { *bad = 1; return 0u; } return x % y; }
+static inline u32 af_mod_u32(u32 x, u32 y, __private u32 *bad) { return af_rem_u32(x, y, bad); }
+
+/* ---- bool ---- */
+static inline b8 af_not_b8(b8 x) { return x == 0; }
+static inline b8 af_and_b8(b8 x, b8 y) { return x & y; }
+static inline b8 af_or_b8(b8 x, b8 y) { return x | y; }
+static inline b8 af_xor_b8(b8 x, b8 y) { return x ^ y; }
+static inline b8 af_nand_b8(b8 x, b8 y) { return (x & y) == 0; }
+static inline b8 af_nor_b8(b8 x, b8 y) { return (x | y) == 0; }
+static inline b8 af_eq_b8(b8 x, b8 y) { return x == y; }
+static inline b8 af_ne_b8(b8 x, b8 y) { return x != y; }
+
+/* ---- casts with Rust `as` semantics (float to int saturates, NaN to 0), computed in float ---- */
+static inline f32 af_cast_f32_f32(f32 x) { return x; }
+static inline i32 af_cast_f32_i32(f32 x) { return isnan(x) ? 0 : (x <= -2147483648.0f ? INT_MIN : (x >= 2147483648.0f ? INT_MAX : (i32)x)); }
+static inline u32 af_cast_f32_u32(f32 x) { return isnan(x) ? 0u : (x <= 0.0f ? 0u : (x >= 4294967296.0f ? UINT_MAX : (u32)x)); }
+static inline b8 af_cast_f32_b8(f32 x) { return x != 0.0f; }
+static inline f32 af_cast_i32_f32(i32 x) { return (f32)x; }
+static inline i32 af_cast_i32_i32(i32 x) { return x; }
+static inline u32 af_cast_i32_u32(i32 x) { return as_uint(x); }
+static inline b8 af_cast_i32_b8(i32 x) { return x != 0; }
+static inline f32 af_cast_u32_f32(u32 x) { return (f32)x; }
+static inline i32 af_cast_u32_i32(u32 x) { return as_int(x); }
+static inline u32 af_cast_u32_u32(u32 x) { return x; }
+static inline b8 af_cast_u32_b8(u32 x) { return x != 0u; }
+static inline f32 af_cast_b8_f32(b8 x) { return (f32)x; }
+static inline i32 af_cast_b8_i32(b8 x) { return (i32)x; }
+static inline u32 af_cast_b8_u32(b8 x) { return (u32)x; }
+static inline b8 af_cast_b8_b8(b8 x) { return x != 0; }
+
+/* ---- argmax/argmin partials (value, index within the reduced extent): whether (yv, yi) replaces
+ * (xv, xi). The first NaN wins, then the better value, ties to the smaller index (src/exec/cpu/reduce.rs). */
+static inline bool af_argmax_takes_f32(f32 xv, u32 xi, f32 yv, u32 yi) { if (isnan(xv) || isnan(yv)) return isnan(yv) && (!isnan(xv) || yi < xi); return yv > xv || (yv == xv && yi < xi); }
+static inline bool af_argmin_takes_f32(f32 xv, u32 xi, f32 yv, u32 yi) { if (isnan(xv) || isnan(yv)) return isnan(yv) && (!isnan(xv) || yi < xi); return yv < xv || (yv == xv && yi < xi); }
+static inline bool af_argmax_takes_i32(i32 xv, u32 xi, i32 yv, u32 yi) { return yv > xv || (yv == xv && yi < xi); }
+static inline bool af_argmin_takes_i32(i32 xv, u32 xi, i32 yv, u32 yi) { return yv < xv || (yv == xv && yi < xi); }
+static inline bool af_argmax_takes_u32(u32 xv, u32 xi, u32 yv, u32 yi) { return yv > xv || (yv == xv && yi < xi); }
+static inline bool af_argmin_takes_u32(u32 xv, u32 xi, u32 yv, u32 yi) { return yv < xv || (yv == xv && yi < xi); }
+
+/* ---- generators: an index (iota, identity) as an element, saturating like Rust `as` ---- */
+static inline f32 af_index_f32(ulong v) { return (f32)v; }
+static inline i32 af_index_i32(ulong v) { return v > (ulong)INT_MAX ? INT_MAX : (i32)v; }
+static inline u32 af_index_u32(ulong v) { return v > (ulong)UINT_MAX ? UINT_MAX : (u32)v; }
+static inline b8 af_index_b8(ulong v) { return v != 0; }
+
+/* ---- Philox4x32-10 stream (primitives/cpu.rs: words_per_value, stream_words) ---- */
+static inline uint4 af_philox(ulong block, u32 k0, u32 k1) {
+  u32 c0 = (u32)block, c1 = (u32)(block >> 32), c2 = 0u, c3 = 0u;
+  for (int r = 0; r < 10; r++) {
+    if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+    u32 h0 = mul_hi(0xD2511F53u, c0), l0 = 0xD2511F53u * c0;
+    u32 h1 = mul_hi(0xCD9E8D57u, c2), l1 = 0xCD9E8D57u * c2;
+    c0 = h1 ^ c1 ^ k0; c1 = l1; c2 = h0 ^ c3 ^ k1; c3 = l0;
+  }
+  return (uint4)(c0, c1, c2, c3);
+}
+/* Stream element g taking one word: word g % 4 of block g / 4. */
+static inline u32 af_word1(u32 k0, u32 k1, ulong g) {
+  uint4 b = af_philox(g >> 2, k0, k1);
+  u32 i = (u32)(g & 3);
+  return i == 0u ? b.x : (i == 1u ? b.y : (i == 2u ? b.z : b.w));
+}
+/* Stream element g taking two words: words 2 * (g % 2) .. of block g / 2. */
+static inline uint2 af_word2(u32 k0, u32 k1, ulong g) {
+  uint4 b = af_philox(g >> 1, k0, k1);
+  return (g & 1) ? b.zw : b.xy;
+}
+static inline f32 af_uniform_f32(u32 k0, u32 k1, ulong g) { return (f32)(af_word1(k0, k1, g) >> 8) * (1.0f / 16777216.0f); }
+static inline f32 af_normal_f32(u32 k0, u32 k1, ulong g) {
+  uint2 r = af_word2(k0, k1, g);
+  f32 u1 = ((f32)(r.x >> 8) + 1.0f) * (1.0f / 16777216.0f), u2 = (f32)(r.y >> 8) * (1.0f / 16777216.0f);
+  return sqrt(-2.0f * log(u1)) * cos(6.28318530717958647692f * u2);
+}
+
+#ifdef AF_FP64
+/* ======== f64: only on devices with cl_khr_fp64 ======== */
+typedef double f64;
+static inline f64 af_bits_f64(ulong b) { return as_double(b); }
+/* ---- f64: unary ---- */
+static inline f64 af_neg_f64(f64 x) { return -x; }
+static inline f64 af_abs_f64(f64 x) { return fabs(x); }
+static inline f64 af_sign_f64(f64 x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x); }
+static inline f64 af_sqrt_f64(f64 x) { return sqrt(x); }
+static inline f64 af_rsqrt_f64(f64 x) { return 1.0 / sqrt(x); }
+static inline f64 af_cbrt_f64(f64 x) { return cbrt(x); }
+static inline f64 af_exp_f64(f64 x) { return exp(x); }
+static inline f64 af_exp2_f64(f64 x) { return exp2(x); }
+static inline f64 af_ln_f64(f64 x) { return log(x); }
+static inline f64 af_log10_f64(f64 x) { return log10(x); }
+static inline f64 af_log2_f64(f64 x) { return log2(x); }
+static inline f64 af_sin_f64(f64 x) { return sin(x); }
+static inline f64 af_cos_f64(f64 x) { return cos(x); }
+static inline f64 af_tan_f64(f64 x) { return tan(x); }
+static inline f64 af_sec_f64(f64 x) { return 1.0 / cos(x); }
+static inline f64 af_csc_f64(f64 x) { return 1.0 / sin(x); }
+static inline f64 af_cot_f64(f64 x) { return 1.0 / tan(x); }
+static inline f64 af_asin_f64(f64 x) { return asin(x); }
+static inline f64 af_acos_f64(f64 x) { return acos(x); }
+static inline f64 af_atan_f64(f64 x) { return atan(x); }
+static inline f64 af_acsc_f64(f64 x) { return asin(1.0 / x); }
+static inline f64 af_acot_f64(f64 x) { return atan(1.0 / x); }
+static inline f64 af_sinh_f64(f64 x) { return sinh(x); }
+static inline f64 af_cosh_f64(f64 x) { return cosh(x); }
+static inline f64 af_tanh_f64(f64 x) { return tanh(x); }
+static inline f64 af_sech_f64(f64 x) { return 1.0 / cosh(x); }
+static inline f64 af_csch_f64(f64 x) { return 1.0 / sinh(x); }
+static inline f64 af_coth_f64(f64 x) { return 1.0 / tanh(x); }
+static inline f64 af_erf_f64(f64 x) { return erf(x); }
+static inline f64 af_erfc_f64(f64 x) { return erfc(x); }
+static inline f64 af_floor_f64(f64 x) { return floor(x); }
+static inline f64 af_ceil_f64(f64 x) { return ceil(x); }
+static inline f64 af_trunc_f64(f64 x) { return trunc(x); }
+static inline f64 af_round_f64(f64 x) { return round(x); }
+static inline f64 af_asinh_f64(f64 x) { f64 ax = fabs(x), ix = 1.0 / ax; return copysign(log1p(ax + ax / (hypot(1.0, ix) + ix)), x); }
+static inline f64 af_atanh_f64(f64 x) { return 0.5 * log1p((2.0 * x) / (1.0 - x)); }
+static inline f64 af_acosh_f64(f64 x) { if (x < 2.0) { f64 t = x - 1.0; return log1p(t + sqrt(t * (t + 2.0))); } return x < 1.0 ? (f64)NAN : log(x + sqrt(x - 1.0) * sqrt(x + 1.0)); }
+static inline f64 af_asec_f64(f64 x) { f64 r = atan(sqrt((x - 1.0) * (x + 1.0))); return x < 0.0 ? M_PI - r : r; }
+static inline b8 af_is_nan_f64(f64 x) { return isnan(x) != 0; }
+static inline b8 af_is_inf_f64(f64 x) { return isinf(x) != 0; }
+/* ---- f64: binary ---- */
+static inline f64 af_add_f64(f64 x, f64 y) { return x + y; }
+static inline f64 af_sub_f64(f64 x, f64 y) { return x - y; }
+static inline f64 af_mul_f64(f64 x, f64 y) { return x * y; }
+static inline f64 af_div_f64(f64 x, f64 y) { return x / y; }
+static inline f64 af_rem_f64(f64 x, f64 y) { return fmod(x, y); }
+static inline f64 af_pow_f64(f64 x, f64 y) { return pow(x, y); }
+static inline f64 af_atan2_f64(f64 x, f64 y) { return atan2(x, y); }
+static inline f64 af_min_f64(f64 x, f64 y) { return (isnan(x) || isnan(y)) ? (f64)NAN : (y < x ? y : x); }
+static inline f64 af_max_f64(f64 x, f64 y) { return (isnan(x) || isnan(y)) ? (f64)NAN : (y > x ? y : x); }
+static inline f64 af_mod_f64(f64 x, f64 y) { f64 r = fmod(x, y); return (r != 0.0 && ((r < 0.0) != (y < 0.0))) ? r + y : r; }
+/* ---- f64: comparisons ---- */
+static inline b8 af_lt_f64(f64 x, f64 y) { return x < y; }
+static inline b8 af_le_f64(f64 x, f64 y) { return x <= y; }
+static inline b8 af_gt_f64(f64 x, f64 y) { return x > y; }
+static inline b8 af_ge_f64(f64 x, f64 y) { return x >= y; }
+static inline b8 af_eq_f64(f64 x, f64 y) { return x == y; }
+static inline b8 af_ne_f64(f64 x, f64 y) { return x != y; }
+
+/* ---- f64: casts ---- */
+static inline f64 af_cast_f64_f64(f64 x) { return x; }
+static inline f32 af_cast_f64_f32(f64 x) { return (f32)x; }
+static inline i32 af_cast_f64_i32(f64 x) { return isnan(x) ? 0 : (x <= -2147483648.0 ? INT_MIN : (x >= 2147483647.0 ? INT_MAX : (i32)x)); }
+static inline u32 af_cast_f64_u32(f64 x) { return isnan(x) ? 0u : (x <= 0.0 ? 0u : (x >= 4294967295.0 ? UINT_MAX : (u32)x)); }
+static inline b8 af_cast_f64_b8(f64 x) { return x != 0.0; }
+static inline f64 af_cast_f32_f64(f32 x) { return (f64)x; }
+static inline f64 af_cast_i32_f64(i32 x) { return (f64)x; }
+static inline f64 af_cast_u32_f64(u32 x) { return (f64)x; }
+static inline f64 af_cast_b8_f64(b8 x) { return (f64)x; }
+static inline f64 af_index_f64(ulong v) { return (f64)v; }
+
+/* ---- f64: argmax/argmin partials ---- */
+static inline bool af_argmax_takes_f64(f64 xv, u32 xi, f64 yv, u32 yi) { if (isnan(xv) || isnan(yv)) return isnan(yv) && (!isnan(xv) || yi < xi); return yv > xv || (yv == xv && yi < xi); }
+static inline bool af_argmin_takes_f64(f64 xv, u32 xi, f64 yv, u32 yi) { if (isnan(xv) || isnan(yv)) return isnan(yv) && (!isnan(xv) || yi < xi); return yv < xv || (yv == xv && yi < xi); }
+
+/* ---- f64: random numbers ---- */
+static inline f64 af_u53(u32 hi, u32 lo) { return (f64)(((((ulong)hi) << 32) | lo) >> 11) * (1.0 / 9007199254740992.0); }
+static inline f64 af_uniform_f64(u32 k0, u32 k1, ulong g) { uint2 r = af_word2(k0, k1, g); return af_u53(r.x, r.y); }
+static inline f64 af_normal_f64(u32 k0, u32 k1, ulong g) {
+  uint4 r = af_philox(g, k0, k1);
+  f64 u1 = 1.0 - af_u53(r.x, r.y), u2 = af_u53(r.z, r.w);
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+}
+#endif

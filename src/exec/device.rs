@@ -1,0 +1,268 @@
+//! Hardware discovery at initialisation (the seed's section 7.2): an inventory of every OpenCL
+//! platform's devices and every wgpu (Vulkan) adapter, taken once per process, and the choice of the
+//! executor from `ARRAYFLOW_DEVICE=cpu|opencl[:N]|wgpu[:N]|auto` or the runtime builder.
+//!
+//! A backend whose loader is missing (no `libOpenCL.so`, no `libvulkan.so`) simply lists no
+//! devices. `ARRAYFLOW_REQUIRE_BACKENDS=opencl,wgpu` turns a missing backend into a start-up panic,
+//! so test runs on machines that installed the backends fail instead of silently using the CPU.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+/// The API an executor drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    Cpu,
+    OpenCl,
+    Wgpu,
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backend::Cpu => "cpu",
+            Backend::OpenCl => "opencl",
+            Backend::Wgpu => "wgpu",
+        })
+    }
+}
+
+/// What kind of processor a device is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    Discrete,
+    Integrated,
+    Cpu,
+    Other,
+}
+
+/// One device of the inventory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub backend: Backend,
+    /// Position among the backend's devices (`opencl:N`, `wgpu:N`).
+    pub index: usize,
+    pub name: String,
+    /// The OpenCL platform or the wgpu driver that offers it.
+    pub platform: String,
+    pub kind: DeviceKind,
+    /// Global memory in bytes, where the API tells (wgpu does not).
+    pub memory: Option<u64>,
+    /// The device computes f64 (OpenCL `cl_khr_fp64`; wgpu `SHADER_F64`).
+    pub fp64: bool,
+}
+
+impl fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{} {} ({:?}, {}, {}, f64 {})",
+            self.backend,
+            self.index,
+            self.name,
+            self.kind,
+            self.platform,
+            self.memory
+                .map(|m| format!("{} MiB", m >> 20))
+                .unwrap_or_else(|| "memory unknown".into()),
+            if self.fp64 { "yes" } else { "no" }
+        )
+    }
+}
+
+/// Which executor programs go to first (the CPU executor always runs beside it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeviceChoice {
+    /// A discrete GPU when there is one (OpenCL first), else the CPU.
+    #[default]
+    Auto,
+    Cpu,
+    /// The OpenCL device of that index (without one: a discrete GPU first, then integrated, then
+    /// any other).
+    OpenCl(Option<usize>),
+    Wgpu(Option<usize>),
+}
+
+impl std::str::FromStr for DeviceChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, index) = match s.split_once(':') {
+            Some((n, i)) => (
+                n,
+                Some(
+                    i.parse::<usize>()
+                        .map_err(|_| format!("`{i}` is not a device index"))?,
+                ),
+            ),
+            None => (s, None),
+        };
+        match (name.trim().to_ascii_lowercase().as_str(), index) {
+            ("auto", None) => Ok(DeviceChoice::Auto),
+            ("cpu", None) => Ok(DeviceChoice::Cpu),
+            ("opencl", i) => Ok(DeviceChoice::OpenCl(i)),
+            ("wgpu", i) => Ok(DeviceChoice::Wgpu(i)),
+            _ => Err(format!(
+                "`{s}` is not a device: use cpu, opencl[:N], wgpu[:N] or auto"
+            )),
+        }
+    }
+}
+
+impl DeviceChoice {
+    /// `ARRAYFLOW_DEVICE`, or `Auto`; a bad value is reported and ignored.
+    pub fn from_env() -> DeviceChoice {
+        match std::env::var("ARRAYFLOW_DEVICE") {
+            Ok(v) => v.parse().unwrap_or_else(|e| {
+                tracing::warn!(target: "arrayflow::device", "ARRAYFLOW_DEVICE: {e}; using auto");
+                DeviceChoice::Auto
+            }),
+            Err(_) => DeviceChoice::Auto,
+        }
+    }
+
+    /// The device this choice names in the inventory, or `None` for the CPU executor alone.
+    pub fn resolve(self) -> Option<&'static DeviceInfo> {
+        let inv = inventory();
+        let pick = |b: Backend, i: Option<usize>| {
+            // Without an index: the backend's best device (discrete, then integrated, then any).
+            let rank = |d: &DeviceInfo| match d.kind {
+                DeviceKind::Discrete => 0,
+                DeviceKind::Integrated => 1,
+                _ => 2,
+            };
+            let found = match i {
+                Some(i) => inv.iter().find(|d| d.backend == b && d.index == i),
+                None => inv
+                    .iter()
+                    .filter(|d| d.backend == b)
+                    .min_by_key(|d| rank(d)),
+            };
+            if found.is_none() {
+                missing_backend(&format!(
+                    "ARRAYFLOW_DEVICE asks for {b}{} but the inventory has {}; using the CPU",
+                    i.map(|i| format!(":{i}")).unwrap_or_default(),
+                    describe(inv)
+                ));
+            }
+            found
+        };
+        match self {
+            DeviceChoice::Cpu => None,
+            DeviceChoice::OpenCl(i) => pick(Backend::OpenCl, i),
+            DeviceChoice::Wgpu(i) => pick(Backend::Wgpu, i),
+            DeviceChoice::Auto => inv.iter().find(|d| d.kind == DeviceKind::Discrete),
+        }
+    }
+}
+
+fn describe(inv: &[DeviceInfo]) -> String {
+    if inv.is_empty() {
+        "no devices".into()
+    } else {
+        inv.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Reports a backend or device that is not there: a panic when `ARRAYFLOW_REQUIRE_BACKENDS` is set
+/// (a test machine that installed the backends), else a warning.
+pub fn missing_backend(what: &str) {
+    if let Ok(req) = std::env::var("ARRAYFLOW_REQUIRE_BACKENDS")
+        && !req.trim().is_empty()
+    {
+        panic!("arrayflow: {what} (ARRAYFLOW_REQUIRE_BACKENDS={req})");
+    }
+    tracing::warn!(target: "arrayflow::device", "{what}");
+}
+
+/// Whether `ARRAYFLOW_REQUIRE_BACKENDS` names `backend`.
+pub fn required(backend: Backend) -> bool {
+    std::env::var("ARRAYFLOW_REQUIRE_BACKENDS")
+        .map(|v| v.split(',').any(|b| b.trim() == backend.to_string()))
+        .unwrap_or(false)
+}
+
+/// Every device of every backend, found once per process.
+pub fn inventory() -> &'static [DeviceInfo] {
+    static INVENTORY: OnceLock<Vec<DeviceInfo>> = OnceLock::new();
+    INVENTORY.get_or_init(|| {
+        let mut v = opencl_devices();
+        v.extend(wgpu_devices());
+        for d in &v {
+            tracing::info!(target: "arrayflow::device", "found {d}");
+        }
+        for b in [Backend::OpenCl, Backend::Wgpu] {
+            if required(b) && !v.iter().any(|d| d.backend == b) {
+                missing_backend(&format!("no {b} device found"));
+            }
+        }
+        v
+    })
+}
+
+fn opencl_devices() -> Vec<DeviceInfo> {
+    use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, Device};
+    if !cl3::is_opencl_runtime_available() {
+        return Vec::new();
+    }
+    let Ok(platforms) = opencl3::platform::get_platforms() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in platforms {
+        let pname = p.name().unwrap_or_default();
+        for id in p.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default() {
+            let d = Device::new(id);
+            let ty = d.dev_type().unwrap_or(0);
+            let kind = if ty & CL_DEVICE_TYPE_CPU != 0 {
+                DeviceKind::Cpu
+            } else if ty & CL_DEVICE_TYPE_GPU != 0 {
+                if d.host_unified_memory().unwrap_or(false) {
+                    DeviceKind::Integrated
+                } else {
+                    DeviceKind::Discrete
+                }
+            } else {
+                DeviceKind::Other
+            };
+            out.push(DeviceInfo {
+                backend: Backend::OpenCl,
+                index: out.len(),
+                name: d.name().unwrap_or_default().trim().to_string(),
+                platform: pname.trim().to_string(),
+                kind,
+                memory: d.global_mem_size().ok(),
+                fp64: d.double_fp_config().unwrap_or(0) != 0,
+            });
+        }
+    }
+    out
+}
+
+fn wgpu_devices() -> Vec<DeviceInfo> {
+    let instance = super::gpu::wgpu::instance();
+    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN));
+    adapters
+        .iter()
+        .enumerate()
+        .map(|(index, a)| {
+            let info = a.get_info();
+            DeviceInfo {
+                backend: Backend::Wgpu,
+                index,
+                name: info.name.clone(),
+                platform: format!("{:?} {}", info.backend, info.driver),
+                kind: match info.device_type {
+                    wgpu::DeviceType::DiscreteGpu => DeviceKind::Discrete,
+                    wgpu::DeviceType::IntegratedGpu => DeviceKind::Integrated,
+                    wgpu::DeviceType::Cpu => DeviceKind::Cpu,
+                    _ => DeviceKind::Other,
+                },
+                memory: None,
+                fp64: a.features().contains(wgpu::Features::SHADER_F64),
+            }
+        })
+        .collect()
+}

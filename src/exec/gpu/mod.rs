@@ -1,0 +1,717 @@
+//! The GPU executors (the seed's 900-1) on their own threads: one loop, [`GpuLoop`], written once
+//! over a small device API ([`DeviceApi`]) that `opencl.rs` and `wgpu.rs` implement.
+//!
+//! The loop owns the device's buffers (`store.rs`: allocation with a pool, the host backing store
+//! and swap when memory runs out), turns each task's kernel into a [`GpuPlan`] once per kernel
+//! (`plans.rs`), and runs the seed's Move_Data_In / Compute_Data / Move_Data_Out requests.
+//! Completion is asynchronous: the device API calls back when work is done and the callback tells
+//! the scheduler. A kernel the device cannot run — unsupported, failing to compile even split, or
+//! out of memory after swapping — runs on the CPU from the executor's host copies (`fallback.rs`),
+//! so no computed value is lost.
+
+mod fallback;
+pub mod opencl;
+mod plans;
+mod store;
+pub mod wgpu;
+
+use super::scheduler::{ExecMsg, SchedMsg, Task};
+use super::{BufferId, Caps, ExecHandle, TypedVec};
+use crate::error::{Error, ErrorKind};
+use crate::ir::DType;
+use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Target};
+use crate::runtime::stats::Counters;
+use ahash::AHashMap;
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use store::Store;
+
+/// A callback run on a completion thread when device work finishes.
+pub type Completion = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+/// What a GPU executor needs from a device API. Everything is enqueued in order on one queue;
+/// `on_done` and downloads call back once all work enqueued before them has finished.
+pub(crate) trait DeviceApi: Send + 'static {
+    type Buf: Send + 'static;
+    type Program: Send + Sync + 'static;
+    fn target(&self) -> Target;
+    /// The code generator this device takes.
+    fn dialect(&self) -> plans::Dialect;
+    /// A device buffer of `bytes`; an error means the device is out of memory.
+    fn alloc(&mut self, bytes: u64) -> Result<Self::Buf, String>;
+    /// Writes host data (converted to the device's element layout) into `buf`.
+    fn upload(&mut self, buf: &mut Self::Buf, data: &TypedVec) -> Result<(), String>;
+    fn zero(&mut self, buf: &mut Self::Buf, bytes: u64) -> Result<(), String>;
+    /// Compiles (or finds in the program cache) the plan's source.
+    fn compile(&mut self, plan: &GpuPlan) -> Result<Arc<Self::Program>, String>;
+    /// Enqueues pass `pass` of `plan` with `bufs` bound in the pass's order.
+    fn dispatch(
+        &mut self,
+        prog: &Self::Program,
+        plan: &GpuPlan,
+        pass: usize,
+        bufs: &[&Self::Buf],
+        params: &[u64],
+    ) -> Result<(), String>;
+    /// Reads `out.len()` elements of `buf` into `out`'s memory, then calls `done`. `out` must stay
+    /// valid until then (the caller keeps it alive in `done`).
+    fn download(&mut self, buf: &Self::Buf, out: HostSlice, done: Completion);
+    /// Calls `done` once all work enqueued so far has finished.
+    fn on_done(&mut self, done: Completion);
+    /// Submits what was enqueued (wgpu batches dispatches into one submission until then).
+    fn submit(&mut self);
+}
+
+/// Host memory a download writes: `len` elements of `dtype` at `ptr`.
+#[derive(Clone, Copy)]
+pub struct HostSlice {
+    pub ptr: *mut u8,
+    pub dtype: DType,
+    pub len: usize,
+}
+// SAFETY: the owner keeps the memory alive and untouched until the download's completion runs.
+unsafe impl Send for HostSlice {}
+
+impl HostSlice {
+    fn of(v: &mut TypedVec) -> HostSlice {
+        let (ptr, len) = crate::with_typed_vec!(v, v => (v.as_mut_ptr() as *mut u8, v.len()));
+        HostSlice {
+            ptr,
+            dtype: v.dtype(),
+            len,
+        }
+    }
+}
+
+/// Limits a device executor works within (the defaults are the device's own).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Device memory the executor may hold, in bytes (default: 90% of the device's).
+    pub memory: Option<u64>,
+    /// Instructions a fused kernel may have before its compile is made to fail, standing in for a
+    /// driver that rejects big kernels (to exercise the split-and-retry path; default: none).
+    pub kernel_instructions: Option<usize>,
+}
+
+impl Limits {
+    /// `ARRAYFLOW_DEVICE_MEMORY` (bytes, or with a K, M or G suffix) and
+    /// `ARRAYFLOW_DEVICE_KERNEL_LIMIT`.
+    pub fn from_env() -> Limits {
+        Limits {
+            memory: std::env::var("ARRAYFLOW_DEVICE_MEMORY")
+                .ok()
+                .and_then(|v| store::parse_size(&v)),
+            kernel_instructions: std::env::var("ARRAYFLOW_DEVICE_KERNEL_LIMIT")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+        }
+    }
+}
+
+/// Starts the executor thread for `device`.
+pub(crate) fn start(
+    device: &super::DeviceInfo,
+    limits: Limits,
+    sched: Sender<SchedMsg>,
+    counters: Arc<Counters>,
+) -> Result<ExecHandle, String> {
+    let name = device.to_string();
+    match device.backend {
+        super::Backend::OpenCl => {
+            let api = opencl::OpenClApi::new(device.index)?;
+            Ok(spawn(
+                api,
+                name,
+                device.fp64,
+                device.memory,
+                limits,
+                sched,
+                counters,
+            ))
+        }
+        super::Backend::Wgpu => {
+            let api = wgpu::WgpuApi::new(device.index)?;
+            Ok(spawn(
+                api,
+                name,
+                false,
+                device.memory,
+                limits,
+                sched,
+                counters,
+            ))
+        }
+        super::Backend::Cpu => Err("the CPU is not a device executor".into()),
+    }
+}
+
+fn spawn<A: DeviceApi>(
+    api: A,
+    name: String,
+    fp64: bool,
+    memory: Option<u64>,
+    limits: Limits,
+    sched: Sender<SchedMsg>,
+    counters: Arc<Counters>,
+) -> ExecHandle {
+    let (tx, rx) = unbounded();
+    let me = tx.clone();
+    let thread_name = format!("arrayflow-{}", name.split(' ').next().unwrap_or("gpu"));
+    let limit = limits
+        .memory
+        .unwrap_or_else(|| memory.map(|m| m / 10 * 9).unwrap_or(u64::MAX));
+    std::thread::Builder::new()
+        .name(thread_name)
+        .spawn(move || {
+            GpuLoop {
+                store: Store::new(limit),
+                plans: plans::Plans::new(limits.kernel_instructions),
+                api,
+                sched,
+                me,
+                counters,
+                failed: AHashMap::new(),
+                external: AHashMap::new(),
+            }
+            .run(rx)
+        })
+        .expect("arrayflow: cannot start a GPU executor thread");
+    tracing::info!(target: "arrayflow::exec", "device executor: {name}");
+    ExecHandle {
+        tx,
+        caps: Caps { fp64 },
+        name,
+    }
+}
+
+struct GpuLoop<A: DeviceApi> {
+    api: A,
+    store: Store<A::Buf>,
+    plans: plans::Plans<A::Program>,
+    sched: Sender<SchedMsg>,
+    /// This executor's own queue (a faulted task is queued again to run on the CPU).
+    me: Sender<ExecMsg>,
+    counters: Arc<Counters>,
+    /// Outputs of failed tasks, with the error a task reading them fails with.
+    failed: AHashMap<BufferId, Error>,
+    /// Outputs that are the application's memory: downloaded there once computed.
+    external: AHashMap<BufferId, super::cpu::slices::OutPtr>,
+}
+
+impl<A: DeviceApi> GpuLoop<A> {
+    fn run(mut self, rx: Receiver<ExecMsg>) {
+        while let Ok(msg) = rx.recv() {
+            match msg {
+                ExecMsg::MoveDataIn { buf, data } => self.move_in(buf, data),
+                ExecMsg::ComputeData(task) => {
+                    self.compute(task);
+                    self.api.submit();
+                }
+                ExecMsg::ComputeSequential(tasks) => {
+                    for t in tasks {
+                        self.compute(t);
+                    }
+                    self.api.submit();
+                }
+                ExecMsg::MoveDataOut { buf, reply } => {
+                    let counters = self.counters.clone();
+                    self.export(buf, move |r| {
+                        if let Ok(v) = &r {
+                            Counters::add(&counters.bytes_downloaded, v.bytes() as u64);
+                        }
+                        let _ = reply.send(r);
+                    });
+                }
+                ExecMsg::Export { buf, to } => {
+                    let sched = self.sched.clone();
+                    self.export(buf, move |data| {
+                        let _ = sched.send(SchedMsg::Exported { buf, to, data });
+                    });
+                }
+                ExecMsg::BindExternal { buf, ptr } => {
+                    self.external.insert(buf, ptr);
+                }
+                ExecMsg::RerunOnCpu(task) => {
+                    let result = self.run_on_cpu(&task);
+                    self.finish_now(&task, result);
+                    self.api.submit();
+                }
+                ExecMsg::Free(buf) => {
+                    self.failed.remove(&buf);
+                    self.external.remove(&buf);
+                    self.store.free(buf);
+                }
+                ExecMsg::Shutdown => break,
+            }
+        }
+    }
+
+    /// Move_Data_In: the data goes to the device now; if it cannot get memory it stays in the
+    /// host backing store until a kernel needs it.
+    fn move_in(&mut self, buf: BufferId, data: Arc<TypedVec>) {
+        let bytes = self.dev_bytes(data.dtype(), data.len());
+        self.store.insert_host(buf, data.clone());
+        if let Ok(mut b) = self.alloc(bytes, &[], false) {
+            match self.api.upload(&mut b, &data) {
+                Ok(()) => self
+                    .store
+                    .set_device(buf, b, bytes, data.dtype(), data.len()),
+                Err(e) => tracing::warn!(target: "arrayflow::exec", "upload failed: {e}"),
+            }
+        }
+    }
+
+    /// Move_Data_Out: the buffer's value as host data, from the backing store or downloaded.
+    fn export(
+        &mut self,
+        buf: BufferId,
+        reply: impl FnOnce(crate::Result<Arc<TypedVec>>) + Send + 'static,
+    ) {
+        if let Some(e) = self.failed.get(&buf) {
+            return reply(Err(e.clone()));
+        }
+        if let Some(h) = self.store.host(buf) {
+            return reply(Ok(h));
+        }
+        let Some((dtype, len)) = self.store.shape(buf) else {
+            return reply(Err(Error::new(
+                ErrorKind::Runtime,
+                "the device executor has no such buffer",
+            )));
+        };
+        let mut out = Box::new(TypedVec::zeros(dtype, len));
+        let slice = HostSlice::of(&mut out);
+        let dev = self
+            .store
+            .device(buf)
+            .expect("a buffer without host data is on the device");
+        self.api.download(
+            dev,
+            slice,
+            Box::new(move |r| {
+                reply(
+                    r.map(|()| Arc::new(*out))
+                        .map_err(|e| device_error(format!("download failed: {e}"))),
+                )
+            }),
+        );
+        self.api.submit();
+    }
+
+    fn dev_bytes(&self, dtype: DType, len: usize) -> u64 {
+        let wgsl = self.api.dialect() == plans::Dialect::Wgsl;
+        crate::proggen::codegen::gpu::elem_bytes(dtype, wgsl) * len as u64
+    }
+
+    /// A device buffer: from the pool, newly allocated, or after moving idle buffers to the host
+    /// backing store. `keep` are the buffers the current task uses (never swapped out). Only
+    /// programs' results count in the buffer statistics (`result`), as on the CPU executor, not
+    /// uploads, scratch space or the temporaries of split kernels.
+    fn alloc(&mut self, bytes: u64, keep: &[BufferId], result: bool) -> Result<A::Buf, String> {
+        let bytes = bytes.max(4);
+        let count = |c: &std::sync::atomic::AtomicU64, n| {
+            if result {
+                Counters::add(c, n)
+            }
+        };
+        if let Some(b) = self.store.take_pooled(bytes) {
+            count(&self.counters.buffers_reused, 1);
+            return Ok(b);
+        }
+        loop {
+            if self.store.fits(bytes) {
+                match self.api.alloc(bytes) {
+                    Ok(b) => {
+                        self.store.allocated(bytes);
+                        count(&self.counters.buffers_allocated, 1);
+                        count(&self.counters.bytes_allocated, bytes);
+                        return Ok(b);
+                    }
+                    Err(e) => {
+                        tracing::debug!(target: "arrayflow::exec", "device allocation of {bytes} bytes failed: {e}")
+                    }
+                }
+            }
+            Counters::add(&self.counters.device.alloc_failures, 1);
+            if self.store.drop_pool() {
+                continue;
+            }
+            // Swap the least recently used idle buffer to the host backing store.
+            let Some(victim) = self.store.victim(keep) else {
+                return Err(format!("out of device memory for {bytes} bytes"));
+            };
+            self.swap_out(victim)?;
+        }
+    }
+
+    fn swap_out(&mut self, buf: BufferId) -> Result<(), String> {
+        if self.store.host(buf).is_none() {
+            let (dtype, len) = self.store.shape(buf).expect("victims are known");
+            let mut out = Box::new(TypedVec::zeros(dtype, len));
+            let slice = HostSlice::of(&mut out);
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            let dev = self.store.device(buf).expect("victims are on the device");
+            self.api.download(
+                dev,
+                slice,
+                Box::new(move |r| {
+                    let _ = tx.send(r);
+                }),
+            );
+            self.api.submit();
+            rx.recv().map_err(|_| "download lost".to_string())??;
+            self.store.insert_host(buf, Arc::new(*out));
+        }
+        self.store.drop_device(buf);
+        Counters::add(&self.counters.device.swapped_out, 1);
+        Ok(())
+    }
+
+    /// The buffer on the device, brought back from the backing store if needed.
+    fn resident(&mut self, buf: BufferId, keep: &[BufferId]) -> Result<(), String> {
+        if self.store.device(buf).is_some() {
+            self.store.touch(buf);
+            return Ok(());
+        }
+        let data = self
+            .store
+            .host(buf)
+            .ok_or("input buffer missing on the device executor")?;
+        let bytes = self.dev_bytes(data.dtype(), data.len());
+        let mut b = self.alloc(bytes, keep, false)?;
+        self.api.upload(&mut b, &data)?;
+        self.store
+            .set_device(buf, b, bytes, data.dtype(), data.len());
+        Counters::add(&self.counters.device.swapped_in, 1);
+        Ok(())
+    }
+
+    fn compute(&mut self, task: Task) {
+        if let Some(e) = task.inputs.iter().find_map(|b| self.failed.get(b)) {
+            let e = e.clone();
+            return self.finish_now(&task, Err(e));
+        }
+        let plan = self.plans.get(&task.program.kernel, &mut self.api);
+        let result = match plan {
+            plans::Runnable::Device(plan) => match self.run_on_device(&task, &plan) {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::warn!(target: "arrayflow::exec",
+                        "device could not run a program ({e}); it runs on the CPU");
+                    self.run_on_cpu(&task)
+                }
+            },
+            plans::Runnable::Cpu(reason) => {
+                tracing::debug!(target: "arrayflow::exec", "program runs on the CPU: {reason}");
+                self.run_on_cpu(&task)
+            }
+        };
+        self.finish_now(&task, result);
+    }
+
+    /// Runs a task's plan (or the plans of its split halves, in order) on the device; completion
+    /// is reported asynchronously.
+    fn run_on_device(
+        &mut self,
+        task: &Task,
+        dplan: &plans::DevicePlan<A::Program>,
+    ) -> Result<(), String> {
+        let steps = &dplan.steps;
+        let keep: Vec<BufferId> = task.inputs.iter().chain(&task.outputs).copied().collect();
+        for &b in &task.inputs {
+            self.resident(b, &keep)?;
+        }
+        // Every buffer the steps bind is allocated before anything is enqueued, so a failure
+        // (out of memory, a driver error) gives all of them back and the task can run elsewhere.
+        let mut held = Held::default();
+        if let Err(e) = self.allocate(task, dplan, &keep, &mut held) {
+            self.give_back(held);
+            return Err(e);
+        }
+        if let Err(e) = self.enqueue(task, dplan, &held) {
+            self.give_back(held);
+            return Err(e);
+        }
+        let Held {
+            outputs,
+            temps,
+            scratch,
+        } = held;
+        let mut faults = Vec::new();
+        for (step, mut bufs) in steps.iter().zip(scratch) {
+            if let Some(f) = step.plan.fault {
+                let (s, bytes) = bufs.swap_remove(f as usize);
+                faults.push((s, bytes));
+            }
+            for (s, bytes) in bufs {
+                self.store.pool(s, bytes);
+            }
+        }
+        for (t, bytes) in temps {
+            self.store.pool(t, bytes);
+        }
+        // The outputs now belong to the store; external ones are also downloaded to the
+        // application's memory.
+        let mut external = Vec::new();
+        for (b, buf, bytes, dtype, len) in outputs {
+            self.store.set_device(b, buf, bytes, dtype, len);
+            if let Some(ptr) = self.external.get(&b) {
+                let slice = HostSlice {
+                    ptr: out_ptr(*ptr),
+                    dtype,
+                    len,
+                };
+                external.push((b, slice));
+            }
+        }
+        // One report when every fault word is read and every external download is done.
+        let fault_words: Vec<Arc<AtomicU32>> =
+            faults.iter().map(|_| Arc::new(AtomicU32::new(0))).collect();
+        let report = {
+            let (sched, me) = (self.sched.clone(), self.me.clone());
+            let (id, site) = (task.id, task.program.sites.first().copied());
+            let words = fault_words.clone();
+            let task = task.clone();
+            move |err: Option<String>| {
+                if err.is_none() && words.iter().any(|w| w.load(Ordering::Relaxed) != 0) {
+                    // A kernel faulted (integer division by zero, an index out of range): the
+                    // CPU runs the task again and reports the exact error, with its call site.
+                    let _ = me.send(ExecMsg::RerunOnCpu(task));
+                    return;
+                }
+                let result = match err {
+                    Some(e) => Err(with_site(device_error(e), site)),
+                    None => Ok(()),
+                };
+                let _ = sched.send(SchedMsg::Done { task: id, result });
+            }
+        };
+        let countdown = Countdown::new(1 + faults.len() + external.len(), report);
+        for ((s, bytes), word) in faults.into_iter().zip(fault_words) {
+            let mut cell = Box::new(0u32);
+            let slice = HostSlice {
+                ptr: &mut *cell as *mut u32 as *mut u8,
+                dtype: DType::U32,
+                len: 1,
+            };
+            let c = countdown.completion();
+            self.api.download(
+                &s,
+                slice,
+                Box::new(move |r| {
+                    word.store(*cell, Ordering::Relaxed);
+                    c(r)
+                }),
+            );
+            self.store.pool(s, bytes);
+        }
+        for (b, slice) in external {
+            let dev = self.store.device(b).expect("just stored");
+            self.api.download(dev, slice, countdown.completion());
+        }
+        self.api.on_done(countdown.completion());
+        let d = &self.counters.device;
+        Counters::add(&d.kernels, steps.len() as u64);
+        Counters::add(&d.launch_ns, task.started.elapsed().as_nanos() as u64);
+        Counters::add(&d.launches, 1);
+        Ok(())
+    }
+
+    fn allocate(
+        &mut self,
+        task: &Task,
+        dplan: &plans::DevicePlan<A::Program>,
+        keep: &[BufferId],
+        held: &mut Held<A::Buf>,
+    ) -> Result<(), String> {
+        for (o, &b) in task.outputs.iter().enumerate() {
+            let (dtype, len) = plans::output_shape(&task.program.kernel, o);
+            let bytes = self.dev_bytes(dtype, len);
+            let buf = self.alloc(bytes, keep, true)?;
+            held.outputs.push((b, buf, bytes, dtype, len));
+        }
+        for &(dtype, len) in &dplan.temps {
+            let bytes = self.dev_bytes(dtype, len);
+            held.temps.push((self.alloc(bytes, keep, false)?, bytes));
+        }
+        for step in &dplan.steps {
+            held.scratch.push(Vec::new());
+            for &bytes in &step.plan.scratch {
+                let mut s = self.alloc(bytes, keep, false)?;
+                let zeroed = self.api.zero(&mut s, bytes);
+                held.scratch.last_mut().expect("pushed").push((s, bytes));
+                zeroed?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Enqueues every pass of every step with its buffers bound.
+    fn enqueue(
+        &mut self,
+        task: &Task,
+        dplan: &plans::DevicePlan<A::Program>,
+        held: &Held<A::Buf>,
+    ) -> Result<(), String> {
+        for (step, scratch) in dplan.steps.iter().zip(&held.scratch) {
+            let bind = |a: &BufArg| -> &A::Buf {
+                let slot = match *a {
+                    BufArg::Scratch(i) => return &scratch[i as usize].0,
+                    BufArg::Input(i) => step.inputs[i as usize],
+                    BufArg::Output(i) => step.outputs[i as usize],
+                };
+                match (slot, a) {
+                    (plans::Slot::Temp(t), _) => &held.temps[t].0,
+                    (plans::Slot::Task(t), BufArg::Input(_)) => self
+                        .store
+                        .device(task.inputs[t])
+                        .expect("inputs are resident"),
+                    (plans::Slot::Task(t), _) => &held.outputs[t].1,
+                }
+            };
+            for (pi, pass) in step.plan.passes.iter().enumerate() {
+                if pass.groups > 0 {
+                    let bufs: Vec<&A::Buf> = pass.buffers.iter().map(bind).collect();
+                    self.api
+                        .dispatch(&step.program, &step.plan, pi, &bufs, &task.params)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn give_back(&mut self, held: Held<A::Buf>) {
+        let outputs = held
+            .outputs
+            .into_iter()
+            .map(|(_, b, bytes, _, _)| (b, bytes));
+        for (b, bytes) in outputs
+            .chain(held.temps)
+            .chain(held.scratch.into_iter().flatten())
+        {
+            self.store.pool(b, bytes);
+        }
+    }
+
+    /// Runs a task on the CPU from host copies of its inputs; its outputs stay in the backing store.
+    fn run_on_cpu(&mut self, task: &Task) -> crate::Result<()> {
+        Counters::add(&self.counters.device.fallbacks, 1);
+        let mut inputs = Vec::with_capacity(task.inputs.len());
+        for &b in &task.inputs {
+            inputs.push(self.host_copy(b)?);
+        }
+        let outputs = fallback::run(task, &inputs)?;
+        for (&b, v) in task.outputs.iter().zip(outputs) {
+            if let Some(ptr) = self.external.get(&b) {
+                fallback::write_external(&v, *ptr);
+            }
+            self.store.insert_host(b, Arc::new(v));
+        }
+        Ok(())
+    }
+
+    /// A buffer's host data, downloaded (and kept in the backing store) when only the device has it.
+    fn host_copy(&mut self, b: BufferId) -> crate::Result<Arc<TypedVec>> {
+        if let Some(h) = self.store.host(b) {
+            return Ok(h);
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.export(b, move |r| {
+            let _ = tx.send(r);
+        });
+        let v = rx
+            .recv()
+            .map_err(|_| device_error("download lost".into()))??;
+        self.store.insert_host(b, v.clone());
+        Ok(v)
+    }
+
+    /// Reports a task's end at once (after a CPU run or an early failure), in order after the
+    /// device work enqueued before it.
+    fn finish_now(&mut self, task: &Task, result: crate::Result<()>) {
+        if let Err(e) = &result {
+            for &b in &task.outputs {
+                self.failed.insert(b, e.clone());
+            }
+        }
+        let sched = self.sched.clone();
+        let id = task.id;
+        self.api.on_done(Box::new(move |_| {
+            let _ = sched.send(SchedMsg::Done { task: id, result });
+        }));
+    }
+}
+
+/// The device buffers one task's steps bind: its outputs (buffer, device buffer, bytes, type,
+/// length), the temporaries between split halves, and each step's scratch buffers.
+struct Held<B> {
+    outputs: Vec<(BufferId, B, u64, DType, usize)>,
+    temps: Vec<(B, u64)>,
+    scratch: Vec<Vec<(B, u64)>>,
+}
+
+impl<B> Default for Held<B> {
+    fn default() -> Self {
+        Held {
+            outputs: Vec::new(),
+            temps: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+/// Calls its report once `n` completions have run, with the first error any of them had.
+struct Countdown {
+    remaining: AtomicUsize,
+    err: parking_lot::Mutex<Option<String>>,
+    report: parking_lot::Mutex<Option<Report>>,
+}
+
+/// What a [`Countdown`] calls at the end, with the first error.
+type Report = Box<dyn FnOnce(Option<String>) + Send>;
+
+impl Countdown {
+    fn new(n: usize, report: impl FnOnce(Option<String>) + Send + 'static) -> Arc<Countdown> {
+        Arc::new(Countdown {
+            remaining: AtomicUsize::new(n),
+            err: Default::default(),
+            report: parking_lot::Mutex::new(Some(Box::new(report))),
+        })
+    }
+    fn completion(self: &Arc<Self>) -> Completion {
+        let me = self.clone();
+        Box::new(move |r| {
+            if let Err(e) = r {
+                me.err.lock().get_or_insert(e);
+            }
+            if me.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+                && let Some(report) = me.report.lock().take()
+            {
+                report(me.err.lock().take());
+            }
+        })
+    }
+}
+
+fn with_site(e: Error, site: Option<crate::ir::Site>) -> Error {
+    match site {
+        Some(s) => e.origin(s),
+        None => e,
+    }
+}
+
+fn device_error(msg: String) -> Error {
+    Error::new(ErrorKind::Execution, format!("device executor: {msg}"))
+}
+
+fn out_ptr(p: super::cpu::slices::OutPtr) -> *mut u8 {
+    use super::cpu::slices::OutPtr;
+    match p {
+        OutPtr::F32(p) => p as *mut u8,
+        OutPtr::F64(p) => p as *mut u8,
+        OutPtr::I32(p) => p as *mut u8,
+        OutPtr::U32(p) => p as *mut u8,
+        OutPtr::Bool(p) => p as *mut u8,
+    }
+}

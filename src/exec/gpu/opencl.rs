@@ -1,0 +1,268 @@
+//! The OpenCL device API (through `opencl3`, loading `libOpenCL` at run time): one context and one
+//! in-order command queue per device; programs built from the generated OpenCL C, kept in memory
+//! by source and on disk as driver binaries (so a second process skips the driver's compile);
+//! completion through events waited on by a completion thread.
+
+use super::plans::Dialect;
+use super::{Completion, DeviceApi, HostSlice};
+use crate::exec::TypedVec;
+use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
+use crate::runtime::stats::Counters;
+use ahash::AHashMap;
+use crossbeam_channel::Sender;
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::device::Device;
+use opencl3::event::Event;
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
+use opencl3::program::Program;
+use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_ulong};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub struct OpenClApi {
+    context: Context,
+    queue: CommandQueue,
+    target: Target,
+    /// Device and driver, part of each disk-cache key.
+    identity: String,
+    programs: AHashMap<String, Arc<ClProgram>>,
+    completions: Sender<(Event, Completion)>,
+}
+
+/// A built program and one kernel object per pass.
+pub struct ClProgram {
+    kernels: parking_lot::Mutex<Vec<Kernel>>,
+    _program: Program,
+}
+
+impl OpenClApi {
+    /// Opens OpenCL device `index` of the inventory's order (platforms, then their devices).
+    pub fn new(index: usize) -> Result<OpenClApi, String> {
+        use opencl3::device::CL_DEVICE_TYPE_ALL;
+        let ids: Vec<_> = opencl3::platform::get_platforms()
+            .map_err(|e| e.to_string())?
+            .iter()
+            .flat_map(|p| p.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default())
+            .collect();
+        let id = *ids
+            .get(index)
+            .ok_or_else(|| format!("no OpenCL device {index}"))?;
+        let device = Device::new(id);
+        let context = Context::from_device(&device).map_err(|e| e.to_string())?;
+        #[allow(deprecated)]
+        let queue = CommandQueue::create_default(&context, 0).map_err(|e| e.to_string())?;
+        let fp64 = device.double_fp_config().unwrap_or(0) != 0;
+        let identity = format!(
+            "{} | {} | {}",
+            device.name().unwrap_or_default(),
+            device.version().unwrap_or_default(),
+            device.driver_version().unwrap_or_default()
+        );
+        let (tx, rx) = crossbeam_channel::unbounded::<(Event, Completion)>();
+        std::thread::Builder::new()
+            .name("arrayflow-opencl-done".into())
+            .spawn(move || {
+                while let Ok((event, done)) = rx.recv() {
+                    done(event.wait().map_err(|e| e.to_string()));
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(OpenClApi {
+            context,
+            queue,
+            target: Target { fp64 },
+            identity,
+            programs: AHashMap::new(),
+            completions: tx,
+        })
+    }
+
+    fn counters() -> &'static crate::runtime::stats::DeviceCounters {
+        &crate::runtime::Inner::get().counters.device
+    }
+
+    /// A program from the disk cache, or built from source (and then saved there).
+    fn build(&self, plan: &GpuPlan) -> Result<Program, String> {
+        let dir = crate::exec::cache_root().join("opencl");
+        let key = crate::exec::checksum(&[&self.identity, &plan.source]);
+        let bin_path = dir.join(format!("{key:016x}.bin"));
+        let src_path = dir.join(format!("{key:016x}.cl"));
+        if std::fs::read_to_string(&src_path).is_ok_and(|s| s == plan.source)
+            && let Ok(bin) = std::fs::read(&bin_path)
+            && let Ok(p) = Program::create_and_build_from_binary(&self.context, &[&bin], "")
+        {
+            Counters::add(&Self::counters().disk_hits, 1);
+            return Ok(p);
+        }
+        let p = Program::create_and_build_from_source(&self.context, &plan.source, "")?;
+        Counters::add(&Self::counters().compiles, 1);
+        if let Ok(bins) = p.get_binaries()
+            && let Some(bin) = bins.first()
+            && !bin.is_empty()
+        {
+            save(&dir, &bin_path, bin, &src_path, &plan.source);
+        }
+        Ok(p)
+    }
+}
+
+/// Writes a binary and its source to the disk cache (each through a temporary file and a rename,
+/// so a concurrent reader never sees half a file). Failures only cost the next start a compile.
+fn save(dir: &PathBuf, bin_path: &PathBuf, bin: &[u8], src_path: &PathBuf, src: &str) {
+    let _ = std::fs::create_dir_all(dir);
+    let tmp = bin_path.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, bin).is_ok() {
+        let _ = std::fs::rename(&tmp, bin_path);
+    }
+    let tmp = src_path.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, src).is_ok() {
+        let _ = std::fs::rename(&tmp, src_path);
+    }
+}
+
+fn bytes_of(data: &TypedVec) -> &[u8] {
+    crate::with_typed_vec!(data, v => {
+        // SAFETY: plain element types without padding; the slice covers exactly the vector.
+        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(&v[..])) }
+    })
+}
+
+impl DeviceApi for OpenClApi {
+    type Buf = Buffer<u8>;
+    type Program = ClProgram;
+
+    fn target(&self) -> Target {
+        self.target
+    }
+    fn dialect(&self) -> Dialect {
+        Dialect::OpenCl
+    }
+
+    fn alloc(&mut self, bytes: u64) -> Result<Buffer<u8>, String> {
+        // SAFETY: no host pointer; the size is non-zero.
+        unsafe {
+            Buffer::<u8>::create(
+                &self.context,
+                CL_MEM_READ_WRITE,
+                bytes as usize,
+                std::ptr::null_mut(),
+            )
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    fn upload(&mut self, buf: &mut Buffer<u8>, data: &TypedVec) -> Result<(), String> {
+        let bytes = bytes_of(data);
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: a blocking write from memory that outlives the call.
+        unsafe {
+            self.queue
+                .enqueue_write_buffer(buf, CL_BLOCKING, 0, bytes, &[])
+        }
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    }
+
+    fn zero(&mut self, buf: &mut Buffer<u8>, bytes: u64) -> Result<(), String> {
+        // SAFETY: the fill covers the buffer's own bytes.
+        unsafe {
+            self.queue
+                .enqueue_fill_buffer(buf, &[0u8], 0, bytes as usize, &[])
+        }
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    }
+
+    fn compile(&mut self, plan: &GpuPlan) -> Result<Arc<ClProgram>, String> {
+        if let Some(p) = self.programs.get(&plan.source) {
+            Counters::add(&Self::counters().memory_hits, 1);
+            return Ok(p.clone());
+        }
+        let t0 = Instant::now();
+        let program = self.build(plan)?;
+        let kernels = plan
+            .passes
+            .iter()
+            .map(|p| Kernel::create(&program, &p.entry).map_err(|e| format!("{}: {e}", p.entry)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Counters::add(&Self::counters().compile_ns, t0.elapsed().as_nanos() as u64);
+        let p = Arc::new(ClProgram {
+            kernels: parking_lot::Mutex::new(kernels),
+            _program: program,
+        });
+        self.programs.insert(plan.source.clone(), p.clone());
+        Ok(p)
+    }
+
+    fn dispatch(
+        &mut self,
+        prog: &ClProgram,
+        plan: &GpuPlan,
+        pass: usize,
+        bufs: &[&Buffer<u8>],
+        params: &[u64],
+    ) -> Result<(), String> {
+        let p = &plan.passes[pass];
+        let kernels = prog.kernels.lock();
+        let k = &kernels[pass];
+        let err = |e: opencl3::error_codes::ClError| format!("{}: {e}", p.entry);
+        // SAFETY: arguments match the generated kernel's signature (the plan's contract): buffers
+        // first, then one ulong per parameter slot.
+        unsafe {
+            for (i, b) in bufs.iter().enumerate() {
+                k.set_arg(i as u32, &b.get()).map_err(err)?;
+            }
+            if p.params {
+                for (j, v) in params.iter().enumerate() {
+                    k.set_arg((bufs.len() + j) as u32, &(*v as cl_ulong))
+                        .map_err(err)?;
+                }
+            }
+            let global = p.groups as usize * p.local as usize;
+            let local = p.local as usize;
+            self.queue
+                .enqueue_nd_range_kernel(k.get(), 1, std::ptr::null(), &global, &local, &[])
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn download(&mut self, buf: &Buffer<u8>, out: HostSlice, done: Completion) {
+        let bytes = (elem_bytes(out.dtype, false) * out.len as u64) as usize;
+        if bytes == 0 {
+            return self.on_done(done);
+        }
+        // SAFETY: `out` stays valid until `done` runs (the caller's contract).
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.ptr, bytes) };
+        // SAFETY: a non-blocking read whose destination outlives the event (see above).
+        match unsafe {
+            self.queue
+                .enqueue_read_buffer(buf, CL_NON_BLOCKING, 0, dst, &[])
+        } {
+            Ok(ev) => {
+                let _ = self.completions.send((ev, done));
+            }
+            Err(e) => done(Err(e.to_string())),
+        }
+    }
+
+    fn on_done(&mut self, done: Completion) {
+        // SAFETY: a marker with no wait list.
+        match unsafe { self.queue.enqueue_marker_with_wait_list(&[]) } {
+            Ok(ev) => {
+                let _ = self.queue.flush();
+                let _ = self.completions.send((ev, done));
+            }
+            Err(e) => done(Err(e.to_string())),
+        }
+    }
+
+    fn submit(&mut self) {
+        let _ = self.queue.flush();
+    }
+}

@@ -1,0 +1,227 @@
+//! What a device executor runs for each kernel, worked out once per kernel and kept: the rendered
+//! [`GpuPlan`] with its compiled program, or — when the driver fails to compile it — the plans of
+//! the kernel split in two (recursively, as the seed's recovery section says), or the reason it
+//! runs on the CPU instead.
+
+use super::DeviceApi;
+use crate::ir::DType;
+use crate::proggen::codegen::gpu::{GpuPlan, Unsupported};
+use crate::proggen::kernel::FusedKernel;
+use crate::proggen::sequence::Kernel;
+use ahash::AHashMap;
+use std::sync::Arc;
+
+/// Splits allowed on the way down from one kernel (at most 2^4 pieces).
+const MAX_SPLIT_DEPTH: u32 = 4;
+
+/// Which code generator a device takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    OpenCl,
+    Wgsl,
+}
+
+/// Where a step's buffer comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// The task's input (for inputs) or output (for outputs) of that index.
+    Task(usize),
+    /// A temporary passed between split halves.
+    Temp(usize),
+}
+
+/// One compiled plan and how its buffers bind.
+pub struct Step<P> {
+    pub plan: Arc<GpuPlan>,
+    pub program: Arc<P>,
+    pub inputs: Vec<Slot>,
+    pub outputs: Vec<Slot>,
+}
+
+pub struct DevicePlan<P> {
+    pub steps: Vec<Step<P>>,
+    /// Element type and length of each temporary.
+    pub temps: Vec<(DType, usize)>,
+}
+
+pub enum Runnable<P> {
+    Device(Arc<DevicePlan<P>>),
+    Cpu(Arc<str>),
+}
+
+impl<P> Clone for Runnable<P> {
+    fn clone(&self) -> Self {
+        match self {
+            Runnable::Device(p) => Runnable::Device(p.clone()),
+            Runnable::Cpu(r) => Runnable::Cpu(r.clone()),
+        }
+    }
+}
+
+/// Kernels seen, keyed by the kernel's address (the entry holds the `Arc`, so it stays valid):
+/// a trace-cache hit reuses the same kernels, so it finds its plans here without rendering.
+pub struct Plans<P> {
+    by_kernel: AHashMap<usize, (Arc<Kernel>, Runnable<P>)>,
+    /// See [`super::Limits::kernel_instructions`].
+    kernel_limit: usize,
+}
+
+/// Entries kept before the oldest half is dropped.
+const MAX_KERNELS: usize = 4096;
+
+impl<P: Send + Sync + 'static> Plans<P> {
+    pub fn new(kernel_limit: Option<usize>) -> Self {
+        Plans {
+            by_kernel: AHashMap::new(),
+            kernel_limit: kernel_limit.unwrap_or(usize::MAX),
+        }
+    }
+
+    pub fn get<A: DeviceApi<Program = P>>(
+        &mut self,
+        kernel: &Arc<Kernel>,
+        api: &mut A,
+    ) -> Runnable<P> {
+        let key = Arc::as_ptr(kernel) as usize;
+        if let Some((_, r)) = self.by_kernel.get(&key) {
+            return r.clone();
+        }
+        let r = match build(kernel, api, self.kernel_limit) {
+            Ok(p) => Runnable::Device(Arc::new(p)),
+            Err(reason) => Runnable::Cpu(reason.into()),
+        };
+        if self.by_kernel.len() >= MAX_KERNELS {
+            self.by_kernel.clear();
+        }
+        self.by_kernel.insert(key, (kernel.clone(), r.clone()));
+        r
+    }
+}
+
+fn build<A: DeviceApi>(
+    kernel: &Kernel,
+    api: &mut A,
+    limit: usize,
+) -> Result<DevicePlan<A::Program>, String> {
+    let mut plan = DevicePlan {
+        steps: Vec::new(),
+        temps: Vec::new(),
+    };
+    match kernel {
+        Kernel::Fused(k) => {
+            let ins = (0..k.inputs.len()).map(Slot::Task).collect();
+            let outs = (0..k.outputs.len()).map(Slot::Task).collect();
+            build_fused(k, ins, outs, api, &mut plan, limit, 0)?;
+        }
+        Kernel::Intrinsic(c) => {
+            let rendered = match api.dialect() {
+                Dialect::OpenCl => crate::intrinsics::opencl::render(c, api.target()),
+                Dialect::Wgsl => crate::intrinsics::wgsl::render(c, api.target()),
+            }
+            .map_err(|Unsupported(r)| r)?;
+            let program = api.compile(&rendered)?;
+            plan.steps.push(Step {
+                plan: Arc::new(rendered),
+                program,
+                inputs: (0..c.in_shapes.len()).map(Slot::Task).collect(),
+                outputs: vec![Slot::Task(0)],
+            });
+        }
+    }
+    Ok(plan)
+}
+
+fn render<A: DeviceApi>(k: &FusedKernel, api: &A) -> Result<GpuPlan, String> {
+    match api.dialect() {
+        Dialect::OpenCl => crate::proggen::codegen::opencl::render(k, api.target()),
+        Dialect::Wgsl => crate::proggen::codegen::wgsl::render(k, api.target()),
+    }
+    .map_err(|Unsupported(r)| r)
+}
+
+fn build_fused<A: DeviceApi>(
+    k: &FusedKernel,
+    ins: Vec<Slot>,
+    outs: Vec<Slot>,
+    api: &mut A,
+    plan: &mut DevicePlan<A::Program>,
+    limit: usize,
+    depth: u32,
+) -> Result<(), String> {
+    let rendered = render(k, api)?;
+    let compiled = if k.instrs.len() > limit {
+        Err(format!(
+            "kernel of {} instructions is over the kernel limit of {limit}",
+            k.instrs.len()
+        ))
+    } else {
+        api.compile(&rendered)
+    };
+    let err = match compiled {
+        Ok(program) => {
+            plan.steps.push(Step {
+                plan: Arc::new(rendered),
+                program,
+                inputs: ins,
+                outputs: outs,
+            });
+            return Ok(());
+        }
+        Err(e) => e,
+    };
+    let split = (depth < MAX_SPLIT_DEPTH)
+        .then(|| crate::proggen::split::split(k))
+        .flatten();
+    let Some(sp) = split else {
+        return Err(format!("the device compiler failed: {err}"));
+    };
+    tracing::info!(target: "arrayflow::exec",
+        "a kernel of {} instructions failed to compile ({err}); retrying it in two halves",
+        k.instrs.len());
+    crate::runtime::stats::Counters::add(&crate::runtime::Inner::get().counters.device.splits, 1);
+    let first_temp = plan.temps.len();
+    let len = k.domain.len();
+    plan.temps.extend(sp.temps.iter().map(|&d| (d, len)));
+    let temps = (first_temp..plan.temps.len()).map(Slot::Temp);
+    let first_ins = sp.first_inputs.iter().map(|&i| ins[i as usize]).collect();
+    let first_outs = sp
+        .first_outputs
+        .iter()
+        .map(|&o| outs[o as usize])
+        .chain(temps.clone())
+        .collect();
+    let second_ins = sp
+        .second_inputs
+        .iter()
+        .map(|&i| ins[i as usize])
+        .chain(temps)
+        .collect();
+    let second_outs = sp
+        .second_outputs
+        .iter()
+        .map(|&o| outs[o as usize])
+        .collect();
+    build_fused(
+        &sp.first,
+        first_ins,
+        first_outs,
+        api,
+        plan,
+        limit,
+        depth + 1,
+    )?;
+    build_fused(
+        &sp.second,
+        second_ins,
+        second_outs,
+        api,
+        plan,
+        limit,
+        depth + 1,
+    )
+}
+
+/// Element type and length of a task's output `o`.
+pub fn output_shape(kernel: &Kernel, o: usize) -> (DType, usize) {
+    super::super::cpu::output_shapes(kernel)[o]
+}

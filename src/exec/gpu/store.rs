@@ -1,0 +1,164 @@
+//! A device executor's buffers: which buffers have a device copy, a host copy (the backing store:
+//! uploaded data, values swapped out when memory ran short, results of programs that ran on the
+//! CPU) or both; a pool of released device buffers by size; and the memory budget. Values are
+//! never lost: a buffer leaves the device only after its host copy exists.
+
+use super::super::{BufferId, TypedVec};
+use crate::ir::DType;
+use ahash::AHashMap;
+use std::sync::Arc;
+
+/// Bytes of released device buffers kept for reuse.
+const POOL_LIMIT: u64 = 1 << 30;
+
+/// A size in bytes, with an optional K, M or G suffix.
+pub fn parse_size(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let (num, mul) = match v.chars().last() {
+        Some('K' | 'k') => (&v[..v.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&v[..v.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    num.parse::<u64>().ok().map(|n| n * mul)
+}
+
+struct Slot<B> {
+    dev: Option<(B, u64)>,
+    host: Option<Arc<TypedVec>>,
+    dtype: DType,
+    len: usize,
+    last_use: u64,
+}
+
+pub struct Store<B> {
+    slots: AHashMap<BufferId, Slot<B>>,
+    pool: AHashMap<u64, Vec<B>>,
+    pool_bytes: u64,
+    /// Device bytes held (buffers and pool).
+    used: u64,
+    limit: u64,
+    clock: u64,
+}
+
+impl<B> Store<B> {
+    pub fn new(limit: u64) -> Self {
+        Store {
+            slots: AHashMap::new(),
+            pool: AHashMap::new(),
+            pool_bytes: 0,
+            used: 0,
+            limit,
+            clock: 0,
+        }
+    }
+
+    fn slot(&mut self, buf: BufferId, dtype: DType, len: usize) -> &mut Slot<B> {
+        self.clock += 1;
+        let clock = self.clock;
+        let s = self.slots.entry(buf).or_insert_with(|| Slot {
+            dev: None,
+            host: None,
+            dtype,
+            len,
+            last_use: clock,
+        });
+        s.last_use = clock;
+        s
+    }
+
+    /// `buf`'s value as host data (kept; the device copy, if any, holds the same value).
+    pub fn insert_host(&mut self, buf: BufferId, data: Arc<TypedVec>) {
+        let s = self.slot(buf, data.dtype(), data.len());
+        s.host = Some(data);
+    }
+
+    /// `buf`'s value is in device buffer `b` of `bytes`.
+    pub fn set_device(&mut self, buf: BufferId, b: B, bytes: u64, dtype: DType, len: usize) {
+        let old = self.slot(buf, dtype, len).dev.replace((b, bytes));
+        if let Some((old, bytes)) = old {
+            self.pool(old, bytes);
+        }
+    }
+
+    pub fn host(&self, buf: BufferId) -> Option<Arc<TypedVec>> {
+        self.slots.get(&buf).and_then(|s| s.host.clone())
+    }
+    pub fn device(&self, buf: BufferId) -> Option<&B> {
+        self.slots
+            .get(&buf)
+            .and_then(|s| s.dev.as_ref().map(|d| &d.0))
+    }
+    pub fn shape(&self, buf: BufferId) -> Option<(DType, usize)> {
+        self.slots.get(&buf).map(|s| (s.dtype, s.len))
+    }
+    pub fn touch(&mut self, buf: BufferId) {
+        self.clock += 1;
+        if let Some(s) = self.slots.get_mut(&buf) {
+            s.last_use = self.clock;
+        }
+    }
+
+    /// The buffer is released: its device memory goes to the pool.
+    pub fn free(&mut self, buf: BufferId) {
+        if let Some(Slot {
+            dev: Some((b, bytes)),
+            ..
+        }) = self.slots.remove(&buf)
+        {
+            self.pool(b, bytes);
+        }
+    }
+
+    /// Keeps a released device buffer for reuse (or lets it go when the pool is full).
+    pub fn pool(&mut self, b: B, bytes: u64) {
+        if self.pool_bytes + bytes > POOL_LIMIT {
+            self.used -= bytes;
+            return;
+        }
+        self.pool_bytes += bytes;
+        self.pool.entry(bytes).or_default().push(b);
+    }
+
+    pub fn take_pooled(&mut self, bytes: u64) -> Option<B> {
+        let b = self.pool.get_mut(&bytes)?.pop()?;
+        self.pool_bytes -= bytes;
+        Some(b)
+    }
+
+    pub fn fits(&self, bytes: u64) -> bool {
+        self.used.saturating_add(bytes) <= self.limit
+    }
+    pub fn allocated(&mut self, bytes: u64) {
+        self.used += bytes;
+    }
+
+    /// Releases every pooled buffer; whether there were any.
+    pub fn drop_pool(&mut self) -> bool {
+        if self.pool_bytes == 0 {
+            return false;
+        }
+        self.used -= self.pool_bytes;
+        self.pool_bytes = 0;
+        self.pool.clear();
+        true
+    }
+
+    /// The least recently used buffer with a device copy, not in `keep`.
+    pub fn victim(&self, keep: &[BufferId]) -> Option<BufferId> {
+        self.slots
+            .iter()
+            .filter(|(b, s)| s.dev.is_some() && !keep.contains(b))
+            .min_by_key(|(_, s)| s.last_use)
+            .map(|(b, _)| *b)
+    }
+
+    /// Drops the device copy (the caller made sure a host copy exists).
+    pub fn drop_device(&mut self, buf: BufferId) {
+        if let Some(s) = self.slots.get_mut(&buf)
+            && let Some((_, bytes)) = s.dev.take()
+        {
+            self.used -= bytes;
+        }
+    }
+}

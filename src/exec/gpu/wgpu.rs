@@ -1,0 +1,372 @@
+//! The wgpu device API (Vulkan): one device and queue; generated WGSL built into compute pipelines
+//! (one per pass), kept in memory by source, with the driver's pipeline cache saved on disk where
+//! the adapter offers `PIPELINE_CACHE`; every dispatch of a batch recorded into one command encoder
+//! and submitted once; completion through `on_submitted_work_done` and `map_async`, fired by a
+//! polling thread. bool is stored as one u32 per element (WGSL has no 8-bit storage).
+
+use super::plans::Dialect;
+use super::{Completion, DeviceApi, HostSlice};
+use crate::exec::TypedVec;
+use crate::ir::DType;
+use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
+use crate::runtime::stats::Counters;
+use ahash::AHashMap;
+use crossbeam_channel::Sender;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use wgpu::util::DeviceExt;
+
+/// The process's wgpu instance (Vulkan only).
+pub fn instance() -> &'static wgpu::Instance {
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE.get_or_init(|| {
+        wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends: wgpu::Backends::VULKAN,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        })
+    })
+}
+
+pub struct WgpuApi {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    limits: wgpu::Limits,
+    encoder: Option<wgpu::CommandEncoder>,
+    /// Registered once the current encoder is submitted (map_async, work-done callbacks).
+    after_submit: Vec<AfterSubmit>,
+    programs: AHashMap<String, Arc<WgpuProgram>>,
+    cache: Option<(wgpu::PipelineCache, PathBuf)>,
+    /// Wakes the polling thread after a submission.
+    poll: Sender<()>,
+}
+
+/// Work to register with the queue once the current encoder is submitted.
+type AfterSubmit = Box<dyn FnOnce(&wgpu::Queue) + Send>;
+
+/// One compute pipeline per pass of a plan.
+pub struct WgpuProgram {
+    pipelines: Vec<wgpu::ComputePipeline>,
+}
+
+impl WgpuApi {
+    pub fn new(index: usize) -> Result<WgpuApi, String> {
+        let adapters = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::VULKAN));
+        let adapter = adapters
+            .into_iter()
+            .nth(index)
+            .ok_or_else(|| format!("no wgpu adapter {index}"))?;
+        let info = adapter.get_info();
+        let features = adapter.features() & wgpu::Features::PIPELINE_CACHE;
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("arrayflow"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| e.to_string())?;
+        device.on_uncaptured_error(Arc::new(|e| {
+            tracing::error!(target: "arrayflow::exec", "wgpu: {e}");
+        }));
+        let cache = features.contains(wgpu::Features::PIPELINE_CACHE).then(|| {
+            let key = crate::exec::checksum(&[&info.name, &info.driver, &info.driver_info]);
+            let path = crate::exec::cache_root()
+                .join("wgpu")
+                .join(format!("{key:016x}.pipelines"));
+            let data = std::fs::read(&path).ok();
+            // SAFETY: the data was written by `get_data` for this adapter and driver (the key);
+            // wgpu validates its header and falls back to an empty cache otherwise.
+            let cache = unsafe {
+                device.create_pipeline_cache(&wgpu::PipelineCacheDescriptor {
+                    label: Some("arrayflow"),
+                    data: data.as_deref(),
+                    fallback: true,
+                })
+            };
+            (cache, path)
+        });
+        let (poll, rx) = crossbeam_channel::unbounded::<()>();
+        let dev = device.clone();
+        std::thread::Builder::new()
+            .name("arrayflow-wgpu-poll".into())
+            .spawn(move || {
+                while rx.recv().is_ok() {
+                    while rx.try_recv().is_ok() {}
+                    let _ = dev.poll(wgpu::PollType::Wait {
+                        submission_index: None,
+                        timeout: None,
+                    });
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(WgpuApi {
+            device,
+            queue,
+            limits,
+            encoder: None,
+            after_submit: Vec::new(),
+            programs: AHashMap::new(),
+            cache,
+            poll,
+        })
+    }
+
+    fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
+        self.encoder.get_or_insert_with(|| {
+            self.device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+        })
+    }
+
+    fn counters() -> &'static crate::runtime::stats::DeviceCounters {
+        &crate::runtime::Inner::get().counters.device
+    }
+
+    /// Runs `f` and returns the validation or memory error wgpu reports for it.
+    fn checked<T>(&self, filter: wgpu::ErrorFilter, f: impl FnOnce() -> T) -> Result<T, String> {
+        let scope = self.device.push_error_scope(filter);
+        let v = f();
+        match pollster::block_on(scope.pop()) {
+            None => Ok(v),
+            Some(e) => Err(e.to_string()),
+        }
+    }
+
+    fn save_pipeline_cache(&self) {
+        if let Some((cache, path)) = &self.cache
+            && let Some(data) = cache.get_data()
+        {
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+            if std::fs::write(&tmp, data).is_ok() {
+                let _ = std::fs::rename(&tmp, path);
+            }
+        }
+    }
+}
+
+/// Host data as the device stores it (bool widened to u32).
+fn device_bytes(data: &TypedVec) -> std::borrow::Cow<'_, [u8]> {
+    match data {
+        TypedVec::Bool(v) => {
+            let w: Vec<u32> = v.iter().map(|&b| b as u32).collect();
+            std::borrow::Cow::Owned(bytemuck::cast_slice(&w).to_vec())
+        }
+        TypedVec::F32(v) => std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
+        TypedVec::F64(v) => std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
+        TypedVec::I32(v) => std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
+        TypedVec::U32(v) => std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
+    }
+}
+
+/// Copies mapped device bytes into host memory (bool narrowed from u32).
+fn copy_out(src: &[u8], out: HostSlice) {
+    // SAFETY: `out` has `len` elements and stays valid until the download's completion (its
+    // owner's contract); `src` holds `len` device elements.
+    unsafe {
+        if out.dtype == DType::Bool {
+            let words: &[u32] = bytemuck::cast_slice(src);
+            for (i, &w) in words.iter().take(out.len).enumerate() {
+                *out.ptr.add(i) = (w != 0) as u8;
+            }
+        } else {
+            let n = out.len * out.dtype.size();
+            std::ptr::copy_nonoverlapping(src.as_ptr(), out.ptr, n);
+        }
+    }
+}
+
+impl DeviceApi for WgpuApi {
+    type Buf = wgpu::Buffer;
+    type Program = WgpuProgram;
+
+    fn target(&self) -> Target {
+        Target { fp64: false }
+    }
+    fn dialect(&self) -> Dialect {
+        Dialect::Wgsl
+    }
+
+    fn alloc(&mut self, bytes: u64) -> Result<wgpu::Buffer, String> {
+        let bytes = bytes.next_multiple_of(4);
+        let max = self
+            .limits
+            .max_buffer_size
+            .min(self.limits.max_storage_buffer_binding_size);
+        if bytes > max {
+            return Err(format!(
+                "{bytes} bytes is over the adapter's buffer limit of {max}"
+            ));
+        }
+        self.checked(wgpu::ErrorFilter::OutOfMemory, || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: bytes,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })
+    }
+
+    fn upload(&mut self, buf: &mut wgpu::Buffer, data: &TypedVec) -> Result<(), String> {
+        let bytes = device_bytes(data);
+        if !bytes.is_empty() {
+            self.queue.write_buffer(buf, 0, &bytes);
+        }
+        Ok(())
+    }
+
+    fn zero(&mut self, buf: &mut wgpu::Buffer, _bytes: u64) -> Result<(), String> {
+        self.encoder().clear_buffer(buf, 0, None);
+        Ok(())
+    }
+
+    fn compile(&mut self, plan: &GpuPlan) -> Result<Arc<WgpuProgram>, String> {
+        if let Some(p) = self.programs.get(&plan.source) {
+            Counters::add(&Self::counters().memory_hits, 1);
+            return Ok(p.clone());
+        }
+        let t0 = Instant::now();
+        // Every index a generated kernel computes is in range by construction (the WGSL renderer
+        // derives them from the shapes it was given), so naga's bounds clamps and loop guards
+        // are left out: they cost a compare and a select per access in bandwidth-bound loops.
+        // Integer division keeps its checks (the library handles zero divisors itself anyway).
+        let mut checks = wgpu::ShaderRuntimeChecks::unchecked();
+        checks.int_div_checks = true;
+        let module = self.checked(wgpu::ErrorFilter::Validation, || {
+            // SAFETY: see above; the source is generated by arrayflow, never the user's.
+            unsafe {
+                self.device.create_shader_module_trusted(
+                    wgpu::ShaderModuleDescriptor {
+                        label: None,
+                        source: wgpu::ShaderSource::Wgsl(plan.source.as_str().into()),
+                    },
+                    checks,
+                )
+            }
+        })?;
+        let mut pipelines = Vec::with_capacity(plan.passes.len());
+        for pass in &plan.passes {
+            let p = self.checked(wgpu::ErrorFilter::Validation, || {
+                self.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(&pass.entry),
+                        layout: None,
+                        module: &module,
+                        entry_point: Some(&pass.entry),
+                        compilation_options: Default::default(),
+                        cache: self.cache.as_ref().map(|c| &c.0),
+                    })
+            })?;
+            pipelines.push(p);
+        }
+        Counters::add(&Self::counters().compiles, 1);
+        Counters::add(&Self::counters().compile_ns, t0.elapsed().as_nanos() as u64);
+        self.save_pipeline_cache();
+        let p = Arc::new(WgpuProgram { pipelines });
+        self.programs.insert(plan.source.clone(), p.clone());
+        Ok(p)
+    }
+
+    fn dispatch(
+        &mut self,
+        prog: &WgpuProgram,
+        plan: &GpuPlan,
+        pass: usize,
+        bufs: &[&wgpu::Buffer],
+        params: &[u64],
+    ) -> Result<(), String> {
+        let p = &plan.passes[pass];
+        let pipeline = &prog.pipelines[pass];
+        let mut entries: Vec<wgpu::BindGroupEntry> = bufs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        let param_buf;
+        if p.params {
+            let mut words: Vec<u32> = params
+                .iter()
+                .flat_map(|&v| [v as u32, (v >> 32) as u32])
+                .collect();
+            if words.is_empty() {
+                words = vec![0, 0];
+            }
+            param_buf = self
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: None,
+                    contents: bytemuck::cast_slice(&words),
+                    usage: wgpu::BufferUsages::STORAGE,
+                });
+            entries.push(wgpu::BindGroupEntry {
+                binding: bufs.len() as u32,
+                resource: param_buf.as_entire_binding(),
+            });
+        }
+        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let enc = self.encoder();
+        let mut cp = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: None,
+            timestamp_writes: None,
+        });
+        cp.set_pipeline(pipeline);
+        cp.set_bind_group(0, &group, &[]);
+        cp.dispatch_workgroups(p.groups, 1, 1);
+        Ok(())
+    }
+
+    fn download(&mut self, buf: &wgpu::Buffer, out: HostSlice, done: Completion) {
+        let bytes = elem_bytes(out.dtype, true) * out.len as u64;
+        if bytes == 0 {
+            return self.on_done(done);
+        }
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.encoder()
+            .copy_buffer_to_buffer(buf, 0, &staging, 0, bytes);
+        self.after_submit.push(Box::new(move |_| {
+            let s = staging.clone();
+            staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                let result = r.map_err(|e| e.to_string()).and_then(|()| {
+                    let view = s.get_mapped_range(..).map_err(|e| e.to_string())?;
+                    copy_out(&view, out);
+                    Ok(())
+                });
+                s.unmap();
+                done(result);
+            });
+        }));
+    }
+
+    fn on_done(&mut self, done: Completion) {
+        self.after_submit.push(Box::new(move |q| {
+            q.on_submitted_work_done(move || done(Ok(())));
+        }));
+    }
+
+    fn submit(&mut self) {
+        let cmd = self.encoder.take().map(|e| e.finish());
+        self.queue.submit(cmd);
+        for f in self.after_submit.drain(..) {
+            f(&self.queue);
+        }
+        let _ = self.poll.send(());
+    }
+}

@@ -1,0 +1,81 @@
+//! The contract between the GPU code generators (`opencl.rs`, `wgsl.rs`, the GPU intrinsics) and the
+//! GPU executors: a kernel becomes a [`GpuPlan`] — one source text and the passes to dispatch from it,
+//! in order. Executors know nothing about ops; generators know nothing about devices beyond
+//! [`Target`].
+//!
+//! Buffer binding, per pass, in `Pass::buffers` order:
+//! - OpenCL: kernel arguments `0 .. buffers.len()` are `__global` pointers; when `Pass::params` is
+//!   set they are followed by one `ulong` argument per kernel parameter slot (its 64 raw bits).
+//! - WGSL: `@group(0) @binding(i)` is `buffers[i]` (storage buffers); when `Pass::params` is set,
+//!   `@binding(buffers.len())` is a read-only storage `array<u32>` holding each parameter slot as
+//!   two words, low word first (at least two words, even with no parameters).
+//!
+//! Element storage on the device: f32/f64/i32/u32 natively; bool is one byte (`uchar`) on OpenCL and
+//! one `u32` (0 or 1) on WGSL. Every size below is in bytes.
+
+use crate::ir::DType;
+
+/// What a code generator may assume about the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// The device computes f64 (OpenCL `cl_khr_fp64`). WGSL targets always say false.
+    pub fp64: bool,
+}
+
+/// A buffer a pass binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BufArg {
+    /// The kernel's input `i` (the program's inputs, in order).
+    Input(u32),
+    /// The kernel's output `i` (the program's outputs, in order).
+    Output(u32),
+    /// Scratch buffer `i` of [`GpuPlan::scratch`]: allocated per launch, zero-filled, freed after.
+    Scratch(u32),
+}
+
+/// One dispatch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Pass {
+    /// The entry point's name in the source.
+    pub entry: String,
+    pub buffers: Vec<BufArg>,
+    /// Whether the entry takes the kernel's parameter values (see the module comment).
+    pub params: bool,
+    /// Number of work-groups (1-D). Zero means the pass is skipped.
+    pub groups: u32,
+    /// Work-group size; the source declares the same (WGSL `@workgroup_size`, OpenCL
+    /// `reqd_work_group_size`).
+    pub local: u32,
+}
+
+/// A kernel rendered for one GPU target.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GpuPlan {
+    /// The whole program: the primitive library's sources the kernel needs, then its entries.
+    pub source: String,
+    /// Bytes of each scratch buffer.
+    pub scratch: Vec<u64>,
+    pub passes: Vec<Pass>,
+    /// A scratch buffer holding one u32 the executor reads after the last pass: 0 when all went
+    /// well, else `1 + i` for a fault at instruction `i` of the fused kernel (integer division by
+    /// zero), or `1` for an intrinsic (gather index out of range).
+    pub fault: Option<u32>,
+}
+
+/// Bytes one element of `d` takes on the device.
+pub fn elem_bytes(d: DType, wgsl: bool) -> u64 {
+    match d {
+        DType::Bool if wgsl => 4,
+        d => d.size() as u64,
+    }
+}
+
+/// Why a target cannot run a kernel (the kernel then goes to the CPU executor).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported(pub String);
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}

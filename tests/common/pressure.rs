@@ -1,0 +1,146 @@
+//! Device memory pressure and kernel splitting, shared by `device_pressure_opencl.rs` and
+//! `device_pressure_wgpu.rs` (one process per backend, since the runtime is one per process): the
+//! runtime starts on that backend with 1 MiB of device memory and kernels limited to 8
+//! instructions, so buffers are swapped to the host backing store, tasks that cannot fit run on
+//! the CPU, and big kernels are split and retried — and every result must still be right.
+#![allow(dead_code)]
+
+use arrayflow::{Array, Backend, DeviceChoice, DeviceLimits, Runtime};
+use std::sync::OnceLock;
+
+/// Starts the runtime on `backend` once and returns a guard that runs this file's tests one at a
+/// time (their statistics would mix otherwise); `None` (skip) when this machine has no such device
+/// and `ARRAYFLOW_REQUIRE_BACKENDS` does not name it (then it panics).
+pub fn start(backend: Backend) -> Option<parking_lot::MutexGuard<'static, ()>> {
+    static ONE_AT_A_TIME: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    static STARTED: OnceLock<bool> = OnceLock::new();
+    let started = *STARTED.get_or_init(|| {
+        let name = backend.to_string();
+        if !Runtime::devices().iter().any(|d| d.backend == backend) {
+            let req = std::env::var("ARRAYFLOW_REQUIRE_BACKENDS").unwrap_or_default();
+            assert!(
+                !req.split(',').any(|b| b.trim() == name),
+                "ARRAYFLOW_REQUIRE_BACKENDS names {name} but there is no {name} device"
+            );
+            println!("skipped: no {name} device on this machine");
+            return false;
+        }
+        let choice = match backend {
+            Backend::OpenCl => DeviceChoice::OpenCl(None),
+            _ => DeviceChoice::Wgpu(None),
+        };
+        Runtime::builder()
+            .device(choice)
+            .device_limits(DeviceLimits {
+                memory: Some(1 << 20),
+                kernel_instructions: Some(8),
+            })
+            .start()
+            .expect("the runtime starts on the device");
+        assert_eq!(Runtime::backend(), backend, "{}", Runtime::executor());
+        true
+    });
+    started.then(|| ONE_AT_A_TIME.lock())
+}
+
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8) as f32 / 16_777_216.0
+                + 0.5
+        })
+        .collect()
+}
+
+/// Twelve 256 KiB arrays live at once on a 1 MiB device: older ones go to the host backing store
+/// and come back when used again.
+pub fn swapping_keeps_values() {
+    let n = 64 * 1024;
+    let before = Runtime::stats();
+    let inputs: Vec<Vec<f32>> = (0..12).map(|k| data(n, k)).collect();
+    let arrays: Vec<Array<f32>> = inputs
+        .iter()
+        .map(|v| Array::from_vec(v.clone(), &[n]))
+        .collect();
+    let mut results = Vec::new();
+    for (k, a) in arrays.iter().enumerate() {
+        let r = a * (k as f32 + 1.0) + 0.25;
+        r.eval().unwrap();
+        results.push(r);
+    }
+    // Use every result again, the oldest first (those were swapped out).
+    for (k, r) in results.iter().enumerate() {
+        let got = (r - 0.25).to_vec().unwrap();
+        for (i, (&g, &x)) in got.iter().zip(&inputs[k]).enumerate() {
+            let w = x as f64 * (k as f64 + 1.0);
+            assert!(
+                (g as f64 - w).abs() <= 1e-5 * w.abs().max(1.0),
+                "array {k} [{i}]: {g} vs {w}"
+            );
+        }
+    }
+    let st = Runtime::stats().since(&before);
+    println!("{:?}", st.device);
+    assert!(
+        st.device.swapped_out > 0,
+        "nothing was swapped out: {:?}",
+        st.device
+    );
+    assert!(
+        st.device.swapped_in > 0,
+        "nothing came back: {:?}",
+        st.device
+    );
+}
+
+/// One task whose buffers cannot fit in 1 MiB even after swapping runs on the CPU instead.
+pub fn too_big_runs_on_the_cpu() {
+    let n = 1 << 19; // 2 MiB per array
+    let a = data(n, 7);
+    let before = Runtime::stats();
+    let x = Array::from_vec(a.clone(), &[n]);
+    let got = (&x * 3.0 - 1.0).to_vec().unwrap();
+    for (i, (&g, &v)) in got.iter().zip(&a).enumerate() {
+        let w = v as f64 * 3.0 - 1.0;
+        assert!(
+            (g as f64 - w).abs() <= 1e-5 * w.abs().max(1.0),
+            "[{i}] {g} vs {w}"
+        );
+    }
+    let st = Runtime::stats().since(&before);
+    assert!(st.device.fallbacks > 0, "{:?}", st.device);
+}
+
+/// A 20-instruction kernel on a device that compiles at most 8: split until the pieces compile.
+pub fn big_kernels_are_split() {
+    let n = 4096;
+    let a = data(n, 3);
+    let b = data(n, 9);
+    let before = Runtime::stats();
+    let x = Array::from_vec(a.clone(), &[n]);
+    let y = Array::from_vec(b.clone(), &[n]);
+    let mut t = &x * &y;
+    for k in 0..8 {
+        t = (&t + &x * (k as f32)).sqrt() + &y;
+    }
+    let got = t.to_vec().unwrap();
+    for i in 0..n {
+        let (xa, yb) = (a[i] as f64, b[i] as f64);
+        let mut w = xa * yb;
+        for k in 0..8 {
+            w = (w + xa * k as f64).sqrt() + yb;
+        }
+        assert!(
+            (got[i] as f64 - w).abs() <= 1e-5 * w.abs().max(1.0),
+            "[{i}] {} vs {w}",
+            got[i]
+        );
+    }
+    let st = Runtime::stats().since(&before);
+    assert!(st.device.splits > 0, "{:?}", st.device);
+    assert_eq!(
+        st.device.fallbacks, 0,
+        "split kernels must run on the device: {:?}",
+        st.device
+    );
+}

@@ -1,0 +1,27 @@
+//! Memory pressure and kernel splitting on the wgpu executor (see `common/pressure.rs`).
+
+#[path = "common/pressure.rs"]
+mod pressure;
+
+use arrayflow::Backend;
+
+#[test]
+fn swapping_keeps_values() {
+    if let Some(_one_at_a_time) = pressure::start(Backend::Wgpu) {
+        pressure::swapping_keeps_values();
+    }
+}
+
+#[test]
+fn too_big_runs_on_the_cpu() {
+    if let Some(_one_at_a_time) = pressure::start(Backend::Wgpu) {
+        pressure::too_big_runs_on_the_cpu();
+    }
+}
+
+#[test]
+fn big_kernels_are_split() {
+    if let Some(_one_at_a_time) = pressure::start(Backend::Wgpu) {
+        pressure::big_kernels_are_split();
+    }
+}

@@ -1,0 +1,133 @@
+//! Hardware discovery and executor choice, and the moves between executors: whatever executor
+//! `ARRAYFLOW_DEVICE` picks for this run (CI runs this file once per executor), f64 work the device
+//! cannot do goes to the CPU and data crosses between them with correct results.
+
+mod common;
+
+use arrayflow::{Array, Backend, DeviceChoice, DeviceKind, Runtime};
+use common::*;
+
+fn required(b: &str) -> bool {
+    std::env::var("ARRAYFLOW_REQUIRE_BACKENDS").is_ok_and(|v| v.split(',').any(|x| x.trim() == b))
+}
+
+#[test]
+fn inventory_lists_every_installed_backend() {
+    let inv = Runtime::devices();
+    for d in inv {
+        println!("{d}");
+        assert!(!d.name.is_empty(), "a device without a name: {d:?}");
+        assert!(d.memory.is_none_or(|m| m > 0), "{d:?}");
+    }
+    for (name, b) in [("opencl", Backend::OpenCl), ("wgpu", Backend::Wgpu)] {
+        let n = inv.iter().filter(|d| d.backend == b).count();
+        if required(name) {
+            assert!(
+                n > 0,
+                "ARRAYFLOW_REQUIRE_BACKENDS names {name} but no device was found"
+            );
+        } else if n == 0 {
+            println!("no {name} device on this machine: its executor is not tested here");
+        }
+        // Indices count from 0 within a backend.
+        let idx: Vec<usize> = inv
+            .iter()
+            .filter(|d| d.backend == b)
+            .map(|d| d.index)
+            .collect();
+        assert_eq!(idx, (0..n).collect::<Vec<_>>());
+    }
+    // PoCL and lavapipe are CPU devices: `auto` must not pick them.
+    if !inv.iter().any(|d| d.kind == DeviceKind::Discrete) {
+        assert_eq!(DeviceChoice::Auto.resolve(), None);
+    }
+}
+
+#[test]
+fn device_choice_parses_and_rejects() {
+    assert_eq!("cpu".parse(), Ok(DeviceChoice::Cpu));
+    assert_eq!("auto".parse(), Ok(DeviceChoice::Auto));
+    assert_eq!("opencl".parse(), Ok(DeviceChoice::OpenCl(None)));
+    assert_eq!("opencl:1".parse(), Ok(DeviceChoice::OpenCl(Some(1))));
+    assert_eq!("WGPU:0".parse(), Ok(DeviceChoice::Wgpu(Some(0))));
+    let e = "cuda".parse::<DeviceChoice>().unwrap_err();
+    assert!(e.contains("cpu, opencl[:N], wgpu[:N] or auto"), "{e}");
+    assert!("opencl:x".parse::<DeviceChoice>().is_err());
+}
+
+#[test]
+fn executor_is_the_one_asked_for() {
+    let want = std::env::var("ARRAYFLOW_DEVICE").unwrap_or_default();
+    let backend = Runtime::backend();
+    println!("executor: {}", Runtime::executor());
+    match want.split(':').next().unwrap_or("") {
+        "opencl" if required("opencl") => assert_eq!(backend, Backend::OpenCl),
+        "wgpu" if required("wgpu") => assert_eq!(backend, Backend::Wgpu),
+        "cpu" => assert_eq!(backend, Backend::Cpu),
+        _ => {}
+    }
+    if backend != Backend::Cpu {
+        assert!(
+            Runtime::executor().contains(" + cpu"),
+            "{}",
+            Runtime::executor()
+        );
+    }
+}
+
+#[test]
+fn values_cross_between_device_and_cpu() {
+    // f32 on the device, f64 on the CPU where the device has no f64, then f32 again: every
+    // hand-over between executors must carry the right values.
+    let mut r = rng(41);
+    let n = 5000;
+    let a = rand_f32(&mut r, n, -3.0, 3.0);
+    let b = rand_f32(&mut r, n, 0.5, 2.0);
+    let before = Runtime::stats();
+    let x = Array::from_vec(a.clone(), &[n]);
+    let y = Array::from_vec(b.clone(), &[n]);
+    let s = &x * &y + 1.0; // device (or CPU)
+    s.eval().unwrap();
+    let d = s.cast::<f64>().exp(); // f64
+    d.eval().unwrap();
+    let back = (d.cast::<f32>() - &y).abs(); // f32 again
+    let got = back.to_vec().unwrap();
+    let want: Vec<f64> = (0..n)
+        .map(|i| {
+            let s = a[i] * b[i] + 1.0;
+            ((s as f64).exp() as f32 - b[i]).abs() as f64
+        })
+        .collect();
+    assert_close(&got, &want, 1e-5, 1e-5, "device -> cpu f64 -> device");
+    let st = Runtime::stats().since(&before);
+    if Runtime::backend() == Backend::Wgpu {
+        assert!(st.device.f64_to_cpu > 0, "{:?}", st.device);
+        assert!(st.device.bytes_from_device > 0 && st.device.bytes_to_device > 0);
+    }
+    if Runtime::backend() != Backend::Cpu {
+        assert!(st.device.tasks > 0, "{:?}", st.device);
+    }
+}
+
+#[test]
+fn device_results_are_kept_on_the_device_until_read() {
+    let n = 1 << 16;
+    let a = Array::<f32>::iota(&[n], 0);
+    let before = Runtime::stats();
+    let y = (&a * 2.0 + 1.0).sqrt();
+    y.eval().unwrap();
+    let z = &y * &y - 1.0; // reads y where it was computed
+    let got = z.to_vec().unwrap();
+    let st = Runtime::stats().since(&before);
+    for (i, g) in got.iter().enumerate() {
+        let w = 2.0 * i as f64;
+        assert!(
+            (*g as f64 - w).abs() <= 1e-6 * w.max(1.0) * 4.0,
+            "{i}: {g} vs {w}"
+        );
+    }
+    if Runtime::backend() != Backend::Cpu {
+        // Only the final read comes back to the host.
+        assert_eq!(st.device.bytes_from_device, 0, "{:?}", st.device);
+    }
+}

@@ -1,0 +1,1852 @@
+//! The WGSL code generator (`proggen::codegen::wgsl`, `intrinsics::wgsl`) on its own, without the
+//! wgpu executor: the library names every op the tables accept, every generated program passes
+//! naga's validation with exactly the bindings its passes list, and plans run on a Vulkan adapter
+//! (lavapipe in CI) give the CPU's results: bit for bit for integers, Philox words and uniform
+//! numbers; within the test suite's f32 tolerances (relative 2e-6, absolute 1e-6) for the math
+//! library against f64.
+//!
+//! Without a Vulkan adapter the run tests print a skip message, unless `ARRAYFLOW_REQUIRE_BACKENDS`
+//! names `wgpu`, in which case they fail.
+
+use arrayflow::intrinsics::wgsl as intrinsics;
+use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
+use arrayflow::proggen::codegen::gpu::{BufArg, GpuPlan, Target, elem_bytes};
+use arrayflow::proggen::codegen::wgsl::{self, LIBRARY};
+use arrayflow::proggen::kernel::{
+    Domain, FusedKernel, IndexMap, Instr, ParamKind, PeriodicDim, ReduceStore, Store,
+};
+use arrayflow::proggen::sequence::IntrinsicCall;
+use std::sync::OnceLock;
+use wgpu::naga;
+
+/// An op and its Rust reference.
+type UnaryCase<T> = (UnaryOp, fn(T) -> T);
+type BinaryCase<T, R> = (BinaryOp, fn(T, T) -> R);
+
+const TARGET: Target = Target { fp64: false };
+const TYPES: [DType; 4] = [DType::F32, DType::I32, DType::U32, DType::Bool];
+
+fn tn(d: DType) -> &'static str {
+    wgsl::tname(d)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels built by hand.
+
+/// A kernel over `shape` (reducing the trailing `inner` elements when `reductions` is not empty).
+struct K {
+    shape: Vec<usize>,
+    inner: usize,
+    inputs: Vec<DType>,
+    outputs: Vec<DType>,
+    instrs: Vec<Instr>,
+    stores: Vec<Store>,
+    reductions: Vec<ReduceStore>,
+    regs: Vec<DType>,
+    params: Vec<ParamKind>,
+}
+
+impl K {
+    fn new(shape: &[usize]) -> K {
+        K {
+            shape: shape.to_vec(),
+            inner: 1,
+            inputs: vec![],
+            outputs: vec![],
+            instrs: vec![],
+            stores: vec![],
+            reductions: vec![],
+            regs: vec![],
+            params: vec![],
+        }
+    }
+    fn reg(&mut self, d: DType) -> u32 {
+        self.regs.push(d);
+        self.regs.len() as u32 - 1
+    }
+    fn load(&mut self, d: DType, map: IndexMap) -> u32 {
+        let input = self.inputs.len() as u32;
+        self.inputs.push(d);
+        let dst = self.reg(d);
+        self.instrs.push(Instr::Load { dst, input, map });
+        dst
+    }
+    fn konst(&mut self, d: DType) -> u32 {
+        let slot = self.params.len() as u32;
+        self.params.push(ParamKind::Const(d));
+        let dst = self.reg(d);
+        self.instrs.push(Instr::Const {
+            dst,
+            slot,
+            dtype: d,
+        });
+        dst
+    }
+    fn unary(&mut self, op: UnaryOp, a: u32) -> u32 {
+        let d = op.out_dtype(self.regs[a as usize]).unwrap();
+        let dst = self.reg(d);
+        self.instrs.push(Instr::Unary { dst, op, a });
+        dst
+    }
+    fn binary(&mut self, op: BinaryOp, a: u32, b: u32) -> u32 {
+        let d = op.out_dtype(self.regs[a as usize]).unwrap();
+        let dst = self.reg(d);
+        self.instrs.push(Instr::Binary { dst, op, a, b });
+        dst
+    }
+    fn random(&mut self, dist: RandomDist, map: IndexMap) -> u32 {
+        let key_slot = self.params.len() as u32;
+        self.params
+            .extend([ParamKind::RandomKey, ParamKind::RandomCounter]);
+        let dst = self.reg(DType::F32);
+        self.instrs.push(Instr::Random {
+            dst,
+            dist,
+            key_slot,
+            counter_slot: key_slot + 1,
+            map,
+        });
+        dst
+    }
+    fn store(&mut self, reg: u32) {
+        let output = self.outputs.len() as u32;
+        self.outputs.push(self.regs[reg as usize]);
+        self.stores.push(Store { reg, output });
+    }
+    fn reduce(&mut self, op: ReduceOp, reg: u32, inner: usize) {
+        self.inner = inner;
+        let output = self.outputs.len() as u32;
+        self.outputs
+            .push(op.out_dtype(self.regs[reg as usize]).unwrap());
+        self.reductions.push(ReduceStore { reg, op, output });
+    }
+    fn build(self) -> FusedKernel {
+        let len: usize = self.shape.iter().product();
+        let reducing = !self.reductions.is_empty();
+        let n = self.instrs.len();
+        FusedKernel {
+            domain: Domain {
+                shape: Shape::from_slice(&self.shape),
+                inner: if reducing { self.inner } else { 1 },
+                // The tests reduce the last axis.
+                outer: if reducing {
+                    self.shape[..self.shape.len() - 1].iter().product()
+                } else {
+                    len
+                },
+            },
+            inputs: self.inputs,
+            outputs: self.outputs,
+            instrs: self.instrs,
+            instr_sites: vec![std::panic::Location::caller(); n],
+            stores: self.stores,
+            reductions: self.reductions,
+            reg_dtypes: self.regs,
+            params: self.params,
+        }
+    }
+}
+
+fn unary_kernel(op: UnaryOp, d: DType, n: usize) -> FusedKernel {
+    let mut k = K::new(&[n]);
+    let a = k.load(d, IndexMap::Contiguous);
+    let r = k.unary(op, a);
+    k.store(r);
+    k.build()
+}
+
+fn binary_kernel(op: BinaryOp, d: DType, n: usize) -> FusedKernel {
+    let mut k = K::new(&[n]);
+    let a = k.load(d, IndexMap::Contiguous);
+    let b = k.load(d, IndexMap::Contiguous);
+    let r = k.binary(op, a, b);
+    k.store(r);
+    k.build()
+}
+
+fn cast_kernel(from: DType, to: DType, n: usize) -> FusedKernel {
+    let mut k = K::new(&[n]);
+    let a = k.load(from, IndexMap::Contiguous);
+    let dst = k.reg(to);
+    k.instrs.push(Instr::Cast { dst, to, a });
+    k.store(dst);
+    k.build()
+}
+
+fn gen_kernel(kind: GenKind, shape: &[usize], d: DType) -> FusedKernel {
+    let mut k = K::new(shape);
+    let dst = k.reg(d);
+    k.instrs.push(Instr::Gen {
+        dst,
+        kind,
+        shape: Shape::from_slice(shape),
+        map: IndexMap::Contiguous,
+    });
+    k.store(dst);
+    k.build()
+}
+
+fn random_kernel(dist: RandomDist, n: usize) -> FusedKernel {
+    let mut k = K::new(&[n]);
+    let r = k.random(dist, IndexMap::Contiguous);
+    k.store(r);
+    k.build()
+}
+
+/// `reduce(op, load(in0))` over [outer, inner], plus an element-wise copy of the input.
+fn reduce_kernel(op: ReduceOp, d: DType, outer: usize, inner: usize) -> FusedKernel {
+    let mut k = K::new(&[outer, inner]);
+    let a = k.load(d, IndexMap::Contiguous);
+    k.store(a);
+    k.reduce(op, a, inner);
+    k.build()
+}
+
+fn call(
+    op: Intrinsic,
+    in_shapes: &[&[usize]],
+    in_dtypes: &[DType],
+    out: &[usize],
+) -> IntrinsicCall {
+    IntrinsicCall {
+        op,
+        in_shapes: in_shapes.iter().map(|s| Shape::from_slice(s)).collect(),
+        in_dtypes: in_dtypes.to_vec(),
+        out_shape: Shape::from_slice(out),
+        dtype: in_dtypes[0],
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) The library names every op and element type the tables accept.
+
+fn has_fn(name: &str) -> bool {
+    LIBRARY.contains(&format!("fn {name}("))
+}
+
+#[test]
+fn library_has_every_op_of_the_tables() {
+    let mut missing = Vec::new();
+    for &op in UnaryOp::ALL {
+        for d in TYPES {
+            if op.out_dtype(d).is_some() && !has_fn(&format!("af_{}_{}", op.name(), tn(d))) {
+                missing.push(format!("af_{}_{}", op.name(), tn(d)));
+            }
+        }
+    }
+    for &op in BinaryOp::ALL {
+        for d in TYPES {
+            if op.out_dtype(d).is_some() && !has_fn(&format!("af_{}_{}", op.name(), tn(d))) {
+                missing.push(format!("af_{}_{}", op.name(), tn(d)));
+            }
+        }
+    }
+    for a in TYPES {
+        for b in TYPES {
+            if !has_fn(&format!("af_cast_{}_{}", tn(a), tn(b))) {
+                missing.push(format!("af_cast_{}_{}", tn(a), tn(b)));
+            }
+            let _ = b;
+        }
+        if !has_fn(&format!("af_bits_{}", tn(a))) {
+            missing.push(format!("af_bits_{}", tn(a)));
+        }
+    }
+    for f in ["af_uniform_f32", "af_normal_f32", "af_philox", "af_stream"] {
+        if !has_fn(f) {
+            missing.push(f.into());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "missing from arrayflow.wgsl: {missing:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b) naga validation.
+
+/// Parses and validates `plan.source`, and checks that each pass's entry point statically uses
+/// exactly bindings `0 .. buffers.len()` (plus the parameters after them when `params` is set),
+/// all in group 0.
+fn validate(plan: &GpuPlan, what: &str) {
+    let module = naga::front::wgsl::parse_str(&plan.source).unwrap_or_else(|e| {
+        panic!(
+            "{what}: WGSL parse error:\n{}",
+            e.emit_to_string(&plan.source)
+        )
+    });
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::default(),
+    )
+    .validate(&module)
+    .unwrap_or_else(|e| {
+        panic!(
+            "{what}: WGSL validation error:\n{}\n{}",
+            e.emit_to_string(&plan.source),
+            kernel_tail(&plan.source)
+        )
+    });
+    for p in &plan.passes {
+        let (ei, _) = module
+            .entry_points
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.name == p.entry)
+            .unwrap_or_else(|| panic!("{what}: no entry point {}", p.entry));
+        let ep = info.get_entry_point(ei);
+        let mut used: Vec<u32> = module
+            .global_variables
+            .iter()
+            .filter(|(h, _)| !ep[*h].is_empty())
+            .filter_map(|(_, v)| v.binding.as_ref())
+            .map(|b| {
+                assert_eq!(b.group, 0, "{what}: group");
+                b.binding
+            })
+            .collect();
+        used.sort_unstable();
+        let n = p.buffers.len() as u32 + p.params as u32;
+        assert_eq!(
+            used,
+            (0..n).collect::<Vec<_>>(),
+            "{what}: entry {} uses bindings {used:?}, its pass lists {n}",
+            p.entry
+        );
+        assert_eq!(p.local, wgsl::LOCAL, "{what}");
+        assert!(p.groups <= wgsl::MAX_GROUPS, "{what}");
+    }
+    for (i, s) in plan.scratch.iter().enumerate() {
+        assert!(*s > 0, "{what}: scratch {i} is empty");
+    }
+}
+
+/// The generated part of a source (after the library), for error messages.
+fn kernel_tail(s: &str) -> &str {
+    s.find("// ---- kernel").map_or(s, |i| &s[i..])
+}
+
+fn validate_kernel(k: &FusedKernel, what: &str) -> GpuPlan {
+    let plan = wgsl::render(k, TARGET).unwrap_or_else(|e| panic!("{what}: {e}"));
+    validate(&plan, what);
+    plan
+}
+
+#[test]
+fn every_unary_and_binary_op_validates() {
+    for &op in UnaryOp::ALL {
+        for d in TYPES {
+            if op.out_dtype(d).is_some() {
+                validate_kernel(&unary_kernel(op, d, 100), &format!("{} {d}", op.name()));
+            }
+        }
+    }
+    for &op in BinaryOp::ALL {
+        for d in TYPES {
+            if op.out_dtype(d).is_some() {
+                let k = binary_kernel(op, d, 100);
+                let plan = validate_kernel(&k, &format!("{} {d}", op.name()));
+                let faults =
+                    d.is_int() && matches!(op, BinaryOp::Div | BinaryOp::Rem | BinaryOp::Mod);
+                assert_eq!(
+                    plan.fault.is_some(),
+                    faults,
+                    "{} {d}: fault scratch",
+                    op.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn casts_select_consts_and_generators_validate() {
+    for a in TYPES {
+        for b in TYPES {
+            validate_kernel(&cast_kernel(a, b, 10), &format!("cast {a} -> {b}"));
+        }
+    }
+    for d in TYPES {
+        let mut k = K::new(&[5, 3]);
+        let c = k.load(DType::Bool, IndexMap::Contiguous);
+        let x = k.load(d, IndexMap::Contiguous);
+        let y = k.konst(d);
+        let dst = k.reg(d);
+        k.instrs.push(Instr::Select {
+            dst,
+            cond: c,
+            a: x,
+            b: y,
+        });
+        k.store(dst);
+        // A second use of the same parameter slot.
+        let dst2 = k.reg(d);
+        k.instrs.push(Instr::Const {
+            dst: dst2,
+            slot: 0,
+            dtype: d,
+        });
+        k.store(dst2);
+        let plan = validate_kernel(&k.build(), &format!("select {d}"));
+        assert!(plan.passes[0].params);
+    }
+    for d in TYPES {
+        validate_kernel(&gen_kernel(GenKind::Iota { axis: 1 }, &[4, 5], d), "iota");
+        validate_kernel(&gen_kernel(GenKind::Identity, &[4, 4], d), "identity");
+    }
+    let lin = GenKind::Linspace {
+        start: -3.0,
+        step: 0.1,
+        end: 7.0,
+        n: 101,
+    };
+    validate_kernel(&gen_kernel(lin, &[101], DType::F32), "linspace");
+    for dist in [RandomDist::Uniform, RandomDist::Normal] {
+        validate_kernel(&random_kernel(dist, 1000), "random");
+        let g = GenKind::Random {
+            key: [1, 2],
+            counter: 5 << 32 | 7,
+            dist,
+        };
+        validate_kernel(&gen_kernel(g, &[1000], DType::F32), "random generator");
+    }
+    // f64 anywhere is unsupported.
+    assert!(wgsl::render(&unary_kernel(UnaryOp::Sin, DType::F64, 4), TARGET).is_err());
+}
+
+fn strided(offset: isize, strides: &[isize]) -> IndexMap {
+    IndexMap::Strided {
+        offset,
+        strides: strides.iter().copied().collect(),
+    }
+}
+
+/// `out = in[map]` over `shape` for an f32 input.
+fn map_kernel(shape: &[usize], map: IndexMap) -> FusedKernel {
+    let mut k = K::new(shape);
+    let a = k.load(DType::F32, map);
+    k.store(a);
+    k.build()
+}
+
+fn periodic(shape_in: &[usize], offset: &[isize]) -> IndexMap {
+    // Tile an input of shape_in over the domain: dim j reads (offset_j + d_j) mod shape_in[j].
+    let cs = arrayflow::ir::contiguous_strides(shape_in);
+    IndexMap::Periodic {
+        dims: (0..shape_in.len())
+            .map(|j| PeriodicDim {
+                offset: offset[j],
+                coef: (0..shape_in.len()).map(|k| (k == j) as isize).collect(),
+                modulus: shape_in[j],
+                stride: cs[j],
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn maps_reductions_and_faults_validate() {
+    validate_kernel(&map_kernel(&[3, 4], strided(11, &[-4, -1])), "strided");
+    validate_kernel(
+        &map_kernel(&[6, 8], periodic(&[2, 3], &[-1, 5])),
+        "periodic",
+    );
+    for &op in ReduceOp::ALL {
+        for d in TYPES {
+            if op.out_dtype(d).is_none() {
+                continue;
+            }
+            // Rows of at most THREAD_ROW: one thread per result; longer rows: one work-group
+            // per chunk, plus `af_final` when a result has several chunks.
+            let cases = [
+                (3, 10, 1),
+                (5, 1000, 2),
+                (1, 100_000, 2),
+                (0, 500, 2),
+                (4, 0, 1),
+                (3000, 300, 1),
+            ];
+            for (outer, inner, passes) in cases {
+                let k = reduce_kernel(op, d, outer, inner);
+                let plan = validate_kernel(&k, &format!("{} {d} {outer}x{inner}", op.name()));
+                assert_eq!(plan.passes.len(), passes, "{outer}x{inner}");
+            }
+        }
+    }
+    // Several reductions at once, with a faulting division and a random draw in the same kernel.
+    let mut k = K::new(&[7, 300]);
+    let a = k.load(DType::I32, IndexMap::Contiguous);
+    let b = k.load(DType::I32, strided(0, &[0, 1]));
+    let q = k.binary(BinaryOp::Div, a, b);
+    let u = k.random(RandomDist::Uniform, IndexMap::Contiguous);
+    k.store(q);
+    k.reduce(ReduceOp::Sum, q, 300);
+    k.reduce(ReduceOp::ArgMin, u, 300);
+    k.reduce(ReduceOp::Max, u, 300);
+    let plan = validate_kernel(&k.build(), "multi-reduction");
+    assert!(plan.fault.is_some() && plan.passes[0].params);
+    // Each chunked reduction takes workgroup memory (argmax/argmin twice): 16 words per thread fit
+    // in WebGPU's default 16 KiB, more do not.
+    for (sums, ok) in [(16, true), (17, false)] {
+        let mut k = K::new(&[2, 1000]);
+        let a = k.load(DType::F32, IndexMap::Contiguous);
+        for _ in 0..sums {
+            k.reduce(ReduceOp::Sum, a, 1000);
+        }
+        assert_eq!(wgsl::render(&k.build(), TARGET).is_ok(), ok, "{sums} sums");
+    }
+    // Empty domains: passes skipped.
+    let plan = validate_kernel(&unary_kernel(UnaryOp::Neg, DType::F32, 0), "empty");
+    assert_eq!(plan.passes[0].groups, 0);
+    // Too large for u32 indices.
+    assert!(wgsl::render(&unary_kernel(UnaryOp::Neg, DType::F32, 1 << 31), TARGET).is_err());
+}
+
+#[test]
+fn intrinsics_validate() {
+    for (m, k, n) in [(1, 1, 1), (70, 33, 130), (64, 64, 64), (0, 5, 3), (3, 0, 2)] {
+        let c = call(
+            Intrinsic::Matmul,
+            &[&[m, k], &[k, n]],
+            &[DType::F32, DType::F32],
+            &[m, n],
+        );
+        let plan = intrinsics::render(&c, TARGET).unwrap();
+        validate(&plan, &format!("matmul {m}x{k}x{n}"));
+    }
+    let c64 = call(
+        Intrinsic::Matmul,
+        &[&[2, 2], &[2, 2]],
+        &[DType::F64, DType::F64],
+        &[2, 2],
+    );
+    assert!(intrinsics::render(&c64, TARGET).is_err());
+    for d in TYPES {
+        for it in [DType::I32, DType::U32] {
+            let c = call(
+                Intrinsic::Gather { axis: 1 },
+                &[&[3, 4, 5], &[6]],
+                &[d, it],
+                &[3, 6, 5],
+            );
+            let plan = intrinsics::render(&c, TARGET).unwrap();
+            validate(&plan, &format!("gather {d} {it}"));
+            assert_eq!(plan.fault, Some(0));
+        }
+        let c = call(
+            Intrinsic::Concat { axis: 1 },
+            &[&[2, 3], &[2, 0], &[2, 5]],
+            &[d, d, d],
+            &[2, 8],
+        );
+        let plan = intrinsics::render(&c, TARGET).unwrap();
+        validate(&plan, &format!("concat {d}"));
+        assert_eq!(plan.passes.len(), 2, "empty parts get no pass");
+    }
+}
+
+#[test]
+fn sources_are_deterministic() {
+    let k = reduce_kernel(ReduceOp::ArgMax, DType::F32, 3, 5000);
+    assert_eq!(wgsl::render(&k, TARGET), wgsl::render(&k, TARGET));
+}
+
+// ---------------------------------------------------------------------------------------------
+// (c) Running plans on a Vulkan adapter.
+
+struct Gpu {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+}
+
+fn gpu() -> Option<&'static Gpu> {
+    static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
+    let g = GPU.get_or_init(|| {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends: wgpu::Backends::VULKAN,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let adapter =
+            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
+                .ok()?;
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .ok()?;
+        let info = adapter.get_info();
+        eprintln!("wgpu adapter: {} ({:?})", info.name, info.driver_info);
+        Some(Gpu { device, queue })
+    });
+    if g.is_none() {
+        let required = std::env::var("ARRAYFLOW_REQUIRE_BACKENDS").unwrap_or_default();
+        assert!(
+            !required.contains("wgpu"),
+            "ARRAYFLOW_REQUIRE_BACKENDS={required} but no Vulkan adapter is available"
+        );
+        eprintln!("skipped: no Vulkan adapter for wgpu");
+    }
+    g.as_ref()
+}
+
+/// Typed host data of one buffer (bools as u32 words, as the device stores them).
+#[derive(Debug, Clone, PartialEq)]
+enum Data {
+    F32(Vec<f32>),
+    I32(Vec<i32>),
+    U32(Vec<u32>),
+}
+
+impl Data {
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            Data::F32(v) => bytemuck::cast_slice(v).to_vec(),
+            Data::I32(v) => bytemuck::cast_slice(v).to_vec(),
+            Data::U32(v) => bytemuck::cast_slice(v).to_vec(),
+        }
+    }
+    fn f32(&self) -> &[f32] {
+        match self {
+            Data::F32(v) => v,
+            _ => panic!("not f32: {self:?}"),
+        }
+    }
+    fn i32(&self) -> &[i32] {
+        match self {
+            Data::I32(v) => v,
+            _ => panic!("not i32: {self:?}"),
+        }
+    }
+    fn u32(&self) -> &[u32] {
+        match self {
+            Data::U32(v) => v,
+            _ => panic!("not u32: {self:?}"),
+        }
+    }
+}
+
+fn typed(d: DType, bytes: &[u8]) -> Data {
+    match d {
+        DType::F32 => Data::F32(bytemuck::cast_slice(bytes).to_vec()),
+        DType::I32 => Data::I32(bytemuck::cast_slice(bytes).to_vec()),
+        _ => Data::U32(bytemuck::cast_slice(bytes).to_vec()),
+    }
+}
+
+/// Runs `plan` with `inputs`, outputs of `outputs` (type, length) and parameter slots `params`;
+/// returns the outputs and the fault word (0 without a fault buffer).
+fn run(
+    g: &Gpu,
+    plan: &GpuPlan,
+    inputs: &[Data],
+    outputs: &[(DType, usize)],
+    params: &[u64],
+) -> (Vec<Data>, u32) {
+    use wgpu::BufferUsages as U;
+    let dev = &g.device;
+    let buffer = |bytes: u64, usage: U| {
+        dev.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: bytes.max(4).next_multiple_of(4),
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let ins: Vec<wgpu::Buffer> = inputs
+        .iter()
+        .map(|d| {
+            let bytes = d.bytes();
+            let b = buffer(bytes.len() as u64, U::STORAGE | U::COPY_DST);
+            g.queue.write_buffer(&b, 0, &bytes);
+            b
+        })
+        .collect();
+    let outs: Vec<wgpu::Buffer> = outputs
+        .iter()
+        .map(|&(d, n)| buffer(elem_bytes(d, true) * n as u64, U::STORAGE | U::COPY_SRC))
+        .collect();
+    let scratch: Vec<wgpu::Buffer> = plan
+        .scratch
+        .iter()
+        .map(|&s| buffer(s, U::STORAGE | U::COPY_SRC))
+        .collect();
+    let mut words: Vec<u32> = params
+        .iter()
+        .flat_map(|&p| [p as u32, (p >> 32) as u32])
+        .collect();
+    words.resize(words.len().max(2), 0);
+    let pbuf = buffer(words.len() as u64 * 4, U::STORAGE | U::COPY_DST);
+    g.queue.write_buffer(&pbuf, 0, bytemuck::cast_slice(&words));
+
+    let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(plan.source.as_str().into()),
+    });
+    let mut enc = dev.create_command_encoder(&Default::default());
+    for p in plan.passes.iter().filter(|p| p.groups > 0) {
+        let pipe = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: None,
+            layout: None,
+            module: &module,
+            entry_point: Some(&p.entry),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let mut entries: Vec<&wgpu::Buffer> = p
+            .buffers
+            .iter()
+            .map(|b| match *b {
+                BufArg::Input(i) => &ins[i as usize],
+                BufArg::Output(i) => &outs[i as usize],
+                BufArg::Scratch(i) => &scratch[i as usize],
+            })
+            .collect();
+        if p.params {
+            entries.push(&pbuf);
+        }
+        let entries: Vec<wgpu::BindGroupEntry> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        let bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipe.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let mut cp = enc.begin_compute_pass(&Default::default());
+        cp.set_pipeline(&pipe);
+        cp.set_bind_group(0, &bg, &[]);
+        cp.dispatch_workgroups(p.groups, 1, 1);
+    }
+    let mut read: Vec<&wgpu::Buffer> = outs.iter().collect();
+    if let Some(f) = plan.fault {
+        read.push(&scratch[f as usize]);
+    }
+    let staging: Vec<wgpu::Buffer> = read
+        .iter()
+        .map(|b| {
+            let s = buffer(b.size(), U::MAP_READ | U::COPY_DST);
+            enc.copy_buffer_to_buffer(b, 0, &s, 0, b.size());
+            s
+        })
+        .collect();
+    g.queue.submit([enc.finish()]);
+    for s in &staging {
+        s.slice(..).map_async(wgpu::MapMode::Read, |r| r.unwrap());
+    }
+    dev.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let mut bytes: Vec<Vec<u8>> = staging
+        .iter()
+        .map(|s| s.slice(..).get_mapped_range().unwrap().to_vec())
+        .collect();
+    let fault = if plan.fault.is_some() {
+        bytemuck::cast_slice::<u8, u32>(&bytes.pop().unwrap())[0]
+    } else {
+        0
+    };
+    let data = outputs
+        .iter()
+        .zip(&bytes)
+        .map(|(&(d, n), b)| typed(d, &b[..elem_bytes(d, true) as usize * n]))
+        .collect();
+    (data, fault)
+}
+
+/// Runs fused kernel `k` (outputs sized from its domain).
+fn run_kernel(g: &Gpu, k: &FusedKernel, inputs: &[Data], params: &[u64]) -> (Vec<Data>, u32) {
+    let plan = wgsl::render(k, TARGET).unwrap();
+    let mut outs: Vec<(DType, usize)> = k.outputs.iter().map(|&d| (d, 0)).collect();
+    for s in &k.stores {
+        outs[s.output as usize].1 = k.domain.len();
+    }
+    for r in &k.reductions {
+        outs[r.output as usize].1 = k.domain.outer;
+    }
+    run(g, &plan, inputs, &outs, params)
+}
+
+/// A deterministic pseudo-random sequence in [lo, hi).
+fn sample(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
+
+fn close(got: f32, want: f64, rel: f64, abs: f64) -> bool {
+    let g = got as f64;
+    if want.is_nan() || g.is_nan() {
+        return want.is_nan() && g.is_nan();
+    }
+    if want.is_infinite() || g.is_infinite() {
+        return g == want;
+    }
+    (g - want).abs() <= (rel * want.abs()).max(abs)
+}
+
+#[test]
+fn elementwise_chain_matches_the_cpu() {
+    let Some(g) = gpu() else { return };
+    let n = 5000;
+    let a: Vec<f32> = sample(n, 1, -3.0, 3.0).iter().map(|&x| x as f32).collect();
+    let b: Vec<f32> = sample(n, 2, 0.5, 2.0).iter().map(|&x| x as f32).collect();
+    // r = max(a * b + sin(a), a) / exp(b); i = (cast_i32(a * 100) % 7) - 3; c = r > 0
+    let mut k = K::new(&[50, 100]);
+    let ra = k.load(DType::F32, IndexMap::Contiguous);
+    let rb = k.load(DType::F32, IndexMap::Contiguous);
+    let m = k.binary(BinaryOp::Mul, ra, rb);
+    let s = k.unary(UnaryOp::Sin, ra);
+    let t = k.binary(BinaryOp::Add, m, s);
+    let mx = k.binary(BinaryOp::Max, t, ra);
+    let e = k.unary(UnaryOp::Exp, rb);
+    let r = k.binary(BinaryOp::Div, mx, e);
+    let hundred = k.konst(DType::F32);
+    let h = k.binary(BinaryOp::Mul, ra, hundred);
+    let hi = k.reg(DType::I32);
+    k.instrs.push(Instr::Cast {
+        dst: hi,
+        to: DType::I32,
+        a: h,
+    });
+    let seven = k.konst(DType::I32);
+    let md = k.binary(BinaryOp::Mod, hi, seven);
+    let three = k.konst(DType::I32);
+    let i = k.binary(BinaryOp::Sub, md, three);
+    let zero = k.konst(DType::F32);
+    let c = k.binary(BinaryOp::Gt, r, zero);
+    k.store(r);
+    k.store(i);
+    k.store(c);
+    let k = k.build();
+    let params = [100f32.to_bits() as u64, 7, 3, 0f32.to_bits() as u64];
+    let (out, fault) = run_kernel(
+        g,
+        &k,
+        &[Data::F32(a.clone()), Data::F32(b.clone())],
+        &params,
+    );
+    assert_eq!(fault, 0);
+    for j in 0..n {
+        let (x, y) = (a[j] as f64, b[j] as f64);
+        let t = (x * y + x.sin()).max(x);
+        let want = t / y.exp();
+        assert!(
+            close(out[0].f32()[j], want, 1e-5, 1e-6),
+            "r[{j}]: {} vs {want}",
+            out[0].f32()[j]
+        );
+        let hi = (a[j] * 100.0) as i32;
+        assert_eq!(out[1].i32()[j], hi.rem_euclid(7) - 3, "i[{j}]");
+        assert_eq!(out[2].u32()[j], (out[0].f32()[j] > 0.0) as u32, "c[{j}]");
+    }
+}
+
+#[test]
+fn integer_division_by_zero_faults() {
+    let Some(g) = gpu() else { return };
+    let a: Vec<i32> = (0..1000).map(|i| i * 7 - 3000).collect();
+    let mut b: Vec<i32> = (0..1000).map(|i| (i % 13) - 6).collect();
+    for v in b.iter_mut() {
+        if *v == 0 {
+            *v = 5;
+        }
+    }
+    let mut k = K::new(&[1000]);
+    let ra = k.load(DType::I32, IndexMap::Contiguous);
+    let rb = k.load(DType::I32, IndexMap::Contiguous);
+    let q = k.binary(BinaryOp::Div, ra, rb);
+    let r = k.binary(BinaryOp::Rem, ra, rb);
+    k.store(q);
+    k.store(r);
+    let k = k.build();
+    let (out, fault) = run_kernel(g, &k, &[Data::I32(a.clone()), Data::I32(b.clone())], &[]);
+    assert_eq!(fault, 0);
+    for j in 0..1000 {
+        assert_eq!(out[0].i32()[j], a[j].wrapping_div(b[j]));
+        assert_eq!(out[1].i32()[j], a[j].wrapping_rem(b[j]));
+    }
+    b[567] = 0;
+    let (out, fault) = run_kernel(g, &k, &[Data::I32(a), Data::I32(b)], &[]);
+    // Instruction 2 (the division) or 3 (the remainder) may win; both fault on element 567.
+    assert!(fault == 3 || fault == 4, "fault word {fault}");
+    assert_eq!((out[0].i32()[567], out[1].i32()[567]), (0, 0));
+}
+
+fn sum_case(g: &Gpu, outer: usize, inner: usize) {
+    let x: Vec<f32> = sample(outer * inner, 3, -1.0, 1.0)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let xi: Vec<i32> = (0..outer * inner)
+        .map(|i| (i as i32).wrapping_mul(2_654_435_761u32 as i32))
+        .collect();
+    let mut k = K::new(&[outer, inner]);
+    let a = k.load(DType::F32, IndexMap::Contiguous);
+    let b = k.load(DType::I32, IndexMap::Contiguous);
+    k.reduce(ReduceOp::Sum, a, inner);
+    k.reduce(ReduceOp::Sum, b, inner);
+    k.reduce(ReduceOp::Prod, b, inner);
+    let k = k.build();
+    let (out, _) = run_kernel(g, &k, &[Data::F32(x.clone()), Data::I32(xi.clone())], &[]);
+    for o in 0..outer {
+        let row = &x[o * inner..(o + 1) * inner];
+        let want: f64 = row.iter().map(|&v| v as f64).sum();
+        let scale: f64 = row.iter().map(|&v| (v as f64).abs()).sum::<f64>();
+        let got = out[0].f32()[o] as f64;
+        assert!(
+            (got - want).abs() <= 1e-6 * scale + 1e-6,
+            "sum {outer}x{inner} [{o}]: {got} vs {want}"
+        );
+        let rowi = &xi[o * inner..(o + 1) * inner];
+        let wi = rowi.iter().fold(0i32, |s, &v| s.wrapping_add(v));
+        let wp = rowi.iter().fold(1i32, |s, &v| s.wrapping_mul(v));
+        assert_eq!(out[1].i32()[o], wi, "int sum {outer}x{inner} [{o}]");
+        assert_eq!(out[2].i32()[o], wp, "int prod {outer}x{inner} [{o}]");
+    }
+}
+
+#[test]
+fn sums_match_the_cpu() {
+    let Some(g) = gpu() else { return };
+    sum_case(g, 1, 1_000_000);
+    sum_case(g, 37, 5000);
+    sum_case(g, 3000, 300);
+    sum_case(g, 1000, 10);
+    sum_case(g, 5, 0);
+}
+
+#[test]
+fn argmax_argmin_any_all_match_the_cpu() {
+    let Some(g) = gpu() else { return };
+    for (outer, inner) in [(4, 50_000), (300, 40), (2, 700)] {
+        let n = outer * inner;
+        // Few distinct values (ties), some NaNs in row 1, a row of equal values.
+        let mut x: Vec<f32> = sample(n, 9, 0.0, 8.0)
+            .iter()
+            .map(|&v| v.floor() as f32)
+            .collect();
+        if outer > 1 {
+            x[inner + inner / 3] = f32::NAN;
+            x[inner + inner / 2] = f32::NAN;
+        }
+        for v in &mut x[(outer - 1) * inner..] {
+            *v = 2.0;
+        }
+        let flags: Vec<u32> = (0..n).map(|i| ((i % 977) == 5) as u32).collect();
+        let mut k = K::new(&[outer, inner]);
+        let a = k.load(DType::F32, IndexMap::Contiguous);
+        let b = k.load(DType::Bool, IndexMap::Contiguous);
+        let c = k.reg(DType::I32);
+        k.instrs.push(Instr::Cast {
+            dst: c,
+            to: DType::I32,
+            a,
+        });
+        k.reduce(ReduceOp::ArgMax, a, inner);
+        k.reduce(ReduceOp::ArgMin, a, inner);
+        k.reduce(ReduceOp::Max, a, inner);
+        k.reduce(ReduceOp::Min, a, inner);
+        k.reduce(ReduceOp::Any, b, inner);
+        k.reduce(ReduceOp::All, b, inner);
+        k.reduce(ReduceOp::ArgMin, c, inner);
+        let k = k.build();
+        let (out, _) = run_kernel(
+            g,
+            &k,
+            &[Data::F32(x.clone()), Data::U32(flags.clone())],
+            &[],
+        );
+        for o in 0..outer {
+            let row = &x[o * inner..(o + 1) * inner];
+            let first_nan = row.iter().position(|v| v.is_nan());
+            let best = |better: fn(f32, f32) -> bool| {
+                first_nan.unwrap_or_else(|| {
+                    (1..row.len()).fold(0, |b, i| if better(row[i], row[b]) { i } else { b })
+                }) as u32
+            };
+            let ctx = format!("{outer}x{inner} row {o}");
+            assert_eq!(out[0].u32()[o], best(|a, b| a > b), "argmax {ctx}");
+            assert_eq!(out[1].u32()[o], best(|a, b| a < b), "argmin {ctx}");
+            let mx = out[2].f32()[o];
+            let mn = out[3].f32()[o];
+            if first_nan.is_some() {
+                assert!(mx.is_nan() && mn.is_nan(), "max/min NaN {ctx}");
+            } else {
+                assert_eq!(
+                    mx,
+                    row.iter().cloned().fold(f32::MIN, f32::max),
+                    "max {ctx}"
+                );
+                assert_eq!(
+                    mn,
+                    row.iter().cloned().fold(f32::MAX, f32::min),
+                    "min {ctx}"
+                );
+            }
+            let fl = &flags[o * inner..(o + 1) * inner];
+            assert_eq!(out[4].u32()[o], fl.contains(&1) as u32, "any {ctx}");
+            assert_eq!(
+                out[5].u32()[o],
+                fl.iter().all(|&f| f == 1) as u32,
+                "all {ctx}"
+            );
+            let ci: Vec<i32> = row.iter().map(|&v| v as i32).collect();
+            let want = (1..ci.len()).fold(0, |b, i| if ci[i] < ci[b] { i } else { b });
+            assert_eq!(out[6].u32()[o], want as u32, "int argmin {ctx}");
+        }
+    }
+}
+
+#[test]
+fn philox_uniform_is_bit_identical_to_the_cpu() {
+    let Some(g) = gpu() else { return };
+    use arrayflow::primitives::cpu;
+    let n = 10_000;
+    let key = [0x1234_5678u32, 0x9abc_def0];
+    // A counter just below 2^32, so element indices carry into the high word.
+    let counter: u64 = (3u64 << 32) | 0xffff_f000;
+    let mut k = K::new(&[n]);
+    let u = k.random(RandomDist::Uniform, IndexMap::Contiguous);
+    let z = k.random(RandomDist::Normal, IndexMap::Contiguous);
+    k.store(u);
+    k.store(z);
+    let k = k.build();
+    let params = [
+        ((key[1] as u64) << 32) | key[0] as u64,
+        counter,
+        params_key(key),
+        counter + 17,
+    ];
+    let (out, _) = run_kernel(g, &k, &[], &params);
+    let mut cache = (u64::MAX, [0u32; 4]);
+    for i in 0..n {
+        let w = cpu::stream_words(key, counter + i as u64, 1, &mut cache);
+        let want = cpu::uniform_f32(w[0]);
+        assert_eq!(out[0].f32()[i].to_bits(), want.to_bits(), "uniform [{i}]");
+    }
+    let mut cache = (u64::MAX, [0u32; 4]);
+    for i in 0..n {
+        let w = cpu::stream_words(key, counter + 17 + i as u64, 2, &mut cache);
+        let want = cpu::normal_f32(w[0], w[1]) as f64;
+        assert!(
+            close(out[1].f32()[i], want, 2e-6, 2e-6),
+            "normal [{i}]: {} vs {want}",
+            out[1].f32()[i]
+        );
+    }
+    // The generator form (key and counter in the source) gives the same stream.
+    let gk = gen_kernel(
+        GenKind::Random {
+            key,
+            counter,
+            dist: RandomDist::Uniform,
+        },
+        &[n],
+        DType::F32,
+    );
+    let (out2, _) = run_kernel(g, &gk, &[], &[]);
+    assert_eq!(out2[0], out[0]);
+}
+
+fn params_key(key: [u32; 2]) -> u64 {
+    ((key[1] as u64) << 32) | key[0] as u64
+}
+
+#[test]
+fn matmul_matches_a_plain_loop() {
+    let Some(g) = gpu() else { return };
+    for (m, k, n) in [(70, 33, 130), (1, 200, 1), (128, 64, 64), (5, 0, 3)] {
+        let a: Vec<f32> = sample(m * k, 4, -1.0, 1.0)
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let b: Vec<f32> = sample(k * n, 5, -1.0, 1.0)
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let c = call(
+            Intrinsic::Matmul,
+            &[&[m, k], &[k, n]],
+            &[DType::F32, DType::F32],
+            &[m, n],
+        );
+        let plan = intrinsics::render(&c, TARGET).unwrap();
+        let (out, _) = run(
+            g,
+            &plan,
+            &[Data::F32(a.clone()), Data::F32(b.clone())],
+            &[(DType::F32, m * n)],
+            &[],
+        );
+        for i in 0..m {
+            for j in 0..n {
+                let want: f64 = (0..k)
+                    .map(|l| a[i * k + l] as f64 * b[l * n + j] as f64)
+                    .sum();
+                let got = out[0].f32()[i * n + j] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-5 * k as f64,
+                    "matmul {m}x{k}x{n} [{i},{j}]: {got} vs {want}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gather_and_concat_match_the_cpu() {
+    let Some(g) = gpu() else { return };
+    let data: Vec<u32> = (0..60).collect();
+    let idx = vec![3i32, 0, 3, 1, 2, 2];
+    let c = call(
+        Intrinsic::Gather { axis: 1 },
+        &[&[3, 4, 5], &[6]],
+        &[DType::U32, DType::I32],
+        &[3, 6, 5],
+    );
+    let plan = intrinsics::render(&c, TARGET).unwrap();
+    let (out, fault) = run(
+        g,
+        &plan,
+        &[Data::U32(data.clone()), Data::I32(idx.clone())],
+        &[(DType::U32, 90)],
+        &[],
+    );
+    assert_eq!(fault, 0);
+    for p in 0..3 {
+        for (j, &i) in idx.iter().enumerate() {
+            for q in 0..5 {
+                assert_eq!(
+                    out[0].u32()[(p * 6 + j) * 5 + q],
+                    data[(p * 4 + i as usize) * 5 + q]
+                );
+            }
+        }
+    }
+    for bad in [-1, 4] {
+        let mut idx = idx.clone();
+        idx[4] = bad;
+        let (_, fault) = run(
+            g,
+            &plan,
+            &[Data::U32(data.clone()), Data::I32(idx)],
+            &[(DType::U32, 90)],
+            &[],
+        );
+        assert_eq!(fault, 1, "index {bad}");
+    }
+    // Concat along axis 1 of [2,3], [2,0], [2,5] (f32).
+    let p0: Vec<f32> = (0..6).map(|v| v as f32).collect();
+    let p2: Vec<f32> = (0..10).map(|v| 100.0 + v as f32).collect();
+    let c = call(
+        Intrinsic::Concat { axis: 1 },
+        &[&[2, 3], &[2, 0], &[2, 5]],
+        &[DType::F32; 3],
+        &[2, 8],
+    );
+    let plan = intrinsics::render(&c, TARGET).unwrap();
+    let (out, _) = run(
+        g,
+        &plan,
+        &[Data::F32(p0), Data::F32(vec![]), Data::F32(p2)],
+        &[(DType::F32, 16)],
+        &[],
+    );
+    let want: Vec<f32> = [
+        0., 1., 2., 100., 101., 102., 103., 104., 3., 4., 5., 105., 106., 107., 108., 109.,
+    ]
+    .to_vec();
+    assert_eq!(out[0].f32(), &want[..]);
+}
+
+#[test]
+fn views_and_generators_match_the_cpu() {
+    let Some(g) = gpu() else { return };
+    let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
+    // Reversed 3x4 view: in[11 - 4 d0 - d1].
+    let (out, _) = run_kernel(
+        g,
+        &map_kernel(&[3, 4], strided(11, &[-4, -1])),
+        &[Data::F32(x.clone())],
+        &[],
+    );
+    let want: Vec<f32> = (0..12).rev().map(|v| v as f32).collect();
+    assert_eq!(out[0].f32(), &want[..]);
+    // Tile a [2, 3] input over [6, 8] starting at (-1, 5).
+    let x6: Vec<f32> = (0..6).map(|v| v as f32).collect();
+    let (out, _) = run_kernel(
+        g,
+        &map_kernel(&[6, 8], periodic(&[2, 3], &[-1, 5])),
+        &[Data::F32(x6.clone())],
+        &[],
+    );
+    for d0 in 0..6i64 {
+        for d1 in 0..8i64 {
+            let s = (d0 - 1).rem_euclid(2) * 3 + (d1 + 5).rem_euclid(3);
+            assert_eq!(out[0].f32()[(d0 * 8 + d1) as usize], x6[s as usize]);
+        }
+    }
+    let (out, _) = run_kernel(
+        g,
+        &gen_kernel(GenKind::Iota { axis: 0 }, &[3, 4], DType::I32),
+        &[],
+        &[],
+    );
+    assert_eq!(out[0].i32(), &[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
+    let (out, _) = run_kernel(
+        g,
+        &gen_kernel(GenKind::Identity, &[3, 3], DType::Bool),
+        &[],
+        &[],
+    );
+    assert_eq!(out[0].u32(), &[1, 0, 0, 0, 1, 0, 0, 0, 1]);
+    for (s, e, n) in [(-3.0, 7.5, 1000usize), (0.1, 0.7, 7), (-1e6, 1e6, 9999)] {
+        let step = (e - s) / (n - 1) as f64;
+        let lin = GenKind::Linspace {
+            start: s,
+            step,
+            end: e,
+            n,
+        };
+        let (out, _) = run_kernel(g, &gen_kernel(lin, &[n], DType::F32), &[], &[]);
+        let v = out[0].f32();
+        assert_eq!((v[0], v[n - 1]), (s as f32, e as f32));
+        let tol = 4.0 * f32::EPSILON as f64 * s.abs().max(e.abs());
+        for (i, &got) in v.iter().enumerate() {
+            let want = s + i as f64 * step;
+            assert!(
+                (got as f64 - want).abs() <= tol,
+                "linspace({s}, {e}, {n})[{i}]: {got} vs {want}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The math library against f64, with tests/ops_unary.rs's domains and f32 tolerances.
+
+unsafe extern "C" {
+    safe fn erf(x: f64) -> f64;
+    safe fn erfc(x: f64) -> f64;
+}
+
+use std::f64::consts::{E, FRAC_PI_2, PI};
+
+const INF: f64 = f64::INFINITY;
+const NAN: f64 = f64::NAN;
+
+/// Runs a one-op kernel on f32 inputs.
+fn run_unary(g: &Gpu, op: UnaryOp, xs: &[f32]) -> Data {
+    let (out, _) = run_kernel(
+        g,
+        &unary_kernel(op, DType::F32, xs.len()),
+        &[Data::F32(xs.to_vec())],
+        &[],
+    );
+    out.into_iter().next().unwrap()
+}
+
+fn run_binary(g: &Gpu, op: BinaryOp, xs: &[f32], ys: &[f32]) -> Data {
+    let k = binary_kernel(op, DType::F32, xs.len());
+    let (out, _) = run_kernel(
+        g,
+        &k,
+        &[Data::F32(xs.to_vec()), Data::F32(ys.to_vec())],
+        &[],
+    );
+    out.into_iter().next().unwrap()
+}
+
+/// Elements where `got` is outside rel 2e-6 / abs 1e-6 of `oracle` on the f32 input (an oracle
+/// beyond f32's range expects infinity).
+fn misses(xs: &[f32], got: &[f32], oracle: impl Fn(f64) -> f64) -> Vec<String> {
+    xs.iter()
+        .zip(got)
+        .filter_map(|(&x, &y)| {
+            let w = oracle(x as f64);
+            let w = if w.is_finite() && (w as f32).is_infinite() {
+                w as f32 as f64
+            } else {
+                w
+            };
+            (!close(y, w, 2e-6, 1e-6)).then(|| format!("f({x:e}) = {y:e}, want {w:e}"))
+        })
+        .take(6)
+        .collect()
+}
+
+fn domain(lo: f64, hi: f64, signed: bool, extra: &[f64]) -> Vec<f32> {
+    let mut v: Vec<f64> = sample(3000, (lo * 7.0 + hi) as u64 ^ 0x5eed, lo, hi);
+    if signed {
+        let signs = sample(3000, 77, -1.0, 1.0);
+        for (x, s) in v.iter_mut().zip(signs) {
+            *x = x.copysign(s);
+        }
+    }
+    v.extend_from_slice(extra);
+    v.iter().map(|&x| x as f32).collect()
+}
+
+#[test]
+fn float_unary_ops_are_accurate() {
+    let Some(g) = gpu() else { return };
+    type Row = (
+        UnaryOp,
+        fn(f64) -> f64,
+        f64,
+        f64,
+        bool,
+        &'static [f64],
+        &'static [f64],
+    );
+    #[rustfmt::skip]
+    let table: &[Row] = &[
+        (UnaryOp::Exp, f64::exp, -80.0, 80.0, false, &[0.0, -0.0, 1.0, 100.0, -200.0, INF, -INF], &[NAN]),
+        (UnaryOp::Exp2, f64::exp2, -120.0, 120.0, false, &[0.0, 1.0, 10.0, -1.0, 130.0, INF, -INF], &[NAN]),
+        (UnaryOp::Sqrt, f64::sqrt, 0.0, 1e4, false, &[0.0, -0.0, 1.0, 4.0, 1e30, INF], &[-1.0, -1e-30, -INF, NAN]),
+        (UnaryOp::Rsqrt, |x| 1.0 / x.sqrt(), 1e-3, 1e4, false, &[1.0, 4.0, 0.25, 0.0, -0.0, INF], &[-1.0, -INF, NAN]),
+        (UnaryOp::Cbrt, f64::cbrt, -1e3, 1e3, false, &[0.0, -0.0, 8.0, -27.0, 1e-30, INF, -INF, 3e38, 1e-40], &[NAN]),
+        (UnaryOp::Ln, f64::ln, 1e-3, 1e4, false, &[1.0, E, 0.0, 1e-30, INF, 1e-40, 3e38], &[-1.0, -1e-30, -INF, NAN]),
+        (UnaryOp::Log10, f64::log10, 1e-3, 1e4, false, &[1.0, 10.0, 100.0, 1000.0, 0.0, INF], &[-1.0, -INF, NAN]),
+        (UnaryOp::Log2, f64::log2, 1e-3, 1e4, false, &[1.0, 2.0, 1024.0, 0.5, 0.0, INF], &[-1.0, -INF, NAN]),
+        (UnaryOp::Sin, f64::sin, -10.0, 10.0, false, &[0.0, -0.0, FRAC_PI_2, PI, 100.0, -1000.0, 8000.0], &[INF, -INF, NAN]),
+        (UnaryOp::Cos, f64::cos, -10.0, 10.0, false, &[0.0, -0.0, FRAC_PI_2, PI, 100.0, -1000.0, 8000.0], &[INF, -INF, NAN]),
+        (UnaryOp::Tan, f64::tan, -1.5, 1.5, false, &[0.0, -0.0, 1.0, -1.0, 3.0], &[INF, -INF, NAN]),
+        (UnaryOp::Sec, |x| 1.0 / x.cos(), -1.5, 1.5, false, &[0.0, 3.0, -3.0], &[INF, NAN]),
+        (UnaryOp::Csc, |x| 1.0 / x.sin(), 0.05, 3.1, true, &[1.0, -1.0, 2.0, 0.0, -0.0], &[INF, NAN]),
+        (UnaryOp::Cot, |x| 1.0 / x.tan(), 0.05, 1.5, true, &[1.0, 0.0, -0.0], &[INF, NAN]),
+        (UnaryOp::Asin, f64::asin, -1.0, 1.0, false, &[1.0, -1.0, 0.0, -0.0, 0.5], &[1.5, -1.0001, INF, NAN]),
+        (UnaryOp::Acos, f64::acos, -1.0, 1.0, false, &[1.0, -1.0, 0.0, -0.0, 0.5], &[1.5, -1.0001, INF, NAN]),
+        (UnaryOp::Atan, f64::atan, -50.0, 50.0, false, &[0.0, -0.0, 1.0, 1e10, INF, -INF], &[NAN]),
+        (UnaryOp::Asec, |x| (1.0 / x).acos(), 1.05, 50.0, true, &[1.0, -1.0, 2.0, INF, -INF], &[0.5, -0.5, 0.0, NAN]),
+        (UnaryOp::Acsc, |x| (1.0 / x).asin(), 1.05, 50.0, true, &[1.0, -1.0, 2.0, INF, -INF], &[0.5, -0.99, 0.0, NAN]),
+        (UnaryOp::Acot, |x| (1.0 / x).atan(), 0.01, 50.0, true, &[1.0, -1.0, 0.0, -0.0, INF], &[NAN]),
+        (UnaryOp::Sinh, f64::sinh, -10.0, 10.0, false, &[0.0, -0.0, 1e-10, 50.0, 100.0, INF, -INF, 0.49, 0.51, 89.0], &[NAN]),
+        (UnaryOp::Cosh, f64::cosh, -10.0, 10.0, false, &[0.0, -0.0, 50.0, 100.0, INF, -INF, 89.0], &[NAN]),
+        (UnaryOp::Tanh, f64::tanh, -10.0, 10.0, false, &[0.0, -0.0, 1e-10, 20.0, INF, -INF, 0.49, 0.51], &[NAN]),
+        (UnaryOp::Sech, |x| 1.0 / x.cosh(), -10.0, 10.0, false, &[0.0, 100.0, INF, -INF], &[NAN]),
+        (UnaryOp::Csch, |x| 1.0 / x.sinh(), 0.01, 10.0, true, &[0.0, -0.0, 100.0, INF], &[NAN]),
+        (UnaryOp::Coth, |x| 1.0 / x.tanh(), 0.01, 10.0, true, &[0.0, -0.0, 30.0, INF, -INF], &[NAN]),
+        (UnaryOp::Asinh, f64::asinh, -100.0, 100.0, false, &[0.0, -0.0, 1e-10, 1e10, -1e10, INF, -INF], &[NAN]),
+        (UnaryOp::Acosh, f64::acosh, 1.0, 100.0, false, &[1.0, 2.0, 1e10, INF, 1.0000001], &[0.5, 0.0, -1.0, -INF, NAN]),
+        (UnaryOp::Atanh, f64::atanh, -0.99, 0.99, false, &[0.0, -0.0, 0.5, 1.0, -1.0, 1e-10], &[2.0, -1.5, INF, NAN]),
+        (UnaryOp::Erf, |x| erf(x), -6.0, 6.0, false, &[0.0, -0.0, 1e-10, 0.84375, 1.25, 2.857, 10.0, INF, -INF], &[NAN]),
+        (UnaryOp::Erfc, |x| erfc(x), -6.0, 10.0, false, &[0.0, -0.0, 1e-20, 0.2, 0.84375, 1.25, 2.857, 27.0, 30.0, INF, -INF], &[NAN]),
+    ];
+    let mut failures = Vec::new();
+    for &(op, oracle, lo, hi, signed, extra, nans) in table {
+        let xs = domain(lo, hi, signed, extra);
+        let got = run_unary(g, op, &xs);
+        let bad = misses(&xs, got.f32(), oracle);
+        if !bad.is_empty() {
+            failures.push(format!("{}: {}", op.name(), bad.join("; ")));
+        }
+        let nan_in: Vec<f32> = nans.iter().map(|&x| x as f32).collect();
+        let got = run_unary(g, op, &nan_in);
+        for (x, y) in nan_in.iter().zip(got.f32()) {
+            if !y.is_nan() {
+                failures.push(format!("{}({x}) = {y}, want NaN", op.name()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "inaccurate:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn rounding_and_sign_ops_are_exact() {
+    let Some(g) = gpu() else { return };
+    let mut xs: Vec<f32> = sample(2000, 8, -100.0, 100.0)
+        .iter()
+        .map(|&x| x as f32)
+        .collect();
+    xs.extend((-6..6).map(|k| k as f32 + 0.5));
+    xs.extend([
+        0.0,
+        -0.0,
+        0.4,
+        -0.4,
+        0.6,
+        -0.6,
+        0.49999997,
+        -0.49999997,
+        1e20,
+        -1e20,
+    ]);
+    xs.extend([
+        8388607.5,
+        -8388607.5,
+        8388609.0,
+        16777217.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]);
+    let ops: [UnaryCase<f32>; 7] = [
+        (UnaryOp::Floor, f32::floor),
+        (UnaryOp::Ceil, f32::ceil),
+        (UnaryOp::Trunc, f32::trunc),
+        (UnaryOp::Round, f32::round),
+        (UnaryOp::Abs, f32::abs),
+        (UnaryOp::Neg, |x| -x),
+        (UnaryOp::Sign, |x| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                x
+            }
+        }),
+    ];
+    for (op, f) in ops {
+        let got = run_unary(g, op, &xs);
+        for (x, y) in xs.iter().zip(got.f32()) {
+            let w = f(*x);
+            assert!(
+                y.to_bits() == w.to_bits() || (y.is_nan() && w.is_nan()),
+                "{}({x:?}) = {y:?}, want {w:?}",
+                op.name()
+            );
+        }
+    }
+    let got = run_unary(g, UnaryOp::IsNan, &xs);
+    assert!(
+        xs.iter()
+            .zip(got.u32())
+            .all(|(x, &y)| y == x.is_nan() as u32)
+    );
+    let got = run_unary(g, UnaryOp::IsInf, &xs);
+    assert!(
+        xs.iter()
+            .zip(got.u32())
+            .all(|(x, &y)| y == x.is_infinite() as u32)
+    );
+}
+
+#[test]
+fn float_binary_ops_are_accurate() {
+    let Some(g) = gpu() else { return };
+    // pow: positive bases with real exponents, negative bases with integral ones, special values.
+    let mut x: Vec<f32> = sample(3000, 11, 0.1, 10.0)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let mut y: Vec<f32> = sample(3000, 12, -5.0, 5.0)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    x.extend(sample(1000, 13, -4.0, -0.25).iter().map(|&v| v as f32));
+    y.extend(
+        sample(1000, 14, -6.0, 6.0)
+            .iter()
+            .map(|&v| v.round() as f32),
+    );
+    let sp = [
+        (0.0, -1.0),
+        (NAN, 0.0),
+        (1.0, NAN),
+        (NAN, 1.5),
+        (0.0, 2.5),
+        (INF, -1.0),
+        (2.0, INF),
+        (-0.0, -3.0),
+        (-0.0, 3.0),
+        (-INF, 3.0),
+        (-INF, -2.0),
+        (-1.0, INF),
+        (0.5, -INF),
+        (-2.0, 0.5),
+        (10.0, 38.0),
+        (2.0, -149.0),
+        (2.0, 128.0),
+        (1.0000001, 3e7),
+        (1e-3, 12.5),
+        (3.0, 80.5),
+        (-2.0, 31.0),
+        (0.99, -1e4),
+    ];
+    for (a, b) in sp {
+        x.push(a as f32);
+        y.push(b as f32);
+    }
+    let got = run_binary(g, BinaryOp::Pow, &x, &y);
+    let bad: Vec<String> = x
+        .iter()
+        .zip(&y)
+        .zip(got.f32())
+        .filter_map(|((&a, &b), &r)| {
+            let w = (a as f64).powf(b as f64);
+            let w = if w.is_finite() && (w as f32).is_infinite() {
+                w as f32 as f64
+            } else {
+                w
+            };
+            (!close(r, w, 2e-6, 1e-6)).then(|| format!("pow({a:e}, {b:e}) = {r:e}, want {w:e}"))
+        })
+        .take(8)
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    // atan2 in all quadrants with signed zeros and infinities (signs of zero/pi results exact).
+    let mut ya: Vec<f32> = sample(3000, 15, -10.0, 10.0)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let mut xa: Vec<f32> = sample(3000, 16, -10.0, 10.0)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let sy = [
+        0.0, -0.0, 0.0, -0.0, 1.0, -1.0, INF, NAN, INF, -INF, 1.0, -1.0, 0.0, -0.0, 1e-30, 1e30,
+    ];
+    let sx = [
+        1.0, 1.0, -1.0, -1.0, 0.0, 0.0, INF, 1.0, -INF, 3.0, -INF, INF, -0.0, 0.0, 1e30, 1e-30,
+    ];
+    ya.splice(0..0, sy.iter().map(|&v| v as f32));
+    xa.splice(0..0, sx.iter().map(|&v| v as f32));
+    let got = run_binary(g, BinaryOp::Atan2, &ya, &xa);
+    for ((&a, &b), &r) in ya.iter().zip(&xa).zip(got.f32()) {
+        let w = (a as f64).atan2(b as f64);
+        assert!(close(r, w, 2e-6, 1e-6), "atan2({a}, {b}) = {r}, want {w}");
+        assert!(
+            w.is_nan() || r.is_sign_negative() == w.is_sign_negative(),
+            "atan2({a}, {b}) sign"
+        );
+    }
+    // rem (C fmodf, exact) and floored mod, including huge quotients and subnormal divisors.
+    let mut a: Vec<f32> = sample(3000, 17, -1e6, 1e6)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let mut b: Vec<f32> = sample(3000, 18, -10.0, 10.0)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let sa = [
+        5.5, -5.5, 3e38, 1e-40, 7.0, -0.0, 1.0, INF, NAN, 1.0, 6.0, -6.0,
+    ];
+    let sb = [
+        2.0, 2.0, 1.1, 3e-41, -7.0, 3.0, 0.0, 1.0, 1.0, NAN, INF, 4.0,
+    ];
+    a.extend(sa.iter().map(|&v| v as f32));
+    b.extend(sb.iter().map(|&v| v as f32));
+    let rem = run_binary(g, BinaryOp::Rem, &a, &b);
+    let md = run_binary(g, BinaryOp::Mod, &a, &b);
+    for i in 0..a.len() {
+        let w = a[i] % b[i];
+        let wm = if w != 0.0 && ((w < 0.0) != (b[i] < 0.0)) {
+            w + b[i]
+        } else {
+            w
+        };
+        let r = rem.f32()[i];
+        let m = md.f32()[i];
+        assert!(
+            r.to_bits() == w.to_bits() || (r.is_nan() && w.is_nan()),
+            "rem({}, {}) = {r:e}, want {w:e}",
+            a[i],
+            b[i]
+        );
+        assert!(
+            m.to_bits() == wm.to_bits() || (m.is_nan() && wm.is_nan()),
+            "mod({}, {}) = {m:e}, want {wm:e}",
+            a[i],
+            b[i]
+        );
+    }
+    // NaN-propagating min/max (and -0/+0 kept in operand order).
+    let a = [1.0, NAN, 2.0, -0.0, 0.0, -INF];
+    let b = [NAN, 1.0, 3.0, 0.0, -0.0, 5.0];
+    let a: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+    let b: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+    let mn = run_binary(g, BinaryOp::Min, &a, &b);
+    let mx = run_binary(g, BinaryOp::Max, &a, &b);
+    for i in 0..a.len() {
+        let (x, y) = (a[i], b[i]);
+        let wmin = if x.is_nan() || y.is_nan() {
+            f32::NAN
+        } else if y < x {
+            y
+        } else {
+            x
+        };
+        let wmax = if x.is_nan() || y.is_nan() {
+            f32::NAN
+        } else if y > x {
+            y
+        } else {
+            x
+        };
+        let (gmin, gmax) = (mn.f32()[i], mx.f32()[i]);
+        assert!(
+            gmin.to_bits() == wmin.to_bits() || (gmin.is_nan() && wmin.is_nan()),
+            "min({x}, {y}) = {gmin}"
+        );
+        assert!(
+            gmax.to_bits() == wmax.to_bits() || (gmax.is_nan() && wmax.is_nan()),
+            "max({x}, {y}) = {gmax}"
+        );
+    }
+}
+
+#[test]
+fn casts_follow_rust_as() {
+    let Some(g) = gpu() else { return };
+    let fs: Vec<f32> = [
+        0.0,
+        -0.0,
+        1.5,
+        -1.5,
+        2.5e9,
+        -2.5e9,
+        3e9,
+        5e9,
+        2147483520.0,
+        -2147483648.0,
+        4294967040.0,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e-40,
+        0.99999994,
+    ]
+    .to_vec();
+    let (out, _) = run_kernel(
+        g,
+        &cast_kernel(DType::F32, DType::I32, fs.len()),
+        &[Data::F32(fs.clone())],
+        &[],
+    );
+    assert_eq!(
+        out[0].i32(),
+        &fs.iter().map(|&x| x as i32).collect::<Vec<_>>()[..]
+    );
+    let (out, _) = run_kernel(
+        g,
+        &cast_kernel(DType::F32, DType::U32, fs.len()),
+        &[Data::F32(fs.clone())],
+        &[],
+    );
+    assert_eq!(
+        out[0].u32(),
+        &fs.iter().map(|&x| x as u32).collect::<Vec<_>>()[..]
+    );
+    let (out, _) = run_kernel(
+        g,
+        &cast_kernel(DType::F32, DType::Bool, fs.len()),
+        &[Data::F32(fs.clone())],
+        &[],
+    );
+    assert_eq!(
+        out[0].u32(),
+        &fs.iter().map(|&x| (x != 0.0) as u32).collect::<Vec<_>>()[..]
+    );
+    // Integers to f32 round to nearest even, ties included.
+    let mut us: Vec<u32> = vec![
+        0, 1, 16777216, 16777217, 16777218, 16777219, 33554434, 33554435, 2147483647, 2147483648,
+        4294967295, 4294967168, 4294967169, 4294967040, 123456789,
+    ];
+    us.extend(
+        sample(2000, 19, 0.0, 4294967295.0)
+            .iter()
+            .map(|&v| v as u32),
+    );
+    let (out, _) = run_kernel(
+        g,
+        &cast_kernel(DType::U32, DType::F32, us.len()),
+        &[Data::U32(us.clone())],
+        &[],
+    );
+    for (u, f) in us.iter().zip(out[0].f32()) {
+        assert_eq!(f.to_bits(), (*u as f32).to_bits(), "{u} as f32");
+    }
+    let is: Vec<i32> = us.iter().map(|&u| u as i32).collect();
+    let (out, _) = run_kernel(
+        g,
+        &cast_kernel(DType::I32, DType::F32, is.len()),
+        &[Data::I32(is.clone())],
+        &[],
+    );
+    for (i, f) in is.iter().zip(out[0].f32()) {
+        assert_eq!(f.to_bits(), (*i as f32).to_bits(), "{i} as f32");
+    }
+    let (out, _) = run_kernel(
+        g,
+        &cast_kernel(DType::I32, DType::U32, is.len()),
+        &[Data::I32(is.clone())],
+        &[],
+    );
+    assert_eq!(out[0].u32(), &us[..]);
+}
+
+#[test]
+fn comparisons_follow_ieee() {
+    let Some(g) = gpu() else { return };
+    let vals = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    let (a, b): (Vec<f32>, Vec<f32>) = vals
+        .iter()
+        .flat_map(|&x| vals.iter().map(move |&y| (x, y)))
+        .unzip();
+    let ops: [BinaryCase<f32, bool>; 6] = [
+        (BinaryOp::Lt, |x, y| x < y),
+        (BinaryOp::Le, |x, y| x <= y),
+        (BinaryOp::Gt, |x, y| x > y),
+        (BinaryOp::Ge, |x, y| x >= y),
+        (BinaryOp::Eq, |x, y| x == y),
+        (BinaryOp::Ne, |x, y| x != y),
+    ];
+    for (op, f) in ops {
+        let got = run_binary(g, op, &a, &b);
+        for i in 0..a.len() {
+            assert_eq!(
+                got.u32()[i],
+                f(a[i], b[i]) as u32,
+                "{}({}, {})",
+                op.name(),
+                a[i],
+                b[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn integer_and_bool_ops_wrap_like_rust() {
+    let Some(g) = gpu() else { return };
+    let special = [
+        0i32,
+        1,
+        -1,
+        2,
+        -2,
+        7,
+        -7,
+        i32::MAX,
+        i32::MIN,
+        1 << 16,
+        -(1 << 16) - 3,
+    ];
+    let (mut a, mut b): (Vec<i32>, Vec<i32>) = special
+        .iter()
+        .flat_map(|&x| special.iter().map(move |&y| (x, y)))
+        .unzip();
+    a.extend(sample(500, 20, -3e9, 3e9).iter().map(|&v| v as i64 as i32));
+    b.extend(sample(500, 21, -100.0, 100.0).iter().map(|&v| v as i32));
+    // Zero divisors fault (tested elsewhere); here they are replaced.
+    let b: Vec<i32> = b.iter().map(|&v| if v == 0 { 3 } else { v }).collect();
+    let ops: [BinaryCase<i32, i32>; 10] = [
+        (BinaryOp::Add, i32::wrapping_add),
+        (BinaryOp::Sub, i32::wrapping_sub),
+        (BinaryOp::Mul, i32::wrapping_mul),
+        (BinaryOp::Div, i32::wrapping_div),
+        (BinaryOp::Rem, i32::wrapping_rem),
+        (BinaryOp::Mod, |x, y| {
+            let r = x.wrapping_rem(y);
+            if r != 0 && ((r < 0) != (y < 0)) {
+                r.wrapping_add(y)
+            } else {
+                r
+            }
+        }),
+        (BinaryOp::Min, std::cmp::min),
+        (BinaryOp::Max, std::cmp::max),
+        (BinaryOp::And, |x, y| x & y),
+        (BinaryOp::Xor, |x, y| x ^ y),
+    ];
+    let ua: Vec<u32> = a.iter().map(|&v| v as u32).collect();
+    let ub: Vec<u32> = b.iter().map(|&v| v as u32).collect();
+    for (op, f) in ops {
+        let k = binary_kernel(op, DType::I32, a.len());
+        let (out, fault) = run_kernel(g, &k, &[Data::I32(a.clone()), Data::I32(b.clone())], &[]);
+        assert_eq!(fault, 0);
+        for i in 0..a.len() {
+            assert_eq!(
+                out[0].i32()[i],
+                f(a[i], b[i]),
+                "{} i32 ({}, {})",
+                op.name(),
+                a[i],
+                b[i]
+            );
+        }
+        let k = binary_kernel(op, DType::U32, a.len());
+        let (out, _) = run_kernel(g, &k, &[Data::U32(ua.clone()), Data::U32(ub.clone())], &[]);
+        for i in 0..a.len() {
+            let (x, y) = (ua[i], ub[i]);
+            let w = match op {
+                BinaryOp::Add => x.wrapping_add(y),
+                BinaryOp::Sub => x.wrapping_sub(y),
+                BinaryOp::Mul => x.wrapping_mul(y),
+                BinaryOp::Div => x / y,
+                BinaryOp::Rem | BinaryOp::Mod => x % y,
+                BinaryOp::Min => x.min(y),
+                BinaryOp::Max => x.max(y),
+                BinaryOp::And => x & y,
+                _ => x ^ y,
+            };
+            assert_eq!(out[0].u32()[i], w, "{} u32 ({x}, {y})", op.name());
+        }
+    }
+    let unary: [UnaryCase<i32>; 4] = [
+        (UnaryOp::Neg, i32::wrapping_neg),
+        (UnaryOp::Abs, i32::wrapping_abs),
+        (UnaryOp::Sign, i32::signum),
+        (UnaryOp::Not, |x| !x),
+    ];
+    for (op, f) in unary {
+        let (out, _) = run_kernel(
+            g,
+            &unary_kernel(op, DType::I32, a.len()),
+            &[Data::I32(a.clone())],
+            &[],
+        );
+        for (&x, &y) in a.iter().zip(out[0].i32()) {
+            assert_eq!(y, f(x), "{} i32 {x}", op.name());
+        }
+    }
+    let bools = [0u32, 0, 1, 1];
+    let other = [0u32, 1, 0, 1];
+    let bops: [BinaryCase<bool, bool>; 7] = [
+        (BinaryOp::And, |x, y| x & y),
+        (BinaryOp::Or, |x, y| x | y),
+        (BinaryOp::Xor, |x, y| x ^ y),
+        (BinaryOp::Nand, |x, y| !(x & y)),
+        (BinaryOp::Nor, |x, y| !(x | y)),
+        (BinaryOp::Eq, |x, y| x == y),
+        (BinaryOp::Ne, |x, y| x != y),
+    ];
+    for (op, f) in bops {
+        let k = binary_kernel(op, DType::Bool, 4);
+        let (out, _) = run_kernel(
+            g,
+            &k,
+            &[Data::U32(bools.to_vec()), Data::U32(other.to_vec())],
+            &[],
+        );
+        for i in 0..4 {
+            assert_eq!(
+                out[0].u32()[i],
+                f(bools[i] == 1, other[i] == 1) as u32,
+                "{} bool",
+                op.name()
+            );
+        }
+    }
+}
