@@ -7,6 +7,9 @@ mod common;
 use arrayflow::{Array, Backend, DeviceChoice, DeviceKind, Runtime};
 use common::*;
 
+/// Tests that read the process-wide statistics run one at a time.
+static SERIAL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
 fn required(b: &str) -> bool {
     std::env::var("ARRAYFLOW_REQUIRE_BACKENDS").is_ok_and(|v| v.split(',').any(|x| x.trim() == b))
 }
@@ -77,6 +80,7 @@ fn executor_is_the_one_asked_for() {
 
 #[test]
 fn values_cross_between_device_and_cpu() {
+    let _one_at_a_time = SERIAL.lock();
     // f32 on the device, f64 on the CPU where the device has no f64, then f32 again: every
     // hand-over between executors must carry the right values.
     let mut r = rng(41);
@@ -111,6 +115,7 @@ fn values_cross_between_device_and_cpu() {
 
 #[test]
 fn device_results_are_kept_on_the_device_until_read() {
+    let _one_at_a_time = SERIAL.lock();
     let n = 1 << 16;
     let a = Array::<f32>::iota(&[n], 0);
     let before = Runtime::stats();

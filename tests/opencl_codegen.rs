@@ -2,8 +2,10 @@
 //! library `primitives/opencl/arrayflow.cl`): the library covers the op tables; every rendered
 //! program builds on the installed OpenCL platform (PoCL); rendered plans run there agree with the
 //! CPU tile VM and with plain loops (bit for bit where the CPU promises it: integers, casts,
-//! Philox uniforms). Without an OpenCL platform the device tests print a skip message, unless
-//! `ARRAYFLOW_REQUIRE_BACKENDS` names `opencl`, where they fail.
+//! Philox uniforms). Programs build with `-cl-fp32-correctly-rounded-divide-sqrt` where the device
+//! offers it (f32 division and square root then round as on the CPU). Without an OpenCL platform
+//! the device tests print a skip message, unless `ARRAYFLOW_REQUIRE_BACKENDS` names `opencl`, where
+//! they fail.
 
 use arrayflow::exec::TypedVec;
 use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};

@@ -10,6 +10,7 @@ use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
 use crate::proggen::sequence::IntrinsicCall;
 use std::fmt::Write;
 
+/// The plan for `call` (the parts, in order) along `axis`.
 pub fn render(call: &IntrinsicCall, axis: usize, t: Target) -> Result<GpuPlan, Unsupported> {
     let ty = ctype(call.dtype);
     let post: usize = call.out_shape[axis + 1..].iter().product();

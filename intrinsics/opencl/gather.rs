@@ -10,15 +10,16 @@ use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
 use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
 use crate::proggen::sequence::IntrinsicCall;
 
+/// The plan for `call` (data, then indices) along `axis`.
 pub fn render(call: &IntrinsicCall, axis: usize, t: Target) -> Result<GpuPlan, Unsupported> {
-    let index_type = call.in_dtypes[1];
-    let in_range = match index_type {
-        DType::I32 => "i >= 0 && (ulong)i < DIM",
-        DType::U32 => "(ulong)i < DIM",
-        d => return Err(Unsupported(format!("gather indices of type {d}"))),
-    };
     let shape = &call.in_shapes[0];
     let dim = shape[axis];
+    let index_type = call.in_dtypes[1];
+    let in_range = match index_type {
+        DType::I32 => format!("i >= 0 && (ulong)i < {dim}UL"),
+        DType::U32 => format!("(ulong)i < {dim}UL"),
+        d => return Err(Unsupported(format!("gather indices of type {d}"))),
+    };
     let post: usize = shape[axis + 1..].iter().product();
     let ni: usize = call.in_shapes[1].iter().product();
     let len: usize = call.out_shape.iter().product();
@@ -32,7 +33,7 @@ void af_gather(__global const {ty} *data, __global const {it} *idx, __global {ty
   for (ulong lin = get_global_id(0); lin < {len}UL; lin += get_global_size(0)) {{
     const ulong p = lin / {row}UL, j = (lin / {post}UL) % {ni}UL, q = lin % {post}UL;
     const {it} i = idx[j];
-    if ({cond}) {{
+    if ({in_range}) {{
       out[lin] = data[(p * {dim}UL + (ulong)i) * {post}UL + q];
     }} else {{
       out[lin] = 0;
@@ -45,7 +46,6 @@ void af_gather(__global const {ty} *data, __global const {it} *idx, __global {ty
         row = (ni * post).max(1),
         post = post.max(1),
         ni = ni.max(1),
-        cond = in_range.replace("DIM", &format!("{dim}UL")),
     ));
     Ok(GpuPlan {
         source,

@@ -14,6 +14,7 @@ use crate::proggen::sequence::IntrinsicCall;
 /// Edge of the output tile one work-group computes.
 const TILE: usize = 64;
 
+/// The plan for `call` (a, then b).
 pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     if !matches!(call.dtype, DType::F32 | DType::F64) {
         return Err(Unsupported(format!("matmul of {} matrices", call.dtype)));

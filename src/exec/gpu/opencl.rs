@@ -26,7 +26,9 @@ pub struct OpenClApi {
     context: Context,
     queue: CommandQueue,
     target: Target,
-    /// Device and driver, part of each disk-cache key.
+    /// Build options for every program.
+    options: &'static str,
+    /// Device, driver and options, part of each disk-cache key.
     identity: String,
     programs: AHashMap<String, Arc<ClProgram>>,
     completions: Sender<(Event, Completion)>,
@@ -55,8 +57,18 @@ impl OpenClApi {
         #[allow(deprecated)]
         let queue = CommandQueue::create_default(&context, 0).map_err(|e| e.to_string())?;
         let fp64 = device.double_fp_config().unwrap_or(0) != 0;
+        // f32 division and sqrt correctly rounded, as on the CPU, where the device offers it
+        // (NVIDIA's default is a few ulp off, which compounds in formulas like atanh).
+        let options = if device.single_fp_config().unwrap_or(0)
+            & opencl3::device::CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT
+            != 0
+        {
+            "-cl-fp32-correctly-rounded-divide-sqrt"
+        } else {
+            ""
+        };
         let identity = format!(
-            "{} | {} | {}",
+            "{} | {} | {} | {options}",
             device.name().unwrap_or_default(),
             device.version().unwrap_or_default(),
             device.driver_version().unwrap_or_default()
@@ -74,6 +86,7 @@ impl OpenClApi {
             context,
             queue,
             target: Target { fp64 },
+            options,
             identity,
             programs: AHashMap::new(),
             completions: tx,
@@ -92,12 +105,13 @@ impl OpenClApi {
         let src_path = dir.join(format!("{key:016x}.cl"));
         if std::fs::read_to_string(&src_path).is_ok_and(|s| s == plan.source)
             && let Ok(bin) = std::fs::read(&bin_path)
-            && let Ok(p) = Program::create_and_build_from_binary(&self.context, &[&bin], "")
+            && let Ok(p) =
+                Program::create_and_build_from_binary(&self.context, &[&bin], self.options)
         {
             Counters::add(&Self::counters().disk_hits, 1);
             return Ok(p);
         }
-        let p = Program::create_and_build_from_source(&self.context, &plan.source, "")?;
+        let p = Program::create_and_build_from_source(&self.context, &plan.source, self.options)?;
         Counters::add(&Self::counters().compiles, 1);
         if let Ok(bins) = p.get_binaries()
             && let Some(bin) = bins.first()

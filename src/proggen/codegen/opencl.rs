@@ -288,10 +288,19 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
     let body = element_body(k, t);
     match f.lay {
         Layout::Elementwise => {
-            let _ = writeln!(
-                s,
-                "  for (ulong lin = get_global_id(0); lin < {len}UL; lin += get_global_size(0)) {{"
-            );
+            // A 32-bit loop counter where the domain allows (64-bit compares and adds take two
+            // instructions each on GPUs); `lin` stays 64-bit for the index arithmetic.
+            if len < 1 << 31 {
+                let _ = writeln!(
+                    s,
+                    "  for (uint i = get_global_id(0); i < {len}u; i += get_global_size(0)) {{\n    const ulong lin = i;"
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "  for (ulong lin = get_global_id(0); lin < {len}UL; lin += get_global_size(0)) {{"
+                );
+            }
             s.push_str(&indent(&body, 2));
             s.push_str("  }\n");
         }
