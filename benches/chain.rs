@@ -9,6 +9,9 @@
 //! Run with `cargo bench --bench chain`. Every cell is the median of many timed repetitions after
 //! a warm-up; `CHAIN_SECONDS` (default 1.0) sets the time aimed at per cell.
 
+mod common;
+use common::{chain_af, chain_scalar, cpu_model, fmt_time, gbs, random_vec};
+
 use arrayflow::{Array, Runtime, Stats};
 use ndarray::Array1;
 use rayon::prelude::*;
@@ -17,30 +20,6 @@ use std::time::{Duration, Instant};
 
 /// Elements per rayon work item in the hand-written loops (64 KiB of f32).
 const CHUNK: usize = 16 * 1024;
-
-/// Deterministic pseudo-random values in [lo, hi) (xorshift64*): non-zero, no NaNs in the chain.
-fn random_vec(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            let u = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 24) as f32;
-            lo + (hi - lo) * u
-        })
-        .collect()
-}
-
-#[inline(always)]
-fn chain_scalar(a: f32, b: f32) -> f32 {
-    (((a * b + 1.0).sqrt() * a - b).abs()) * 0.5 + a
-}
-
-/// arrayflow: the chain recorded as one expression (nothing runs until the read).
-fn chain_af(a: &Array<f32>, b: &Array<f32>) -> Array<f32> {
-    (((a * b + 1.0).sqrt() * a - b).abs()) * 0.5 + a
-}
 
 /// ndarray the usual eager way: every op allocates a new array.
 fn chain_nd_eager(a: &Array1<f32>, b: &Array1<f32>) -> Array1<f32> {
@@ -111,31 +90,6 @@ fn measure(
     }
     times.sort_unstable();
     (times[reps / 2], reps)
-}
-
-fn fmt_time(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 1e-3 {
-        format!("{:.1} µs", s * 1e6)
-    } else {
-        format!("{:.2} ms", s * 1e3)
-    }
-}
-
-fn gbs(bytes: usize, d: Duration) -> f64 {
-    bytes as f64 / d.as_secs_f64() / 1e9
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
 }
 
 struct Row {

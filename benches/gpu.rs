@@ -39,6 +39,9 @@
 //! python3 benches/peers/merge.py ocl.txt wgpu.txt torch.txt
 //! ```
 
+mod common;
+use common::{chain_af, chain_scalar, cpu_model, fmt_time, gbs, random_vec};
+
 use arrayflow::{Array, Backend, DeviceInfo, DeviceKind, Runtime, Stats};
 use rayon::prelude::*;
 use std::hint::black_box;
@@ -46,31 +49,6 @@ use std::time::{Duration, Instant};
 
 /// Timed loops per measurement; the median is reported.
 const REPEATS: usize = 7;
-
-/// Deterministic pseudo-random values in [lo, hi) (xorshift64*): non-zero, no NaNs in the chain
-/// (the same generator and seeds as `benches/chain.rs`).
-fn random_vec(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            let u = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 24) as f32;
-            lo + (hi - lo) * u
-        })
-        .collect()
-}
-
-#[inline(always)]
-fn chain_scalar(a: f32, b: f32) -> f32 {
-    (((a * b + 1.0).sqrt() * a - b).abs()) * 0.5 + a
-}
-
-/// arrayflow: the chain recorded as one expression (nothing runs until `eval`).
-fn chain_af(a: &Array<f32>, b: &Array<f32>) -> Array<f32> {
-    (((a * b + 1.0).sqrt() * a - b).abs()) * 0.5 + a
-}
 
 /// The result of [`time_loop`].
 struct Timing {
@@ -125,19 +103,6 @@ fn time_loop(target: Duration, max_k: usize, mut run: impl FnMut(usize)) -> Timi
         stats,
         timed_iters: REPEATS * k,
     }
-}
-
-fn fmt_time(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 1e-3 {
-        format!("{:.1} µs", s * 1e6)
-    } else {
-        format!("{:.3} ms", s * 1e3)
-    }
-}
-
-fn gbs(bytes: usize, d: Duration) -> f64 {
-    bytes as f64 / d.as_secs_f64() / 1e9
 }
 
 fn label(n: usize) -> String {
@@ -218,18 +183,6 @@ fn selected() -> Selected {
         name,
         info,
     }
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
 }
 
 /// A device-to-device copy outside arrayflow, on the device arrayflow runs on.

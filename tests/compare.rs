@@ -50,6 +50,16 @@ fn workload(n: usize) -> Vec<f64> {
     out
 }
 
+/// The fault-injection hook lives in the CPU tile VM: on a device executor the kernels it would
+/// corrupt run on the device, so the tests that use it print a skip there.
+fn fault_injection_applies() -> bool {
+    let cpu = arrayflow::Runtime::backend() == arrayflow::Backend::Cpu;
+    if !cpu {
+        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+    }
+    cpu
+}
+
 #[test]
 fn every_op_agrees_with_its_reference_on_both_tiers() {
     let _g = SERIAL.lock();
@@ -115,8 +125,7 @@ fn line_of(msg: &str) -> u32 {
 
 #[test]
 fn a_wrong_kernel_is_caught_after_computation_naming_the_op() {
-    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
-        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+    if !fault_injection_applies() {
         return;
     }
     let _g = SERIAL.lock();
@@ -149,8 +158,7 @@ fn a_wrong_kernel_is_caught_after_computation_naming_the_op() {
 
 #[test]
 fn a_wrong_kernel_is_caught_on_copy_out_before_the_data_is_handed_over() {
-    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
-        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+    if !fault_injection_applies() {
         return;
     }
     let _g = SERIAL.lock();
@@ -190,8 +198,7 @@ fn a_wrong_kernel_is_caught_on_copy_out_before_the_data_is_handed_over() {
 
 #[test]
 fn switching_on_mid_run_checks_from_there_and_off_stops() {
-    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
-        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+    if !fault_injection_applies() {
         return;
     }
     let _g = SERIAL.lock();
@@ -226,8 +233,7 @@ fn switching_on_mid_run_checks_from_there_and_off_stops() {
 
 #[test]
 fn abort_panics_at_the_read_and_log_writes_the_file() {
-    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
-        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+    if !fault_injection_applies() {
         return;
     }
     let _g = SERIAL.lock();
@@ -294,8 +300,7 @@ fn abort_panics_at_the_read_and_log_writes_the_file() {
 
 #[test]
 fn a_replayed_code_reuse_section_is_checked_too() {
-    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu {
-        println!("skipped on a device executor: the fault-injection hook is in the CPU tile VM");
+    if !fault_injection_applies() {
         return;
     }
     let _g = SERIAL.lock();

@@ -111,13 +111,12 @@ impl Runtime {
     /// `opencl:0 NVIDIA H100 80GB HBM3 (Discrete, NVIDIA CUDA, 81008 MiB, f64 yes) + cpu (16 threads;
     /// native C tier: Auto)`.
     pub fn executor() -> String {
-        let names = Inner::get().sched.executor_names();
         let cpu = format!(
-            "{}; native C tier: {:?}",
-            names[0].trim_end_matches(')'),
+            "cpu ({} threads; native C tier: {:?})",
+            rayon::current_num_threads(),
             crate::exec::cpu::native::mode()
-        ) + ")";
-        match names.get(1) {
+        );
+        match Inner::get().sched.device() {
             Some(dev) => format!("{dev} + {cpu}"),
             None => cpu,
         }

@@ -202,18 +202,37 @@ pub fn inventory() -> &'static [DeviceInfo] {
     })
 }
 
-fn opencl_devices() -> Vec<DeviceInfo> {
-    use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, Device};
+/// Every OpenCL device id, platforms in order and their devices in order: the numbering of
+/// `opencl:N`, shared by the inventory and the executor that opens device N.
+pub(crate) fn opencl_device_ids() -> Vec<(String, opencl3::types::cl_device_id)> {
+    use opencl3::device::CL_DEVICE_TYPE_ALL;
     if !cl3::is_opencl_runtime_available() {
         return Vec::new();
     }
     let Ok(platforms) = opencl3::platform::get_platforms() else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for p in platforms {
-        let pname = p.name().unwrap_or_default();
-        for id in p.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default() {
+    platforms
+        .iter()
+        .flat_map(|p| {
+            let name = p.name().unwrap_or_default().trim().to_string();
+            let ids = p.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default();
+            ids.into_iter().map(move |id| (name.clone(), id))
+        })
+        .collect()
+}
+
+/// Every Vulkan adapter wgpu sees, in order: the numbering of `wgpu:N`.
+pub(crate) fn wgpu_adapters() -> Vec<wgpu::Adapter> {
+    pollster::block_on(super::gpu::wgpu::instance().enumerate_adapters(wgpu::Backends::VULKAN))
+}
+
+fn opencl_devices() -> Vec<DeviceInfo> {
+    use opencl3::device::{CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, Device};
+    opencl_device_ids()
+        .into_iter()
+        .enumerate()
+        .map(|(index, (platform, id))| {
             let d = Device::new(id);
             let ty = d.dev_type().unwrap_or(0);
             let kind = if ty & CL_DEVICE_TYPE_CPU != 0 {
@@ -227,24 +246,21 @@ fn opencl_devices() -> Vec<DeviceInfo> {
             } else {
                 DeviceKind::Other
             };
-            out.push(DeviceInfo {
+            DeviceInfo {
                 backend: Backend::OpenCl,
-                index: out.len(),
+                index,
                 name: d.name().unwrap_or_default().trim().to_string(),
-                platform: pname.trim().to_string(),
+                platform,
                 kind,
                 memory: d.global_mem_size().ok(),
                 fp64: d.double_fp_config().unwrap_or(0) != 0,
-            });
-        }
-    }
-    out
+            }
+        })
+        .collect()
 }
 
 fn wgpu_devices() -> Vec<DeviceInfo> {
-    let instance = super::gpu::wgpu::instance();
-    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN));
-    adapters
+    wgpu_adapters()
         .iter()
         .enumerate()
         .map(|(index, a)| {

@@ -157,12 +157,21 @@ const fn bit(exec: usize) -> u32 {
     1 << exec
 }
 
+/// The executor to take a buffer's data from: the CPU when it holds a copy (shared without a
+/// copy, and what an external buffer with no holder falls back to), else the first holder.
+fn holder(on: u32) -> usize {
+    if on & bit(0) != 0 || on == 0 {
+        0
+    } else {
+        on.trailing_zeros() as usize
+    }
+}
+
 /// Handle the application side uses to talk to the scheduler thread.
 pub struct Scheduler {
     tx: Sender<SchedMsg>,
     next_buffer: AtomicU64,
     thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
-    names: Vec<String>,
     device: Option<super::device::DeviceInfo>,
 }
 
@@ -192,7 +201,6 @@ impl Scheduler {
                 }
             }
         }
-        let names = executors.iter().map(|e| e.name.clone()).collect();
         let thread = std::thread::Builder::new()
             .name("arrayflow-scheduler".into())
             .spawn(move || SchedulerLoop::new(executors, counters, flow).run(rx))
@@ -201,7 +209,6 @@ impl Scheduler {
             tx,
             next_buffer: AtomicU64::new(1),
             thread: parking_lot::Mutex::new(Some(thread)),
-            names,
             device: started,
         }
     }
@@ -209,11 +216,6 @@ impl Scheduler {
     /// The device executor's device, when one runs.
     pub fn device(&self) -> Option<&super::device::DeviceInfo> {
         self.device.as_ref()
-    }
-
-    /// The executors' descriptions, CPU first.
-    pub fn executor_names(&self) -> &[String] {
-        &self.names
     }
 
     pub fn new_buffer(&self) -> BufferId {
@@ -481,13 +483,7 @@ impl SchedulerLoop {
     fn start_move(&mut self, b: BufferId, to: usize) {
         let s = self.buffers.get_mut(&b).expect("moved buffers are known");
         s.moving |= bit(to);
-        // The CPU's copy is shared without a copy; otherwise any holder.
-        let from = if s.on & bit(0) != 0 {
-            0
-        } else {
-            s.on.trailing_zeros() as usize
-        };
-        self.execs[from].send(ExecMsg::Export { buf: b, to });
+        self.execs[holder(s.on)].send(ExecMsg::Export { buf: b, to });
     }
 
     /// Data moved for executor `to` arrived: hand it over, then retry the tasks waiting for it.
@@ -641,11 +637,7 @@ impl SchedulerLoop {
                 let _ = reply.send(Err(e.clone()));
             }
             _ => {
-                let from = if s.on & bit(0) != 0 || s.on == 0 {
-                    0
-                } else {
-                    s.on.trailing_zeros() as usize
-                };
+                let from = holder(s.on);
                 self.execs[from].send(ExecMsg::MoveDataOut { buf: b, reply });
             }
         }

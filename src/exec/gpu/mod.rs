@@ -525,8 +525,8 @@ impl<A: DeviceApi> GpuLoop<A> {
         keep: &[BufferId],
         held: &mut Held<A::Buf>,
     ) -> Result<(), String> {
-        for (o, &b) in task.outputs.iter().enumerate() {
-            let (dtype, len) = plans::output_shape(&task.program.kernel, o);
+        let shapes = super::cpu::output_shapes(&task.program.kernel);
+        for (&b, &(dtype, len)) in task.outputs.iter().zip(&shapes) {
             let bytes = self.dev_bytes(dtype, len);
             let buf = self.alloc(bytes, keep, true)?;
             held.outputs.push((b, buf, bytes, dtype, len));

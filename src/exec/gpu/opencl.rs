@@ -43,13 +43,7 @@ pub struct ClProgram {
 impl OpenClApi {
     /// Opens OpenCL device `index` of the inventory's order (platforms, then their devices).
     pub fn new(index: usize) -> Result<OpenClApi, String> {
-        use opencl3::device::CL_DEVICE_TYPE_ALL;
-        let ids: Vec<_> = opencl3::platform::get_platforms()
-            .map_err(|e| e.to_string())?
-            .iter()
-            .flat_map(|p| p.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default())
-            .collect();
-        let id = *ids
+        let (_, id) = *crate::exec::device::opencl_device_ids()
             .get(index)
             .ok_or_else(|| format!("no OpenCL device {index}"))?;
         let device = Device::new(id);

@@ -220,8 +220,3 @@ fn build_fused<A: DeviceApi>(
         depth + 1,
     )
 }
-
-/// Element type and length of a task's output `o`.
-pub fn output_shape(kernel: &Kernel, o: usize) -> (DType, usize) {
-    super::super::cpu::output_shapes(kernel)[o]
-}

@@ -47,12 +47,13 @@ type AfterSubmit = Box<dyn FnOnce(&wgpu::Queue) + Send>;
 /// One compute pipeline per pass of a plan.
 pub struct WgpuProgram {
     pipelines: Vec<wgpu::ComputePipeline>,
+    /// Each pipeline's bind-group layout, looked up once rather than per dispatch.
+    layouts: Vec<wgpu::BindGroupLayout>,
 }
 
 impl WgpuApi {
     pub fn new(index: usize) -> Result<WgpuApi, String> {
-        let adapters = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::VULKAN));
-        let adapter = adapters
+        let adapter = crate::exec::device::wgpu_adapters()
             .into_iter()
             .nth(index)
             .ok_or_else(|| format!("no wgpu adapter {index}"))?;
@@ -268,7 +269,11 @@ impl DeviceApi for WgpuApi {
         Counters::add(&Self::counters().compiles, 1);
         Counters::add(&Self::counters().compile_ns, t0.elapsed().as_nanos() as u64);
         self.save_pipeline_cache();
-        let p = Arc::new(WgpuProgram { pipelines });
+        let layouts = pipelines
+            .iter()
+            .map(|p| p.get_bind_group_layout(0))
+            .collect();
+        let p = Arc::new(WgpuProgram { pipelines, layouts });
         self.programs.insert(plan.source.clone(), p.clone());
         Ok(p)
     }
@@ -314,7 +319,7 @@ impl DeviceApi for WgpuApi {
         }
         let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
-            layout: &pipeline.get_bind_group_layout(0),
+            layout: &prog.layouts[pass],
             entries: &entries,
         });
         let enc = self.encoder();
