@@ -640,6 +640,16 @@ fn bench_sum(n: usize, target: Duration) -> (Timing, f64) {
     (t, ((got - exact) / exact).abs())
 }
 
+/// A device counter's nanoseconds per launch, in µs.
+fn per_launch_us(s: &Stats, ns: u64) -> f64 {
+    ns as f64 / s.device.launches.max(1) as f64 / 1e3
+}
+
+/// Host time from the flush to the device's completion report, per launch, in µs.
+fn done_us(s: &Stats) -> Option<f64> {
+    (s.device.launches > 0).then(|| s.device.done_ns as f64 / s.device.launches as f64 / 1e3)
+}
+
 /// Host launch latency from the device counters of a timed loop: (µs per launch, launches).
 fn launch_us(s: &Stats) -> Option<f64> {
     (s.device.launches > 0).then(|| s.device.launch_ns as f64 / s.device.launches as f64 / 1e3)
@@ -743,7 +753,8 @@ fn main() {
         println!(
             "{:>5}: chain {} (K {}, loops {}..{}), max rel. diff vs host {:.1e}; per iteration: \
              device tasks {:.2}, kernels {:.2}, fallbacks {:.2}, bytes to/from device {:.0}/{:.0}, \
-             trace hits {:.2}, kernels launched {:.2}",
+             trace hits {:.2}, kernels launched {:.2}, buffers allocated/reused {:.2}/{:.2}, \
+             flush to scheduler/executor/launch/done {:.1}/{:.1}/{:.1}/{:.1} µs",
             label(n),
             fmt_time(r.chain.per_iter),
             r.chain.k,
@@ -757,6 +768,25 @@ fn main() {
             s.device.bytes_from_device as f64 / it,
             s.trace.hits as f64 / it,
             s.kernels_launched as f64 / it,
+            s.buffers_allocated as f64 / it,
+            s.buffers_reused as f64 / it,
+            per_launch_us(s, s.device.scheduled_ns),
+            per_launch_us(s, s.device.received_ns),
+            launch_us(s).unwrap_or(0.0),
+            done_us(s).unwrap_or(0.0),
+        );
+        let ss = &r.chain_stream.stats;
+        let it = r.chain_stream.timed_iters as f64;
+        println!(
+            "       stream {} per iteration (K {}); per iteration: buffers allocated/reused \
+             {:.2}/{:.2}, alloc failures {:.2}, swapped out {:.2}, fallbacks {:.2}",
+            fmt_time(r.chain_stream.per_iter),
+            r.chain_stream.k,
+            ss.buffers_allocated as f64 / it,
+            ss.buffers_reused as f64 / it,
+            ss.device.alloc_failures as f64 / it,
+            ss.device.swapped_out as f64 / it,
+            ss.device.fallbacks as f64 / it,
         );
         if let Some(c) = &r.copy {
             println!(

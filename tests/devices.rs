@@ -136,3 +136,44 @@ fn device_results_are_kept_on_the_device_until_read() {
         assert_eq!(st.device.bytes_from_device, 0, "{:?}", st.device);
     }
 }
+
+/// Results dropped while their program is still queued on a device go back to its pool at once
+/// (the device runs its queue in order), so a loop that starts many programs and keeps only the
+/// last result reuses a few buffers instead of allocating one per program in flight; the values
+/// stay right.
+#[test]
+fn results_dropped_in_flight_are_reused_on_the_device() {
+    let _one_at_a_time = SERIAL.lock();
+    let n = 1 << 18;
+    let av: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.001 + 0.5).collect();
+    let a = Array::from_vec1(av.clone());
+    (&a + 0.0).eval().unwrap(); // a is on the executor, the kernel is compiled
+    let iters = 64;
+    let before = Runtime::stats();
+    let mut last = None;
+    for k in 0..iters {
+        let y = (&a * 2.0 + k as f32).sqrt();
+        y.hint_read();
+        last = Some(y); // the previous result is dropped, its program maybe still queued
+    }
+    let got = last.unwrap().to_vec().unwrap();
+    let st = Runtime::stats().since(&before);
+    for (i, (&g, &x)) in got.iter().zip(&av).enumerate() {
+        let w = (x as f64 * 2.0 + (iters - 1) as f64).sqrt();
+        assert!(
+            (g as f64 - w).abs() <= 4.0 * f32::EPSILON as f64 * w,
+            "{i}: {g} vs {w}"
+        );
+    }
+    if on_device() {
+        assert!(
+            st.buffers_allocated <= 4,
+            "{} buffers allocated for {iters} programs whose results were dropped in flight \
+             ({} reused)",
+            st.buffers_allocated,
+            st.buffers_reused
+        );
+    } else {
+        println!("skip: stream-ordered reuse is a device executor's (this run is on the CPU)");
+    }
+}

@@ -1327,3 +1327,57 @@ fn recorded_kernels_build() {
     }
     assert!(built >= 15, "only {built} programs built");
 }
+
+/// The tiled transpose (`intrinsics::opencl::render_transpose`) of fused kernels that
+/// `proggen::patterns::as_transpose` recognises, every element type, edges, batches and an input
+/// offset: bit for bit the CPU tile VM's result for the same kernel, also with 3 work-groups (the
+/// grid-stride loop over tiles).
+#[test]
+fn transpose_matches_the_cpu() {
+    let Some(cl) = device("transpose_matches_the_cpu") else {
+        return;
+    };
+    for d in [DType::F32, DType::F64, DType::I32, DType::U32, DType::Bool] {
+        if d == DType::F64 && !cl.fp64 {
+            continue;
+        }
+        for (batch, rows, cols, offset) in [(1, 31, 33, 0), (3, 70, 45, 5), (2, 64, 96, 0)] {
+            let what = format!("{d} transpose of {batch} x {rows} x {cols} from {offset}");
+            let rc = (rows * cols) as isize;
+            let mut kb = Kb::new(&[batch, cols, rows], 1, &[d]);
+            let r = kb.load(
+                0,
+                IndexMap::Strided {
+                    offset: offset as isize,
+                    strides: smallvec![rc, 1, cols as isize],
+                },
+            );
+            kb.store(r);
+            let k = kb.0;
+            let shape = arrayflow::proggen::patterns::as_transpose(&k)
+                .unwrap_or_else(|| panic!("{what}: not recognised"));
+            assert_eq!((shape.batch, shape.rows, shape.cols), (batch, rows, cols));
+            let input = data(d, offset + batch * rows * cols + 7, 11);
+            let want = cpu(&k, &[&input], &[]).unwrap();
+            let target = Target { fp64: cl.fp64 };
+            let mut plan = arrayflow::intrinsics::opencl::render_transpose(&shape, target).unwrap();
+            for groups in [plan.passes[0].groups, 3] {
+                plan.passes[0].groups = groups;
+                let got = run_plan(cl, &plan, &[&input], &output_specs(&k), &[]);
+                assert_eq!(
+                    bytes_of(&got.outputs[0]),
+                    bytes_of(&want[0]),
+                    "{what}, {groups} groups"
+                );
+            }
+        }
+    }
+    let f64_shape = arrayflow::proggen::patterns::TransposeShape {
+        batch: 1,
+        rows: 2,
+        cols: 2,
+        dtype: DType::F64,
+        offset: 0,
+    };
+    assert!(arrayflow::intrinsics::opencl::render_transpose(&f64_shape, FP32).is_err());
+}

@@ -278,7 +278,7 @@ fn validate(plan: &GpuPlan, what: &str) {
     });
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::default(),
+        naga::valid::Capabilities::default() | naga::valid::Capabilities::IMMEDIATES,
     )
     .validate(&module)
     .unwrap_or_else(|e| {
@@ -307,7 +307,19 @@ fn validate(plan: &GpuPlan, what: &str) {
             })
             .collect();
         used.sort_unstable();
-        let n = p.buffers.len() as u32 + p.params as u32;
+        // Parameters are immediates (no binding) when the kernel's slots fit, else a binding.
+        let immediates = wgsl::immediate_words(&plan.source);
+        if let Some(words) = immediates {
+            assert!(
+                plan.passes.iter().any(|q| q.params),
+                "{what}: immediates unused"
+            );
+            assert!(
+                words * 4 <= wgsl::IMMEDIATE_BYTES,
+                "{what}: {words} immediate words"
+            );
+        }
+        let n = p.buffers.len() as u32 + (p.params && immediates.is_none()) as u32;
         assert_eq!(
             used,
             (0..n).collect::<Vec<_>>(),
@@ -558,6 +570,8 @@ fn sources_are_deterministic() {
 struct Gpu {
     device: wgpu::Device,
     queue: wgpu::Queue,
+    /// The device was given immediate data (the adapter offers at least `IMMEDIATE_BYTES`).
+    immediates: bool,
 }
 
 fn gpu() -> Option<&'static Gpu> {
@@ -570,14 +584,31 @@ fn gpu() -> Option<&'static Gpu> {
         let adapter =
             pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
                 .ok()?;
+        let immediates = adapter.features().contains(wgpu::Features::IMMEDIATES)
+            && adapter.limits().max_immediate_size >= wgsl::IMMEDIATE_BYTES;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            required_limits: adapter.limits(),
+            required_features: if immediates {
+                wgpu::Features::IMMEDIATES
+            } else {
+                wgpu::Features::empty()
+            },
+            required_limits: wgpu::Limits {
+                max_immediate_size: if immediates { wgsl::IMMEDIATE_BYTES } else { 0 },
+                ..adapter.limits()
+            },
             ..Default::default()
         }))
         .ok()?;
         let info = adapter.get_info();
-        eprintln!("wgpu adapter: {} ({:?})", info.name, info.driver_info);
-        Some(Gpu { device, queue })
+        eprintln!(
+            "wgpu adapter: {} ({:?}), immediates: {immediates}",
+            info.name, info.driver_info
+        );
+        Some(Gpu {
+            device,
+            queue,
+            immediates,
+        })
     });
     if g.is_none() {
         let required = std::env::var("ARRAYFLOW_REQUIRE_BACKENDS").unwrap_or_default();
@@ -643,6 +674,19 @@ fn run(
     outputs: &[(DType, usize)],
     params: &[u64],
 ) -> (Vec<Data>, u32) {
+    run_as(g, plan, inputs, outputs, params, !g.immediates)
+}
+
+/// [`run`], with a plan's immediates rewritten to a storage buffer in group 1 when `as_storage`
+/// (what the executor does on a device without immediates).
+fn run_as(
+    g: &Gpu,
+    plan: &GpuPlan,
+    inputs: &[Data],
+    outputs: &[(DType, usize)],
+    params: &[u64],
+    as_storage: bool,
+) -> (Vec<Data>, u32) {
     use wgpu::BufferUsages as U;
     let dev = &g.device;
     let buffer = |bytes: u64, usage: U| {
@@ -679,9 +723,16 @@ fn run(
     let pbuf = buffer(words.len() as u64 * 4, U::STORAGE | U::COPY_DST);
     g.queue.write_buffer(&pbuf, 0, bytemuck::cast_slice(&words));
 
+    let immediates = wgsl::immediate_words(&plan.source);
+    let group1 = as_storage && immediates.is_some();
+    let source = if group1 {
+        wgsl::immediates_as_storage(&plan.source).unwrap()
+    } else {
+        plan.source.clone()
+    };
     let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: None,
-        source: wgpu::ShaderSource::Wgsl(plan.source.as_str().into()),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
     });
     let mut enc = dev.create_command_encoder(&Default::default());
     for p in plan.passes.iter().filter(|p| p.groups > 0) {
@@ -702,7 +753,7 @@ fn run(
                 BufArg::Scratch(i) => &scratch[i as usize],
             })
             .collect();
-        if p.params {
+        if p.params && immediates.is_none() {
             entries.push(&pbuf);
         }
         let entries: Vec<wgpu::BindGroupEntry> = entries
@@ -721,6 +772,23 @@ fn run(
         let mut cp = enc.begin_compute_pass(&Default::default());
         cp.set_pipeline(&pipe);
         cp.set_bind_group(0, &bg, &[]);
+        let params_bg = (group1 && p.params).then(|| {
+            dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &pipe.get_bind_group_layout(1),
+                entries: &[wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: pbuf.as_entire_binding(),
+                }],
+            })
+        });
+        if let Some(bg) = &params_bg {
+            cp.set_bind_group(1, bg, &[]);
+        } else if let Some(n) = immediates.filter(|_| p.params) {
+            let mut imm = words.clone();
+            imm.resize(n as usize, 0);
+            cp.set_immediates(0, bytemuck::cast_slice(&imm));
+        }
         cp.dispatch_workgroups(p.groups, 1, 1);
     }
     let mut read: Vec<&wgpu::Buffer> = outs.iter().collect();
@@ -851,6 +919,57 @@ fn elementwise_chain_matches_the_cpu() {
     }
 }
 
+/// `a + c0 + c1 + ... ` in i32 over `n` elements with `slots` constants, run with the parameters
+/// as the renderer declares them and, for a plan with immediates, rewritten to a storage buffer
+/// (the path of a device without immediates).
+#[test]
+fn parameters_reach_the_kernel_as_immediates_or_buffers() {
+    let Some(g) = gpu() else { return };
+    let n = 3000;
+    let a: Vec<i32> = (0..n as i32).map(|i| i * 31 - 40_000).collect();
+    let fit = wgsl::IMMEDIATE_BYTES as usize / 8;
+    for slots in [1, 3, fit, fit + 1, 3 * fit] {
+        let mut k = K::new(&[n]);
+        let mut acc = k.load(DType::I32, IndexMap::Contiguous);
+        for _ in 0..slots {
+            let c = k.konst(DType::I32);
+            acc = k.binary(BinaryOp::Add, acc, c);
+        }
+        k.store(acc);
+        let k = k.build();
+        let plan = validate_kernel(&k, &format!("{slots} parameters"));
+        let words = wgsl::immediate_words(&plan.source);
+        assert_eq!(words.is_some(), slots <= fit, "{slots} parameters");
+        let consts: Vec<i32> = (0..slots as i32).map(|i| i * 1_000_003 - 7).collect();
+        let params: Vec<u64> = consts.iter().map(|&c| c as u32 as u64).collect();
+        let want: Vec<i32> = a
+            .iter()
+            .map(|&x| consts.iter().fold(x, |s, &c| s.wrapping_add(c)))
+            .collect();
+        let paths: &[bool] = if words.is_some() && g.immediates {
+            &[false, true]
+        } else {
+            &[true]
+        };
+        for &as_storage in paths {
+            let (out, fault) = run_as(
+                g,
+                &plan,
+                &[Data::I32(a.clone())],
+                &[(DType::I32, n)],
+                &params,
+                as_storage,
+            );
+            assert_eq!(fault, 0);
+            assert_eq!(
+                out[0].i32(),
+                &want[..],
+                "{slots} parameters, as storage: {as_storage}"
+            );
+        }
+    }
+}
+
 #[test]
 fn integer_division_by_zero_faults() {
     let Some(g) = gpu() else { return };
@@ -919,6 +1038,10 @@ fn sum_case(g: &Gpu, outer: usize, inner: usize) {
 fn sums_match_the_cpu() {
     let Some(g) = gpu() else { return };
     sum_case(g, 1, 1_000_000);
+    // Chunks long enough for the unrolled loop (and its remainder), with and without a final pass.
+    sum_case(g, 1, 4_000_000);
+    sum_case(g, 600, 5000);
+    sum_case(g, 3000, 2900);
     sum_case(g, 37, 5000);
     sum_case(g, 3000, 300);
     sum_case(g, 1000, 10);
@@ -928,7 +1051,7 @@ fn sums_match_the_cpu() {
 #[test]
 fn argmax_argmin_any_all_match_the_cpu() {
     let Some(g) = gpu() else { return };
-    for (outer, inner) in [(4, 50_000), (300, 40), (2, 700)] {
+    for (outer, inner) in [(4, 50_000), (300, 40), (2, 700), (600, 5000)] {
         let n = outer * inner;
         // Few distinct values (ties), some NaNs in row 1, a row of equal values.
         let mut x: Vec<f32> = sample(n, 9, 0.0, 8.0)
@@ -1846,6 +1969,62 @@ fn integer_and_bool_ops_wrap_like_rust() {
                 f(bools[i] == 1, other[i] == 1) as u32,
                 "{} bool",
                 op.name()
+            );
+        }
+    }
+}
+
+/// The tiled transpose (`intrinsics::wgsl::render_transpose`) of every stored element type
+/// validates, and run with edges, batches and an input offset it moves every element (bools are
+/// u32 words, so u32 data stands for them), also with 3 work-groups (the grid-stride loop).
+#[test]
+fn transpose_validates_and_matches_a_plain_loop() {
+    use arrayflow::proggen::patterns::TransposeShape;
+    let shape = |batch, rows, cols, dtype, offset| TransposeShape {
+        batch,
+        rows,
+        cols,
+        dtype,
+        offset,
+    };
+    for d in TYPES {
+        let plan = intrinsics::render_transpose(&shape(2, 40, 33, d, 3), TARGET).unwrap();
+        validate(&plan, &format!("transpose {d}"));
+    }
+    assert!(intrinsics::render_transpose(&shape(1, 2, 2, DType::F64, 0), TARGET).is_err());
+    assert!(
+        intrinsics::render_transpose(&shape(2, 1 << 15, 1 << 15, DType::F32, 0), TARGET).is_err()
+    );
+    let Some(g) = gpu() else { return };
+    for (batch, rows, cols, offset) in [(1, 31, 33, 0), (3, 70, 45, 5), (2, 64, 96, 0)] {
+        let n = batch * rows * cols;
+        let input: Vec<u32> = (0..offset + n + 7)
+            .map(|i| (i as u32).wrapping_mul(2654435761))
+            .collect();
+        let mut want = Vec::with_capacity(n);
+        for b in 0..batch {
+            for j in 0..cols {
+                for i in 0..rows {
+                    want.push(input[offset + (b * rows + i) * cols + j]);
+                }
+            }
+        }
+        let mut plan =
+            intrinsics::render_transpose(&shape(batch, rows, cols, DType::U32, offset), TARGET)
+                .unwrap();
+        for groups in [plan.passes[0].groups, 3] {
+            plan.passes[0].groups = groups;
+            let (out, _) = run(
+                g,
+                &plan,
+                &[Data::U32(input.clone())],
+                &[(DType::U32, n)],
+                &[],
+            );
+            assert_eq!(
+                out[0].u32(),
+                want.as_slice(),
+                "transpose of {batch} x {rows} x {cols} from {offset}, {groups} groups"
             );
         }
     }

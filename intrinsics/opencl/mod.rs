@@ -1,14 +1,17 @@
 //! OpenCL intrinsics: hand-written kernels for the non-fusible operations (matrix product, gather,
-//! concat), each rendered for one call's shapes and element types as a [`GpuPlan`] in the same
+//! concat) and for the fused kernels a pattern of `proggen::patterns` names (the materialised
+//! transpose), each rendered for one call's shapes and element types as a [`GpuPlan`] in the same
 //! contract as the fused kernels (`src/proggen/codegen/gpu.rs`). Shapes are literals in the source;
 //! intrinsics take no parameters. Every entry runs work-groups of 256 threads.
 
 mod concat;
 mod gather;
 mod matmul;
+mod transpose;
 
 use crate::ir::{DType, Intrinsic};
 use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
+use crate::proggen::patterns::TransposeShape;
 use crate::proggen::sequence::IntrinsicCall;
 
 /// Renders one intrinsic call for an OpenCL device.
@@ -21,4 +24,10 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
         Intrinsic::Gather { axis } => gather::render(call, *axis, t),
         Intrinsic::Concat { axis } => concat::render(call, *axis, t),
     }
+}
+
+/// Renders the tiled transpose of a fused kernel that
+/// [`as_transpose`](crate::proggen::patterns::as_transpose) recognised (its input 0 and output 0).
+pub fn render_transpose(s: &TransposeShape, t: Target) -> Result<GpuPlan, Unsupported> {
+    transpose::render(s, t)
 }

@@ -1,16 +1,20 @@
 //! The intrinsic library's WGSL kernels (the wgpu executor): each call becomes a [`GpuPlan`] with a
 //! self-contained source (no primitive library). Matmul is tiled in workgroup memory, gather checks
 //! its indices (an index out of range sets the plan's fault word to 1 and writes 0), concat copies
-//! each part with its own pass. Element types as in the fused kernels: bool is one u32 per element,
-//! f64 is not available (such calls are `Unsupported`), and indices are u32.
+//! each part with its own pass; the materialised transpose (a fused kernel `proggen::patterns`
+//! recognises) moves 32 x 32 tiles through workgroup memory. Element types as in the fused
+//! kernels: bool is one u32 per element, f64 is not available (such calls are `Unsupported`), and
+//! indices are u32.
 
 mod concat;
 mod gather;
 mod matmul;
+mod transpose;
 
 use crate::ir::{DType, Intrinsic};
 use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
 use crate::proggen::codegen::wgsl::LOCAL;
+use crate::proggen::patterns::TransposeShape;
 use crate::proggen::sequence::IntrinsicCall;
 
 /// Renders an intrinsic call for a WGSL target.
@@ -37,6 +41,12 @@ pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> 
         Intrinsic::Gather { axis } => gather::render(call, axis),
         Intrinsic::Concat { axis } => Ok(concat::render(call, axis)),
     }
+}
+
+/// Renders the tiled transpose of a fused kernel that
+/// [`as_transpose`](crate::proggen::patterns::as_transpose) recognised (its input 0 and output 0).
+pub fn render_transpose(s: &TransposeShape, _t: Target) -> Result<GpuPlan, Unsupported> {
+    transpose::render(s)
 }
 
 /// The grid stride of a pass of `groups` work-groups (at least one group's worth, so that a pass

@@ -259,6 +259,27 @@ fn opencl_devices() -> Vec<DeviceInfo> {
         .collect()
 }
 
+/// The adapter's largest device-local memory heap, from Vulkan (wgpu itself does not tell). The
+/// device executor keeps its buffers within it: past it, the Vulkan allocator would quietly place
+/// new buffers in host memory, which kernels reach at PCIe speed.
+fn vulkan_device_memory(a: &wgpu::Adapter) -> Option<u64> {
+    const DEVICE_LOCAL: u32 = 0x1; // VK_MEMORY_HEAP_DEVICE_LOCAL_BIT
+    // SAFETY: the hal adapter is only read (its instance and physical device handles), and the
+    // guard is dropped before this returns.
+    unsafe {
+        let hal = a.as_hal::<wgpu::hal::api::Vulkan>()?;
+        let props = hal
+            .shared_instance()
+            .raw_instance()
+            .get_physical_device_memory_properties(hal.raw_physical_device());
+        props.memory_heaps[..props.memory_heap_count as usize]
+            .iter()
+            .filter(|h| h.flags.as_raw() & DEVICE_LOCAL != 0)
+            .map(|h| h.size)
+            .max()
+    }
+}
+
 fn wgpu_devices() -> Vec<DeviceInfo> {
     wgpu_adapters()
         .iter()
@@ -276,7 +297,7 @@ fn wgpu_devices() -> Vec<DeviceInfo> {
                     wgpu::DeviceType::Cpu => DeviceKind::Cpu,
                     _ => DeviceKind::Other,
                 },
-                memory: None,
+                memory: vulkan_device_memory(a),
                 fp64: a.features().contains(wgpu::Features::SHADER_F64),
             }
         })

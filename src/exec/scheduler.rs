@@ -385,6 +385,7 @@ impl SchedulerLoop {
     }
 
     fn submit(&mut self, inst: Instance) {
+        let since = inst.started.elapsed().as_nanos() as u64;
         let mut batch = Vec::new();
         for (pi, program) in inst.seq.programs.iter().enumerate() {
             let id = self.next_task;
@@ -412,6 +413,9 @@ impl SchedulerLoop {
                     .entry(b)
                     .or_insert_with(|| BufState::new(Status::Unwritten, 0));
                 s.uses += 1;
+            }
+            if task.exec != 0 {
+                Counters::add(&self.counters.device.scheduled_ns, since);
             }
             self.tasks.insert(id, task);
             self.launch(id, &mut batch);
@@ -643,18 +647,23 @@ impl SchedulerLoop {
         }
     }
 
+    /// Frees a released buffer once nothing needs it. A result still being computed on a device
+    /// can go at once when no other task uses it (stream-ordered release): the device runs its
+    /// queue in order, so the next program that takes the buffer from the device's pool runs
+    /// after its producer. Without this, a program that drops results it never reads keeps every
+    /// result in flight allocated until its producer finishes.
     fn maybe_free(&mut self, b: BufferId) {
         let Some(s) = self.buffers.get(&b) else {
             return;
         };
-        if s.released
-            && s.uses == 0
-            && s.moving == 0
-            && !matches!(s.status, Status::Unwritten | Status::InFlight(_))
-            && s.reads.is_empty()
-            && s.waits.is_empty()
-        {
-            let on = s.on;
+        let idle = s.moving == 0 && s.reads.is_empty() && s.waits.is_empty();
+        let done = s.uses == 0 && !matches!(s.status, Status::Unwritten | Status::InFlight(_));
+        let in_order = match s.status {
+            Status::InFlight(e) if e != 0 && s.uses == 1 => bit(e),
+            _ => 0,
+        };
+        if s.released && idle && (done || in_order != 0) {
+            let on = s.on | in_order;
             self.buffers.remove(&b);
             for (i, e) in self.execs.iter().enumerate() {
                 if on & bit(i) != 0 {

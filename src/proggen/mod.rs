@@ -7,6 +7,7 @@ pub mod builder;
 pub mod codegen;
 pub mod kernel;
 pub mod liveness;
+pub mod patterns;
 pub mod pos;
 mod regalloc;
 pub mod sequence;

@@ -67,6 +67,9 @@ device_counters! {
     fallbacks,
     /// Kernels split in two after the device compiler rejected them.
     splits,
+    /// Programs whose fused kernel the device ran as a hand-written intrinsic a pattern of
+    /// `proggen::patterns` recognised (the tiled transpose), counted as each goes to the device.
+    intrinsics,
     /// Device allocations that failed (or would pass the memory budget).
     alloc_failures,
     /// Buffers moved to the host backing store to free device memory, and brought back.
@@ -85,6 +88,13 @@ device_counters! {
     /// its kernels' enqueue, summed in nanoseconds, and the number of programs it sums.
     launch_ns,
     launches,
+    /// Of `launch_ns`: the time until the scheduler took the flush's programs, and until the
+    /// device executor took each program (both from the same start, summed over `launches`).
+    scheduled_ns,
+    received_ns,
+    /// Host time from the same start to the device's report that the program's work is done
+    /// (the completion callback), summed in nanoseconds over the same `launches`.
+    done_ns,
 }
 
 /// A snapshot of the runtime's counters. Counts are totals since start-up; subtract two snapshots

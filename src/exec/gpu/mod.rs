@@ -233,8 +233,20 @@ impl<A: DeviceApi> GpuLoop<A> {
                     self.external.insert(buf, ptr);
                 }
                 ExecMsg::RerunOnCpu(task) => {
+                    // Outputs the application released while the task was in flight are gone
+                    // from the store (stream-ordered release); the rerun must not bring them back.
+                    let released: Vec<BufferId> = task
+                        .outputs
+                        .iter()
+                        .copied()
+                        .filter(|&b| self.store.shape(b).is_none())
+                        .collect();
                     let result = self.run_on_cpu(&task);
                     self.finish_now(&task, result);
+                    for b in released {
+                        self.failed.remove(&b);
+                        self.store.free(b);
+                    }
                     self.api.submit();
                 }
                 ExecMsg::Free(buf) => {
@@ -388,6 +400,10 @@ impl<A: DeviceApi> GpuLoop<A> {
     }
 
     fn compute(&mut self, task: Task) {
+        Counters::add(
+            &self.counters.device.received_ns,
+            task.started.elapsed().as_nanos() as u64,
+        );
         if let Some(e) = task.inputs.iter().find_map(|b| self.failed.get(b)) {
             let e = e.clone();
             return self.finish_now(&task, Err(e));
@@ -473,7 +489,10 @@ impl<A: DeviceApi> GpuLoop<A> {
             let (id, site) = (task.id, task.program.sites.first().copied());
             let words = fault_words.clone();
             let task = task.clone();
+            let counters = self.counters.clone();
             move |err: Option<String>| {
+                let ns = task.started.elapsed().as_nanos() as u64;
+                Counters::add(&counters.device.done_ns, ns);
                 if err.is_none() && words.iter().any(|w| w.load(Ordering::Relaxed) != 0) {
                     // A kernel faulted (integer division by zero, an index out of range): the
                     // CPU runs the task again and reports the exact error, with its call site.

@@ -42,6 +42,9 @@ pub struct DevicePlan<P> {
     pub steps: Vec<Step<P>>,
     /// Element type and length of each temporary.
     pub temps: Vec<(DType, usize)>,
+    /// The fused kernel runs as a hand-written intrinsic a pattern recognised (see
+    /// [`crate::proggen::patterns`]); counted in `DeviceStats::intrinsics`.
+    pub intrinsic: bool,
 }
 
 pub enum Runnable<P> {
@@ -84,6 +87,7 @@ impl<P: Send + Sync + 'static> Plans<P> {
     ) -> Runnable<P> {
         let key = Arc::as_ptr(kernel) as usize;
         if let Some((_, r)) = self.by_kernel.get(&key) {
+            count_intrinsic(r);
             return r.clone();
         }
         let r = match build(kernel, api, self.kernel_limit) {
@@ -94,7 +98,20 @@ impl<P: Send + Sync + 'static> Plans<P> {
             self.by_kernel.clear();
         }
         self.by_kernel.insert(key, (kernel.clone(), r.clone()));
+        count_intrinsic(&r);
         r
+    }
+}
+
+/// Counts a program that goes to the device as a pattern's intrinsic.
+fn count_intrinsic<P>(r: &Runnable<P>) {
+    if let Runnable::Device(p) = r
+        && p.intrinsic
+    {
+        crate::runtime::stats::Counters::add(
+            &crate::runtime::Inner::get().counters.device.intrinsics,
+            1,
+        );
     }
 }
 
@@ -106,9 +123,15 @@ fn build<A: DeviceApi>(
     let mut plan = DevicePlan {
         steps: Vec::new(),
         temps: Vec::new(),
+        intrinsic: false,
     };
     match kernel {
         Kernel::Fused(k) => {
+            if let Some(step) = transpose_step(k, api) {
+                plan.steps.push(step);
+                plan.intrinsic = true;
+                return Ok(plan);
+            }
             let ins = (0..k.inputs.len()).map(Slot::Task).collect();
             let outs = (0..k.outputs.len()).map(Slot::Task).collect();
             build_fused(k, ins, outs, api, &mut plan, limit, 0)?;
@@ -131,12 +154,47 @@ fn build<A: DeviceApi>(
     Ok(plan)
 }
 
+/// The tiled transpose intrinsic's step for `k`, when `k` is a materialised transpose that the
+/// dialect renders and the device compiles (else the fused kernel runs as generated).
+fn transpose_step<A: DeviceApi>(k: &FusedKernel, api: &mut A) -> Option<Step<A::Program>> {
+    let shape = crate::proggen::patterns::as_transpose(k)?;
+    let rendered = match api.dialect() {
+        Dialect::OpenCl => crate::intrinsics::opencl::render_transpose(&shape, api.target()),
+        Dialect::Wgsl => crate::intrinsics::wgsl::render_transpose(&shape, api.target()),
+    };
+    let rendered = match rendered {
+        Ok(p) => p,
+        Err(Unsupported(r)) => {
+            tracing::debug!(target: "arrayflow::exec", "transpose {shape:?} runs as a fused kernel: {r}");
+            return None;
+        }
+    };
+    tracing::trace!(target: "arrayflow::exec::source", "generated {:?} transpose program:\n{}", api.dialect(), rendered.source);
+    let program = match api.compile(&rendered) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(target: "arrayflow::exec",
+                "the transpose intrinsic failed to compile ({e}); the fused kernel runs instead");
+            return None;
+        }
+    };
+    Some(Step {
+        plan: Arc::new(rendered),
+        program,
+        inputs: vec![Slot::Task(0)],
+        outputs: vec![Slot::Task(0)],
+    })
+}
+
 fn render<A: DeviceApi>(k: &FusedKernel, api: &A) -> Result<GpuPlan, String> {
     match api.dialect() {
         Dialect::OpenCl => crate::proggen::codegen::opencl::render(k, api.target()),
         Dialect::Wgsl => crate::proggen::codegen::wgsl::render(k, api.target()),
     }
     .map_err(|Unsupported(r)| r)
+    .inspect(|p| {
+        tracing::trace!(target: "arrayflow::exec::source", "generated {:?} program:\n{}", api.dialect(), p.source)
+    })
 }
 
 fn build_fused<A: DeviceApi>(

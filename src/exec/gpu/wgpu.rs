@@ -1,14 +1,22 @@
 //! The wgpu device API (Vulkan): one device and queue; generated WGSL built into compute pipelines
-//! (one per pass), kept in memory by source, with the driver's pipeline cache saved on disk where
-//! the adapter offers `PIPELINE_CACHE`; every dispatch of a batch recorded into one command encoder
-//! and submitted once; completion through `on_submitted_work_done` and `map_async`, fired by a
-//! polling thread. bool is stored as one u32 per element (WGSL has no 8-bit storage).
+//! (one per pass, layouts derived from the shader), kept in memory by source, with the driver's
+//! pipeline cache saved on disk where the adapter offers `PIPELINE_CACHE`; every dispatch of a
+//! batch recorded into one command encoder and submitted once; completion through
+//! `on_submitted_work_done` and `map_async`, fired by a polling thread. bool is stored as one u32
+//! per element (WGSL has no 8-bit storage).
+//!
+//! Kernel parameters travel as immediate data (push constants, `set_immediates`) when the program
+//! declares them so (see `codegen::wgsl`) and the adapter offers `IMMEDIATES` with at least
+//! [`IMMEDIATE_BYTES`]: a dispatch then allocates nothing but its bind group. Without that
+//! feature such a program is rewritten to read a storage buffer in bind group 1, made per dispatch;
+//! a program with more parameters than fit reads one bound after its buffers (the plan contract).
 
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
 use crate::exec::TypedVec;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
+use crate::proggen::codegen::wgsl::{self, IMMEDIATE_BYTES};
 use crate::runtime::stats::Counters;
 use ahash::AHashMap;
 use crossbeam_channel::Sender;
@@ -32,6 +40,8 @@ pub struct WgpuApi {
     device: wgpu::Device,
     queue: wgpu::Queue,
     limits: wgpu::Limits,
+    /// The device takes immediate data (`Features::IMMEDIATES`, at least [`IMMEDIATE_BYTES`]).
+    immediates: bool,
     encoder: Option<wgpu::CommandEncoder>,
     /// Registered once the current encoder is submitted (map_async, work-done callbacks).
     after_submit: Vec<AfterSubmit>,
@@ -49,6 +59,21 @@ pub struct WgpuProgram {
     pipelines: Vec<wgpu::ComputePipeline>,
     /// Each pipeline's bind-group layout, looked up once rather than per dispatch.
     layouts: Vec<wgpu::BindGroupLayout>,
+    /// How passes that take parameters get them.
+    params: ParamPath,
+}
+
+/// How a program's passes take the kernel's parameter words (each slot two u32, low word first).
+enum ParamPath {
+    /// Immediate data of this many words, set with `set_immediates` before each dispatch.
+    Immediates(u32),
+    /// A storage buffer at `@group(0) @binding(buffers.len())` (kernels with more parameter slots
+    /// than fit in [`IMMEDIATE_BYTES`]).
+    Binding,
+    /// A storage buffer at `@group(1) @binding(0)`: the program declared immediates but the
+    /// device has none, so its declaration was rewritten (`wgsl::immediates_as_storage`); the
+    /// layouts of group 1, per pass that takes parameters.
+    Group1(Vec<Option<wgpu::BindGroupLayout>>),
 }
 
 impl WgpuApi {
@@ -58,8 +83,23 @@ impl WgpuApi {
             .nth(index)
             .ok_or_else(|| format!("no wgpu adapter {index}"))?;
         let info = adapter.get_info();
-        let features = adapter.features() & wgpu::Features::PIPELINE_CACHE;
-        let limits = adapter.limits();
+        let mut limits = adapter.limits();
+        // Parameters travel as immediate data (push constants) where the adapter offers enough;
+        // otherwise programs that declare them are rewritten to read a storage buffer.
+        // `ARRAYFLOW_WGPU_IMMEDIATES=0` takes that path on any adapter (to test it).
+        let immediates = adapter.features().contains(wgpu::Features::IMMEDIATES)
+            && limits.max_immediate_size >= IMMEDIATE_BYTES
+            && std::env::var_os("ARRAYFLOW_WGPU_IMMEDIATES").is_none_or(|v| v != "0");
+        if !immediates {
+            limits.max_immediate_size = 0;
+        }
+        let features = adapter.features()
+            & (wgpu::Features::PIPELINE_CACHE
+                | if immediates {
+                    wgpu::Features::IMMEDIATES
+                } else {
+                    wgpu::Features::empty()
+                });
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("arrayflow"),
             required_features: features,
@@ -105,6 +145,7 @@ impl WgpuApi {
             device,
             queue,
             limits,
+            immediates,
             encoder: None,
             after_submit: Vec::new(),
             programs: AHashMap::new(),
@@ -132,6 +173,24 @@ impl WgpuApi {
             None => Ok(v),
             Some(e) => Err(e.to_string()),
         }
+    }
+
+    /// A storage buffer holding `params`, each slot as two u32, low word first (at least two
+    /// words).
+    fn param_buffer(&self, params: &[u64]) -> wgpu::Buffer {
+        let mut words: Vec<u32> = params
+            .iter()
+            .flat_map(|&v| [v as u32, (v >> 32) as u32])
+            .collect();
+        if words.is_empty() {
+            words = vec![0, 0];
+        }
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: bytemuck::cast_slice(&words),
+                usage: wgpu::BufferUsages::STORAGE,
+            })
     }
 
     fn save_pipeline_cache(&self) {
@@ -239,13 +298,24 @@ impl DeviceApi for WgpuApi {
         // Integer division keeps its checks (the library handles zero divisors itself anyway).
         let mut checks = wgpu::ShaderRuntimeChecks::unchecked();
         checks.int_div_checks = true;
+        let source = plan.source.as_str();
+        let (source, params) = match wgsl::immediate_words(source) {
+            Some(words) if self.immediates => (source.into(), ParamPath::Immediates(words)),
+            Some(_) => (
+                wgsl::immediates_as_storage(source)
+                    .ok_or("immediates not rewritten")?
+                    .into(),
+                ParamPath::Group1(Vec::new()),
+            ),
+            None => (source.into(), ParamPath::Binding),
+        };
         let module = self.checked(wgpu::ErrorFilter::Validation, || {
             // SAFETY: see above; the source is generated by arrayflow, never the user's.
             unsafe {
                 self.device.create_shader_module_trusted(
                     wgpu::ShaderModuleDescriptor {
                         label: None,
-                        source: wgpu::ShaderSource::Wgsl(plan.source.as_str().into()),
+                        source: wgpu::ShaderSource::Wgsl(source),
                     },
                     checks,
                 )
@@ -273,7 +343,21 @@ impl DeviceApi for WgpuApi {
             .iter()
             .map(|p| p.get_bind_group_layout(0))
             .collect();
-        let p = Arc::new(WgpuProgram { pipelines, layouts });
+        let params = match params {
+            ParamPath::Group1(_) => ParamPath::Group1(
+                pipelines
+                    .iter()
+                    .zip(&plan.passes)
+                    .map(|(p, pass)| pass.params.then(|| p.get_bind_group_layout(1)))
+                    .collect(),
+            ),
+            other => other,
+        };
+        let p = Arc::new(WgpuProgram {
+            pipelines,
+            layouts,
+            params,
+        });
         self.programs.insert(plan.source.clone(), p.clone());
         Ok(p)
     }
@@ -287,8 +371,42 @@ impl DeviceApi for WgpuApi {
         params: &[u64],
     ) -> Result<(), String> {
         let p = &plan.passes[pass];
-        let pipeline = &prog.pipelines[pass];
-        let mut entries: Vec<wgpu::BindGroupEntry> = bufs
+        // Parameters: immediates, set on the pass below; or a storage buffer made for this
+        // dispatch, in group 0 after the buffers or alone in group 1.
+        let mut immediates = [0u32; IMMEDIATE_BYTES as usize / 4];
+        let mut immediate_words = 0;
+        let mut param_buf = None;
+        let mut group1 = None;
+        if p.params {
+            match &prog.params {
+                ParamPath::Immediates(words) => {
+                    immediate_words = (*words as usize).min(immediates.len());
+                    for (w, v) in immediates[..immediate_words].chunks_mut(2).zip(params) {
+                        w[0] = *v as u32;
+                        w[1] = (*v >> 32) as u32;
+                    }
+                }
+                ParamPath::Binding => {
+                    let buf = self.param_buffer(params);
+                    param_buf = Some(buf);
+                }
+                ParamPath::Group1(layouts) => {
+                    let buf = self.param_buffer(params);
+                    let layout = layouts[pass]
+                        .as_ref()
+                        .ok_or("pass without parameter layout")?;
+                    group1 = Some(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: None,
+                        layout,
+                        entries: &[wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: buf.as_entire_binding(),
+                        }],
+                    }));
+                }
+            }
+        }
+        let mut entries: smallvec::SmallVec<[wgpu::BindGroupEntry; 8]> = bufs
             .iter()
             .enumerate()
             .map(|(i, b)| wgpu::BindGroupEntry {
@@ -296,25 +414,10 @@ impl DeviceApi for WgpuApi {
                 resource: b.as_entire_binding(),
             })
             .collect();
-        let param_buf;
-        if p.params {
-            let mut words: Vec<u32> = params
-                .iter()
-                .flat_map(|&v| [v as u32, (v >> 32) as u32])
-                .collect();
-            if words.is_empty() {
-                words = vec![0, 0];
-            }
-            param_buf = self
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: None,
-                    contents: bytemuck::cast_slice(&words),
-                    usage: wgpu::BufferUsages::STORAGE,
-                });
+        if let Some(buf) = &param_buf {
             entries.push(wgpu::BindGroupEntry {
                 binding: bufs.len() as u32,
-                resource: param_buf.as_entire_binding(),
+                resource: buf.as_entire_binding(),
             });
         }
         let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -327,8 +430,14 @@ impl DeviceApi for WgpuApi {
             label: None,
             timestamp_writes: None,
         });
-        cp.set_pipeline(pipeline);
+        cp.set_pipeline(&prog.pipelines[pass]);
         cp.set_bind_group(0, &group, &[]);
+        if let Some(g) = &group1 {
+            cp.set_bind_group(1, g, &[]);
+        }
+        if immediate_words > 0 {
+            cp.set_immediates(0, bytemuck::cast_slice(&immediates[..immediate_words]));
+        }
         cp.dispatch_workgroups(p.groups, 1, 1);
         Ok(())
     }

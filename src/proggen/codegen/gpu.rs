@@ -7,8 +7,10 @@
 //! - OpenCL: kernel arguments `0 .. buffers.len()` are `__global` pointers; when `Pass::params` is
 //!   set they are followed by one `ulong` argument per kernel parameter slot (its 64 raw bits).
 //! - WGSL: `@group(0) @binding(i)` is `buffers[i]` (storage buffers); when `Pass::params` is set,
-//!   `@binding(buffers.len())` is a read-only storage `array<u32>` holding each parameter slot as
-//!   two words, low word first (at least two words, even with no parameters).
+//!   the parameters are immediate data (`var<immediate> params: array<u32, N>`, no binding, two
+//!   words per slot, low word first) when the kernel's slots fit in `wgsl::IMMEDIATE_BYTES`;
+//!   otherwise `@binding(buffers.len())` is a read-only storage `array<u32>` of the same words (at
+//!   least two words, even with no parameters).
 //!
 //! Element storage on the device: f32/f64/i32/u32 natively; bool is one byte (`uchar`) on OpenCL and
 //! one `u32` (0 or 1) on WGSL. Every size below is in bytes.

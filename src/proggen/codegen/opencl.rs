@@ -5,13 +5,16 @@
 //!
 //! Every entry runs work-groups of [`LOCAL`] threads, in grid-stride loops (at most
 //! [`MAX_GROUPS`] groups). Without reductions the plan is one pass `af_kernel` looping over the
-//! domain's elements. With reductions (O results, each over I elements of the reduced extent):
+//! domain's elements, four consecutive ones per thread and trip through vector loads and stores
+//! (`vector_loop`; the scalar alternative takes [`UNROLL`] a global size apart).
+//! With reductions (O results, each over I elements of the reduced extent):
 //! - `af_kernel` gives each result T threads (a power of two, about I / 8, at most 256), so a
 //!   work-group serves 256 / T results; when T = 256 and there are few results, the extent is also
 //!   cut into C chunks, a work-group per (result, chunk) pair. The T threads of a result stride
-//!   through its chunk, then combine in a tree in local memory; the first writes one partial per
-//!   reduction: with C = 1 it is the result and goes to the output, with C > 1 it goes to scratch
-//!   at `o * C + c`;
+//!   through its chunk, [`UNROLL`] elements per trip into as many running values (lanes) that are
+//!   folded together at the end, then combine in a tree in local memory; the first writes one
+//!   partial per reduction: with C = 1 it is the result and goes to the output, with C > 1 it goes
+//!   to scratch at `o * C + c`;
 //! - for C > 1, a second pass `af_final` (a work-group per result) combines the C partials, its
 //!   threads striding through them, then a tree (argmax/argmin ties go to the smaller index
 //!   whatever the order of combination, so results match the CPU's).
@@ -39,6 +42,10 @@ pub const LOCAL: u32 = 256;
 
 /// Most work-groups a pass launches; grid-stride loops cover the rest.
 pub const MAX_GROUPS: u64 = 65535;
+
+/// Elements a thread takes per loop trip, in element-wise kernels and in the loops of reductions
+/// (independent loads in flight: bandwidth-bound kernels need several per thread on GPUs).
+const UNROLL: u64 = 4;
 
 /// About how many elements of the reduced extent each thread of a reduction takes.
 const ELEMENTS_PER_THREAD: u64 = 8;
@@ -118,6 +125,12 @@ fn layout(k: &FusedKernel) -> Layout {
         1
     };
     let chunk = inner.div_ceil(wanted);
+    // Quads of a contiguous extent stay whole within a chunk (see `reduction_loop`).
+    let chunk = if inner % 4 == 0 {
+        chunk.next_multiple_of(4)
+    } else {
+        chunk
+    };
     Layout::Reduce {
         threads,
         chunks: inner.div_ceil(chunk.max(1)).max(1),
@@ -206,7 +219,8 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     source.push_str(&kernel_entry(k, t, &f));
     let (outer, len) = (k.domain.outer as u64, k.domain.len() as u64);
     let groups = match f.lay {
-        Layout::Elementwise => groups_for(len, LOCAL as u64),
+        Layout::Elementwise if vectorized() => groups_for((len / 4).max(1), LOCAL as u64),
+        Layout::Elementwise => groups_for(len, LOCAL as u64 * UNROLL),
         Layout::Reduce {
             threads, chunks, ..
         } => groups_for(slots(outer, threads, chunks), 1),
@@ -240,20 +254,22 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
 /// The parameters of `af_kernel`, in `Pass::buffers` order, then the parameter slots.
 fn kernel_args(k: &FusedKernel, f: &Frame) -> Vec<String> {
     let mut args: Vec<String> = Vec::new();
+    // Every buffer argument is a distinct device buffer (inputs may repeat, but are only read),
+    // so `restrict` holds and lets the compiler schedule the loads of unrolled elements early.
     for (p, d) in k.inputs.iter().enumerate() {
-        args.push(format!("__global const {} *in{p}", ctype(*d)));
+        args.push(format!("__global const {} *restrict in{p}", ctype(*d)));
     }
     for (o, d) in k.outputs.iter().enumerate() {
-        args.push(format!("__global {} *out{o}", ctype(*d)));
+        args.push(format!("__global {} *restrict out{o}", ctype(*d)));
     }
     for (&(v, i), &d) in f.partials.iter().zip(&f.acc) {
-        args.push(format!("__global {} *af_s{v}", ctype(d)));
+        args.push(format!("__global {} *restrict af_s{v}", ctype(d)));
         if let Some(i) = i {
-            args.push(format!("__global u32 *af_s{i}"));
+            args.push(format!("__global u32 *restrict af_s{i}"));
         }
     }
     if f.fault.is_some() {
-        args.push("__global u32 *af_fault".into());
+        args.push("__global u32 *restrict af_fault".into());
     }
     for slot in 0..k.params.len() {
         args.push(format!("ulong p{slot}"));
@@ -285,30 +301,44 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
         s.push_str("  u32 fault = 0u;\n");
     }
     let len = k.domain.len();
-    let body = element_body(k, t);
+    let body = element_body(k, t, Access::Scalar);
     match f.lay {
+        Layout::Elementwise if vectorized() => s.push_str(&vector_loop(k, t, len as u64)),
         Layout::Elementwise => {
+            // UNROLL elements per trip, a global size apart: each is coalesced across the
+            // work-group and their loads are independent, so more bytes are in flight per thread.
             // A 32-bit loop counter where the domain allows (64-bit compares and adds take two
             // instructions each on GPUs); `lin` stays 64-bit for the index arithmetic.
-            if len < 1 << 31 {
-                let _ = writeln!(
-                    s,
-                    "  for (uint i = get_global_id(0); i < {len}u; i += get_global_size(0)) {{\n    const ulong lin = i;"
-                );
+            let (ty, sfx) = if len < 1 << 31 {
+                ("uint", "u")
             } else {
+                ("ulong", "UL")
+            };
+            let _ = writeln!(
+                s,
+                "  const {ty} gs = get_global_size(0);\n  \
+                 for ({ty} i = get_global_id(0); i < {len}{sfx}; i += {UNROLL}{sfx} * gs) {{"
+            );
+            for u in 0..UNROLL {
+                let guard = if u == 0 {
+                    String::new()
+                } else {
+                    format!("if (lin < {len}UL) ")
+                };
                 let _ = writeln!(
                     s,
-                    "  for (ulong lin = get_global_id(0); lin < {len}UL; lin += get_global_size(0)) {{"
+                    "    {{\n      const ulong lin = (ulong)i + {u}UL * gs;\n      {guard}{{"
                 );
+                s.push_str(&indent(&body, 4));
+                s.push_str("      }\n    }\n");
             }
-            s.push_str(&indent(&body, 2));
             s.push_str("  }\n");
         }
         Layout::Reduce {
             threads,
             chunks,
             chunk,
-        } => s.push_str(&reduction_loop(k, f, (threads, chunks, chunk), &body)),
+        } => s.push_str(&reduction_loop(k, t, f, (threads, chunks, chunk), &body)),
     }
     if f.fault.is_some() {
         s.push_str("  if (fault != 0u) af_fault[0] = fault;\n");
@@ -322,6 +352,7 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
 /// values, then a tree per reduction writing the partials or results.
 fn reduction_loop(
     k: &FusedKernel,
+    t: Target,
     f: &Frame,
     (threads, chunks, chunk): (u64, u64, u64),
     body: &str,
@@ -336,16 +367,74 @@ fn reduction_loop(
         n = slots(outer as u64, threads, chunks),
         per = LOCAL as u64 / threads,
     );
-    s.push_str(&indent(&acc_init(k, f), 2));
-    let _ = writeln!(
-        s,
-        "    if (o < {outer}UL) {{\n      \
-         for (ulong j = j0 + lid % {threads}u; j < j1; j += {threads}UL) {{\n        \
-         const ulong lin = o * {inner}UL + j;"
-    );
-    s.push_str(&indent(body, 4));
-    s.push_str(&indent(&acc_steps(k, f), 4));
-    s.push_str("      }\n    }\n");
+    s.push_str(&indent(&acc_init(k, f, 0), 2));
+    // UNROLL elements per trip, `threads` apart, each folded into its own running values (lanes),
+    // so their loads and folds are independent; then the rest one at a time, and the lanes folded
+    // together. 32-bit counters when the extent allows.
+    let ty = if (inner as u64) + UNROLL * threads < 1 << 32 {
+        "uint"
+    } else {
+        "ulong"
+    };
+    for u in 1..UNROLL {
+        s.push_str(&indent(&acc_init(k, f, u), 2));
+    }
+    let lane = |u: u64| -> String {
+        let mut b = format!(
+            "{{\n  const {ty} jj = j + {}u;\n  const ulong lin = o * {inner}UL + jj;\n",
+            u * threads
+        );
+        b.push_str(&indent(body, 1));
+        b.push_str(&indent(&acc_steps(k, f, u), 1));
+        b.push_str("}\n");
+        b
+    };
+    if vectorized() && inner % 4 == 0 && chunk % 4 == 0 {
+        // Quads: each thread loads four consecutive elements of every input read in place and
+        // folds lane u into running values u (the chunk bounds are multiples of four).
+        let _ = writeln!(
+            s,
+            "    if (o < {outer}UL) {{\n      \
+             for ({ty} q = ({ty})(j0 / 4UL) + lid % {threads}u; q < ({ty})(j1 / 4UL); q += {threads}u) {{\n        \
+             const ulong lq = o * {}UL + q;",
+            inner / 4
+        );
+        s.push_str(&indent(&vector_io(k, "lq", false), 4));
+        for u in 0..4 {
+            let _ = writeln!(
+                s,
+                "        {{\n          const {ty} jj = 4u * q + {u}u;\n          \
+                 const ulong lin = o * {inner}UL + jj;"
+            );
+            s.push_str(&indent(&element_body(k, t, Access::Lane(u)), 5));
+            s.push_str(&indent(&acc_steps(k, f, u), 5));
+            s.push_str("        }\n");
+        }
+        s.push_str(&indent(&vector_io(k, "lq", true), 4));
+        s.push_str("      }\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "    if (o < {outer}UL) {{\n      \
+             {ty} j = ({ty})j0 + lid % {threads}u;\n      \
+             for (; j + {last}u < ({ty})j1; j += {step}u) {{",
+            last = (UNROLL - 1) * threads,
+            step = UNROLL * threads,
+        );
+        for u in 0..UNROLL {
+            s.push_str(&indent(&lane(u), 4));
+        }
+        let _ = writeln!(
+            s,
+            "      }}\n      for (; j < ({ty})j1; j += {threads}u) {{"
+        );
+        s.push_str(&indent(&lane(0), 4));
+        s.push_str("      }\n");
+    }
+    for u in 1..UNROLL {
+        s.push_str(&indent(&fold_lane(k, f, u), 3));
+    }
+    s.push_str("    }\n");
     for (ri, r) in k.reductions.iter().enumerate() {
         let dest = if chunks > 1 {
             let (v, i) = f.partials[ri];
@@ -388,7 +477,7 @@ fn final_entry(k: &FusedKernel, f: &Frame) -> (String, Vec<BufArg>) {
         "  for (ulong o = get_group_id(0); o < {}UL; o += get_num_groups(0)) {{",
         k.domain.outer
     );
-    s.push_str(&indent(&acc_init(k, f), 2));
+    s.push_str(&indent(&acc_init(k, f, 0), 2));
     let _ = writeln!(
         s,
         "    for (ulong c = lid; c < {chunks}UL; c += {LOCAL}UL) {{"
@@ -477,22 +566,46 @@ fn tree(k: &FusedKernel, f: &Frame, ri: usize, threads: u64, dest: Dest) -> Stri
     )
 }
 
-/// Declarations of each reduction's running value (and index) at its identity.
-fn acc_init(k: &FusedKernel, f: &Frame) -> String {
+/// The names of reduction `ri`'s running value and index in lane `u` (lane 0 is `acc{ri}`, which
+/// the tree reads).
+fn lane_names(ri: usize, u: u64) -> (String, String) {
+    if u == 0 {
+        (format!("acc{ri}"), format!("idx{ri}"))
+    } else {
+        (format!("acc{ri}_{u}"), format!("idx{ri}_{u}"))
+    }
+}
+
+/// Declarations of each reduction's running value (and index) in lane `u`, at its identity.
+fn acc_init(k: &FusedKernel, f: &Frame, u: u64) -> String {
     let mut s = String::new();
     for (ri, r) in k.reductions.iter().enumerate() {
         let d = f.acc[ri];
-        let _ = write!(s, "{} acc{ri} = {};", ctype(d), identity(r.op, d));
+        let (acc, idx) = lane_names(ri, u);
+        let _ = write!(s, "{} {acc} = {};", ctype(d), identity(r.op, d));
         if is_arg(r.op) {
-            let _ = write!(s, " u32 idx{ri} = UINT_MAX;");
+            let _ = write!(s, " u32 {idx} = UINT_MAX;");
         }
         s.push('\n');
     }
     s
 }
 
-/// Folds the current element (index `j` within the reduced extent) into each reduction.
-fn acc_steps(k: &FusedKernel, f: &Frame) -> String {
+/// Folds lane `u`'s running values into lane 0's (argmax/argmin ties go to the smaller index
+/// whatever the order, as in the tree).
+fn fold_lane(k: &FusedKernel, f: &Frame, u: u64) -> String {
+    let mut s = String::new();
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let (a, ai) = lane_names(ri, 0);
+        let (b, bi) = lane_names(ri, u);
+        let _ = writeln!(s, "{}", combine(r.op, f.acc[ri], (&a, &ai), (&b, &bi)));
+    }
+    s
+}
+
+/// Folds the current element (index `jj` within the reduced extent) into each reduction's lane
+/// `u`.
+fn acc_steps(k: &FusedKernel, f: &Frame, u: u64) -> String {
     let mut s = String::new();
     for (ri, r) in k.reductions.iter().enumerate() {
         let (reg, acc) = (k.reg_dtypes[r.reg as usize], f.acc[ri]);
@@ -501,12 +614,8 @@ fn acc_steps(k: &FusedKernel, f: &Frame) -> String {
         } else {
             format!("af_cast_{}_{}(r{})", ctype(reg), ctype(acc), r.reg)
         };
-        let step = combine(
-            r.op,
-            acc,
-            (&format!("acc{ri}"), &format!("idx{ri}")),
-            (&value, "(u32)j"),
-        );
+        let (a, ai) = lane_names(ri, u);
+        let step = combine(r.op, acc, (&a, &ai), (&value, "(u32)jj"));
         let _ = writeln!(s, "{step}");
     }
     s
@@ -549,9 +658,103 @@ fn identity(op: ReduceOp, d: DType) -> &'static str {
     }
 }
 
+/// Whether element-wise kernels take four consecutive elements per thread through vector loads
+/// and stores (`vload4`/`vstore4`; default). `ARRAYFLOW_OPENCL_VECTOR=0` renders the scalar loop
+/// instead ([`UNROLL`] elements a global size apart), for comparison.
+fn vectorized() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("ARRAYFLOW_OPENCL_VECTOR").map_or(true, |v| v.trim() != "0"))
+}
+
+/// The OpenCL vector type of four `d` elements.
+fn vec4(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float4",
+        DType::F64 => "double4",
+        DType::I32 => "int4",
+        DType::U32 => "uint4",
+        DType::Bool => "uchar4",
+    }
+}
+
+/// The element-wise loop over quads: each thread loads four consecutive elements of every input
+/// read in place (`vin{p}`), runs the element body once per lane, and stores the four results of
+/// each output at once (`vout{o}`); the last `len % 4` elements take the scalar body.
+fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
+    let quads = len / 4;
+    let ty = if quads < 1 << 31 { "uint" } else { "ulong" };
+    let mut s = format!(
+        "  const {ty} gs = get_global_size(0);\n  \
+         for ({ty} i = get_global_id(0); i < ({ty}){quads}UL; i += gs) {{\n"
+    );
+    s.push_str(&indent(&vector_io(k, "i", false), 2));
+    for u in 0..4 {
+        let _ = writeln!(s, "    {{\n      const ulong lin = 4UL * i + {u}UL;");
+        s.push_str(&indent(&element_body(k, t, Access::Lane(u)), 3));
+        s.push_str("    }\n");
+    }
+    s.push_str(&indent(&vector_io(k, "i", true), 2));
+    s.push_str("  }\n");
+    if !len.is_multiple_of(4) {
+        let _ = writeln!(
+            s,
+            "  for (ulong lin = {}UL + get_global_id(0); lin < {len}UL; lin += gs) {{",
+            quads * 4
+        );
+        s.push_str(&indent(&element_body(k, t, Access::Scalar), 2));
+        s.push_str("  }\n");
+    }
+    s
+}
+
+/// The vector loads of quad `q` (`vin{p}`, for every input some load reads in place) and the
+/// declarations of the output vectors (`vout{o}`, for every element-wise store), or with `store`
+/// the stores of those vectors.
+fn vector_io(k: &FusedKernel, q: &str, store: bool) -> String {
+    let mut s = String::new();
+    if store {
+        for st in &k.stores {
+            let _ = writeln!(s, "vstore4(vout{o}, {q}, out{o});", o = st.output);
+        }
+        return s;
+    }
+    let mut read: Vec<u32> = k
+        .instrs
+        .iter()
+        .filter_map(|ins| match ins {
+            Instr::Load {
+                input,
+                map: IndexMap::Contiguous,
+                ..
+            } => Some(*input),
+            _ => None,
+        })
+        .collect();
+    read.sort_unstable();
+    read.dedup();
+    for p in read {
+        let d = k.inputs[p as usize];
+        let _ = writeln!(s, "const {} vin{p} = vload4({q}, in{p});", vec4(d));
+    }
+    for st in &k.stores {
+        let d = k.outputs[st.output as usize];
+        let _ = writeln!(s, "{} vout{};", vec4(d), st.output);
+    }
+    s
+}
+
+/// How an element body reads contiguous inputs and writes its outputs.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    /// `in{p}[lin]`, `out{o}[lin]`.
+    Scalar,
+    /// Lane `u` of the loaded vectors `vin{p}` and of the vectors stored after the lanes, `vout{o}`.
+    Lane(u64),
+}
+
 /// One domain element `lin`: its coordinates when a map needs them, the register program, the
 /// fault checks and the element-wise stores.
-fn element_body(k: &FusedKernel, t: Target) -> String {
+fn element_body(k: &FusedKernel, t: Target, access: Access) -> String {
     let mut s = String::new();
     let may_fault = k.instrs.iter().any(|i| faults(k, i));
     if may_fault {
@@ -583,13 +786,27 @@ fn element_body(k: &FusedKernel, t: Target) -> String {
         let _ = writeln!(s, "{} r{r};", ctype(*d));
     }
     for (i, ins) in k.instrs.iter().enumerate() {
-        let _ = writeln!(s, "r{} = {};", ins.dst(), rhs(k, ins, t));
+        let value = match (ins, access) {
+            (
+                Instr::Load {
+                    input,
+                    map: IndexMap::Contiguous,
+                    ..
+                },
+                Access::Lane(u),
+            ) => format!("vin{input}.s{u}"),
+            _ => rhs(k, ins, t),
+        };
+        let _ = writeln!(s, "r{} = {value};", ins.dst());
         if faults(k, ins) {
             let _ = writeln!(s, "if (bad != 0u) {{ fault = {}u; bad = 0u; }}", i + 1);
         }
     }
     for st in &k.stores {
-        let _ = writeln!(s, "out{}[lin] = r{};", st.output, st.reg);
+        let _ = match access {
+            Access::Scalar => writeln!(s, "out{}[lin] = r{};", st.output, st.reg),
+            Access::Lane(u) => writeln!(s, "vout{}.s{u} = r{};", st.output, st.reg),
+        };
     }
     s
 }

@@ -3,18 +3,31 @@
 //! not, followed by the kernel's entry points.
 //!
 //! Shapes of plan (work-group size [`LOCAL`], at most [`MAX_GROUPS`] groups, grid-stride loops):
-//! - no reduction: one pass `af_kernel`, one thread per domain element;
+//! - no reduction: one pass `af_kernel`; each of the `G` threads handles [`UNROLL`] elements per
+//!   loop trip, `base + u * G` for `u` in `0..UNROLL` (`base` from the thread's index, stepping by
+//!   `UNROLL * G`), each copy of the element code in a block of its own (its own registers), so
+//!   the copies' loads are independent and each is coalesced;
 //! - reductions over at most [`THREAD_ROW`] elements: one pass `af_kernel`, one thread per result
 //!   (it evaluates the kernel over its row and writes the reduced values itself);
 //! - longer reductions: pass `af_kernel` runs one work-group per chunk `c` of result `o` (`C`
-//!   chunks per result, [`chunks`]); each thread folds its strided share of the chunk, then a tree
-//!   in workgroup memory combines the threads. With `C == 1` the group writes the outputs; with
-//!   more it writes one partial per reduction to scratch at `o * C + c` (argmax/argmin: a value
-//!   and an index scratch), and pass `af_final`, one work-group per result, reduces the `C`
+//!   chunks per result, [`chunks`]); each thread folds its strided share of the chunk into
+//!   [`UNROLL`] independent accumulators (elements `i0 + u * LOCAL`, `i0` stepping by
+//!   `UNROLL * LOCAL`, the remainder into the first), folds them into the first in order, then a
+//!   tree in workgroup memory combines the threads. With `C == 1` the group writes the outputs;
+//!   with more it writes one partial per reduction to scratch at `o * C + c` (argmax/argmin: a
+//!   value and an index scratch), and pass `af_final`, one work-group per result, reduces the `C`
 //!   partials the same way and writes the outputs.
 //!
 //! The order in which a reduction combines elements is fixed by the plan, so results do not vary
 //! between runs; float sums accumulate in f32 (the CPU accumulates in f64).
+//!
+//! Parameters (constants, random keys and counters; two u32 words per slot, low word first) are
+//! immediate data, `var<immediate> params: array<u32, N>`, when the kernel's slots fit in
+//! [`IMMEDIATE_BYTES`] (no binding; the executor sets them per dispatch); a kernel with more
+//! slots reads them from a storage buffer bound after its buffers, as `gpu.rs` describes. An
+//! executor on a device without immediates rewrites the declaration with
+//! [`immediates_as_storage`] (a storage buffer at `@group(1) @binding(0)`); [`immediate_words`]
+//! says which form a program has.
 //!
 //! Registers live in WGSL locals: f32/i32/u32, and bool as `bool` (stored as one u32 per element).
 //! Index arithmetic is u32 (wrapping, exact for any index inside a bindable buffer), so a domain of
@@ -38,6 +51,15 @@ pub const THREAD_ROW: usize = 64;
 const TARGET_GROUPS: usize = 2048;
 /// Workgroup memory a pass may use (WebGPU's default `maxComputeWorkgroupStorageSize`).
 const MAX_WORKGROUP_BYTES: usize = 16384;
+/// Parameter bytes a kernel takes as immediate data (push constants): Vulkan's guaranteed
+/// `maxPushConstantsSize`. A kernel with more parameter slots (8 bytes each) than fit reads them
+/// from a storage buffer instead.
+pub const IMMEDIATE_BYTES: u32 = 128;
+/// How a program declares its immediates; the word count and `>;` follow.
+const IMMEDIATE_DECL: &str = "var<immediate> params: array<u32, ";
+/// Elements each thread of an element-wise pass, and each thread's accumulators of a chunked
+/// reduction, handle per loop trip (independent loads in flight).
+pub const UNROLL: u32 = 4;
 /// Largest domain rendered (indices are u32, signed offsets i32).
 const MAX_LEN: usize = 1 << 31;
 
@@ -343,22 +365,59 @@ impl Bindings {
         );
         self.buffers.push(arg);
     }
-    /// Declares the parameter words after the buffers (see `gpu.rs`).
-    fn add_params(&mut self) {
-        let _ = writeln!(
-            self.decls,
-            "@group(0) @binding({}) var<storage, read> params: array<u32>;",
-            self.buffers.len()
-        );
+    /// Declares the parameter words of `slots` parameter slots: immediates when they fit in
+    /// [`IMMEDIATE_BYTES`], else a storage buffer after the buffers (see `gpu.rs`).
+    fn add_params(&mut self, slots: usize) {
+        match immediate_words_for(slots) {
+            Some(words) => {
+                let _ = writeln!(self.decls, "{IMMEDIATE_DECL}{words}>;");
+            }
+            None => {
+                let _ = writeln!(
+                    self.decls,
+                    "@group(0) @binding({}) var<storage, read> params: array<u32>;",
+                    self.buffers.len()
+                );
+            }
+        }
     }
+}
+
+/// Words of immediate data a kernel with `slots` parameter slots declares, or `None` when they
+/// do not fit in [`IMMEDIATE_BYTES`] (the kernel then reads a storage buffer).
+fn immediate_words_for(slots: usize) -> Option<u32> {
+    let words = 2 * slots.max(1);
+    (words * 4 <= IMMEDIATE_BYTES as usize).then_some(words as u32)
+}
+
+/// Words of immediate data `source` (a program this renderer wrote) declares: the parameter
+/// words the executor passes with `set_immediates`, low word of each slot first. `None` when the
+/// program takes its parameters from a storage buffer, or none at all.
+pub fn immediate_words(source: &str) -> Option<u32> {
+    let at = source.find(IMMEDIATE_DECL)? + IMMEDIATE_DECL.len();
+    let rest = &source[at..];
+    rest[..rest.find('>')?].parse().ok()
+}
+
+/// `source` with its immediates declared as a read-only storage buffer at `@group(1)
+/// @binding(0)` instead (same words, same name, so the code reading them is unchanged), for a
+/// device without immediates. `None` when `source` declares no immediates.
+pub fn immediates_as_storage(source: &str) -> Option<String> {
+    let start = source.find(IMMEDIATE_DECL)?;
+    let end = start + source[start..].find('\n')?;
+    Some(format!(
+        "{}@group(1) @binding(0) var<storage, read> params: array<u32>;{}",
+        &source[..start],
+        &source[end..]
+    ))
 }
 
 /// The per-element code, run with the element's linear index `lin` in scope: evaluates the
 /// register program, reports faults and writes the element-wise stores.
 struct Body {
-    /// Declarations at the top of the entry (parameter values, registers, fault flag).
+    /// Declarations at the top of the entry (parameter values, fault flag).
     prelude: String,
-    /// Statements run for each element.
+    /// Statements run for each element (they declare the registers).
     element: String,
     uses_params: bool,
     /// Inputs the kernel loads, in order.
@@ -388,8 +447,10 @@ fn body(k: &FusedKernel, pad: &str) -> Body {
             );
         }
     }
+    // Registers are declared with each element's code, so that the copies of it an unrolled loop
+    // runs share no state and their loads are independent.
     for (r, d) in k.reg_dtypes.iter().enumerate() {
-        let _ = writeln!(prelude, "  var r{r}: {};", reg_type(*d));
+        let _ = writeln!(e, "{pad}var r{r}: {};", reg_type(*d));
     }
     let needs_coords = k.instrs.iter().any(|i| match i {
         Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } => {
@@ -577,6 +638,8 @@ pub fn render(k: &FusedKernel, _t: Target) -> Result<GpuPlan, Unsupported> {
 struct Pass1 {
     b: Bindings,
     body: Body,
+    /// The kernel's parameter slots.
+    slots: usize,
     scratch: Vec<u64>,
     fault: Option<u32>,
 }
@@ -604,6 +667,7 @@ impl Pass1 {
         Pass1 {
             b,
             body,
+            slots: k.params.len(),
             scratch: Vec::new(),
             fault: None,
         }
@@ -622,7 +686,7 @@ impl Pass1 {
             self.b.buffers.push(BufArg::Scratch(s));
         }
         if self.body.uses_params {
-            self.b.add_params();
+            self.b.add_params(self.slots);
         }
         (
             std::mem::take(&mut self.b.decls),
@@ -642,19 +706,36 @@ fn pass(entry: &str, buffers: Vec<BufArg>, params: bool, groups: u32) -> Pass {
     }
 }
 
-/// No reduction: one thread per element.
+/// No reduction: each thread handles [`UNROLL`] elements per loop trip, `base + u * G` for `u` in
+/// `0..UNROLL` (`G` threads in all, `base` stepping by `UNROLL * G`), each in a block of its own, so
+/// the loads of the copies are independent and each one coalesced across the threads.
 fn render_map(k: &FusedKernel) -> GpuPlan {
     let len = k.domain.len();
-    let groups = groups_for(len);
-    let mut p = Pass1::new(k, "    ");
+    let groups = len
+        .div_ceil(LOCAL as usize * UNROLL as usize)
+        .min(MAX_GROUPS as usize) as u32;
+    let threads = groups.max(1) * LOCAL;
+    let mut p = Pass1::new(k, "        ");
     let (decls, buffers, params) = p.finish();
+    let mut copies = String::new();
+    for u in 0..UNROLL {
+        let lin = if u == 0 {
+            "base".to_string()
+        } else {
+            format!("base + {}u", u * threads)
+        };
+        let _ = write!(
+            copies,
+            "    {{\n      let lin = {lin};\n      if (lin < {len}u) {{\n{}      }}\n    }}\n",
+            p.body.element
+        );
+    }
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}  for (var lin = gid.x; lin < {len}u; lin += {}u) {{\n{}  }}\n}}\n",
+        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}  for (var base = gid.x; base < {len}u; base += {}u) {{\n{copies}  }}\n}}\n",
         p.body.prelude,
-        groups.max(1) * LOCAL,
-        p.body.element
+        UNROLL * threads,
     );
     GpuPlan {
         source: with_library(s),
@@ -749,22 +830,31 @@ struct Accumulators {
 
 impl Accumulators {
     fn new(k: &FusedKernel, reds: &[Red]) -> Accumulators {
+        Accumulators::named(k, reds, "", "      ")
+    }
+    /// Accumulators `a{r}{sfx}` (`ai{r}{sfx}`), their fold statements indented by `pad`.
+    fn named(k: &FusedKernel, reds: &[Red], sfx: &str, pad: &str) -> Accumulators {
         let mut a = Accumulators {
             init: String::new(),
             fold: String::new(),
             to_wg: String::new(),
         };
         for (ri, (r, red)) in k.reductions.iter().zip(reds).enumerate() {
-            let _ = writeln!(a.init, "    var a{ri} = {};", red.identity());
-            let _ = writeln!(a.to_wg, "    wv{ri}[tid] = a{ri};");
+            let _ = writeln!(a.init, "    var a{ri}{sfx} = {};", red.identity());
+            let _ = writeln!(a.to_wg, "    wv{ri}[tid] = a{ri}{sfx};");
             if red.is_arg() {
-                let _ = writeln!(a.init, "    var ai{ri} = 0xffffffffu;");
-                let _ = writeln!(a.to_wg, "    wi{ri}[tid] = ai{ri};");
+                let _ = writeln!(a.init, "    var ai{ri}{sfx} = 0xffffffffu;");
+                let _ = writeln!(a.to_wg, "    wi{ri}[tid] = ai{ri}{sfx};");
             }
             let _ = writeln!(
                 a.fold,
-                "      {}",
-                red.fold(&format!("a{ri}"), &format!("ai{ri}"), &red_value(k, r), "i")
+                "{pad}{}",
+                red.fold(
+                    &format!("a{ri}{sfx}"),
+                    &format!("ai{ri}{sfx}"),
+                    &red_value(k, r),
+                    "i"
+                )
             );
         }
         a
@@ -788,7 +878,7 @@ fn render_chunked(k: &FusedKernel) -> Result<GpuPlan, Unsupported> {
     let chunk = inner.div_ceil(c);
     let jobs = outer * c;
     let groups = groups_for(jobs * LOCAL as usize);
-    let mut p = Pass1::new(k, "      ");
+    let mut p = Pass1::new(k, "        ");
     let mut wg = String::new();
     for (ri, red) in reds.iter().enumerate() {
         let _ = writeln!(wg, "var<workgroup> wv{ri}: array<{}, {LOCAL}>;", red.ty);
@@ -824,16 +914,56 @@ fn render_chunked(k: &FusedKernel) -> Result<GpuPlan, Unsupported> {
         part.push((v, i));
     }
     let (decls, buffers, params) = p.finish();
-    let acc = Accumulators::new(k, &reds);
+    // Accumulators `a{r}_{u}`: copy `u` of the unrolled loop folds elements `i0 + u * LOCAL`; the
+    // remainder loop folds into copy 0; then copies 1.. fold into copy 0, in order.
+    let accs: Vec<Accumulators> = (0..UNROLL)
+        .map(|u| Accumulators::named(k, &reds, &format!("_{u}"), "        "))
+        .collect();
+    let mut init = String::new();
+    let mut unrolled = String::new();
+    for (u, acc) in accs.iter().enumerate() {
+        init.push_str(&acc.init);
+        let i = if u == 0 {
+            "i0".to_string()
+        } else {
+            format!("i0 + {}u", u as u32 * LOCAL)
+        };
+        let _ = write!(
+            unrolled,
+            "      {{\n        let i = {i};\n        let lin = o * {inner}u + i;\n{}{}      }}\n",
+            p.body.element, acc.fold
+        );
+    }
+    let mut combine = String::new();
+    for (ri, red) in reds.iter().enumerate() {
+        for u in 1..UNROLL {
+            let _ = writeln!(
+                combine,
+                "    {}",
+                red.fold(
+                    &format!("a{ri}_0"),
+                    &format!("ai{ri}_0"),
+                    &format!("a{ri}_{u}"),
+                    &format!("ai{ri}_{u}")
+                )
+            );
+        }
+    }
     let tree = tree(&reds);
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel: chunks ----\n{decls}{wg}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var job = wid.x; job < {jobs}u; job += {groups}u) {{\n    let o = job / {c}u;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n{}    for (var i = first + tid; i < end; i += {LOCAL}u) {{\n      let lin = o * {inner}u + i;\n{}{}    }}\n{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
-        p.body.prelude, acc.init, p.body.element, acc.fold, acc.to_wg
+        "\n// ---- kernel: chunks ----\n{decls}{wg}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var job = wid.x; job < {jobs}u; job += {groups}u) {{\n    let o = job / {c}u;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n{init}    var i0 = first + tid;\n    for (; i0 + {}u < end; i0 += {}u) {{\n{unrolled}    }}\n    for (; i0 < end; i0 += {LOCAL}u) {{\n      {{\n        let i = i0;\n        let lin = o * {inner}u + i;\n{}{}      }}\n    }}\n{combine}{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
+        p.body.prelude,
+        (UNROLL - 1) * LOCAL,
+        UNROLL * LOCAL,
+        p.body.element,
+        accs[0].fold,
+        accs[0].to_wg
     );
     let mut passes = vec![pass("af_kernel", buffers, params, groups)];
     if c > 1 {
+        let acc = Accumulators::new(k, &reds);
         let (final_src, final_pass) = render_final(k, &reds, &part, c, &acc, &tree);
         s.push_str(&final_src);
         passes.push(final_pass);
