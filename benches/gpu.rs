@@ -645,14 +645,10 @@ fn per_launch_us(s: &Stats, ns: u64) -> f64 {
     ns as f64 / s.device.launches.max(1) as f64 / 1e3
 }
 
-/// Host time from the flush to the device's completion report, per launch, in µs.
-fn done_us(s: &Stats) -> Option<f64> {
-    (s.device.launches > 0).then(|| s.device.done_ns as f64 / s.device.launches as f64 / 1e3)
-}
-
-/// Host launch latency from the device counters of a timed loop: (µs per launch, launches).
+/// Host launch latency from the device counters of a timed loop, µs per launch (`None` without
+/// launches).
 fn launch_us(s: &Stats) -> Option<f64> {
-    (s.device.launches > 0).then(|| s.device.launch_ns as f64 / s.device.launches as f64 / 1e3)
+    (s.device.launches > 0).then(|| per_launch_us(s, s.device.launch_ns))
 }
 
 fn main() {
@@ -772,8 +768,8 @@ fn main() {
             s.buffers_reused as f64 / it,
             per_launch_us(s, s.device.scheduled_ns),
             per_launch_us(s, s.device.received_ns),
-            launch_us(s).unwrap_or(0.0),
-            done_us(s).unwrap_or(0.0),
+            per_launch_us(s, s.device.launch_ns),
+            per_launch_us(s, s.device.done_ns),
         );
         let ss = &r.chain_stream.stats;
         let it = r.chain_stream.timed_iters as f64;

@@ -27,8 +27,14 @@ use opencl3::types::{CL_BLOCKING, cl_ulong};
 use smallvec::smallvec;
 use std::sync::OnceLock;
 
-const FP64: Target = Target { fp64: true };
-const FP32: Target = Target { fp64: false };
+const FP64: Target = Target {
+    fp64: true,
+    immediates: false,
+};
+const FP32: Target = Target {
+    fp64: false,
+    immediates: false,
+};
 
 // ---------------------------------------------------------------------------------------------
 // The OpenCL device (PoCL) and running a plan on it.
@@ -325,7 +331,16 @@ fn cpu(k: &FusedKernel, inputs: &[&TypedVec], params: &[u64]) -> Result<Vec<Type
 
 /// Renders `k` for the device and runs it.
 fn gpu(cl: &Cl, k: &FusedKernel, inputs: &[&TypedVec], params: &[u64]) -> Ran {
-    gpu_as(cl, k, Target { fp64: cl.fp64 }, inputs, params)
+    gpu_as(
+        cl,
+        k,
+        Target {
+            fp64: cl.fp64,
+            immediates: false,
+        },
+        inputs,
+        params,
+    )
 }
 
 /// Renders `k` for `target` and runs it on the device.
@@ -1046,7 +1061,14 @@ fn cpu_intrinsic(c: &IntrinsicCall, inputs: &[&TypedVec]) -> Result<TypedVec, St
 }
 
 fn gpu_intrinsic(cl: &Cl, c: &IntrinsicCall, inputs: &[&TypedVec]) -> Ran {
-    let plan = arrayflow::intrinsics::opencl::render(c, Target { fp64: cl.fp64 }).unwrap();
+    let plan = arrayflow::intrinsics::opencl::render(
+        c,
+        Target {
+            fp64: cl.fp64,
+            immediates: false,
+        },
+    )
+    .unwrap();
     run_plan(
         cl,
         &plan,
@@ -1359,7 +1381,10 @@ fn transpose_matches_the_cpu() {
             assert_eq!((shape.batch, shape.rows, shape.cols), (batch, rows, cols));
             let input = data(d, offset + batch * rows * cols + 7, 11);
             let want = cpu(&k, &[&input], &[]).unwrap();
-            let target = Target { fp64: cl.fp64 };
+            let target = Target {
+                fp64: cl.fp64,
+                immediates: false,
+            };
             let mut plan = arrayflow::intrinsics::opencl::render_transpose(&shape, target).unwrap();
             for groups in [plan.passes[0].groups, 3] {
                 plan.passes[0].groups = groups;

@@ -23,8 +23,16 @@ use wgpu::naga;
 type UnaryCase<T> = (UnaryOp, fn(T) -> T);
 type BinaryCase<T, R> = (BinaryOp, fn(T, T) -> R);
 
-const TARGET: Target = Target { fp64: false };
 const TYPES: [DType; 4] = [DType::F32, DType::I32, DType::U32, DType::Bool];
+
+/// The WGSL target of the test adapter: immediates where it offers them (and where there is no
+/// adapter, for the validation-only tests).
+fn target() -> Target {
+    Target {
+        fp64: false,
+        immediates: gpu().is_none_or(|g| g.immediates),
+    }
+}
 
 fn tn(d: DType) -> &'static str {
     wgsl::tname(d)
@@ -340,7 +348,7 @@ fn kernel_tail(s: &str) -> &str {
 }
 
 fn validate_kernel(k: &FusedKernel, what: &str) -> GpuPlan {
-    let plan = wgsl::render(k, TARGET).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let plan = wgsl::render(k, target()).unwrap_or_else(|e| panic!("{what}: {e}"));
     validate(&plan, what);
     plan
 }
@@ -424,7 +432,7 @@ fn casts_select_consts_and_generators_validate() {
         validate_kernel(&gen_kernel(g, &[1000], DType::F32), "random generator");
     }
     // f64 anywhere is unsupported.
-    assert!(wgsl::render(&unary_kernel(UnaryOp::Sin, DType::F64, 4), TARGET).is_err());
+    assert!(wgsl::render(&unary_kernel(UnaryOp::Sin, DType::F64, 4), target()).is_err());
 }
 
 fn strided(offset: isize, strides: &[isize]) -> IndexMap {
@@ -506,13 +514,17 @@ fn maps_reductions_and_faults_validate() {
         for _ in 0..sums {
             k.reduce(ReduceOp::Sum, a, 1000);
         }
-        assert_eq!(wgsl::render(&k.build(), TARGET).is_ok(), ok, "{sums} sums");
+        assert_eq!(
+            wgsl::render(&k.build(), target()).is_ok(),
+            ok,
+            "{sums} sums"
+        );
     }
     // Empty domains: passes skipped.
     let plan = validate_kernel(&unary_kernel(UnaryOp::Neg, DType::F32, 0), "empty");
     assert_eq!(plan.passes[0].groups, 0);
     // Too large for u32 indices.
-    assert!(wgsl::render(&unary_kernel(UnaryOp::Neg, DType::F32, 1 << 31), TARGET).is_err());
+    assert!(wgsl::render(&unary_kernel(UnaryOp::Neg, DType::F32, 1 << 31), target()).is_err());
 }
 
 #[test]
@@ -524,7 +536,7 @@ fn intrinsics_validate() {
             &[DType::F32, DType::F32],
             &[m, n],
         );
-        let plan = intrinsics::render(&c, TARGET).unwrap();
+        let plan = intrinsics::render(&c, target()).unwrap();
         validate(&plan, &format!("matmul {m}x{k}x{n}"));
     }
     let c64 = call(
@@ -533,7 +545,7 @@ fn intrinsics_validate() {
         &[DType::F64, DType::F64],
         &[2, 2],
     );
-    assert!(intrinsics::render(&c64, TARGET).is_err());
+    assert!(intrinsics::render(&c64, target()).is_err());
     for d in TYPES {
         for it in [DType::I32, DType::U32] {
             let c = call(
@@ -542,7 +554,7 @@ fn intrinsics_validate() {
                 &[d, it],
                 &[3, 6, 5],
             );
-            let plan = intrinsics::render(&c, TARGET).unwrap();
+            let plan = intrinsics::render(&c, target()).unwrap();
             validate(&plan, &format!("gather {d} {it}"));
             assert_eq!(plan.fault, Some(0));
         }
@@ -552,7 +564,7 @@ fn intrinsics_validate() {
             &[d, d, d],
             &[2, 8],
         );
-        let plan = intrinsics::render(&c, TARGET).unwrap();
+        let plan = intrinsics::render(&c, target()).unwrap();
         validate(&plan, &format!("concat {d}"));
         assert_eq!(plan.passes.len(), 2, "empty parts get no pass");
     }
@@ -561,7 +573,7 @@ fn intrinsics_validate() {
 #[test]
 fn sources_are_deterministic() {
     let k = reduce_kernel(ReduceOp::ArgMax, DType::F32, 3, 5000);
-    assert_eq!(wgsl::render(&k, TARGET), wgsl::render(&k, TARGET));
+    assert_eq!(wgsl::render(&k, target()), wgsl::render(&k, target()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -674,19 +686,6 @@ fn run(
     outputs: &[(DType, usize)],
     params: &[u64],
 ) -> (Vec<Data>, u32) {
-    run_as(g, plan, inputs, outputs, params, !g.immediates)
-}
-
-/// [`run`], with a plan's immediates rewritten to a storage buffer in group 1 when `as_storage`
-/// (what the executor does on a device without immediates).
-fn run_as(
-    g: &Gpu,
-    plan: &GpuPlan,
-    inputs: &[Data],
-    outputs: &[(DType, usize)],
-    params: &[u64],
-    as_storage: bool,
-) -> (Vec<Data>, u32) {
     use wgpu::BufferUsages as U;
     let dev = &g.device;
     let buffer = |bytes: u64, usage: U| {
@@ -724,15 +723,13 @@ fn run_as(
     g.queue.write_buffer(&pbuf, 0, bytemuck::cast_slice(&words));
 
     let immediates = wgsl::immediate_words(&plan.source);
-    let group1 = as_storage && immediates.is_some();
-    let source = if group1 {
-        wgsl::immediates_as_storage(&plan.source).unwrap()
-    } else {
-        plan.source.clone()
-    };
+    assert!(
+        immediates.is_none() || g.immediates,
+        "a plan with immediates on an adapter without them (render with `target()`)"
+    );
     let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: None,
-        source: wgpu::ShaderSource::Wgsl(source.into()),
+        source: wgpu::ShaderSource::Wgsl(plan.source.as_str().into()),
     });
     let mut enc = dev.create_command_encoder(&Default::default());
     for p in plan.passes.iter().filter(|p| p.groups > 0) {
@@ -772,19 +769,7 @@ fn run_as(
         let mut cp = enc.begin_compute_pass(&Default::default());
         cp.set_pipeline(&pipe);
         cp.set_bind_group(0, &bg, &[]);
-        let params_bg = (group1 && p.params).then(|| {
-            dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: None,
-                layout: &pipe.get_bind_group_layout(1),
-                entries: &[wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: pbuf.as_entire_binding(),
-                }],
-            })
-        });
-        if let Some(bg) = &params_bg {
-            cp.set_bind_group(1, bg, &[]);
-        } else if let Some(n) = immediates.filter(|_| p.params) {
+        if let Some(n) = immediates.filter(|_| p.params) {
             let mut imm = words.clone();
             imm.resize(n as usize, 0);
             cp.set_immediates(0, bytemuck::cast_slice(&imm));
@@ -827,7 +812,7 @@ fn run_as(
 
 /// Runs fused kernel `k` (outputs sized from its domain).
 fn run_kernel(g: &Gpu, k: &FusedKernel, inputs: &[Data], params: &[u64]) -> (Vec<Data>, u32) {
-    let plan = wgsl::render(k, TARGET).unwrap();
+    let plan = wgsl::render(k, target()).unwrap();
     let mut outs: Vec<(DType, usize)> = k.outputs.iter().map(|&d| (d, 0)).collect();
     for s in &k.stores {
         outs[s.output as usize].1 = k.domain.len();
@@ -939,26 +924,32 @@ fn parameters_reach_the_kernel_as_immediates_or_buffers() {
         let k = k.build();
         let plan = validate_kernel(&k, &format!("{slots} parameters"));
         let words = wgsl::immediate_words(&plan.source);
-        assert_eq!(words.is_some(), slots <= fit, "{slots} parameters");
+        assert_eq!(
+            words.is_some(),
+            slots <= fit && g.immediates,
+            "{slots} parameters"
+        );
+        // The same kernel for a target without immediates: a storage buffer after the buffers.
+        let no_imm = Target {
+            fp64: false,
+            immediates: false,
+        };
+        let storage_plan = wgsl::render(&k, no_imm).unwrap();
+        validate(&storage_plan, &format!("{slots} parameters, storage"));
+        assert_eq!(wgsl::immediate_words(&storage_plan.source), None);
         let consts: Vec<i32> = (0..slots as i32).map(|i| i * 1_000_003 - 7).collect();
         let params: Vec<u64> = consts.iter().map(|&c| c as u32 as u64).collect();
         let want: Vec<i32> = a
             .iter()
             .map(|&x| consts.iter().fold(x, |s, &c| s.wrapping_add(c)))
             .collect();
-        let paths: &[bool] = if words.is_some() && g.immediates {
-            &[false, true]
-        } else {
-            &[true]
-        };
-        for &as_storage in paths {
-            let (out, fault) = run_as(
+        for (as_storage, plan) in [(false, &plan), (true, &storage_plan)] {
+            let (out, fault) = run(
                 g,
-                &plan,
+                plan,
                 &[Data::I32(a.clone())],
                 &[(DType::I32, n)],
                 &params,
-                as_storage,
             );
             assert_eq!(fault, 0);
             assert_eq!(
@@ -1203,7 +1194,7 @@ fn matmul_matches_a_plain_loop() {
             &[DType::F32, DType::F32],
             &[m, n],
         );
-        let plan = intrinsics::render(&c, TARGET).unwrap();
+        let plan = intrinsics::render(&c, target()).unwrap();
         let (out, _) = run(
             g,
             &plan,
@@ -1237,7 +1228,7 @@ fn gather_and_concat_match_the_cpu() {
         &[DType::U32, DType::I32],
         &[3, 6, 5],
     );
-    let plan = intrinsics::render(&c, TARGET).unwrap();
+    let plan = intrinsics::render(&c, target()).unwrap();
     let (out, fault) = run(
         g,
         &plan,
@@ -1277,7 +1268,7 @@ fn gather_and_concat_match_the_cpu() {
         &[DType::F32; 3],
         &[2, 8],
     );
-    let plan = intrinsics::render(&c, TARGET).unwrap();
+    let plan = intrinsics::render(&c, target()).unwrap();
     let (out, _) = run(
         g,
         &plan,
@@ -1988,12 +1979,12 @@ fn transpose_validates_and_matches_a_plain_loop() {
         offset,
     };
     for d in TYPES {
-        let plan = intrinsics::render_transpose(&shape(2, 40, 33, d, 3), TARGET).unwrap();
+        let plan = intrinsics::render_transpose(&shape(2, 40, 33, d, 3), target()).unwrap();
         validate(&plan, &format!("transpose {d}"));
     }
-    assert!(intrinsics::render_transpose(&shape(1, 2, 2, DType::F64, 0), TARGET).is_err());
+    assert!(intrinsics::render_transpose(&shape(1, 2, 2, DType::F64, 0), target()).is_err());
     assert!(
-        intrinsics::render_transpose(&shape(2, 1 << 15, 1 << 15, DType::F32, 0), TARGET).is_err()
+        intrinsics::render_transpose(&shape(2, 1 << 15, 1 << 15, DType::F32, 0), target()).is_err()
     );
     let Some(g) = gpu() else { return };
     for (batch, rows, cols, offset) in [(1, 31, 33, 0), (3, 70, 45, 5), (2, 64, 96, 0)] {
@@ -2010,7 +2001,7 @@ fn transpose_validates_and_matches_a_plain_loop() {
             }
         }
         let mut plan =
-            intrinsics::render_transpose(&shape(batch, rows, cols, DType::U32, offset), TARGET)
+            intrinsics::render_transpose(&shape(batch, rows, cols, DType::U32, offset), target())
                 .unwrap();
         for groups in [plan.passes[0].groups, 3] {
             plan.passes[0].groups = groups;

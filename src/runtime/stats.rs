@@ -68,7 +68,7 @@ device_counters! {
     /// Kernels split in two after the device compiler rejected them.
     splits,
     /// Programs whose fused kernel the device ran as a hand-written intrinsic a pattern of
-    /// `proggen::patterns` recognised (the tiled transpose), counted as each goes to the device.
+    /// `proggen::patterns` recognised (the tiled transpose), counted when its kernel is enqueued.
     intrinsics,
     /// Device allocations that failed (or would pass the memory budget).
     alloc_failures,

@@ -532,6 +532,9 @@ impl<A: DeviceApi> GpuLoop<A> {
         self.api.on_done(countdown.completion());
         let d = &self.counters.device;
         Counters::add(&d.kernels, steps.len() as u64);
+        if dplan.intrinsic {
+            Counters::add(&d.intrinsics, 1);
+        }
         Counters::add(&d.launch_ns, task.started.elapsed().as_nanos() as u64);
         Counters::add(&d.launches, 1);
         Ok(())

@@ -79,7 +79,10 @@ impl OpenClApi {
         Ok(OpenClApi {
             context,
             queue,
-            target: Target { fp64 },
+            target: Target {
+                fp64,
+                immediates: false,
+            },
             options,
             identity,
             programs: AHashMap::new(),

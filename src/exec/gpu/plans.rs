@@ -87,7 +87,6 @@ impl<P: Send + Sync + 'static> Plans<P> {
     ) -> Runnable<P> {
         let key = Arc::as_ptr(kernel) as usize;
         if let Some((_, r)) = self.by_kernel.get(&key) {
-            count_intrinsic(r);
             return r.clone();
         }
         let r = match build(kernel, api, self.kernel_limit) {
@@ -98,20 +97,7 @@ impl<P: Send + Sync + 'static> Plans<P> {
             self.by_kernel.clear();
         }
         self.by_kernel.insert(key, (kernel.clone(), r.clone()));
-        count_intrinsic(&r);
         r
-    }
-}
-
-/// Counts a program that goes to the device as a pattern's intrinsic.
-fn count_intrinsic<P>(r: &Runnable<P>) {
-    if let Runnable::Device(p) = r
-        && p.intrinsic
-    {
-        crate::runtime::stats::Counters::add(
-            &crate::runtime::Inner::get().counters.device.intrinsics,
-            1,
-        );
     }
 }
 

@@ -8,7 +8,8 @@
 //!   set they are followed by one `ulong` argument per kernel parameter slot (its 64 raw bits).
 //! - WGSL: `@group(0) @binding(i)` is `buffers[i]` (storage buffers); when `Pass::params` is set,
 //!   the parameters are immediate data (`var<immediate> params: array<u32, N>`, no binding, two
-//!   words per slot, low word first) when the kernel's slots fit in `wgsl::IMMEDIATE_BYTES`;
+//!   words per slot, low word first) when the target takes immediates and the kernel's slots fit
+//!   in `wgsl::IMMEDIATE_BYTES`;
 //!   otherwise `@binding(buffers.len())` is a read-only storage `array<u32>` of the same words (at
 //!   least two words, even with no parameters).
 //!
@@ -22,6 +23,10 @@ use crate::ir::DType;
 pub struct Target {
     /// The device computes f64 (OpenCL `cl_khr_fp64`). WGSL targets always say false.
     pub fp64: bool,
+    /// The device takes kernel parameters as immediate data (wgpu `Features::IMMEDIATES`, at
+    /// least `wgsl::IMMEDIATE_BYTES`): the WGSL renderer then declares them `var<immediate>`.
+    /// OpenCL passes parameters as kernel arguments and says false.
+    pub immediates: bool,
 }
 
 /// A buffer a pass binds.

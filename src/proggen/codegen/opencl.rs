@@ -301,7 +301,6 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
         s.push_str("  u32 fault = 0u;\n");
     }
     let len = k.domain.len();
-    let body = element_body(k, t, Access::Scalar);
     match f.lay {
         Layout::Elementwise if vectorized() => s.push_str(&vector_loop(k, t, len as u64)),
         Layout::Elementwise => {
@@ -319,6 +318,7 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
                 "  const {ty} gs = get_global_size(0);\n  \
                  for ({ty} i = get_global_id(0); i < {len}{sfx}; i += {UNROLL}{sfx} * gs) {{"
             );
+            let body = element_body(k, t, Access::Scalar);
             for u in 0..UNROLL {
                 let guard = if u == 0 {
                     String::new()
@@ -338,7 +338,7 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
             threads,
             chunks,
             chunk,
-        } => s.push_str(&reduction_loop(k, t, f, (threads, chunks, chunk), &body)),
+        } => s.push_str(&reduction_loop(k, t, f, (threads, chunks, chunk))),
     }
     if f.fault.is_some() {
         s.push_str("  if (fault != 0u) af_fault[0] = fault;\n");
@@ -355,7 +355,6 @@ fn reduction_loop(
     t: Target,
     f: &Frame,
     (threads, chunks, chunk): (u64, u64, u64),
-    body: &str,
 ) -> String {
     let (outer, inner) = (k.domain.outer, k.domain.inner);
     let mut s = String::new();
@@ -379,12 +378,11 @@ fn reduction_loop(
     for u in 1..UNROLL {
         s.push_str(&indent(&acc_init(k, f, u), 2));
     }
-    let lane = |u: u64| -> String {
-        let mut b = format!(
-            "{{\n  const {ty} jj = j + {}u;\n  const ulong lin = o * {inner}UL + jj;\n",
-            u * threads
-        );
-        b.push_str(&indent(body, 1));
+    // Element `jj` of the extent (an expression), read as `access` says, folded into lane `u`.
+    let lane = |jj: String, access: Access, u: u64| -> String {
+        let mut b =
+            format!("{{\n  const {ty} jj = {jj};\n  const ulong lin = o * {inner}UL + jj;\n");
+        b.push_str(&indent(&element_body(k, t, access), 1));
         b.push_str(&indent(&acc_steps(k, f, u), 1));
         b.push_str("}\n");
         b
@@ -401,14 +399,10 @@ fn reduction_loop(
         );
         s.push_str(&indent(&vector_io(k, "lq", false), 4));
         for u in 0..4 {
-            let _ = writeln!(
-                s,
-                "        {{\n          const {ty} jj = 4u * q + {u}u;\n          \
-                 const ulong lin = o * {inner}UL + jj;"
-            );
-            s.push_str(&indent(&element_body(k, t, Access::Lane(u)), 5));
-            s.push_str(&indent(&acc_steps(k, f, u), 5));
-            s.push_str("        }\n");
+            s.push_str(&indent(
+                &lane(format!("4u * q + {u}u"), Access::Lane(u), u),
+                4,
+            ));
         }
         s.push_str(&indent(&vector_io(k, "lq", true), 4));
         s.push_str("      }\n");
@@ -422,13 +416,14 @@ fn reduction_loop(
             step = UNROLL * threads,
         );
         for u in 0..UNROLL {
-            s.push_str(&indent(&lane(u), 4));
+            let jj = format!("j + {}u", u * threads);
+            s.push_str(&indent(&lane(jj, Access::Scalar, u), 4));
         }
         let _ = writeln!(
             s,
             "      }}\n      for (; j < ({ty})j1; j += {threads}u) {{"
         );
-        s.push_str(&indent(&lane(0), 4));
+        s.push_str(&indent(&lane("j".into(), Access::Scalar, 0), 4));
         s.push_str("      }\n");
     }
     for u in 1..UNROLL {

@@ -22,12 +22,10 @@
 //! between runs; float sums accumulate in f32 (the CPU accumulates in f64).
 //!
 //! Parameters (constants, random keys and counters; two u32 words per slot, low word first) are
-//! immediate data, `var<immediate> params: array<u32, N>`, when the kernel's slots fit in
-//! [`IMMEDIATE_BYTES`] (no binding; the executor sets them per dispatch); a kernel with more
-//! slots reads them from a storage buffer bound after its buffers, as `gpu.rs` describes. An
-//! executor on a device without immediates rewrites the declaration with
-//! [`immediates_as_storage`] (a storage buffer at `@group(1) @binding(0)`); [`immediate_words`]
-//! says which form a program has.
+//! immediate data, `var<immediate> params: array<u32, N>`, when the target takes immediates and
+//! the kernel's slots fit in [`IMMEDIATE_BYTES`] (no binding; the executor sets them per
+//! dispatch); otherwise they are read from a storage buffer bound after the pass's buffers, as
+//! `gpu.rs` describes. [`immediate_words`] says which form a program has.
 //!
 //! Registers live in WGSL locals: f32/i32/u32, and bool as `bool` (stored as one u32 per element).
 //! Index arithmetic is u32 (wrapping, exact for any index inside a bindable buffer), so a domain of
@@ -365,10 +363,11 @@ impl Bindings {
         );
         self.buffers.push(arg);
     }
-    /// Declares the parameter words of `slots` parameter slots: immediates when they fit in
-    /// [`IMMEDIATE_BYTES`], else a storage buffer after the buffers (see `gpu.rs`).
-    fn add_params(&mut self, slots: usize) {
-        match immediate_words_for(slots) {
+    /// Declares the parameter words of `slots` parameter slots: immediates when the target takes
+    /// them and they fit in [`IMMEDIATE_BYTES`], else a storage buffer after the buffers (see
+    /// `gpu.rs`).
+    fn add_params(&mut self, slots: usize, immediates: bool) {
+        match immediate_words_for(slots).filter(|_| immediates) {
             Some(words) => {
                 let _ = writeln!(self.decls, "{IMMEDIATE_DECL}{words}>;");
             }
@@ -397,19 +396,6 @@ pub fn immediate_words(source: &str) -> Option<u32> {
     let at = source.find(IMMEDIATE_DECL)? + IMMEDIATE_DECL.len();
     let rest = &source[at..];
     rest[..rest.find('>')?].parse().ok()
-}
-
-/// `source` with its immediates declared as a read-only storage buffer at `@group(1)
-/// @binding(0)` instead (same words, same name, so the code reading them is unchanged), for a
-/// device without immediates. `None` when `source` declares no immediates.
-pub fn immediates_as_storage(source: &str) -> Option<String> {
-    let start = source.find(IMMEDIATE_DECL)?;
-    let end = start + source[start..].find('\n')?;
-    Some(format!(
-        "{}@group(1) @binding(0) var<storage, read> params: array<u32>;{}",
-        &source[..start],
-        &source[end..]
-    ))
 }
 
 /// The per-element code, run with the element's linear index `lin` in scope: evaluates the
@@ -622,14 +608,14 @@ pub fn groups_for(threads: usize) -> u32 {
 }
 
 /// Renders fused kernel `k` for a WGSL target (see the module comment for the passes).
-pub fn render(k: &FusedKernel, _t: Target) -> Result<GpuPlan, Unsupported> {
+pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     check(k)?;
     if k.reductions.is_empty() {
-        Ok(render_map(k))
+        Ok(render_map(k, t))
     } else if k.domain.inner <= THREAD_ROW {
-        Ok(render_thread_rows(k))
+        Ok(render_thread_rows(k, t))
     } else {
-        render_chunked(k)
+        render_chunked(k, t)
     }
 }
 
@@ -640,12 +626,14 @@ struct Pass1 {
     body: Body,
     /// The kernel's parameter slots.
     slots: usize,
+    /// The target takes parameters as immediates.
+    immediates: bool,
     scratch: Vec<u64>,
     fault: Option<u32>,
 }
 
 impl Pass1 {
-    fn new(k: &FusedKernel, pad: &str) -> Pass1 {
+    fn new(k: &FusedKernel, t: Target, pad: &str) -> Pass1 {
         let body = body(k, pad);
         let mut b = Bindings::default();
         for &i in &body.inputs {
@@ -668,6 +656,7 @@ impl Pass1 {
             b,
             body,
             slots: k.params.len(),
+            immediates: t.immediates,
             scratch: Vec::new(),
             fault: None,
         }
@@ -686,7 +675,7 @@ impl Pass1 {
             self.b.buffers.push(BufArg::Scratch(s));
         }
         if self.body.uses_params {
-            self.b.add_params(self.slots);
+            self.b.add_params(self.slots, self.immediates);
         }
         (
             std::mem::take(&mut self.b.decls),
@@ -709,13 +698,13 @@ fn pass(entry: &str, buffers: Vec<BufArg>, params: bool, groups: u32) -> Pass {
 /// No reduction: each thread handles [`UNROLL`] elements per loop trip, `base + u * G` for `u` in
 /// `0..UNROLL` (`G` threads in all, `base` stepping by `UNROLL * G`), each in a block of its own, so
 /// the loads of the copies are independent and each one coalesced across the threads.
-fn render_map(k: &FusedKernel) -> GpuPlan {
+fn render_map(k: &FusedKernel, t: Target) -> GpuPlan {
     let len = k.domain.len();
     let groups = len
         .div_ceil(LOCAL as usize * UNROLL as usize)
         .min(MAX_GROUPS as usize) as u32;
     let threads = groups.max(1) * LOCAL;
-    let mut p = Pass1::new(k, "        ");
+    let mut p = Pass1::new(k, t, "        ");
     let (decls, buffers, params) = p.finish();
     let mut copies = String::new();
     for u in 0..UNROLL {
@@ -746,10 +735,10 @@ fn render_map(k: &FusedKernel) -> GpuPlan {
 }
 
 /// Short reductions: one thread per result evaluates its row and writes the results.
-fn render_thread_rows(k: &FusedKernel) -> GpuPlan {
+fn render_thread_rows(k: &FusedKernel, t: Target) -> GpuPlan {
     let (outer, inner) = (k.domain.outer, k.domain.inner);
     let groups = groups_for(outer);
-    let mut p = Pass1::new(k, "      ");
+    let mut p = Pass1::new(k, t, "      ");
     let reds: Vec<Red> = k.reductions.iter().map(|r| Red::of(r, k)).collect();
     for r in &k.reductions {
         let d = k.outputs[r.output as usize];
@@ -864,7 +853,7 @@ impl Accumulators {
 /// Long reductions: work-group `(o, c)` reduces chunk `c` of result `o`. With one chunk per result
 /// the group writes the outputs; with several it writes partials, and `af_final` (one work-group
 /// per result) reduces them the same way.
-fn render_chunked(k: &FusedKernel) -> Result<GpuPlan, Unsupported> {
+fn render_chunked(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     let (outer, inner) = (k.domain.outer, k.domain.inner);
     let reds: Vec<Red> = k.reductions.iter().map(|r| Red::of(r, k)).collect();
     let words: usize = reds.iter().map(|r| 1 + r.is_arg() as usize).sum();
@@ -878,7 +867,7 @@ fn render_chunked(k: &FusedKernel) -> Result<GpuPlan, Unsupported> {
     let chunk = inner.div_ceil(c);
     let jobs = outer * c;
     let groups = groups_for(jobs * LOCAL as usize);
-    let mut p = Pass1::new(k, "        ");
+    let mut p = Pass1::new(k, t, "        ");
     let mut wg = String::new();
     for (ri, red) in reds.iter().enumerate() {
         let _ = writeln!(wg, "var<workgroup> wv{ri}: array<{}, {LOCAL}>;", red.ty);
