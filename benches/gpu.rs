@@ -9,7 +9,8 @@
 //!   each record the chain and `eval()` it (computes on the device and waits, no copy to the host;
 //!   the trace cache makes the recording cheap). K is chosen so one loop takes ~0.2 s
 //!   (`GPU_LOOP_SECONDS`); 7 loops; the median time per iteration. GB/s = 12 n / time.
-//! - **sum**: `a.sum()` evaluated the same way on the largest array (4 n bytes read).
+//! - **sum**: `a.sum()` evaluated the same way on the largest array (4 n bytes read), each waited
+//!   for and back to back (stream).
 //! - **launch latency**: `Stats::device.launch_ns / launches` (host time from the call that triggers
 //!   the flush to the device kernel's enqueue) over the timed, trace-hit iterations of a 2^10 chain.
 //! - **copy peer** (same process, same device, not through arrayflow): a device-to-device copy of
@@ -621,23 +622,33 @@ fn bench_chain(n: usize, target: Duration, peer: Option<&mut Box<dyn CopyPeer>>)
     }
 }
 
-/// `a.sum()` on `n` elements, evaluated on the device; returns the timing and the relative error
-/// of the result against an f64 sum on the host.
-fn bench_sum(n: usize, target: Duration) -> (Timing, f64) {
+/// `a.sum()` on `n` elements, evaluated on the device: each sum waited for (sync), and sums
+/// enqueued back to back with one wait (stream); with the relative error of the result against
+/// an f64 sum on the host.
+fn bench_sum(n: usize, target: Duration) -> (Timing, Timing, f64) {
     let av = random_vec(n, 1, 0.5, 1.5);
     let exact: f64 = av.par_iter().map(|&x| x as f64).sum();
     let a = Array::from_vec(av, &[n]);
     let got = a.sum().item().expect("sum result") as f64;
-    let t = time_loop(target, 100_000, |k| {
+    let sync = time_loop(target, 100_000, |k| {
         for _ in 0..k {
             let s = black_box(&a).sum();
             s.eval().expect("eval");
             black_box(&s);
         }
     });
+    let stream = time_loop(target, 100_000, |k| {
+        let mut last = None;
+        for _ in 0..k {
+            let s = black_box(&a).sum();
+            s.hint_read();
+            last = Some(s);
+        }
+        last.expect("k >= 1").eval().expect("eval");
+    });
     drop(a);
     Runtime::execute();
-    (t, ((got - exact) / exact).abs())
+    (sync, stream, ((got - exact) / exact).abs())
 }
 
 /// A device counter's nanoseconds per launch, in µs.
@@ -810,16 +821,24 @@ fn main() {
     drop(peer);
 
     let n_sum = *sizes.iter().max().expect("at least one size");
-    let (sum, sum_err) = bench_sum(n_sum, target);
+    let (sum, sum_stream, sum_err) = bench_sum(n_sum, target);
     println!(
-        "sum {}: {} (K {}, loops {}..{}), rel. diff vs f64 host sum {:.1e}, device kernels per sum {:.2}",
+        "sum {}: {} (K {}, loops {}..{}), stream {} per sum (K {}), rel. diff vs f64 host sum \
+         {:.1e}, device kernels per sum {:.2}, flush to scheduler/executor/launch/done \
+         {:.1}/{:.1}/{:.1}/{:.1} µs",
         label(n_sum),
         fmt_time(sum.per_iter),
         sum.k,
         fmt_time(sum.min),
         fmt_time(sum.max),
+        fmt_time(sum_stream.per_iter),
+        sum_stream.k,
         sum_err,
         sum.stats.device.kernels as f64 / sum.timed_iters as f64,
+        per_launch_us(&sum.stats, sum.stats.device.scheduled_ns),
+        per_launch_us(&sum.stats, sum.stats.device.received_ns),
+        per_launch_us(&sum.stats, sum.stats.device.launch_ns),
+        per_launch_us(&sum.stats, sum.stats.device.done_ns),
     );
 
     // Launch latency: a 2^10 chain (the kernel is negligible), trace-cache hits.
@@ -898,10 +917,12 @@ fn main() {
         }
     }
     json.push(format!(
-        "{},{},\"max_rel_err\":{}}}",
+        "{},{},\"max_rel_err\":{},\"stream_time_s\":{},\"stream_gbs\":{}}}",
         head("arrayflow", &backend, "sum", n_sum, 4 * n_sum),
         timing(&sum, 4 * n_sum),
-        jn(sum_err)
+        jn(sum_err),
+        jn(sum_stream.per_iter.as_secs_f64()),
+        jn(gbs(4 * n_sum, sum_stream.per_iter))
     ));
     json.push(format!(
         "{},{},\"launch_us\":{},\"launches\":{},\"trace_hits_per_iter\":{}}}",
@@ -972,19 +993,30 @@ fn main() {
     let largest_copy = rows
         .iter()
         .find(|r| r.n == n_sum)
-        .and_then(|r| r.copy.as_ref())
-        .map(|c| gbs(12 * n_sum, c.reference()));
-    let sum_gbs = gbs(4 * n_sum, sum.per_iter);
-    println!(
-        "sum {}: {} = {:.1} GB/s (4 n bytes read){}",
-        label(n_sum),
-        fmt_time(sum.per_iter),
-        sum_gbs,
-        match largest_copy {
-            Some(c) => format!("; sum / copy bandwidth {:.2}x (target >= 0.8)", sum_gbs / c),
-            None => String::new(),
-        }
-    );
+        .and_then(|r| r.copy.as_ref());
+    for (mode, t, copy) in [
+        ("sync", &sum, largest_copy.map(|c| c.reference())),
+        (
+            "stream",
+            &sum_stream,
+            largest_copy.map(|c| c.stream.per_iter),
+        ),
+    ] {
+        let sum_gbs = gbs(4 * n_sum, t.per_iter);
+        println!(
+            "sum {} {mode}: {} = {:.1} GB/s (4 n bytes read){}",
+            label(n_sum),
+            fmt_time(t.per_iter),
+            sum_gbs,
+            match copy {
+                Some(c) => format!(
+                    "; sum / copy {mode} bandwidth {:.2}x (target >= 0.8)",
+                    sum_gbs / gbs(12 * n_sum, c)
+                ),
+                None => String::new(),
+            }
+        );
+    }
     match latency {
         Some(l) => println!(
             "launch latency {}: {l:.1} µs per launch (host, flush call to kernel enqueue; target < 20 µs), \

@@ -353,6 +353,36 @@ fn validate_kernel(k: &FusedKernel, what: &str) -> GpuPlan {
     plan
 }
 
+/// Whether element-wise kernels that qualify render in the quad form (`ARRAYFLOW_WGPU_VECTOR=0`
+/// turns it off, as the renderer reads it).
+fn quads_on() -> bool {
+    std::env::var("ARRAYFLOW_WGPU_VECTOR").map_or(true, |v| v.trim() != "0")
+}
+
+/// Whether `plan` is the quad form of an element-wise kernel: every buffer of its pass is bound as
+/// an array of `vec4`s (and none is in the scalar form).
+fn is_quads(plan: &GpuPlan) -> bool {
+    let tail = kernel_tail(&plan.source);
+    let quads = tail.contains("// ---- kernel: quads ----");
+    if quads {
+        let bindings = tail.matches("@binding(").count();
+        let params =
+            (wgsl::immediate_words(&plan.source).is_none() && plan.passes[0].params) as usize;
+        let faults = plan.fault.is_some() as usize;
+        assert_eq!(
+            tail.matches(": array<vec4<").count(),
+            bindings - params - faults,
+            "quad form with a scalar binding:\n{tail}"
+        );
+    } else {
+        assert!(
+            !tail.contains("array<vec4<"),
+            "scalar form with vec4 bindings:\n{tail}"
+        );
+    }
+    quads
+}
+
 #[test]
 fn every_unary_and_binary_op_validates() {
     for &op in UnaryOp::ALL {
@@ -567,6 +597,131 @@ fn intrinsics_validate() {
         let plan = intrinsics::render(&c, target()).unwrap();
         validate(&plan, &format!("concat {d}"));
         assert_eq!(plan.passes.len(), 2, "empty parts get no pass");
+    }
+}
+
+/// `out0 = a + f32(iota)` (the generator read in place) and `out1 = n - 1 - iota` (an i32 iota
+/// through a reversing strided map) over `[n]`: values that depend on each element's `lin`.
+fn lanes_kernel(n: usize) -> FusedKernel {
+    let mut k = K::new(&[n]);
+    let a = k.load(DType::F32, IndexMap::Contiguous);
+    let gen_reg = |k: &mut K, d: DType, map: IndexMap| {
+        let dst = k.reg(d);
+        k.instrs.push(Instr::Gen {
+            dst,
+            kind: GenKind::Iota { axis: 0 },
+            shape: Shape::from_slice(&[n]),
+            map,
+        });
+        dst
+    };
+    let i = gen_reg(&mut k, DType::F32, IndexMap::Contiguous);
+    let s = k.binary(BinaryOp::Add, a, i);
+    k.store(s);
+    let rev = gen_reg(&mut k, DType::I32, strided(n as isize - 1, &[-1]));
+    k.store(rev);
+    k.build()
+}
+
+/// The quad form is taken exactly when every load reads in place, every buffer holds 4-byte
+/// elements and the length is a positive multiple of 4 (and the form is on); both forms
+/// validate.
+#[test]
+fn map_kernels_take_quads_when_every_load_is_contiguous() {
+    let on = quads_on();
+    let plan = validate_kernel(&chain_kernel(&[50, 100]), "chain");
+    assert_eq!(is_quads(&plan), on, "chain");
+    if on {
+        let tail = kernel_tail(&plan.source);
+        for decl in [
+            "in0: array<vec4<f32>>",
+            "in1: array<vec4<f32>>",
+            "out0: array<vec4<f32>>",
+            "out1: array<vec4<i32>>",
+            "out2: array<vec4<u32>>",
+            "let vin0 = in0[q];",
+            "let vin1 = in1[q];",
+            "out2[q] = vout2;",
+            "q < 1250u",
+        ] {
+            assert!(tail.contains(decl), "chain: no `{decl}` in\n{tail}");
+        }
+        assert_eq!(
+            plan.passes[0].groups,
+            1250u32.div_ceil(wgsl::LOCAL * wgsl::quads())
+        );
+    }
+    let n = 1 << 20;
+    let mut quads: Vec<(String, FusedKernel)> = vec![
+        ("chain 4".into(), chain_kernel(&[4])),
+        ("chain 2^20".into(), chain_kernel(&[n])),
+        ("lanes".into(), lanes_kernel(1024)),
+        (
+            "int div".into(),
+            binary_kernel(BinaryOp::Div, DType::I32, 100),
+        ),
+        (
+            "iota".into(),
+            gen_kernel(GenKind::Iota { axis: 1 }, &[4, 5], DType::U32),
+        ),
+        (
+            "identity".into(),
+            gen_kernel(GenKind::Identity, &[4, 4], DType::Bool),
+        ),
+        ("random".into(), random_kernel(RandomDist::Normal, 1000)),
+    ];
+    for a in TYPES {
+        for b in TYPES {
+            quads.push((format!("cast {a} -> {b}"), cast_kernel(a, b, 12)));
+        }
+        quads.push((format!("eq {a}"), binary_kernel(BinaryOp::Eq, a, 8)));
+    }
+    for (what, k) in &quads {
+        let plan = validate_kernel(k, what);
+        assert_eq!(is_quads(&plan), on, "{what}");
+        let quads = k.domain.len() / 4;
+        let want = quads
+            .div_ceil((wgsl::LOCAL * wgsl::quads()) as usize)
+            .min(wgsl::MAX_GROUPS as usize) as u32;
+        if on {
+            assert_eq!(plan.passes[0].groups, want, "{what}: groups");
+        }
+        assert_eq!(
+            wgsl::render(k, target()),
+            wgsl::render(k, target()),
+            "{what}"
+        );
+    }
+    // An input read both in place and through a transposing map.
+    let mut both = K::new(&[8, 8]);
+    let a = both.load(DType::F32, IndexMap::Contiguous);
+    let at = both.reg(DType::F32);
+    both.instrs.push(Instr::Load {
+        dst: at,
+        input: 0,
+        map: strided(0, &[1, 8]),
+    });
+    let s = both.binary(BinaryOp::Add, a, at);
+    both.store(s);
+    let scalar: Vec<(&str, FusedKernel)> = vec![
+        ("strided", map_kernel(&[4, 8], strided(31, &[-8, -1]))),
+        ("periodic", map_kernel(&[6, 8], periodic(&[2, 3], &[-1, 5]))),
+        ("in place and strided", both.build()),
+        ("length 4998", chain_kernel(&[2, 2499])),
+        ("length 2", unary_kernel(UnaryOp::Neg, DType::F32, 2)),
+        ("length 0", unary_kernel(UnaryOp::Neg, DType::F32, 0)),
+        (
+            "reduction",
+            reduce_kernel(ReduceOp::Sum, DType::F32, 4, 1000),
+        ),
+        (
+            "short reduction",
+            reduce_kernel(ReduceOp::Max, DType::I32, 40, 8),
+        ),
+    ];
+    for (what, k) in &scalar {
+        let plan = validate_kernel(k, what);
+        assert!(!is_quads(&plan), "{what}");
     }
 }
 
@@ -847,14 +1002,10 @@ fn close(got: f32, want: f64, rel: f64, abs: f64) -> bool {
     (g - want).abs() <= (rel * want.abs()).max(abs)
 }
 
-#[test]
-fn elementwise_chain_matches_the_cpu() {
-    let Some(g) = gpu() else { return };
-    let n = 5000;
-    let a: Vec<f32> = sample(n, 1, -3.0, 3.0).iter().map(|&x| x as f32).collect();
-    let b: Vec<f32> = sample(n, 2, 0.5, 2.0).iter().map(|&x| x as f32).collect();
-    // r = max(a * b + sin(a), a) / exp(b); i = (cast_i32(a * 100) % 7) - 3; c = r > 0
-    let mut k = K::new(&[50, 100]);
+/// `r = max(a * b + sin(a), a) / exp(b); i = (cast_i32(a * 100) % 7) - 3; c = r > 0` over
+/// `shape` for f32 inputs `a`, `b`, with parameters 100.0, 7, 3, 0.0 (outputs r, i, c).
+fn chain_kernel(shape: &[usize]) -> FusedKernel {
+    let mut k = K::new(shape);
     let ra = k.load(DType::F32, IndexMap::Contiguous);
     let rb = k.load(DType::F32, IndexMap::Contiguous);
     let m = k.binary(BinaryOp::Mul, ra, rb);
@@ -880,7 +1031,16 @@ fn elementwise_chain_matches_the_cpu() {
     k.store(r);
     k.store(i);
     k.store(c);
-    let k = k.build();
+    k.build()
+}
+
+#[test]
+fn elementwise_chain_matches_the_cpu() {
+    let Some(g) = gpu() else { return };
+    let n = 5000;
+    let a: Vec<f32> = sample(n, 1, -3.0, 3.0).iter().map(|&x| x as f32).collect();
+    let b: Vec<f32> = sample(n, 2, 0.5, 2.0).iter().map(|&x| x as f32).collect();
+    let k = chain_kernel(&[50, 100]);
     let params = [100f32.to_bits() as u64, 7, 3, 0f32.to_bits() as u64];
     let (out, fault) = run_kernel(
         g,
@@ -990,6 +1150,297 @@ fn integer_division_by_zero_faults() {
     // Instruction 2 (the division) or 3 (the remainder) may win; both fault on element 567.
     assert!(fault == 3 || fault == 4, "fault word {fault}");
     assert_eq!((out[0].i32()[567], out[1].i32()[567]), (0, 0));
+}
+
+/// Renders and validates element-wise kernel `k` (which loads only in place), checks that it
+/// takes the quad form exactly when that is on and its length a positive multiple of 4, and
+/// runs it.
+fn run_map(
+    g: &Gpu,
+    k: &FusedKernel,
+    inputs: &[Data],
+    params: &[u64],
+    what: &str,
+) -> (Vec<Data>, u32) {
+    let plan = validate_kernel(k, what);
+    let len = k.domain.len();
+    let want = quads_on() && len >= 4 && len.is_multiple_of(4);
+    assert_eq!(is_quads(&plan), want, "{what}: quad form");
+    let outs: Vec<(DType, usize)> = k.outputs.iter().map(|&d| (d, len)).collect();
+    run(g, &plan, inputs, &outs, params)
+}
+
+/// Lengths of the quad tests: one quad, a partial work-group, 2^20 elements; and two that are not
+/// multiples of 4 (the scalar form, same oracles).
+const QUAD_LENGTHS: [usize; 5] = [4, 1028, 1 << 20, 6, 1022];
+
+/// `y = |sqrt(a * b + 1) * a - b| * 0.5 + a` in f32 (the constants as parameters).
+fn quad_chain_kernel(n: usize) -> FusedKernel {
+    let mut k = K::new(&[n]);
+    let a = k.load(DType::F32, IndexMap::Contiguous);
+    let b = k.load(DType::F32, IndexMap::Contiguous);
+    let m = k.binary(BinaryOp::Mul, a, b);
+    let one = k.konst(DType::F32);
+    let m1 = k.binary(BinaryOp::Add, m, one);
+    let s = k.unary(UnaryOp::Sqrt, m1);
+    let sa = k.binary(BinaryOp::Mul, s, a);
+    let d = k.binary(BinaryOp::Sub, sa, b);
+    let ad = k.unary(UnaryOp::Abs, d);
+    let half = k.konst(DType::F32);
+    let h = k.binary(BinaryOp::Mul, ad, half);
+    let y = k.binary(BinaryOp::Add, h, a);
+    k.store(y);
+    k.build()
+}
+
+#[test]
+fn quad_f32_chain_matches_the_cpu() {
+    let Some(g) = gpu() else { return };
+    for n in QUAD_LENGTHS {
+        let a: Vec<f32> = sample(n, 21, 0.0, 3.0).iter().map(|&x| x as f32).collect();
+        let b: Vec<f32> = sample(n, 22, 0.5, 2.0).iter().map(|&x| x as f32).collect();
+        let params = [1f32.to_bits() as u64, 0.5f32.to_bits() as u64];
+        let what = format!("chain {n}");
+        let (out, fault) = run_map(
+            g,
+            &quad_chain_kernel(n),
+            &[Data::F32(a.clone()), Data::F32(b.clone())],
+            &params,
+            &what,
+        );
+        assert_eq!(fault, 0);
+        for j in 0..n {
+            let (x, y) = (a[j] as f64, b[j] as f64);
+            let want = ((x * y + 1.0).sqrt() * x - y).abs() * 0.5 + x;
+            let got = out[0].f32()[j];
+            assert!(
+                close(got, want, 1e-5, 1e-6),
+                "{what} [{j}]: {got} vs {want}"
+            );
+        }
+    }
+}
+
+/// Quad kernels of every 4-byte type in and out against plain Rust, element by element: a
+/// comparison and a bool input to a bool output, an i32 to f32 cast, a u32 binary op, values
+/// computed from each lane's `lin`, and an integer division whose fault is reported from a lane.
+#[test]
+fn quad_kernels_of_every_type_match_plain_rust() {
+    let Some(g) = gpu() else { return };
+    for n in QUAD_LENGTHS {
+        let fa: Vec<f32> = sample(n, 31, -2.0, 2.0).iter().map(|&x| x as f32).collect();
+        let mut fb: Vec<f32> = sample(n, 32, -2.0, 2.0).iter().map(|&x| x as f32).collect();
+        fb[n / 2] = fa[n / 2];
+        let flags: Vec<u32> = (0..n).map(|i| ((i * 7) % 5 < 2) as u32).collect();
+        let ia: Vec<i32> = (0..n)
+            .map(|i| (i as i32).wrapping_mul(-1_640_531_535) >> (i % 9))
+            .collect();
+        let ua: Vec<u32> = ia.iter().map(|&x| x as u32).collect();
+        let ub: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(0x9E37_79B9) ^ 0xdead_beef)
+            .collect();
+
+        // c = (a < b) ^ flag
+        let mut k = K::new(&[n]);
+        let a = k.load(DType::F32, IndexMap::Contiguous);
+        let b = k.load(DType::F32, IndexMap::Contiguous);
+        let f = k.load(DType::Bool, IndexMap::Contiguous);
+        let lt = k.binary(BinaryOp::Lt, a, b);
+        let c = k.binary(BinaryOp::Xor, lt, f);
+        k.store(c);
+        let (out, _) = run_map(
+            g,
+            &k.build(),
+            &[
+                Data::F32(fa.clone()),
+                Data::F32(fb.clone()),
+                Data::U32(flags.clone()),
+            ],
+            &[],
+            &format!("bool {n}"),
+        );
+        let want: Vec<u32> = (0..n)
+            .map(|j| ((fa[j] < fb[j]) ^ (flags[j] != 0)) as u32)
+            .collect();
+        assert_eq!(out[0].u32(), &want[..], "bool {n}");
+
+        let (out, _) = run_map(
+            g,
+            &cast_kernel(DType::I32, DType::F32, n),
+            &[Data::I32(ia.clone())],
+            &[],
+            &format!("cast {n}"),
+        );
+        for (j, (x, y)) in ia.iter().zip(out[0].f32()).enumerate() {
+            assert_eq!(y.to_bits(), (*x as f32).to_bits(), "cast {n} [{j}]: {x}");
+        }
+
+        // (a * b) ^ b in u32
+        let mut k = K::new(&[n]);
+        let a = k.load(DType::U32, IndexMap::Contiguous);
+        let b = k.load(DType::U32, IndexMap::Contiguous);
+        let m = k.binary(BinaryOp::Mul, a, b);
+        let x = k.binary(BinaryOp::Xor, m, b);
+        k.store(x);
+        let (out, _) = run_map(
+            g,
+            &k.build(),
+            &[Data::U32(ua.clone()), Data::U32(ub.clone())],
+            &[],
+            &format!("u32 {n}"),
+        );
+        let want: Vec<u32> = (0..n).map(|j| ua[j].wrapping_mul(ub[j]) ^ ub[j]).collect();
+        assert_eq!(out[0].u32(), &want[..], "u32 {n}");
+
+        let (out, _) = run_map(
+            g,
+            &lanes_kernel(n),
+            &[Data::F32(fa.clone())],
+            &[],
+            &format!("lanes {n}"),
+        );
+        for (j, &x) in fa.iter().enumerate() {
+            let want = x + j as f32;
+            assert_eq!(out[0].f32()[j].to_bits(), want.to_bits(), "lanes {n} [{j}]");
+            assert_eq!(out[1].i32()[j], (n - 1 - j) as i32, "reversed {n} [{j}]");
+        }
+
+        // q = a / b, r = a % b in i32: no zero divisor, then zeros in lanes 3 and 1.
+        let mut k = K::new(&[n]);
+        let a = k.load(DType::I32, IndexMap::Contiguous);
+        let b = k.load(DType::I32, IndexMap::Contiguous);
+        let q = k.binary(BinaryOp::Div, a, b);
+        let r = k.binary(BinaryOp::Rem, a, b);
+        k.store(q);
+        k.store(r);
+        let k = k.build();
+        let mut ib: Vec<i32> = (0..n as i32).map(|i| (i % 13) - 6).collect();
+        for v in ib.iter_mut().filter(|v| **v == 0) {
+            *v = -1;
+        }
+        let mut ia = ia.clone();
+        ia[0] = i32::MIN;
+        ib[0] = -1;
+        let (out, fault) = run_map(
+            g,
+            &k,
+            &[Data::I32(ia.clone()), Data::I32(ib.clone())],
+            &[],
+            &format!("div {n}"),
+        );
+        assert_eq!(fault, 0, "div {n}");
+        let wq: Vec<i32> = (0..n).map(|j| ia[j].wrapping_div(ib[j])).collect();
+        let wr: Vec<i32> = (0..n).map(|j| ia[j].wrapping_rem(ib[j])).collect();
+        assert_eq!(out[0].i32(), &wq[..], "div {n}");
+        assert_eq!(out[1].i32(), &wr[..], "rem {n}");
+        let zeros = [3, n - 3];
+        for &z in &zeros {
+            ib[z] = 0;
+        }
+        let (out, fault) = run_map(
+            g,
+            &k,
+            &[Data::I32(ia.clone()), Data::I32(ib.clone())],
+            &[],
+            &format!("div by zero {n}"),
+        );
+        // Instruction 2 (the division) or 3 (the remainder) may win.
+        assert!(
+            fault == 3 || fault == 4,
+            "div by zero {n}: fault word {fault}"
+        );
+        for j in 0..n {
+            if zeros.contains(&j) {
+                assert_eq!((out[0].i32()[j], out[1].i32()[j]), (0, 0), "zero {n} [{j}]");
+            } else {
+                assert_eq!(
+                    (out[0].i32()[j], out[1].i32()[j]),
+                    (wq[j], wr[j]),
+                    "{n} [{j}]"
+                );
+            }
+        }
+    }
+}
+
+/// `(a + b) ^ b` in u32 over `[n]`.
+fn grid_kernel(n: usize) -> FusedKernel {
+    let mut k = K::new(&[n]);
+    let ra = k.load(DType::U32, IndexMap::Contiguous);
+    let rb = k.load(DType::U32, IndexMap::Contiguous);
+    let s = k.binary(BinaryOp::Add, ra, rb);
+    let x = k.binary(BinaryOp::Xor, s, rb);
+    k.store(x);
+    k.build()
+}
+
+/// Runs `plan` (of [`grid_kernel`]`(n)`) and compares with plain Rust.
+fn grid_case(g: &Gpu, plan: &GpuPlan, n: usize, what: &str) {
+    let a: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let b: Vec<u32> = (0..n as u32).map(|i| i ^ 0x5bd1_e995).collect();
+    let (out, _) = run(
+        g,
+        plan,
+        &[Data::U32(a.clone()), Data::U32(b.clone())],
+        &[(DType::U32, n)],
+        &[],
+    );
+    let got = out[0].u32();
+    for j in 0..n {
+        let want = a[j].wrapping_add(b[j]) ^ b[j];
+        assert_eq!(got[j], want, "{what} [{j}] of {n}");
+    }
+}
+
+/// Quad kernels whose threads take several trips of the grid-stride loops: the plan's grid of 3
+/// work-groups instead of the 513 it has (its strides rewritten to match), so each thread takes
+/// about 170 trips of the main loop and the rest in the remainder loop; and, where the adapter binds buffers that large, a
+/// kernel with more quads than the largest grid has threads (lavapipe binds at most 128 MiB).
+#[test]
+fn quad_kernels_loop_over_the_grid() {
+    let Some(g) = gpu() else { return };
+    let n = (1 << 20) + 4 * 37;
+    let k = grid_kernel(n);
+    let mut plan = validate_kernel(&k, "grid");
+    let quads = quads_on();
+    assert_eq!(is_quads(&plan), quads);
+    if quads {
+        let groups = (n / 4).div_ceil((wgsl::LOCAL * wgsl::quads()) as usize) as u32;
+        assert_eq!(plan.passes[0].groups, groups);
+        // The grid's size in threads appears as the offset of a trip's later quads and as the
+        // remainder loop's step, the main loop's step is `quads()` times it: all three change.
+        let threads = groups * wgsl::LOCAL;
+        let mut strides = vec![(wgsl::quads() * threads, wgsl::quads() * 3 * wgsl::LOCAL)];
+        if wgsl::quads() > 1 {
+            strides.push((threads, 3 * wgsl::LOCAL));
+        }
+        for (old, new) in strides {
+            let step = format!("q += {old}u)");
+            assert!(plan.source.contains(&step), "no `{step}`");
+            plan.source = plan.source.replace(&format!("{old}u"), &format!("{new}u"));
+        }
+        plan.passes[0].groups = 3;
+        validate(&plan, "grid of 3 groups");
+    }
+    grid_case(g, &plan, n, "grid of 3 groups");
+
+    let grid = (wgsl::LOCAL * wgsl::MAX_GROUPS) as usize;
+    let n = 4 * wgsl::quads() as usize * grid + 4 * 37;
+    let k = grid_kernel(n);
+    let plan = validate_kernel(&k, "largest grid");
+    assert_eq!(is_quads(&plan), quads);
+    assert_eq!(plan.passes[0].groups, wgsl::MAX_GROUPS);
+    let limit = g.device.limits().max_storage_buffer_binding_size;
+    if (n as u64) * 4 > limit {
+        eprintln!(
+            "skipped: {n} u32 elements ({} bytes) exceed the adapter's binding limit of {limit} bytes",
+            n * 4
+        );
+        return;
+    }
+    grid_case(g, &plan, n, "largest grid");
 }
 
 fn sum_case(g: &Gpu, outer: usize, inner: usize) {
@@ -2017,6 +2468,196 @@ fn transpose_validates_and_matches_a_plain_loop() {
                 want.as_slice(),
                 "transpose of {batch} x {rows} x {cols} from {offset}, {groups} groups"
             );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Correct rounding of f32 *, +, -, / and sqrt (tests/exact_f32.rs proves the algorithms).
+
+/// Subnormal f32 (GPUs may flush them; the suite ignores such elements on GPUs).
+fn subnormal(x: f32) -> bool {
+    x != 0.0 && x.abs() < f32::MIN_POSITIVE
+}
+
+/// Indices where `got` and `want` differ in bits (NaNs equal), skipping subnormal inputs/results.
+fn bit_misses(ins: &[&[f32]], got: &[f32], want: &[f32]) -> Vec<String> {
+    (0..want.len())
+        .filter(|&j| {
+            let (g, w) = (got[j], want[j]);
+            let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+            let skipped = subnormal(w) || ins.iter().any(|x| subnormal(x[j]));
+            !same && !skipped
+        })
+        .take(10)
+        .map(|j| {
+            let xs: Vec<String> = ins.iter().map(|x| format!("{:e}", x[j])).collect();
+            format!("[{j}] {xs:?}: {:e} vs {:e}", got[j], want[j])
+        })
+        .collect()
+}
+
+/// f32 values worth dividing and rooting: random bit patterns, [1, 4) densely, specials.
+fn hard_f32s(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    let mut next = move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 32) as u32
+    };
+    let mut v: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        1.0,
+        2.0,
+        3.0,
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -1.0,
+    ];
+    while v.len() < n {
+        let r = next();
+        v.push(match v.len() % 3 {
+            0 => f32::from_bits(r),
+            1 => f32::from_bits(0x3f80_0000 + r % 0x0100_0000),
+            _ => f32::from_bits((r & 0x807f_ffff) | ((next() % 60 + 97) << 23)),
+        });
+    }
+    v
+}
+
+#[test]
+fn sqrt_and_division_are_correctly_rounded() {
+    let Some(g) = gpu() else { return };
+    let n = 1 << 18;
+    let xs = hard_f32s(n, 1);
+    let ys = hard_f32s(n, 2);
+    let got = run_unary(g, UnaryOp::Sqrt, &xs);
+    let want: Vec<f32> = xs.iter().map(|x| x.sqrt()).collect();
+    let m = bit_misses(&[&xs], got.f32(), &want);
+    assert!(m.is_empty(), "sqrt: {m:#?}");
+    let got = run_unary(g, UnaryOp::Rsqrt, &xs);
+    let want: Vec<f32> = xs.iter().map(|x| 1.0 / x.sqrt()).collect();
+    let m = bit_misses(&[&xs], got.f32(), &want);
+    assert!(m.is_empty(), "rsqrt: {m:#?}");
+    let got = run_binary(g, BinaryOp::Div, &xs, &ys);
+    let want: Vec<f32> = xs.iter().zip(&ys).map(|(x, y)| x / y).collect();
+    let m = bit_misses(&[&xs, &ys], got.f32(), &want);
+    assert!(m.is_empty(), "div: {m:#?}");
+    for (op, f) in [
+        (BinaryOp::Mul, (|x, y| x * y) as fn(f32, f32) -> f32),
+        (BinaryOp::Add, |x, y| x + y),
+        (BinaryOp::Sub, |x, y| x - y),
+    ] {
+        let got = run_binary(g, op, &xs, &ys);
+        let want: Vec<f32> = xs.iter().zip(&ys).map(|(&x, &y)| f(x, y)).collect();
+        let m = bit_misses(&[&xs, &ys], got.f32(), &want);
+        assert!(m.is_empty(), "{op:?}: {m:#?}");
+    }
+}
+
+/// `((a * b + s).sqrt() - b) * s`, `a * b - c * s`, `(a / b) * c + a` and `a * b + c`, summed:
+/// products feeding sums are rounded on their own, as on the CPU.
+#[test]
+fn arithmetic_chains_are_bit_exact() {
+    let Some(g) = gpu() else { return };
+    let n = 50_000;
+    let a: Vec<f32> = sample(n, 3, 0.0, 10.0).iter().map(|&x| x as f32).collect();
+    let b: Vec<f32> = sample(n, 4, 0.1, 3.0).iter().map(|&x| x as f32).collect();
+    let c: Vec<f32> = sample(n, 5, -5.0, 5.0).iter().map(|&x| x as f32).collect();
+    let s = 1.3f32;
+    let mut k = K::new(&[n]);
+    let (ra, rb, rc) = (
+        k.load(DType::F32, IndexMap::Contiguous),
+        k.load(DType::F32, IndexMap::Contiguous),
+        k.load(DType::F32, IndexMap::Contiguous),
+    );
+    let rs = k.konst(DType::F32);
+    let ab = k.binary(BinaryOp::Mul, ra, rb);
+    let t = k.binary(BinaryOp::Add, ab, rs);
+    let t = k.unary(UnaryOp::Sqrt, t);
+    let t = k.binary(BinaryOp::Sub, t, rb);
+    let r0 = k.binary(BinaryOp::Mul, t, rs);
+    let cs = k.binary(BinaryOp::Mul, rc, rs);
+    let r1 = k.binary(BinaryOp::Sub, ab, cs);
+    let q = k.binary(BinaryOp::Div, ra, rb);
+    let qc = k.binary(BinaryOp::Mul, q, rc);
+    let r2 = k.binary(BinaryOp::Add, qc, ra);
+    let r3 = k.binary(BinaryOp::Add, ab, rc);
+    k.store(r0);
+    k.store(r1);
+    k.store(r2);
+    k.store(r3);
+    let k = k.build();
+    let plan = validate_kernel(&k, "exact chain");
+    assert!(
+        plan.source.contains("af_zero = gid.z;"),
+        "no af_zero set in\n{}",
+        kernel_tail(&plan.source)
+    );
+    let ins = [
+        Data::F32(a.clone()),
+        Data::F32(b.clone()),
+        Data::F32(c.clone()),
+    ];
+    let (out, _) = run_kernel(g, &k, &ins, &[s.to_bits() as u64]);
+    let wants: [Vec<f32>; 4] = [
+        (0..n)
+            .map(|j| ((a[j] * b[j] + s).sqrt() - b[j]) * s)
+            .collect(),
+        (0..n).map(|j| a[j] * b[j] - c[j] * s).collect(),
+        (0..n).map(|j| (a[j] / b[j]) * c[j] + a[j]).collect(),
+        (0..n).map(|j| a[j] * b[j] + c[j]).collect(),
+    ];
+    for (i, want) in wants.iter().enumerate() {
+        let m = bit_misses(&[&a, &b, &c], out[i].f32(), want);
+        assert!(m.is_empty(), "output {i}: {m:#?}");
+    }
+}
+
+/// Every entry point of a program whose library part declares `af_zero` sets it first, and
+/// programs without it do not mention it.
+#[test]
+fn entry_points_set_the_opaque_zero() {
+    let kernels = [
+        ("mul", binary_kernel(BinaryOp::Mul, DType::F32, 1000)),
+        (
+            "prod",
+            reduce_kernel(ReduceOp::Prod, DType::F32, 2, 1 << 20),
+        ),
+        (
+            "prod rows",
+            reduce_kernel(ReduceOp::Prod, DType::F32, 1000, 7),
+        ),
+        ("sqrt", unary_kernel(UnaryOp::Sqrt, DType::F32, 1000)),
+        ("add", binary_kernel(BinaryOp::Add, DType::F32, 1000)),
+        ("mul i32", binary_kernel(BinaryOp::Mul, DType::I32, 1000)),
+    ];
+    for (what, k) in kernels {
+        let plan = validate_kernel(&k, what);
+        let declared = plan.source.contains("var<private> af_zero: u32;");
+        let users =
+            plan.source.contains("fn af_mul_f32(") || plan.source.contains("fn af_residual(");
+        assert_eq!(
+            declared, users,
+            "{what}: af_zero declared without a user or the reverse"
+        );
+        let lines: Vec<&str> = plan.source.lines().collect();
+        let mut entries = 0;
+        for (i, l) in lines.iter().enumerate() {
+            if l.starts_with("@compute") {
+                entries += 1;
+                let set = lines[i + 2].trim_start().starts_with("af_zero = ");
+                assert_eq!(set, declared, "{what}: entry `{}`", lines[i + 1]);
+            }
+        }
+        assert!(entries > 0, "{what}");
+        if what.starts_with("prod") || what == "mul" || what == "sqrt" {
+            assert!(declared, "{what}: no af_zero");
         }
     }
 }

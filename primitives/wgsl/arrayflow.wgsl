@@ -417,12 +417,31 @@ fn af_sign_f32(x: f32) -> f32 {
   if (x < 0.0f) { return -1.0f; }
   return x;
 }
+// Correctly rounded sqrt (Vulkan's sqrt and inverseSqrt are only within a few ulp). x = m * 4^k
+// with m in [1, 4) (subnormals normalised with integer shifts); r1, one Newton step from
+// inverseSqrt(m), is within 1 ulp of sqrt(m); of r1 and its neighbours the one whose midpoints
+// bracket sqrt(m) is picked by the sign of the residuals m - r1 * rp and m - rm * r1 (m is never a
+// midpoint's square). The proof is tests/exact_f32.rs, which mirrors this text line by line.
 fn af_sqrt_f32(x: f32) -> f32 {
-  if (x < 0.0f) { return af_nan(); }
-  if (x == 0.0f || !af_finite(x)) { return x; }
-  return sqrt(x);
+  let b = bitcast<u32>(x);
+  if ((b << 1u) == 0u || af_is_nan_f32(x)) { return x; }
+  if ((b >> 31u) != 0u) { return af_nan(); }
+  if (b == 0x7f800000u) { return x; }
+  let u = af_unpack_f32(b);
+  let odd = (u.y & 1) != 0;
+  let m = bitcast<f32>(u.x) * select(1.0f, 2.0f, odd);
+  let k = (u.y - select(0, 1, odd)) / 2;
+  let y = inverseSqrt(m);
+  let r0 = m * y;
+  let r1 = r0 + af_residual(m, r0, r0) * (0.5f * y);
+  let rp = bitcast<f32>(bitcast<u32>(r1) + 1u);
+  let rm = bitcast<f32>(bitcast<u32>(r1) - 1u);
+  var r = r1;
+  if (af_residual(m, r1, rp) > 0.0f) { r = rp; }
+  if (af_residual(m, rm, r1) <= 0.0f) { r = rm; }
+  return r * af_pow2i(k);
 }
-fn af_rsqrt_f32(x: f32) -> f32 { return 1.0f / af_sqrt_f32(x); }
+fn af_rsqrt_f32(x: f32) -> f32 { return af_div_f32(1.0f, af_sqrt_f32(x)); }
 // sign * 2^(log2|x| / 3), refined by one Newton step.
 fn af_cbrt_f32(x: f32) -> f32 {
   let a = abs(x);
@@ -447,10 +466,81 @@ fn af_is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f
 fn af_is_inf_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
 
 // ---- float binary ----
+// Set to a zero the driver cannot know (a 1-D dispatch's workgroup_id.z) at the top of every entry
+// point whose program names it. Vulkan drivers may fuse a product feeding an add into one fma
+// (naga never emits NoContraction); the product passed through `| af_zero` is opaque, so every
+// product is rounded on its own as on the CPU.
+var<private> af_zero: u32;
 fn af_add_f32(x: f32, y: f32) -> f32 { return x + y; }
 fn af_sub_f32(x: f32, y: f32) -> f32 { return x - y; }
-fn af_mul_f32(x: f32, y: f32) -> f32 { return x * y; }
-fn af_div_f32(x: f32, y: f32) -> f32 { return x / y; }
+fn af_mul_f32(x: f32, y: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x * y) | af_zero); }
+// x - a * b rounded once, as fma(-a, b, x) would be if Vulkan's fma were fused (it need not be;
+// lavapipe's is not), for a, b > 0, x within a factor 2 of a * b (so x - p is exact) and no
+// over- or underflow: Dekker's exact product p + err from 12-bit halves. Every partial product is
+// exact, so a driver fusing one into an add changes nothing; p is opaque so it cannot be fused.
+fn af_residual(x: f32, a: f32, b: f32) -> f32 {
+  let p = bitcast<f32>(bitcast<u32>(a * b) | af_zero);
+  let ah = af_mask12(a);
+  let al = a - ah;
+  let bh = af_mask12(b);
+  let bl = b - bh;
+  let err = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+  return (x - p) - err;
+}
+// (bits of m, k) with b = m * 2^k, m in [1, 2), for the bits b of a finite nonzero |x| (subnormals
+// normalised with integer shifts).
+fn af_unpack_f32(b: u32) -> vec2<i32> {
+  var m = b;
+  var k = -127;
+  if (m < 0x00800000u) {
+    let s = countLeadingZeros(m) - 8u;
+    m = m << s;
+    k -= i32(s);
+  }
+  k += i32(m >> 23u);
+  return vec2<i32>(i32((m & 0x007fffffu) | 0x3f800000u), k);
+}
+// Correctly rounded x / y (Vulkan's division is only within 2.5 ulp). The significands' quotient
+// Q = mx / my in (1/2, 2): q1, one Newton step from 1 / my, is within 1 ulp of Q; of q1 and its
+// neighbours the one whose midpoints bracket Q is picked by the exact remainder e = mx - q1 * my
+// (Q is never a midpoint). q times 2^k is exact unless it is subnormal; then the significand is
+// rounded to the subnormal grid with the integer bits of q and the sign of its remainder. The proof
+// is tests/exact_f32.rs, which mirrors this text line by line.
+fn af_div_f32(x: f32, y: f32) -> f32 {
+  let s = (bitcast<u32>(x) ^ bitcast<u32>(y)) & 0x80000000u;
+  let bx = bitcast<u32>(x) & 0x7fffffffu;
+  let by = bitcast<u32>(y) & 0x7fffffffu;
+  if (bx > 0x7f800000u || by > 0x7f800000u || (bx == by && (bx == 0u || bx == 0x7f800000u))) {
+    return af_nan();
+  }
+  if (bx == 0x7f800000u || by == 0u) { return bitcast<f32>(s | 0x7f800000u); }
+  if (bx == 0u || by == 0x7f800000u) { return bitcast<f32>(s); }
+  let ux = af_unpack_f32(bx);
+  let uy = af_unpack_f32(by);
+  let mx = bitcast<f32>(ux.x);
+  let my = bitcast<f32>(uy.x);
+  let k = ux.y - uy.y;
+  let r = 1.0f / my;
+  let q0 = mx * r;
+  let q1 = q0 + af_residual(mx, q0, my) * r;
+  let qp = bitcast<f32>(bitcast<u32>(q1) + 1u);
+  let qm = bitcast<f32>(bitcast<u32>(q1) - 1u);
+  let e = af_residual(mx, q1, my);
+  var q = q1;
+  if (e + e > (qp - q1) * my) { q = qp; }
+  if (e + e < (qm - q1) * my) { q = qm; }
+  let bq = bitcast<u32>(q);
+  let sh = 1 - i32(bq >> 23u) - k;
+  if (sh <= 0) { return bitcast<f32>(s | bitcast<u32>(af_ldexp(q, k))); }
+  if (sh > 25) { return bitcast<f32>(s); }
+  let n = (bq & 0x007fffffu) | 0x00800000u;
+  let rest = n & ((1u << u32(sh)) - 1u);
+  let half = 1u << u32(sh - 1);
+  var t = n >> u32(sh);
+  let d = af_residual(mx, q, my);
+  if (rest > half || (rest == half && (d > 0.0f || (d == 0.0f && (t & 1u) == 1u)))) { t += 1u; }
+  return bitcast<f32>(s | t);
+}
 // Exact C fmodf (musl's bit-level long division; WGSL's % is x - y * trunc(x / y), inexact).
 fn af_rem_f32(x: f32, y: f32) -> f32 {
   var ux = bitcast<u32>(x);

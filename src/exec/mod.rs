@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod device;
 pub mod gpu;
 mod scheduler;
+pub(crate) mod wait;
 
 pub use buffer::{BufferPool, TypedVec};
 pub use device::{Backend, DeviceInfo, DeviceKind};

@@ -5,6 +5,7 @@
 //! between executors when a program needs it elsewhere, serves reads, frees released buffers, and
 //! propagates failures so every result of a failed program reads as invalid.
 
+use super::wait::Spin;
 use super::{BufferId, ExecHandle, TypedVec};
 use crate::error::{Error, ErrorKind, Result};
 use crate::proggen::sequence::{Kernel, Program, ProgramSequence};
@@ -173,6 +174,8 @@ pub struct Scheduler {
     next_buffer: AtomicU64,
     thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
     device: Option<super::device::DeviceInfo>,
+    /// How long the application's waits spin before blocking (`exec/wait.rs`).
+    spin: Spin,
 }
 
 impl Scheduler {
@@ -187,11 +190,16 @@ impl Scheduler {
         let (tx, rx) = unbounded();
         let mut executors = vec![super::cpu::CpuExecutor::start(tx.clone(), counters.clone())];
         let mut started = None;
+        // The device executor's threads, the scheduler and the application's waits spin before
+        // blocking only while a device executor runs.
+        let mut spin = Spin::OFF;
         if let Some(d) = device {
-            match super::gpu::start(d, limits, tx.clone(), counters.clone()) {
+            let device_spin = Spin::for_device(Some(d.kind), limits.spin);
+            match super::gpu::start(d, limits, device_spin, tx.clone(), counters.clone()) {
                 Ok(h) => {
                     executors.push(h);
                     started = Some(d.clone());
+                    spin = device_spin;
                 }
                 Err(e) => {
                     super::device::missing_backend(&format!(
@@ -203,10 +211,11 @@ impl Scheduler {
         }
         let thread = std::thread::Builder::new()
             .name("arrayflow-scheduler".into())
-            .spawn(move || SchedulerLoop::new(executors, counters, flow).run(rx))
+            .spawn(move || SchedulerLoop::new(executors, counters, flow).run(rx, spin))
             .expect("arrayflow: cannot start the scheduler thread");
         Scheduler {
             tx,
+            spin,
             next_buffer: AtomicU64::new(1),
             thread: parking_lot::Mutex::new(Some(thread)),
             device: started,
@@ -238,7 +247,7 @@ impl Scheduler {
     pub fn read(&self, buf: BufferId) -> Result<Arc<TypedVec>> {
         let (reply, rx) = crossbeam_channel::bounded(1);
         self.send(SchedMsg::Read { buf, reply });
-        rx.recv().unwrap_or_else(|_| {
+        self.spin.recv(&rx).unwrap_or_else(|_| {
             Err(Error::new(
                 ErrorKind::Runtime,
                 "the execution scheduler stopped",
@@ -253,7 +262,7 @@ impl Scheduler {
     pub fn wait(&self, buf: BufferId) -> Result<()> {
         let (reply, rx) = crossbeam_channel::bounded(1);
         self.send(SchedMsg::Wait { buf, reply });
-        rx.recv().unwrap_or_else(|_| {
+        self.spin.recv(&rx).unwrap_or_else(|_| {
             Err(Error::new(
                 ErrorKind::Runtime,
                 "the execution scheduler stopped",
@@ -264,7 +273,7 @@ impl Scheduler {
     pub fn barrier(&self) {
         let (reply, rx) = crossbeam_channel::bounded(1);
         self.send(SchedMsg::Barrier(reply));
-        let _ = rx.recv();
+        let _ = self.spin.recv(&rx);
     }
 }
 
@@ -305,8 +314,8 @@ impl SchedulerLoop {
         }
     }
 
-    fn run(mut self, rx: Receiver<SchedMsg>) {
-        while let Ok(msg) = rx.recv() {
+    fn run(mut self, rx: Receiver<SchedMsg>, spin: Spin) {
+        while let Ok(msg) = spin.recv(&rx) {
             match msg {
                 SchedMsg::Upload { buf, data } => {
                     Counters::add(&self.counters.bytes_uploaded, data.bytes() as u64);

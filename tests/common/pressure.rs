@@ -34,6 +34,9 @@ pub fn start(backend: Backend) -> Option<parking_lot::MutexGuard<'static, ()>> {
             .device_limits(DeviceLimits {
                 memory: Some(1 << 20),
                 kernel_instructions: Some(8),
+                // The threads spin before blocking (off by default on CPU-backed devices), so
+                // that path runs under memory pressure too.
+                spin: Some(std::time::Duration::from_micros(200)),
             })
             .start()
             .expect("the runtime starts on the device");

@@ -16,6 +16,7 @@ mod store;
 pub mod wgpu;
 
 use super::scheduler::{ExecMsg, SchedMsg, Task};
+use super::wait::Spin;
 use super::{BufferId, Caps, ExecHandle, TypedVec};
 use crate::error::{Error, ErrorKind};
 use crate::ir::DType;
@@ -92,11 +93,15 @@ pub struct Limits {
     /// Instructions a fused kernel may have before its compile is made to fail, standing in for a
     /// driver that rejects big kernels (to exercise the split-and-retry path; default: none).
     pub kernel_instructions: Option<usize>,
+    /// How long the runtime's threads spin before blocking while they wait for this executor
+    /// (`ARRAYFLOW_SPIN_US`, µs; default: 2 ms on a GPU with at least 4
+    /// hardware threads on the host, else none; see `exec/wait.rs`).
+    pub spin: Option<std::time::Duration>,
 }
 
 impl Limits {
-    /// `ARRAYFLOW_DEVICE_MEMORY` (bytes, or with a K, M or G suffix) and
-    /// `ARRAYFLOW_DEVICE_KERNEL_LIMIT`.
+    /// `ARRAYFLOW_DEVICE_MEMORY` (bytes, or with a K, M or G suffix),
+    /// `ARRAYFLOW_DEVICE_KERNEL_LIMIT` and `ARRAYFLOW_SPIN_US`.
     pub fn from_env() -> Limits {
         Limits {
             memory: std::env::var("ARRAYFLOW_DEVICE_MEMORY")
@@ -105,6 +110,10 @@ impl Limits {
             kernel_instructions: std::env::var("ARRAYFLOW_DEVICE_KERNEL_LIMIT")
                 .ok()
                 .and_then(|v| v.trim().parse().ok()),
+            spin: std::env::var("ARRAYFLOW_SPIN_US")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .map(std::time::Duration::from_micros),
         }
     }
 }
@@ -113,34 +122,18 @@ impl Limits {
 pub(crate) fn start(
     device: &super::DeviceInfo,
     limits: Limits,
+    spin: Spin,
     sched: Sender<SchedMsg>,
     counters: Arc<Counters>,
 ) -> Result<ExecHandle, String> {
-    let name = device.to_string();
     match device.backend {
         super::Backend::OpenCl => {
-            let api = opencl::OpenClApi::new(device.index)?;
-            Ok(spawn(
-                api,
-                name,
-                device.fp64,
-                device.memory,
-                limits,
-                sched,
-                counters,
-            ))
+            let api = opencl::OpenClApi::new(device.index, spin)?;
+            Ok(spawn(api, device, limits, spin, sched, counters))
         }
         super::Backend::Wgpu => {
-            let api = wgpu::WgpuApi::new(device.index)?;
-            Ok(spawn(
-                api,
-                name,
-                false,
-                device.memory,
-                limits,
-                sched,
-                counters,
-            ))
+            let api = wgpu::WgpuApi::new(device.index, spin)?;
+            Ok(spawn(api, device, limits, spin, sched, counters))
         }
         super::Backend::Cpu => Err("the CPU is not a device executor".into()),
     }
@@ -148,13 +141,16 @@ pub(crate) fn start(
 
 fn spawn<A: DeviceApi>(
     api: A,
-    name: String,
-    fp64: bool,
-    memory: Option<u64>,
+    device: &super::DeviceInfo,
     limits: Limits,
+    spin: Spin,
     sched: Sender<SchedMsg>,
     counters: Arc<Counters>,
 ) -> ExecHandle {
+    let name = device.to_string();
+    // f64 work goes to this executor only when its code generator renders f64 for the device.
+    let fp64 = api.target().fp64;
+    let memory = device.memory;
     let (tx, rx) = unbounded();
     let me = tx.clone();
     let thread_name = format!("arrayflow-{}", name.split(' ').next().unwrap_or("gpu"));
@@ -174,7 +170,7 @@ fn spawn<A: DeviceApi>(
                 failed: AHashMap::new(),
                 external: AHashMap::new(),
             }
-            .run(rx)
+            .run(rx, spin)
         })
         .expect("arrayflow: cannot start a GPU executor thread");
     tracing::info!(target: "arrayflow::exec", "device executor: {name}");
@@ -200,8 +196,8 @@ struct GpuLoop<A: DeviceApi> {
 }
 
 impl<A: DeviceApi> GpuLoop<A> {
-    fn run(mut self, rx: Receiver<ExecMsg>) {
-        while let Ok(msg) = rx.recv() {
+    fn run(mut self, rx: Receiver<ExecMsg>, spin: Spin) {
+        while let Ok(msg) = spin.recv(&rx) {
             match msg {
                 ExecMsg::MoveDataIn { buf, data } => self.move_in(buf, data),
                 ExecMsg::ComputeData(task) => {

@@ -1,11 +1,13 @@
 //! The OpenCL device API (through `opencl3`, loading `libOpenCL` at run time): one context and one
 //! in-order command queue per device; programs built from the generated OpenCL C, kept in memory
 //! by source and on disk as driver binaries (so a second process skips the driver's compile);
-//! completion through events waited on by a completion thread.
+//! completion through events waited on by a completion thread (which polls an event's status
+//! for the spin budget before blocking on it, `exec/wait.rs`).
 
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
 use crate::exec::TypedVec;
+use crate::exec::wait::Spin;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
 use crate::runtime::stats::Counters;
 use ahash::AHashMap;
@@ -13,6 +15,7 @@ use crossbeam_channel::Sender;
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::device::Device;
+use opencl3::event::CL_COMPLETE;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
@@ -42,7 +45,7 @@ pub struct ClProgram {
 
 impl OpenClApi {
     /// Opens OpenCL device `index` of the inventory's order (platforms, then their devices).
-    pub fn new(index: usize) -> Result<OpenClApi, String> {
+    pub fn new(index: usize, spin: Spin) -> Result<OpenClApi, String> {
         let (_, id) = *crate::exec::device::opencl_device_ids()
             .get(index)
             .ok_or_else(|| format!("no OpenCL device {index}"))?;
@@ -71,7 +74,11 @@ impl OpenClApi {
         std::thread::Builder::new()
             .name("arrayflow-opencl-done".into())
             .spawn(move || {
-                while let Ok((event, done)) = rx.recv() {
+                while let Ok((event, done)) = spin.recv(&rx) {
+                    // Poll the event's status for the spin budget (a blocking wait sleeps, and
+                    // the wake-up after a long kernel is slow), then block on it.
+                    let status = || event.command_execution_status().map_or(-1, |s| s.0);
+                    spin.until(|| status() <= CL_COMPLETE);
                     done(event.wait().map_err(|e| e.to_string()));
                 }
             })

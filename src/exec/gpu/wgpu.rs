@@ -2,7 +2,8 @@
 //! (one per pass, layouts derived from the shader), kept in memory by source, with the driver's
 //! pipeline cache saved on disk where the adapter offers `PIPELINE_CACHE`; every dispatch of a
 //! batch recorded into one command encoder and submitted once; completion through
-//! `on_submitted_work_done` and `map_async`, fired by a polling thread. bool is stored as one u32
+//! `on_submitted_work_done` and `map_async`, fired by a polling thread (which polls without
+//! blocking for the spin budget first, `exec/wait.rs`). bool is stored as one u32
 //! per element (WGSL has no 8-bit storage).
 //!
 //! Kernel parameters travel as immediate data (push constants, `set_immediates`) when the adapter
@@ -14,6 +15,7 @@
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
 use crate::exec::TypedVec;
+use crate::exec::wait::Spin;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
 use crate::proggen::codegen::wgsl::{self, IMMEDIATE_BYTES};
@@ -65,7 +67,7 @@ pub struct WgpuProgram {
 }
 
 impl WgpuApi {
-    pub fn new(index: usize) -> Result<WgpuApi, String> {
+    pub fn new(index: usize, spin: Spin) -> Result<WgpuApi, String> {
         let adapter = crate::exec::device::wgpu_adapters()
             .into_iter()
             .nth(index)
@@ -73,7 +75,7 @@ impl WgpuApi {
         let info = adapter.get_info();
         let mut limits = adapter.limits();
         // Parameters travel as immediate data (push constants) where the adapter offers enough;
-        // otherwise programs that declare them are rewritten to read a storage buffer.
+        // otherwise the renderer reads them from a storage buffer (`Target::immediates`).
         // `ARRAYFLOW_WGPU_IMMEDIATES=0` takes that path on any adapter (to test it).
         let immediates = adapter.features().contains(wgpu::Features::IMMEDIATES)
             && limits.max_immediate_size >= IMMEDIATE_BYTES
@@ -120,8 +122,16 @@ impl WgpuApi {
         std::thread::Builder::new()
             .name("arrayflow-wgpu-poll".into())
             .spawn(move || {
-                while rx.recv().is_ok() {
+                while spin.recv(&rx).is_ok() {
                     while rx.try_recv().is_ok() {}
+                    // Poll without blocking for the spin budget (a blocking wait sleeps, and the
+                    // wake-up after a long kernel is slow), then wait for what is left.
+                    spin.until(|| {
+                        matches!(
+                            dev.poll(wgpu::PollType::Poll),
+                            Ok(wgpu::PollStatus::QueueEmpty)
+                        )
+                    });
                     let _ = dev.poll(wgpu::PollType::Wait {
                         submission_index: None,
                         timeout: None,

@@ -4,9 +4,10 @@
 //! as parameters (one `ulong` argument per slot), so the source does not depend on their values.
 //!
 //! Every entry runs work-groups of [`LOCAL`] threads, in grid-stride loops (at most
-//! [`MAX_GROUPS`] groups). Without reductions the plan is one pass `af_kernel` looping over the
-//! domain's elements, four consecutive ones per thread and trip through vector loads and stores
-//! (`vector_loop`; the scalar alternative takes [`UNROLL`] a global size apart).
+//! [`MAX_GROUPS`] groups; element-wise kernels up to 2^20). Without reductions the plan is one
+//! pass `af_kernel` looping over the domain's quads (four consecutive elements, vector loads and
+//! stores), two quads a global size apart per thread and trip (`vector_loop`; the scalar
+//! alternative takes [`UNROLL`] elements a global size apart).
 //! With reductions (O results, each over I elements of the reduced extent):
 //! - `af_kernel` gives each result T threads (a power of two, about I / 8, at most 256), so a
 //!   work-group serves 256 / T results; when T = 256 and there are few results, the extent is also
@@ -219,7 +220,10 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     source.push_str(&kernel_entry(k, t, &f));
     let (outer, len) = (k.domain.outer as u64, k.domain.len() as u64);
     let groups = match f.lay {
-        Layout::Elementwise if vectorized() => groups_for((len / 4).max(1), LOCAL as u64),
+        Layout::Elementwise if vectorized() => (len / 4)
+            .max(1)
+            .div_ceil(LOCAL as u64 * quads_per_trip())
+            .min(elementwise_groups()) as u32,
         Layout::Elementwise => groups_for(len, LOCAL as u64 * UNROLL),
         Layout::Reduce {
             threads, chunks, ..
@@ -672,23 +676,65 @@ fn vec4(d: DType) -> &'static str {
     }
 }
 
+/// Quads each thread of an element-wise kernel takes per trip of its main loop, a global size
+/// apart, all loaded before any is computed (`ARRAYFLOW_OPENCL_QUADS`, 1 to 4; default 2: two
+/// 16-byte loads in flight per input and thread, as `torch.compile`'s kernels take).
+fn quads_per_trip() -> u64 {
+    static Q: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *Q.get_or_init(|| {
+        std::env::var("ARRAYFLOW_OPENCL_QUADS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map_or(2, |q: u64| q.clamp(1, 4))
+    })
+}
+
+/// Most work-groups an element-wise kernel launches (`ARRAYFLOW_OPENCL_GROUPS`; default 2^20):
+/// enough that a large array is one trip of [`quads_per_trip`] quads per thread, so no thread
+/// runs a lone extra trip at the end; the grid-stride loops cover the rest.
+fn elementwise_groups() -> u64 {
+    static G: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *G.get_or_init(|| {
+        std::env::var("ARRAYFLOW_OPENCL_GROUPS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map_or(1 << 20, |g: u64| g.clamp(1, 1 << 24))
+    })
+}
+
 /// The element-wise loop over quads: each thread loads four consecutive elements of every input
 /// read in place (`vin{p}`), runs the element body once per lane, and stores the four results of
-/// each output at once (`vout{o}`); the last `len % 4` elements take the scalar body.
+/// each output at once (`vout{o}`). With [`quads_per_trip`] Q > 1 a main loop takes Q quads a
+/// global size apart per trip (their loads issued first, so more bytes are in flight per thread)
+/// and a second loop the quads left; the last `len % 4` elements take the scalar body.
 fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
     let quads = len / 4;
     let ty = if quads < 1 << 31 { "uint" } else { "ulong" };
-    let mut s = format!(
-        "  const {ty} gs = get_global_size(0);\n  \
-         for ({ty} i = get_global_id(0); i < ({ty}){quads}UL; i += gs) {{\n"
-    );
-    s.push_str(&indent(&vector_io(k, "i", false), 2));
-    for u in 0..4 {
-        let _ = writeln!(s, "    {{\n      const ulong lin = 4UL * i + {u}UL;");
-        s.push_str(&indent(&element_body(k, t, Access::Lane(u)), 3));
-        s.push_str("    }\n");
+    let q_trip = quads_per_trip();
+    let mut s = format!("  const {ty} gs = get_global_size(0);\n  {ty} i = get_global_id(0);\n");
+    if q_trip > 1 {
+        let at = |j: u64| {
+            if j == 0 {
+                "i".to_string()
+            } else {
+                format!("i + {j}u * gs")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "  for (; {} < ({ty}){quads}UL; i += {q_trip}u * gs) {{",
+            at(q_trip - 1)
+        );
+        for j in 0..q_trip {
+            s.push_str(&indent(&vector_loads(k, &at(j), &format!("_{j}")), 2));
+        }
+        for j in 0..q_trip {
+            s.push_str(&indent(&quad_block(k, t, &at(j), Some(j)), 2));
+        }
+        s.push_str("  }\n");
     }
-    s.push_str(&indent(&vector_io(k, "i", true), 2));
+    let _ = writeln!(s, "  for (; i < ({ty}){quads}UL; i += gs) {{");
+    s.push_str(&indent(&quad_block(k, t, "i", None), 2));
     s.push_str("  }\n");
     if !len.is_multiple_of(4) {
         let _ = writeln!(
@@ -702,17 +748,47 @@ fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
     s
 }
 
-/// The vector loads of quad `q` (`vin{p}`, for every input some load reads in place) and the
-/// declarations of the output vectors (`vout{o}`, for every element-wise store), or with `store`
-/// the stores of those vectors.
-fn vector_io(k: &FusedKernel, q: &str, store: bool) -> String {
-    let mut s = String::new();
-    if store {
-        for st in &k.stores {
-            let _ = writeln!(s, "vstore4(vout{o}, {q}, out{o});", o = st.output);
-        }
-        return s;
+/// One quad `q` of an element-wise kernel in a block of its own: its input vectors (loaded here,
+/// or with `loaded = Some(j)` taken from `vin{p}_{j}` loaded before), the element body per lane,
+/// and the output vectors' stores.
+fn quad_block(k: &FusedKernel, t: Target, q: &str, loaded: Option<u64>) -> String {
+    let mut s = String::from("{\n");
+    let mut inputs = match loaded {
+        None => vector_loads(k, q, ""),
+        Some(j) => vector_inputs(k)
+            .into_iter()
+            .map(|p| {
+                format!(
+                    "const {} vin{p} = vin{p}_{j};\n",
+                    vec4(k.inputs[p as usize])
+                )
+            })
+            .collect(),
+    };
+    inputs.push_str(&vector_outputs(k));
+    s.push_str(&indent(&inputs, 1));
+    for u in 0..4 {
+        let _ = writeln!(s, "  {{\n    const ulong lin = 4UL * ({q}) + {u}UL;");
+        s.push_str(&indent(&element_body(k, t, Access::Lane(u)), 2));
+        s.push_str("  }\n");
     }
+    s.push_str(&indent(&vector_io(k, q, true), 1));
+    s.push_str("}\n");
+    s
+}
+
+/// `const T vin{p}{suffix} = vload4(q, in{p});` for every input some load reads in place.
+fn vector_loads(k: &FusedKernel, q: &str, suffix: &str) -> String {
+    let mut s = String::new();
+    for p in vector_inputs(k) {
+        let d = k.inputs[p as usize];
+        let _ = writeln!(s, "const {} vin{p}{suffix} = vload4({q}, in{p});", vec4(d));
+    }
+    s
+}
+
+/// Inputs some load reads in place (contiguously), in order.
+fn vector_inputs(k: &FusedKernel) -> Vec<u32> {
     let mut read: Vec<u32> = k
         .instrs
         .iter()
@@ -727,10 +803,26 @@ fn vector_io(k: &FusedKernel, q: &str, store: bool) -> String {
         .collect();
     read.sort_unstable();
     read.dedup();
-    for p in read {
-        let d = k.inputs[p as usize];
-        let _ = writeln!(s, "const {} vin{p} = vload4({q}, in{p});", vec4(d));
+    read
+}
+
+/// The vector loads of quad `q` (`vin{p}`, for every input some load reads in place) and the
+/// declarations of the output vectors (`vout{o}`, for every element-wise store), or with `store`
+/// the stores of those vectors.
+fn vector_io(k: &FusedKernel, q: &str, store: bool) -> String {
+    let mut s = String::new();
+    if store {
+        for st in &k.stores {
+            let _ = writeln!(s, "vstore4(vout{o}, {q}, out{o});", o = st.output);
+        }
+        return s;
     }
+    vector_loads(k, q, "") + &vector_outputs(k)
+}
+
+/// Declarations of the output vectors (`vout{o}`, for every element-wise store).
+fn vector_outputs(k: &FusedKernel) -> String {
+    let mut s = String::new();
     for st in &k.stores {
         let d = k.outputs[st.output as usize];
         let _ = writeln!(s, "{} vout{};", vec4(d), st.output);

@@ -3,10 +3,24 @@
 //! not, followed by the kernel's entry points.
 //!
 //! Shapes of plan (work-group size [`LOCAL`], at most [`MAX_GROUPS`] groups, grid-stride loops):
-//! - no reduction: one pass `af_kernel`; each of the `G` threads handles [`UNROLL`] elements per
-//!   loop trip, `base + u * G` for `u` in `0..UNROLL` (`base` from the thread's index, stepping by
-//!   `UNROLL * G`), each copy of the element code in a block of its own (its own registers), so
-//!   the copies' loads are independent and each is coalesced;
+//! - no reduction, quad form (`render_quads`): when every load reads its input in place
+//!   (`IndexMap::Contiguous`), every buffer loaded or stored holds 4-byte elements (all do but
+//!   f64, which is not rendered) and the domain's length is a positive multiple of 4, one pass
+//!   `af_kernel` whose loaded inputs and stored outputs are bound as `array<vec4<T>>` (T the
+//!   storage type). Each of the `G` threads takes [`quads`] quads (quad `q` is elements
+//!   `4q .. 4q + 3`) a grid apart per trip of its main loop, `q` stepping by `quads() * G`, then
+//!   single quads `G` apart in a second loop for the rest: one 16-byte load per input and quad
+//!   (`vin{p} = in{p}[q]`, all of a trip's issued first), the element code once per lane `u`
+//!   with `lin = 4u * q + u` (reading
+//!   `vin{p}.x`, `.y`, ..., writing `vout{o}.x`, ...; generators, random draws and fault checks
+//!   work per lane as in the scalar form), then one 16-byte store per output
+//!   (`out{o}[q] = vout{o}`). An input also read through another map would need scalar access,
+//!   so such a kernel (and any other that does not qualify) takes the scalar form.
+//!   `ARRAYFLOW_WGPU_VECTOR=0` forces the scalar form, for comparison;
+//! - no reduction, scalar form: one pass `af_kernel`; each of the `G` threads handles [`UNROLL`]
+//!   elements per loop trip, `base + u * G` for `u` in `0..UNROLL` (`base` from the thread's
+//!   index, stepping by `UNROLL * G`), each copy of the element code in a block of its own (its
+//!   own registers), so the copies' loads are independent and each is coalesced;
 //! - reductions over at most [`THREAD_ROW`] elements: one pass `af_kernel`, one thread per result
 //!   (it evaluates the kernel over its row and writes the reduced values itself);
 //! - longer reductions: pass `af_kernel` runs one work-group per chunk `c` of result `o` (`C`
@@ -55,13 +69,27 @@ const MAX_WORKGROUP_BYTES: usize = 16384;
 pub const IMMEDIATE_BYTES: u32 = 128;
 /// How a program declares its immediates; the word count and `>;` follow.
 const IMMEDIATE_DECL: &str = "var<immediate> params: array<u32, ";
-/// Elements each thread of an element-wise pass, and each thread's accumulators of a chunked
-/// reduction, handle per loop trip (independent loads in flight).
+/// Elements each thread of a scalar-form element-wise pass, and each thread's accumulators of a
+/// chunked reduction, handle per loop trip (independent loads in flight); a quad-form thread
+/// takes one quad of four elements per trip instead.
 pub const UNROLL: u32 = 4;
+/// Quads each thread of a quad-form pass takes per trip of its main loop, a grid apart, all
+/// loaded before any is computed (`ARRAYFLOW_WGPU_QUADS`, 1 to 4; default 2: on an H200 the
+/// OpenCL kernel of the same shape streams 3% faster with two than with one).
+pub fn quads() -> u32 {
+    static Q: OnceLock<u32> = OnceLock::new();
+    *Q.get_or_init(|| {
+        std::env::var("ARRAYFLOW_WGPU_QUADS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map_or(2, |q: u32| q.clamp(1, 4))
+    })
+}
 /// Largest domain rendered (indices are u32, signed offsets i32).
 const MAX_LEN: usize = 1 << 31;
 
-/// One top-level item of the library (a `fn` or `const` with the comment lines above it).
+/// One top-level item of the library (a `fn`, `const` or `var<private>` with the comment lines
+/// above it).
 struct Item {
     name: &'static str,
     text: &'static str,
@@ -75,7 +103,10 @@ fn library_items() -> &'static (String, Vec<Item>) {
     ITEMS.get_or_init(|| {
         let lines: Vec<&'static str> = LIBRARY.split_inclusive('\n').collect();
         let name_of = |l: &'static str| {
-            let rest = l.strip_prefix("fn ").or_else(|| l.strip_prefix("const "))?;
+            let rest = l
+                .strip_prefix("fn ")
+                .or_else(|| l.strip_prefix("const "))
+                .or_else(|| l.strip_prefix("var<private> "))?;
             rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .next()
         };
@@ -159,9 +190,61 @@ fn library_for(code: &str) -> String {
     s
 }
 
-/// The library items `kernel` needs, then `kernel`.
+/// The library's opaque zero (see `af_mul_f32`): a program whose library part declares it sets it
+/// at the top of every entry point.
+const ZERO_DECL: &str = "\nvar<private> af_zero: u32;";
+
+/// The library items `kernel` needs, then `kernel` (its entry points setting `af_zero` where the
+/// library part declares it).
 fn with_library(kernel: String) -> String {
-    library_for(&kernel) + &kernel
+    let library = library_for(&kernel);
+    if library.contains(ZERO_DECL) {
+        library + &set_zero(&kernel)
+    } else {
+        library + &kernel
+    }
+}
+
+/// `kernel` with `af_zero = <id>.z;` as the first statement of every entry point (the function
+/// after each `@compute` line): `<id>` is its `workgroup_id` or `global_invocation_id` argument, or
+/// a `workgroup_id` argument added for it. Every dispatch is one-dimensional, so the value is 0 at
+/// run time, but the dispatch size is not known when the driver compiles the pipeline.
+fn set_zero(kernel: &str) -> String {
+    let mut out = String::with_capacity(kernel.len() + 64);
+    let mut in_entry = false;
+    let mut signature = String::new();
+    for line in kernel.split_inclusive('\n') {
+        if !in_entry {
+            out.push_str(line);
+            in_entry = line.starts_with("@compute");
+            signature.clear();
+            continue;
+        }
+        signature.push_str(line);
+        if !line.trim_end().ends_with('{') {
+            continue;
+        }
+        in_entry = false;
+        let id = ["@builtin(workgroup_id) ", "@builtin(global_invocation_id) "]
+            .iter()
+            .find_map(|b| {
+                let rest = &signature[signature.find(b)? + b.len()..];
+                rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+            });
+        match id {
+            Some(_) => out.push_str(&signature),
+            None => {
+                let open = signature.find('(').map_or(0, |i| i + 1);
+                out.push_str(&signature[..open]);
+                out.push_str("@builtin(workgroup_id) af_wid: vec3<u32>, ");
+                out.push_str(&signature[open..]);
+            }
+        }
+        let _ = writeln!(out, "  af_zero = {}.z;", id.unwrap_or("af_wid"));
+    }
+    out.push_str(&signature[..if in_entry { signature.len() } else { 0 }]);
+    out
 }
 
 /// Type name of an element type in the library's function names (as `arrayflow.h` spells it).
@@ -398,6 +481,20 @@ pub fn immediate_words(source: &str) -> Option<u32> {
     rest[..rest.find('>')?].parse().ok()
 }
 
+/// How the element code reads the inputs it loads in place (`IndexMap::Contiguous`) and writes
+/// its element-wise stores.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    /// `in{p}[lin]`, `out{o}[lin] = v`.
+    Scalar,
+    /// Lane `u` (0..4) of quad `vin{p}` loaded before the lanes, and of `vout{o}`, stored after
+    /// them; loads through other maps are not rendered in this form.
+    Lane(usize),
+}
+
+/// Component names of a `vec4`, by lane.
+const LANES: [&str; 4] = ["x", "y", "z", "w"];
+
 /// The per-element code, run with the element's linear index `lin` in scope: evaluates the
 /// register program, reports faults and writes the element-wise stores.
 struct Body {
@@ -411,7 +508,7 @@ struct Body {
     faults: bool,
 }
 
-fn body(k: &FusedKernel, pad: &str) -> Body {
+fn body(k: &FusedKernel, pad: &str, access: Access) -> Body {
     let t = |r: u32| k.reg_dtypes[r as usize];
     let mut prelude = String::new();
     let mut e = String::new();
@@ -457,7 +554,11 @@ fn body(k: &FusedKernel, pad: &str) -> Body {
                 if !inputs.contains(input) {
                     inputs.push(*input);
                 }
-                let v = format!("in{input}[{}]", index(map));
+                let v = match (access, map) {
+                    (Access::Lane(u), IndexMap::Contiguous) => format!("vin{input}.{}", LANES[u]),
+                    (Access::Lane(_), _) => unreachable!("quad form with a load through {map:?}"),
+                    (Access::Scalar, _) => format!("in{input}[{}]", index(map)),
+                };
                 if t(dst) == DType::Bool {
                     format!("({v} != 0u)")
                 } else {
@@ -524,7 +625,10 @@ fn body(k: &FusedKernel, pad: &str) -> Body {
         } else {
             format!("r{}", st.reg)
         };
-        let _ = writeln!(e, "{pad}out{}[lin] = {v};", st.output);
+        let _ = match access {
+            Access::Scalar => writeln!(e, "{pad}out{}[lin] = {v};", st.output),
+            Access::Lane(u) => writeln!(e, "{pad}vout{}.{} = {v};", st.output, LANES[u]),
+        };
     }
     inputs.sort_unstable();
     Body {
@@ -633,24 +737,25 @@ struct Pass1 {
 }
 
 impl Pass1 {
-    fn new(k: &FusedKernel, t: Target, pad: &str) -> Pass1 {
-        let body = body(k, pad);
+    /// Binds the loaded inputs and the element-wise outputs: arrays of their storage type, or
+    /// with `quads` of `vec4`s of it (the quad form's bindings).
+    fn new(k: &FusedKernel, t: Target, pad: &str, quads: bool) -> Pass1 {
+        let body = body(k, pad, Access::Scalar);
+        let elem = |d: DType| {
+            if quads {
+                format!("vec4<{}>", storage_type(d))
+            } else {
+                storage_type(d).to_string()
+            }
+        };
         let mut b = Bindings::default();
         for &i in &body.inputs {
             let d = k.inputs[i as usize];
-            b.add(&format!("in{i}"), true, storage_type(d), BufArg::Input(i));
+            b.add(&format!("in{i}"), true, &elem(d), BufArg::Input(i));
         }
-        let mut outs: Vec<u32> = k.stores.iter().map(|s| s.output).collect();
-        outs.sort_unstable();
-        outs.dedup();
-        for o in outs {
+        for o in stored_outputs(k) {
             let d = k.outputs[o as usize];
-            b.add(
-                &format!("out{o}"),
-                false,
-                storage_type(d),
-                BufArg::Output(o),
-            );
+            b.add(&format!("out{o}"), false, &elem(d), BufArg::Output(o));
         }
         Pass1 {
             b,
@@ -685,6 +790,14 @@ impl Pass1 {
     }
 }
 
+/// The outputs the kernel's element-wise stores write, each once, in order.
+fn stored_outputs(k: &FusedKernel) -> Vec<u32> {
+    let mut outs: Vec<u32> = k.stores.iter().map(|s| s.output).collect();
+    outs.sort_unstable();
+    outs.dedup();
+    outs
+}
+
 fn pass(entry: &str, buffers: Vec<BufArg>, params: bool, groups: u32) -> Pass {
     Pass {
         entry: entry.into(),
@@ -695,16 +808,127 @@ fn pass(entry: &str, buffers: Vec<BufArg>, params: bool, groups: u32) -> Pass {
     }
 }
 
-/// No reduction: each thread handles [`UNROLL`] elements per loop trip, `base + u * G` for `u` in
+/// Whether element-wise kernels that qualify take the quad form (default).
+/// `ARRAYFLOW_WGPU_VECTOR=0` renders every one in the scalar form instead, for comparison.
+fn vectorized() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("ARRAYFLOW_WGPU_VECTOR").map_or(true, |v| v.trim() != "0"))
+}
+
+/// Whether element-wise kernel `k` can take the quad form: its length is a positive multiple of
+/// 4, every load reads its input in place, and every buffer it loads or stores holds 4-byte
+/// elements (so quad `q` of a buffer is its `vec4` element `q`).
+fn quads_fit(k: &FusedKernel) -> bool {
+    let four = |d: DType| matches!(d, DType::F32 | DType::I32 | DType::U32 | DType::Bool);
+    let len = k.domain.len();
+    len >= 4
+        && len.is_multiple_of(4)
+        && k.stores.iter().all(|s| four(k.outputs[s.output as usize]))
+        && k.instrs.iter().all(|ins| match ins {
+            Instr::Load { input, map, .. } => {
+                *map == IndexMap::Contiguous && four(k.inputs[*input as usize])
+            }
+            _ => true,
+        })
+}
+
+/// No reduction: the quad form when the kernel qualifies ([`quads_fit`]) and it is on, else the
+/// scalar form.
+fn render_map(k: &FusedKernel, t: Target) -> GpuPlan {
+    if vectorized() && quads_fit(k) {
+        render_quads(k, t)
+    } else {
+        render_scalar(k, t)
+    }
+}
+
+/// Quad form: each thread takes [`quads`] quads a grid apart per trip of the main loop (their
+/// `vec4` loads first), then single quads; per quad the element code once per lane and one `vec4`
+/// store per output.
+fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
+    let quads = k.domain.len() / 4;
+    let q_trip = self::quads();
+    let groups = quads
+        .div_ceil(LOCAL as usize * q_trip as usize)
+        .min(MAX_GROUPS as usize) as u32;
+    let threads = groups.max(1) * LOCAL;
+    let pad = "        ";
+    let mut p = Pass1::new(k, t, pad, true);
+    let (decls, buffers, params) = p.finish();
+    let outs = stored_outputs(k);
+    let element: Vec<String> = (0..4)
+        .map(|u| body(k, pad, Access::Lane(u)).element)
+        .collect();
+    // Quad `at` in a block of its own: its input vectors (`loaded`: from `vin{i}_{j}`, loaded
+    // before), the element code per lane, the output vectors' stores.
+    let quad = |at: &str, loaded: Option<u32>| {
+        let mut b = String::from("    {\n");
+        for &i in &p.body.inputs {
+            match loaded {
+                Some(j) => writeln!(b, "      let vin{i} = vin{i}_{j};"),
+                None => writeln!(b, "      let vin{i} = in{i}[{at}];"),
+            }
+            .expect("write to a String");
+        }
+        for &o in &outs {
+            let d = k.outputs[o as usize];
+            let _ = writeln!(b, "      var vout{o}: vec4<{}>;", storage_type(d));
+        }
+        for (u, e) in element.iter().enumerate() {
+            let _ = write!(
+                b,
+                "      {{\n        let lin = 4u * ({at}) + {u}u;\n{e}      }}\n"
+            );
+        }
+        for &o in &outs {
+            let _ = writeln!(b, "      out{o}[{at}] = vout{o};");
+        }
+        b.push_str("    }\n");
+        b
+    };
+    let at = |j: u32| {
+        if j == 0 {
+            "q".to_string()
+        } else {
+            format!("q + {}u", j * threads)
+        }
+    };
+    let mut main = String::new();
+    for j in 0..q_trip {
+        for &i in &p.body.inputs {
+            let _ = writeln!(main, "    let vin{i}_{j} = in{i}[{}];", at(j));
+        }
+    }
+    for j in 0..q_trip {
+        main.push_str(&quad(&at(j), Some(j)));
+    }
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "\n// ---- kernel: quads ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}  var q = gid.x;\n  for (; {} < {quads}u; q += {}u) {{\n{main}  }}\n  for (; q < {quads}u; q += {threads}u) {{\n{}  }}\n}}\n",
+        p.body.prelude,
+        at(q_trip - 1),
+        q_trip * threads,
+        quad("q", None),
+    );
+    GpuPlan {
+        source: with_library(s),
+        scratch: p.scratch,
+        passes: vec![pass("af_kernel", buffers, params, groups)],
+        fault: p.fault,
+    }
+}
+
+/// Scalar form: each thread handles [`UNROLL`] elements per loop trip, `base + u * G` for `u` in
 /// `0..UNROLL` (`G` threads in all, `base` stepping by `UNROLL * G`), each in a block of its own, so
 /// the loads of the copies are independent and each one coalesced across the threads.
-fn render_map(k: &FusedKernel, t: Target) -> GpuPlan {
+fn render_scalar(k: &FusedKernel, t: Target) -> GpuPlan {
     let len = k.domain.len();
     let groups = len
         .div_ceil(LOCAL as usize * UNROLL as usize)
         .min(MAX_GROUPS as usize) as u32;
     let threads = groups.max(1) * LOCAL;
-    let mut p = Pass1::new(k, t, "        ");
+    let mut p = Pass1::new(k, t, "        ", false);
     let (decls, buffers, params) = p.finish();
     let mut copies = String::new();
     for u in 0..UNROLL {
@@ -738,7 +962,7 @@ fn render_map(k: &FusedKernel, t: Target) -> GpuPlan {
 fn render_thread_rows(k: &FusedKernel, t: Target) -> GpuPlan {
     let (outer, inner) = (k.domain.outer, k.domain.inner);
     let groups = groups_for(outer);
-    let mut p = Pass1::new(k, t, "      ");
+    let mut p = Pass1::new(k, t, "      ", false);
     let reds: Vec<Red> = k.reductions.iter().map(|r| Red::of(r, k)).collect();
     for r in &k.reductions {
         let d = k.outputs[r.output as usize];
@@ -867,7 +1091,7 @@ fn render_chunked(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     let chunk = inner.div_ceil(c);
     let jobs = outer * c;
     let groups = groups_for(jobs * LOCAL as usize);
-    let mut p = Pass1::new(k, t, "        ");
+    let mut p = Pass1::new(k, t, "        ", false);
     let mut wg = String::new();
     for (ri, red) in reds.iter().enumerate() {
         let _ = writeln!(wg, "var<workgroup> wv{ri}: array<{}, {LOCAL}>;", red.ty);
