@@ -466,8 +466,8 @@ fn af_is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f
 fn af_is_inf_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
 
 // ---- float binary ----
-// Set to a zero the driver cannot know (a 1-D dispatch's workgroup_id.z) at the top of every entry
-// point whose program names it. Vulkan drivers may fuse a product feeding an add into one fma
+// Set to a zero the driver cannot know (a 1-D dispatch's workgroup or invocation id .z) as the
+// first statement of every entry point. Vulkan drivers may fuse a product feeding an add into an fma
 // (naga never emits NoContraction); the product passed through `| af_zero` is opaque, so every
 // product is rounded on its own as on the CPU.
 var<private> af_zero: u32;

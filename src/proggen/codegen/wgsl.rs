@@ -190,61 +190,18 @@ fn library_for(code: &str) -> String {
     s
 }
 
-/// The library's opaque zero (see `af_mul_f32`): a program whose library part declares it sets it
-/// at the top of every entry point.
-const ZERO_DECL: &str = "\nvar<private> af_zero: u32;";
-
-/// The library items `kernel` needs, then `kernel` (its entry points setting `af_zero` where the
-/// library part declares it).
+/// The library items `kernel` needs, then `kernel`.
 fn with_library(kernel: String) -> String {
-    let library = library_for(&kernel);
-    if library.contains(ZERO_DECL) {
-        library + &set_zero(&kernel)
-    } else {
-        library + &kernel
-    }
+    library_for(&kernel) + &kernel
 }
 
-/// `kernel` with `af_zero = <id>.z;` as the first statement of every entry point (the function
-/// after each `@compute` line): `<id>` is its `workgroup_id` or `global_invocation_id` argument, or
-/// a `workgroup_id` argument added for it. Every dispatch is one-dimensional, so the value is 0 at
-/// run time, but the dispatch size is not known when the driver compiles the pipeline.
-fn set_zero(kernel: &str) -> String {
-    let mut out = String::with_capacity(kernel.len() + 64);
-    let mut in_entry = false;
-    let mut signature = String::new();
-    for line in kernel.split_inclusive('\n') {
-        if !in_entry {
-            out.push_str(line);
-            in_entry = line.starts_with("@compute");
-            signature.clear();
-            continue;
-        }
-        signature.push_str(line);
-        if !line.trim_end().ends_with('{') {
-            continue;
-        }
-        in_entry = false;
-        let id = ["@builtin(workgroup_id) ", "@builtin(global_invocation_id) "]
-            .iter()
-            .find_map(|b| {
-                let rest = &signature[signature.find(b)? + b.len()..];
-                rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .next()
-            });
-        match id {
-            Some(_) => out.push_str(&signature),
-            None => {
-                let open = signature.find('(').map_or(0, |i| i + 1);
-                out.push_str(&signature[..open]);
-                out.push_str("@builtin(workgroup_id) af_wid: vec3<u32>, ");
-                out.push_str(&signature[open..]);
-            }
-        }
-        let _ = writeln!(out, "  af_zero = {}.z;", id.unwrap_or("af_wid"));
-    }
-    out.push_str(&signature[..if in_entry { signature.len() } else { 0 }]);
-    out
+/// The first statement of every entry point: sets the library's opaque zero (`af_zero`, which
+/// `af_mul_f32` and the exact `sqrt` and `/` use so the driver cannot fuse a product into an add)
+/// from `id`, the entry's `workgroup_id` or `global_invocation_id`. Every dispatch is
+/// one-dimensional, so `id.z` is 0 at run time, but the dispatch size is not known when the
+/// driver compiles the pipeline. Naming `af_zero` also pulls its declaration into the program.
+fn set_zero(id: &str) -> String {
+    format!("  af_zero = {id}.z;\n")
 }
 
 /// Type name of an element type in the library's function names (as `arrayflow.h` spells it).
@@ -905,7 +862,8 @@ fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel: quads ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}  var q = gid.x;\n  for (; {} < {quads}u; q += {}u) {{\n{main}  }}\n  for (; q < {quads}u; q += {threads}u) {{\n{}  }}\n}}\n",
+        "\n// ---- kernel: quads ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}{}  var q = gid.x;\n  for (; {} < {quads}u; q += {}u) {{\n{main}  }}\n  for (; q < {quads}u; q += {threads}u) {{\n{}  }}\n}}\n",
+        set_zero("gid"),
         p.body.prelude,
         at(q_trip - 1),
         q_trip * threads,
@@ -946,7 +904,8 @@ fn render_scalar(k: &FusedKernel, t: Target) -> GpuPlan {
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}  for (var base = gid.x; base < {len}u; base += {}u) {{\n{copies}  }}\n}}\n",
+        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}{}  for (var base = gid.x; base < {len}u; base += {}u) {{\n{copies}  }}\n}}\n",
+        set_zero("gid"),
         p.body.prelude,
         UNROLL * threads,
     );
@@ -984,7 +943,8 @@ fn render_thread_rows(k: &FusedKernel, t: Target) -> GpuPlan {
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}  for (var o = gid.x; o < {outer}u; o += {}u) {{\n{init}    for (var i = 0u; i < {inner}u; i++) {{\n      let lin = o * {inner}u + i;\n{}{fold}    }}\n{write_out}  }}\n}}\n",
+        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}{}  for (var o = gid.x; o < {outer}u; o += {}u) {{\n{init}    for (var i = 0u; i < {inner}u; i++) {{\n      let lin = o * {inner}u + i;\n{}{fold}    }}\n{write_out}  }}\n}}\n",
+        set_zero("gid"),
         p.body.prelude,
         groups.max(1) * LOCAL,
         p.body.element
@@ -1166,7 +1126,8 @@ fn render_chunked(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel: chunks ----\n{decls}{wg}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var job = wid.x; job < {jobs}u; job += {groups}u) {{\n    let o = job / {c}u;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n{init}    var i0 = first + tid;\n    for (; i0 + {}u < end; i0 += {}u) {{\n{unrolled}    }}\n    for (; i0 < end; i0 += {LOCAL}u) {{\n      {{\n        let i = i0;\n        let lin = o * {inner}u + i;\n{}{}      }}\n    }}\n{combine}{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
+        "\n// ---- kernel: chunks ----\n{decls}{wg}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}{}  for (var job = wid.x; job < {jobs}u; job += {groups}u) {{\n    let o = job / {c}u;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n{init}    var i0 = first + tid;\n    for (; i0 + {}u < end; i0 += {}u) {{\n{unrolled}    }}\n    for (; i0 < end; i0 += {LOCAL}u) {{\n      {{\n        let i = i0;\n        let lin = o * {inner}u + i;\n{}{}      }}\n    }}\n{combine}{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
+        set_zero("wid"),
         p.body.prelude,
         (UNROLL - 1) * LOCAL,
         UNROLL * LOCAL,
@@ -1227,8 +1188,9 @@ fn render_final(
     }
     let groups = groups_for(outer * LOCAL as usize);
     let src = format!(
-        "\n// ---- kernel: partials ----\n{}\n@compute @workgroup_size({LOCAL})\nfn af_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n  for (var o = wid.x; o < {outer}u; o += {}u) {{\n{}    for (var j = tid; j < {c}u; j += {LOCAL}u) {{\n{fold}    }}\n{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
+        "\n// ---- kernel: partials ----\n{}\n@compute @workgroup_size({LOCAL})\nfn af_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var o = wid.x; o < {outer}u; o += {}u) {{\n{}    for (var j = tid; j < {c}u; j += {LOCAL}u) {{\n{fold}    }}\n{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
         b.decls,
+        set_zero("wid"),
         groups.max(1),
         acc.init,
         acc.to_wg
