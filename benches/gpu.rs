@@ -547,6 +547,36 @@ fn max_rel_err(out: &[f32], a: &[f32], b: &[f32]) -> f32 {
         .reduce(|| 0.0f32, f32::max)
 }
 
+/// [`time_loop`] over iterations that each compute `make()` on the device and wait for it
+/// (`eval()`: no copy to the host).
+fn sync_loop<T: arrayflow::Element>(
+    target: Duration,
+    max_k: usize,
+    make: impl Fn() -> Array<T>,
+) -> Timing {
+    time_loop(target, max_k, |k| {
+        for _ in 0..k {
+            let y = make();
+            y.eval().expect("eval");
+            black_box(&y);
+        }
+    })
+}
+
+/// [`time_loop`] over iterations enqueued back to back (`hint_read()` starts each one), only the
+/// last waited for.
+fn stream_loop<T: arrayflow::Element>(target: Duration, make: impl Fn() -> Array<T>) -> Timing {
+    time_loop(target, 100_000, |k| {
+        let mut last = None;
+        for _ in 0..k {
+            let y = make();
+            y.hint_read();
+            last = Some(y);
+        }
+        last.expect("k >= 1").eval().expect("eval");
+    })
+}
+
 fn bench_chain(n: usize, target: Duration, peer: Option<&mut Box<dyn CopyPeer>>) -> Row {
     let av = random_vec(n, 1, 0.5, 1.5);
     let bv = random_vec(n, 2, 0.5, 1.5);
@@ -557,24 +587,10 @@ fn bench_chain(n: usize, target: Duration, peer: Option<&mut Box<dyn CopyPeer>>)
     let max_err = max_rel_err(&out, &av, &bv);
     drop((out, av, bv));
 
-    let chain = time_loop(target, 100_000, |k| {
-        for _ in 0..k {
-            let y = chain_af(black_box(&a), black_box(&b));
-            y.eval().expect("eval");
-            black_box(&y);
-        }
-    });
-    // The same iterations without a wait between them (`hint_read` starts each one; only the last
-    // is waited for): the device's queue stays full, as in a program that reads results later.
-    let chain_stream = time_loop(target, 100_000, |k| {
-        let mut last = None;
-        for _ in 0..k {
-            let y = chain_af(black_box(&a), black_box(&b));
-            y.hint_read();
-            last = Some(y);
-        }
-        last.expect("k >= 1").eval().expect("eval");
-    });
+    let chain = sync_loop(target, 100_000, || chain_af(black_box(&a), black_box(&b)));
+    // The same iterations without a wait between them: the device's queue stays full, as in a
+    // program that reads results later.
+    let chain_stream = stream_loop(target, || chain_af(black_box(&a), black_box(&b)));
     drop((a, b));
     Runtime::execute();
 
@@ -630,22 +646,8 @@ fn bench_sum(n: usize, target: Duration) -> (Timing, Timing, f64) {
     let exact: f64 = av.par_iter().map(|&x| x as f64).sum();
     let a = Array::from_vec(av, &[n]);
     let got = a.sum().item().expect("sum result") as f64;
-    let sync = time_loop(target, 100_000, |k| {
-        for _ in 0..k {
-            let s = black_box(&a).sum();
-            s.eval().expect("eval");
-            black_box(&s);
-        }
-    });
-    let stream = time_loop(target, 100_000, |k| {
-        let mut last = None;
-        for _ in 0..k {
-            let s = black_box(&a).sum();
-            s.hint_read();
-            last = Some(s);
-        }
-        last.expect("k >= 1").eval().expect("eval");
-    });
+    let sync = sync_loop(target, 100_000, || black_box(&a).sum());
+    let stream = stream_loop(target, || black_box(&a).sum());
     drop(a);
     Runtime::execute();
     (sync, stream, ((got - exact) / exact).abs())
@@ -846,13 +848,7 @@ fn main() {
     let small = {
         let a = Array::from_vec(random_vec(n_small, 4, 0.5, 1.5), &[n_small]);
         let b = Array::from_vec(random_vec(n_small, 5, 0.5, 1.5), &[n_small]);
-        time_loop(target, 1_000_000, |k| {
-            for _ in 0..k {
-                let y = chain_af(black_box(&a), black_box(&b));
-                y.eval().expect("eval");
-                black_box(&y);
-            }
-        })
+        sync_loop(target, 1_000_000, || chain_af(black_box(&a), black_box(&b)))
     };
     let small_hits = small.stats.trace.hits as f64 / small.timed_iters as f64;
     let latency = launch_us(&small.stats);

@@ -6,6 +6,9 @@
 //! bit with Rust's `f32::sqrt` and `/`: exhaustively for sqrt over the binades [1, 2) and [2, 4),
 //! and over samples of every exponent, subnormals, special values and near-midpoint quotients.
 
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
 /// Offsets (ulp) of the approximate first step.
 const OFFSETS: std::ops::RangeInclusive<i32> = -3..=3;
 
@@ -233,21 +236,6 @@ fn check_div(x: f32, y: f32) -> u64 {
     OFFSETS.count() as u64
 }
 
-/// splitmix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn u32(&mut self) -> u32 {
-        (self.next() >> 32) as u32
-    }
-}
-
 /// Fewer samples in debug builds (the suite runs with --release).
 const SCALE: u64 = if cfg!(debug_assertions) { 64 } else { 1 };
 
@@ -292,19 +280,22 @@ fn sqrt_is_correctly_rounded_over_every_exponent() {
 
 #[test]
 fn division_is_correctly_rounded() {
-    let mut rng = Rng(0x5eed);
+    let mut rng = StdRng::seed_from_u64(0x5eed);
     let mut n = 0;
     // Random bit patterns: every exponent pair, subnormals, signs.
     for _ in 0..4_000_000 / SCALE {
-        let (x, y) = (f32::from_bits(rng.u32()), f32::from_bits(rng.u32()));
+        let (x, y) = (
+            f32::from_bits(rng.random::<u32>()),
+            f32::from_bits(rng.random::<u32>()),
+        );
         n += check_div(x, y);
     }
     // Random significands at exponent differences around overflow, underflow and the subnormal
     // range.
     for _ in 0..4_000_000 / SCALE {
-        let ex = rng.u32() % 254 + 1;
-        let d = (rng.u32() % 60) as i32 - 30;
-        let base: i32 = if rng.u32().is_multiple_of(2) {
+        let ex = rng.random::<u32>() % 254 + 1;
+        let d = (rng.random::<u32>() % 60) as i32 - 30;
+        let base: i32 = if rng.random::<u32>().is_multiple_of(2) {
             127 + 128
         } else {
             127 - 126 - 24
@@ -313,21 +304,21 @@ fn division_is_correctly_rounded() {
         if !(1..=254).contains(&ey) {
             continue;
         }
-        let x = f32::from_bits((ex << 23) | (rng.u32() & 0x807f_ffff));
-        let y = f32::from_bits(((ey as u32) << 23) | (rng.u32() & 0x807f_ffff));
+        let x = f32::from_bits((ex << 23) | (rng.random::<u32>() & 0x807f_ffff));
+        let y = f32::from_bits(((ey as u32) << 23) | (rng.random::<u32>() & 0x807f_ffff));
         n += check_div(x, y);
     }
     // Quotients next to a midpoint: M * Y = X * 2^25 + delta for an odd 25-bit M, so X / Y is
     // within |delta| / (Y 2^25) of the midpoint M / 2^25 (and exact quotients, delta = 0).
     for _ in 0..2_000_000 / SCALE {
-        let y = (rng.u32() & 0x00ff_ffff) | 0x0080_0001;
+        let y = (rng.random::<u32>() & 0x00ff_ffff) | 0x0080_0001;
         let inv = (0..5).fold(y, |i, _| {
             i.wrapping_mul(2u32.wrapping_sub(y.wrapping_mul(i)))
         });
-        let delta = (rng.u32() % 31) as i32 - 15;
+        let delta = (rng.random::<u32>() % 31) as i32 - 15;
         let m = ((delta as u32).wrapping_mul(inv)) & 0x01ff_ffff;
         let m = if delta == 0 {
-            rng.u32() & 0x01ff_ffff
+            rng.random::<u32>() & 0x01ff_ffff
         } else {
             m
         };
@@ -338,7 +329,10 @@ fn division_is_correctly_rounded() {
         let x = (prod >> 25) as u32;
         // The same significands at random exponents.
         let at = |v: u32, e: u32| f32::from_bits(((v as f32).to_bits() & 0x007f_ffff) | (e << 23));
-        let (xf, yf) = (at(x, rng.u32() % 254 + 1), at(y, rng.u32() % 254 + 1));
+        let (xf, yf) = (
+            at(x, rng.random::<u32>() % 254 + 1),
+            at(y, rng.random::<u32>() % 254 + 1),
+        );
         n += check_div(xf, yf);
         n += check_div(yf, xf);
     }

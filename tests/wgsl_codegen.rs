@@ -10,7 +10,7 @@
 
 use arrayflow::intrinsics::wgsl as intrinsics;
 use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
-use arrayflow::proggen::codegen::gpu::{BufArg, GpuPlan, Target, elem_bytes};
+use arrayflow::proggen::codegen::gpu::{self, BufArg, GpuPlan, Target, elem_bytes};
 use arrayflow::proggen::codegen::wgsl::{self, LIBRARY};
 use arrayflow::proggen::kernel::{
     Domain, FusedKernel, IndexMap, Instr, ParamKind, PeriodicDim, ReduceStore, Store,
@@ -356,7 +356,7 @@ fn validate_kernel(k: &FusedKernel, what: &str) -> GpuPlan {
 /// Whether element-wise kernels that qualify render in the quad form (`ARRAYFLOW_WGPU_VECTOR=0`
 /// turns it off, as the renderer reads it).
 fn quads_on() -> bool {
-    std::env::var("ARRAYFLOW_WGPU_VECTOR").map_or(true, |v| v.trim() != "0")
+    gpu::tuning().wgpu_vector
 }
 
 /// Whether `plan` is the quad form of an element-wise kernel: every buffer of its pass is bound as
@@ -648,7 +648,7 @@ fn map_kernels_take_quads_when_every_load_is_contiguous() {
         }
         assert_eq!(
             plan.passes[0].groups,
-            1250u32.div_ceil(wgsl::LOCAL * wgsl::quads())
+            1250u32.div_ceil(wgsl::LOCAL * gpu::tuning().wgpu_quads)
         );
     }
     let n = 1 << 20;
@@ -681,7 +681,7 @@ fn map_kernels_take_quads_when_every_load_is_contiguous() {
         assert_eq!(is_quads(&plan), on, "{what}");
         let quads = k.domain.len() / 4;
         let want = quads
-            .div_ceil((wgsl::LOCAL * wgsl::quads()) as usize)
+            .div_ceil((wgsl::LOCAL * gpu::tuning().wgpu_quads) as usize)
             .min(wgsl::MAX_GROUPS as usize) as u32;
         if on {
             assert_eq!(plan.passes[0].groups, want, "{what}: groups");
@@ -1407,13 +1407,16 @@ fn quad_kernels_loop_over_the_grid() {
     let quads = quads_on();
     assert_eq!(is_quads(&plan), quads);
     if quads {
-        let groups = (n / 4).div_ceil((wgsl::LOCAL * wgsl::quads()) as usize) as u32;
+        let groups = (n / 4).div_ceil((wgsl::LOCAL * gpu::tuning().wgpu_quads) as usize) as u32;
         assert_eq!(plan.passes[0].groups, groups);
         // The grid's size in threads appears as the offset of a trip's later quads and as the
         // remainder loop's step, the main loop's step is `quads()` times it: all three change.
         let threads = groups * wgsl::LOCAL;
-        let mut strides = vec![(wgsl::quads() * threads, wgsl::quads() * 3 * wgsl::LOCAL)];
-        if wgsl::quads() > 1 {
+        let mut strides = vec![(
+            gpu::tuning().wgpu_quads * threads,
+            gpu::tuning().wgpu_quads * 3 * wgsl::LOCAL,
+        )];
+        if gpu::tuning().wgpu_quads > 1 {
             strides.push((threads, 3 * wgsl::LOCAL));
         }
         for (old, new) in strides {
@@ -1427,7 +1430,7 @@ fn quad_kernels_loop_over_the_grid() {
     grid_case(g, &plan, n, "grid of 3 groups");
 
     let grid = (wgsl::LOCAL * wgsl::MAX_GROUPS) as usize;
-    let n = 4 * wgsl::quads() as usize * grid + 4 * 37;
+    let n = 4 * gpu::tuning().wgpu_quads as usize * grid + 4 * 37;
     let k = grid_kernel(n);
     let plan = validate_kernel(&k, "largest grid");
     assert_eq!(is_quads(&plan), quads);
@@ -2185,34 +2188,16 @@ fn casts_follow_rust_as() {
         0.99999994,
     ]
     .to_vec();
-    let (out, _) = run_kernel(
-        g,
-        &cast_kernel(DType::F32, DType::I32, fs.len()),
-        &[Data::F32(fs.clone())],
-        &[],
-    );
     assert_eq!(
-        out[0].i32(),
+        cast(g, DType::I32, Data::F32(fs.clone())).i32(),
         &fs.iter().map(|&x| x as i32).collect::<Vec<_>>()[..]
     );
-    let (out, _) = run_kernel(
-        g,
-        &cast_kernel(DType::F32, DType::U32, fs.len()),
-        &[Data::F32(fs.clone())],
-        &[],
-    );
     assert_eq!(
-        out[0].u32(),
+        cast(g, DType::U32, Data::F32(fs.clone())).u32(),
         &fs.iter().map(|&x| x as u32).collect::<Vec<_>>()[..]
     );
-    let (out, _) = run_kernel(
-        g,
-        &cast_kernel(DType::F32, DType::Bool, fs.len()),
-        &[Data::F32(fs.clone())],
-        &[],
-    );
     assert_eq!(
-        out[0].u32(),
+        cast(g, DType::Bool, Data::F32(fs.clone())).u32(),
         &fs.iter().map(|&x| (x != 0.0) as u32).collect::<Vec<_>>()[..]
     );
     // Integers to f32 round to nearest even, ties included.
@@ -2225,32 +2210,31 @@ fn casts_follow_rust_as() {
             .iter()
             .map(|&v| v as u32),
     );
-    let (out, _) = run_kernel(
-        g,
-        &cast_kernel(DType::U32, DType::F32, us.len()),
-        &[Data::U32(us.clone())],
-        &[],
-    );
-    for (u, f) in us.iter().zip(out[0].f32()) {
+    for (u, f) in us
+        .iter()
+        .zip(cast(g, DType::F32, Data::U32(us.clone())).f32())
+    {
         assert_eq!(f.to_bits(), (*u as f32).to_bits(), "{u} as f32");
     }
     let is: Vec<i32> = us.iter().map(|&u| u as i32).collect();
-    let (out, _) = run_kernel(
-        g,
-        &cast_kernel(DType::I32, DType::F32, is.len()),
-        &[Data::I32(is.clone())],
-        &[],
-    );
-    for (i, f) in is.iter().zip(out[0].f32()) {
+    for (i, f) in is
+        .iter()
+        .zip(cast(g, DType::F32, Data::I32(is.clone())).f32())
+    {
         assert_eq!(f.to_bits(), (*i as f32).to_bits(), "{i} as f32");
     }
-    let (out, _) = run_kernel(
-        g,
-        &cast_kernel(DType::I32, DType::U32, is.len()),
-        &[Data::I32(is.clone())],
-        &[],
-    );
-    assert_eq!(out[0].u32(), &us[..]);
+    assert_eq!(cast(g, DType::U32, Data::I32(is.clone())).u32(), &us[..]);
+}
+
+/// `input` cast to `to` by a one-instruction kernel on the adapter.
+fn cast(g: &Gpu, to: DType, input: Data) -> Data {
+    let (from, n) = match &input {
+        Data::F32(v) => (DType::F32, v.len()),
+        Data::I32(v) => (DType::I32, v.len()),
+        Data::U32(v) => (DType::U32, v.len()),
+    };
+    let (mut out, _) = run_kernel(g, &cast_kernel(from, to, n), &[input], &[]);
+    out.remove(0)
 }
 
 #[test]

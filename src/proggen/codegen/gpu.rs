@@ -86,3 +86,45 @@ impl std::fmt::Display for Unsupported {
         f.write_str(&self.0)
     }
 }
+
+/// Shapes of the generated element-wise kernels, read once from the environment (README, the
+/// variables table); the defaults measured fastest on an H200. The alternatives stay reachable
+/// for comparisons and for the CI runs that exercise every loop shape.
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    /// OpenCL: four consecutive elements per `vload4`/`vstore4` (`ARRAYFLOW_OPENCL_VECTOR=0`:
+    /// the scalar loop).
+    pub opencl_vector: bool,
+    /// OpenCL: quads per thread and main-loop trip, a global size apart, loaded before any is
+    /// computed (`ARRAYFLOW_OPENCL_QUADS`, 1 to 4; default 2).
+    pub opencl_quads: u64,
+    /// OpenCL: most work-groups of an element-wise kernel (`ARRAYFLOW_OPENCL_GROUPS`; default
+    /// 2^20, so a large array is one trip per thread and no thread runs a lone extra trip).
+    pub opencl_groups: u64,
+    /// WGSL: the quad form (`array<vec4<T>>` bindings) where a kernel qualifies
+    /// (`ARRAYFLOW_WGPU_VECTOR=0`: always the scalar form).
+    pub wgpu_vector: bool,
+    /// WGSL: quads per thread and main-loop trip (`ARRAYFLOW_WGPU_QUADS`, 1 to 4; default 2).
+    pub wgpu_quads: u32,
+}
+
+/// The process's [`Tuning`].
+pub fn tuning() -> &'static Tuning {
+    static T: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let on = |k: &str| std::env::var(k).map_or(true, |v| v.trim() != "0");
+        let num = |k: &str, default: u64, lo: u64, hi: u64| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .map_or(default, |v: u64| v.clamp(lo, hi))
+        };
+        Tuning {
+            opencl_vector: on("ARRAYFLOW_OPENCL_VECTOR"),
+            opencl_quads: num("ARRAYFLOW_OPENCL_QUADS", 2, 1, 4),
+            opencl_groups: num("ARRAYFLOW_OPENCL_GROUPS", 1 << 20, 1, 1 << 24),
+            wgpu_vector: on("ARRAYFLOW_WGPU_VECTOR"),
+            wgpu_quads: num("ARRAYFLOW_WGPU_QUADS", 2, 1, 4) as u32,
+        }
+    })
+}

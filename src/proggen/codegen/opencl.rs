@@ -30,7 +30,7 @@
 //! output, its value partials and (argmax/argmin) its index partials.
 
 use super::c::ctype;
-use super::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported, elem_bytes};
+use super::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported, elem_bytes, tuning};
 use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, contiguous_strides};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
 use std::fmt::Write;
@@ -220,10 +220,11 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     source.push_str(&kernel_entry(k, t, &f));
     let (outer, len) = (k.domain.outer as u64, k.domain.len() as u64);
     let groups = match f.lay {
-        Layout::Elementwise if vectorized() => (len / 4)
+        Layout::Elementwise if tuning().opencl_vector => (len / 4)
             .max(1)
-            .div_ceil(LOCAL as u64 * quads_per_trip())
-            .min(elementwise_groups()) as u32,
+            .div_ceil(LOCAL as u64 * tuning().opencl_quads)
+            .min(tuning().opencl_groups)
+            as u32,
         Layout::Elementwise => groups_for(len, LOCAL as u64 * UNROLL),
         Layout::Reduce {
             threads, chunks, ..
@@ -306,7 +307,7 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
     }
     let len = k.domain.len();
     match f.lay {
-        Layout::Elementwise if vectorized() => s.push_str(&vector_loop(k, t, len as u64)),
+        Layout::Elementwise if tuning().opencl_vector => s.push_str(&vector_loop(k, t, len as u64)),
         Layout::Elementwise => {
             // UNROLL elements per trip, a global size apart: each is coalesced across the
             // work-group and their loads are independent, so more bytes are in flight per thread.
@@ -391,7 +392,7 @@ fn reduction_loop(
         b.push_str("}\n");
         b
     };
-    if vectorized() && inner % 4 == 0 && chunk % 4 == 0 {
+    if tuning().opencl_vector && inner % 4 == 0 && chunk % 4 == 0 {
         // Quads: each thread loads four consecutive elements of every input read in place and
         // folds lane u into running values u (the chunk bounds are multiples of four).
         let _ = writeln!(
@@ -657,14 +658,6 @@ fn identity(op: ReduceOp, d: DType) -> &'static str {
     }
 }
 
-/// Whether element-wise kernels take four consecutive elements per thread through vector loads
-/// and stores (`vload4`/`vstore4`; default). `ARRAYFLOW_OPENCL_VECTOR=0` renders the scalar loop
-/// instead ([`UNROLL`] elements a global size apart), for comparison.
-fn vectorized() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("ARRAYFLOW_OPENCL_VECTOR").map_or(true, |v| v.trim() != "0"))
-}
-
 /// The OpenCL vector type of four `d` elements.
 fn vec4(d: DType) -> &'static str {
     match d {
@@ -676,41 +669,15 @@ fn vec4(d: DType) -> &'static str {
     }
 }
 
-/// Quads each thread of an element-wise kernel takes per trip of its main loop, a global size
-/// apart, all loaded before any is computed (`ARRAYFLOW_OPENCL_QUADS`, 1 to 4; default 2: two
-/// 16-byte loads in flight per input and thread, as `torch.compile`'s kernels take).
-fn quads_per_trip() -> u64 {
-    static Q: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *Q.get_or_init(|| {
-        std::env::var("ARRAYFLOW_OPENCL_QUADS")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .map_or(2, |q: u64| q.clamp(1, 4))
-    })
-}
-
-/// Most work-groups an element-wise kernel launches (`ARRAYFLOW_OPENCL_GROUPS`; default 2^20):
-/// enough that a large array is one trip of [`quads_per_trip`] quads per thread, so no thread
-/// runs a lone extra trip at the end; the grid-stride loops cover the rest.
-fn elementwise_groups() -> u64 {
-    static G: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *G.get_or_init(|| {
-        std::env::var("ARRAYFLOW_OPENCL_GROUPS")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .map_or(1 << 20, |g: u64| g.clamp(1, 1 << 24))
-    })
-}
-
 /// The element-wise loop over quads: each thread loads four consecutive elements of every input
 /// read in place (`vin{p}`), runs the element body once per lane, and stores the four results of
-/// each output at once (`vout{o}`). With [`quads_per_trip`] Q > 1 a main loop takes Q quads a
+/// each output at once (`vout{o}`). With Q = [`super::gpu::Tuning::opencl_quads`] > 1 a main loop takes Q quads a
 /// global size apart per trip (their loads issued first, so more bytes are in flight per thread)
 /// and a second loop the quads left; the last `len % 4` elements take the scalar body.
 fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
     let quads = len / 4;
     let ty = if quads < 1 << 31 { "uint" } else { "ulong" };
-    let q_trip = quads_per_trip();
+    let q_trip = tuning().opencl_quads;
     let mut s = format!("  const {ty} gs = get_global_size(0);\n  {ty} i = get_global_id(0);\n");
     if q_trip > 1 {
         let at = |j: u64| {

@@ -7,8 +7,8 @@
 //!   (`IndexMap::Contiguous`), every buffer loaded or stored holds 4-byte elements (all do but
 //!   f64, which is not rendered) and the domain's length is a positive multiple of 4, one pass
 //!   `af_kernel` whose loaded inputs and stored outputs are bound as `array<vec4<T>>` (T the
-//!   storage type). Each of the `G` threads takes [`quads`] quads (quad `q` is elements
-//!   `4q .. 4q + 3`) a grid apart per trip of its main loop, `q` stepping by `quads() * G`, then
+//!   storage type). Each of the `G` threads takes [`super::gpu::Tuning::wgpu_quads`] quads (quad `q` is elements
+//!   `4q .. 4q + 3`) a grid apart per trip of its main loop, `q` stepping by `wgpu_quads * G`, then
 //!   single quads `G` apart in a second loop for the rest: one 16-byte load per input and quad
 //!   (`vin{p} = in{p}[q]`, all of a trip's issued first), the element code once per lane `u`
 //!   with `lin = 4u * q + u` (reading
@@ -45,7 +45,7 @@
 //! Index arithmetic is u32 (wrapping, exact for any index inside a bindable buffer), so a domain of
 //! 2^31 elements or more is not rendered; neither is anything touching f64.
 
-use super::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
+use super::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported, tuning};
 use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, contiguous_strides};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind, ReduceStore};
 use std::fmt::Write;
@@ -73,18 +73,6 @@ const IMMEDIATE_DECL: &str = "var<immediate> params: array<u32, ";
 /// chunked reduction, handle per loop trip (independent loads in flight); a quad-form thread
 /// takes one quad of four elements per trip instead.
 pub const UNROLL: u32 = 4;
-/// Quads each thread of a quad-form pass takes per trip of its main loop, a grid apart, all
-/// loaded before any is computed (`ARRAYFLOW_WGPU_QUADS`, 1 to 4; default 2: on an H200 the
-/// OpenCL kernel of the same shape streams 3% faster with two than with one).
-pub fn quads() -> u32 {
-    static Q: OnceLock<u32> = OnceLock::new();
-    *Q.get_or_init(|| {
-        std::env::var("ARRAYFLOW_WGPU_QUADS")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .map_or(2, |q: u32| q.clamp(1, 4))
-    })
-}
 /// Largest domain rendered (indices are u32, signed offsets i32).
 const MAX_LEN: usize = 1 << 31;
 
@@ -765,13 +753,6 @@ fn pass(entry: &str, buffers: Vec<BufArg>, params: bool, groups: u32) -> Pass {
     }
 }
 
-/// Whether element-wise kernels that qualify take the quad form (default).
-/// `ARRAYFLOW_WGPU_VECTOR=0` renders every one in the scalar form instead, for comparison.
-fn vectorized() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("ARRAYFLOW_WGPU_VECTOR").map_or(true, |v| v.trim() != "0"))
-}
-
 /// Whether element-wise kernel `k` can take the quad form: its length is a positive multiple of
 /// 4, every load reads its input in place, and every buffer it loads or stores holds 4-byte
 /// elements (so quad `q` of a buffer is its `vec4` element `q`).
@@ -792,19 +773,19 @@ fn quads_fit(k: &FusedKernel) -> bool {
 /// No reduction: the quad form when the kernel qualifies ([`quads_fit`]) and it is on, else the
 /// scalar form.
 fn render_map(k: &FusedKernel, t: Target) -> GpuPlan {
-    if vectorized() && quads_fit(k) {
+    if tuning().wgpu_vector && quads_fit(k) {
         render_quads(k, t)
     } else {
         render_scalar(k, t)
     }
 }
 
-/// Quad form: each thread takes [`quads`] quads a grid apart per trip of the main loop (their
+/// Quad form: each thread takes [`super::gpu::Tuning::wgpu_quads`] quads a grid apart per trip of the main loop (their
 /// `vec4` loads first), then single quads; per quad the element code once per lane and one `vec4`
 /// store per output.
 fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
     let quads = k.domain.len() / 4;
-    let q_trip = self::quads();
+    let q_trip = tuning().wgpu_quads;
     let groups = quads
         .div_ceil(LOCAL as usize * q_trip as usize)
         .min(MAX_GROUPS as usize) as u32;
