@@ -21,7 +21,8 @@
 //!   WGSL compute kernel (`dst[i] = src[i]`; on NVIDIA's Vulkan driver the buffer copy reaches only
 //!   ~0.7-0.8 TB/s where a kernel copy reaches ~3 TB/s, so "af / copy" uses the faster of the two).
 //!   Also "stream": K copies enqueued back to back and one wait (the device's copy throughput
-//!   without the per-copy sync). Skipped with `ARRAYFLOW_DEVICE=cpu`.
+//!   without the per-copy sync). Measured after all of arrayflow's figures; skipped with
+//!   `ARRAYFLOW_DEVICE=cpu` or `GPU_PEER=0`.
 //!
 //! The results end with a table, and one `JSON {...}` line per row that `benches/peers/merge.py`
 //! merges with the other executor's run and the PyTorch peer (`benches/peers/chain.py`).
@@ -577,7 +578,7 @@ fn stream_loop<T: arrayflow::Element>(target: Duration, make: impl Fn() -> Array
     })
 }
 
-fn bench_chain(n: usize, target: Duration, peer: Option<&mut Box<dyn CopyPeer>>) -> Row {
+fn bench_chain(n: usize, target: Duration) -> Row {
     let av = random_vec(n, 1, 0.5, 1.5);
     let bv = random_vec(n, 2, 0.5, 1.5);
     let a = Array::from_vec(av.clone(), &[n]);
@@ -593,49 +594,49 @@ fn bench_chain(n: usize, target: Duration, peer: Option<&mut Box<dyn CopyPeer>>)
     let chain_stream = stream_loop(target, || chain_af(black_box(&a), black_box(&b)));
     drop((a, b));
     Runtime::execute();
-
-    // Copy peer: 1.5 n f32, so 6n bytes read + 6n written = 12 n, the chain's bytes.
-    let copy = peer.and_then(|p| {
-        let m = n * 3 / 2;
-        if let Err(e) = p.alloc(m) {
-            println!("copy peer at {}: {e}; skipped", label(n));
-            return None;
-        }
-        let sync = time_loop(target, 100_000, |k| {
-            for _ in 0..k {
-                p.enqueue();
-                p.wait();
-            }
-        });
-        let stream = time_loop(target, 100_000, |k| {
-            for _ in 0..k {
-                p.enqueue();
-            }
-            p.wait();
-        });
-        let kernel = p.enqueue_kernel().then(|| {
-            p.wait();
-            time_loop(target, 100_000, |k| {
-                for _ in 0..k {
-                    p.enqueue_kernel();
-                    p.wait();
-                }
-            })
-        });
-        p.free();
-        Some(CopyTiming {
-            sync,
-            stream,
-            kernel,
-        })
-    });
     Row {
         n,
         chain,
         chain_stream,
-        copy,
+        copy: None,
         max_err,
     }
+}
+
+/// The copy peer on 1.5 n f32 (6 n bytes read + 6 n written = 12 n, the chain's bytes).
+fn bench_copy(n: usize, target: Duration, p: &mut dyn CopyPeer) -> Option<CopyTiming> {
+    let m = n * 3 / 2;
+    if let Err(e) = p.alloc(m) {
+        println!("copy peer at {}: {e}; skipped", label(n));
+        return None;
+    }
+    let sync = time_loop(target, 100_000, |k| {
+        for _ in 0..k {
+            p.enqueue();
+            p.wait();
+        }
+    });
+    let stream = time_loop(target, 100_000, |k| {
+        for _ in 0..k {
+            p.enqueue();
+        }
+        p.wait();
+    });
+    let kernel = p.enqueue_kernel().then(|| {
+        p.wait();
+        time_loop(target, 100_000, |k| {
+            for _ in 0..k {
+                p.enqueue_kernel();
+                p.wait();
+            }
+        })
+    });
+    p.free();
+    Some(CopyTiming {
+        sync,
+        stream,
+        kernel,
+    })
 }
 
 /// `a.sum()` on `n` elements, evaluated on the device: each sum waited for (sync), and sums
@@ -747,16 +748,9 @@ fn main() {
     );
     println!();
 
-    let mut peer = if sel.backend == Backend::Cpu {
-        println!("copy peer: skipped (CPU executor)");
-        None
-    } else {
-        open_peer(&sel)
-    };
-
     let mut rows = Vec::new();
     for &n in &sizes {
-        let r = bench_chain(n, target, peer.as_mut());
+        let r = bench_chain(n, target);
         let s = &r.chain.stats;
         let it = r.chain.timed_iters as f64;
         println!(
@@ -797,30 +791,8 @@ fn main() {
             ss.device.swapped_out as f64 / it,
             ss.device.fallbacks as f64 / it,
         );
-        if let Some(c) = &r.copy {
-            println!(
-                "       copy  {} (K {}, loops {}..{}), stream {} per copy (K {})",
-                fmt_time(c.sync.per_iter),
-                c.sync.k,
-                fmt_time(c.sync.min),
-                fmt_time(c.sync.max),
-                fmt_time(c.stream.per_iter),
-                c.stream.k,
-            );
-            if let Some(kt) = &c.kernel {
-                println!(
-                    "       copy kernel (WGSL dst[i] = src[i]) {} (K {}, loops {}..{})",
-                    fmt_time(kt.per_iter),
-                    kt.k,
-                    fmt_time(kt.min),
-                    fmt_time(kt.max),
-                );
-            }
-        }
         rows.push(r);
     }
-    // Release the peer's device memory before the sum.
-    drop(peer);
 
     let n_sum = *sizes.iter().max().expect("at least one size");
     let (sum, sum_stream, sum_err) = bench_sum(n_sum, target);
@@ -861,6 +833,45 @@ fn main() {
         small.timed_iters,
         small_hits,
     );
+
+    // The copy peer runs after every arrayflow figure, on a device context of its own, so its
+    // work cannot touch them. `GPU_PEER=0` skips it.
+    let mut peer = if sel.backend == Backend::Cpu {
+        println!("copy peer: skipped (CPU executor)");
+        None
+    } else if std::env::var("GPU_PEER").is_ok_and(|v| v.trim() == "0") {
+        println!("copy peer: skipped (GPU_PEER=0)");
+        None
+    } else {
+        open_peer(&sel)
+    };
+    if let Some(p) = peer.as_mut() {
+        for r in &mut rows {
+            r.copy = bench_copy(r.n, target, p.as_mut());
+            if let Some(c) = &r.copy {
+                println!(
+                    "copy {}: {} (K {}, loops {}..{}), stream {} per copy (K {})",
+                    label(r.n),
+                    fmt_time(c.sync.per_iter),
+                    c.sync.k,
+                    fmt_time(c.sync.min),
+                    fmt_time(c.sync.max),
+                    fmt_time(c.stream.per_iter),
+                    c.stream.k,
+                );
+                if let Some(kt) = &c.kernel {
+                    println!(
+                        "       copy kernel (WGSL dst[i] = src[i]) {} (K {}, loops {}..{})",
+                        fmt_time(kt.per_iter),
+                        kt.k,
+                        fmt_time(kt.min),
+                        fmt_time(kt.max),
+                    );
+                }
+            }
+        }
+    }
+    drop(peer);
     println!();
 
     // JSON lines: one per row, for benches/peers/merge.py.

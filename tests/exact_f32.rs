@@ -3,8 +3,13 @@
 //! WGSL line in a comment above its Rust twin), with the driver's
 //! approximate first step (`inverseSqrt`, `1.0f / my`; Vulkan allows a few ulp) replaced by the
 //! correctly rounded value moved by every offset in -3..=3 ulp, and its result is compared bit for
-//! bit with Rust's `f32::sqrt` and `/`: exhaustively for sqrt over the binades [1, 2) and [2, 4),
+//! bit with Rust's `f32::sqrt` and `/`: exhaustively for sqrt over the binades [1, 2) and [2, 4)
+//! (and the two pairs at the ends of the range sqrt takes unscaled),
 //! and over samples of every exponent, subnormals, special values and near-midpoint quotients.
+//! Every remainder `af_residual` computes is also checked equal to a fused `fma(-a, b, x)`, so the
+//! proof covers `af_residual_fused`, the variant taken on devices whose `fma` rounds once. A last
+//! test checks that the emulations still mirror the library: every line of each WGSL function
+//! appears, in order, as a comment in its Rust twin.
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -33,8 +38,8 @@ fn residual(x: f32, a: f32, b: f32) -> f32 {
     let err = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
     // return (x - p) - err;
     let r = (x - p) - err;
-    // What a fused fma gives (checked in debug builds).
-    debug_assert_eq!(r.to_bits(), (-a).mul_add(b, x).to_bits());
+    // af_residual_fused, the variant on a device whose fma rounds once, gives the same value.
+    assert_eq!(r.to_bits(), (-a).mul_add(b, x).to_bits(), "{x} - {a} * {b}");
     r
 }
 
@@ -42,6 +47,10 @@ fn residual(x: f32, a: f32, b: f32) -> f32 {
 fn sqrt_emul(x: f32, inverse_sqrt: impl Fn(f32) -> f32) -> f32 {
     // let b = bitcast<u32>(x);
     let b = x.to_bits();
+    // if (b - 0x1f800000u < 0x40000000u) { return af_sqrt_core(x); }
+    if b.wrapping_sub(0x1f80_0000) < 0x4000_0000 {
+        return sqrt_core(x, inverse_sqrt);
+    }
     // if ((b << 1u) == 0u || af_is_nan_f32(x)) { return x; }
     if (b << 1) == 0 || x.is_nan() {
         return x;
@@ -62,11 +71,17 @@ fn sqrt_emul(x: f32, inverse_sqrt: impl Fn(f32) -> f32) -> f32 {
     let m = f32::from_bits(u.0) * if odd { 2.0 } else { 1.0 };
     // let k = (u.y - select(0, 1, odd)) / 2;
     let k = (u.1 - if odd { 1 } else { 0 }) / 2;
+    // return af_sqrt_core(m) * af_pow2i(k);
+    sqrt_core(m, inverse_sqrt) * pow2i(k)
+}
+
+/// af_sqrt_core with `inverse_sqrt` for WGSL's `inverseSqrt`.
+fn sqrt_core(m: f32, inverse_sqrt: impl Fn(f32) -> f32) -> f32 {
     // let y = inverseSqrt(m);
     let y = inverse_sqrt(m);
-    // let r0 = m * y;
+    // let r0 = af_mul_f32(m, y);
     let r0 = m * y;
-    // let r1 = r0 + af_residual(m, r0, r0) * (0.5f * y);
+    // let r1 = r0 + af_mul_f32(af_residual(m, r0, r0), 0.5f * y);
     let r1 = r0 + residual(m, r0, r0) * (0.5 * y);
     // let rp = bitcast<f32>(bitcast<u32>(r1) + 1u);
     let rp = f32::from_bits(r1.to_bits() + 1);
@@ -82,8 +97,8 @@ fn sqrt_emul(x: f32, inverse_sqrt: impl Fn(f32) -> f32) -> f32 {
     if residual(m, rm, r1) <= 0.0 {
         r = rm;
     }
-    // return r * af_pow2i(k);
-    r * pow2i(k)
+    // return r;
+    r
 }
 
 /// af_unpack_f32.
@@ -153,9 +168,9 @@ fn div_emul(x: f32, y: f32, recip: impl Fn(f32) -> f32) -> f32 {
     let k = ux.1 - uy.1;
     // let r = 1.0f / my;
     let r = recip(my);
-    // let q0 = mx * r;
+    // let q0 = af_mul_f32(mx, r);
     let q0 = mx * r;
-    // let q1 = q0 + af_residual(mx, q0, my) * r;
+    // let q1 = q0 + af_mul_f32(af_residual(mx, q0, my), r);
     let q1 = q0 + residual(mx, q0, my) * r;
     // let qp = bitcast<f32>(bitcast<u32>(q1) + 1u);
     let qp = f32::from_bits(q1.to_bits().wrapping_add(1));
@@ -239,14 +254,19 @@ fn check_div(x: f32, y: f32) -> u64 {
 /// Fewer samples in debug builds (the suite runs with --release).
 const SCALE: u64 = if cfg!(debug_assertions) { 64 } else { 1 };
 
+/// af_sqrt_core over [1, 4), where every other argument is scaled to, and over the two binade
+/// pairs at the ends of the range af_sqrt_f32 gives it unscaled, [2^-64, 2^-62) and [2^62, 2^64)
+/// (scaling by a power of 4 scales every step exactly while the remainders stay normal).
 #[test]
-fn sqrt_is_correctly_rounded_for_every_f32_of_two_binades() {
-    let (lo, hi) = (1.0f32.to_bits(), 4.0f32.to_bits());
+fn sqrt_is_correctly_rounded_for_every_f32_of_six_binades() {
     let mut n = 0;
-    for b in (lo..hi).step_by(SCALE as usize) {
-        n += check_sqrt(f32::from_bits(b));
+    for lo in [1.0f32, 2f32.powi(-64), 2f32.powi(62)] {
+        let (lo, hi) = (lo.to_bits(), (lo * 4.0).to_bits());
+        for b in (lo..hi).step_by(SCALE as usize) {
+            n += check_sqrt(f32::from_bits(b));
+        }
     }
-    println!("sqrt: {n} checks over [1, 4)");
+    println!("sqrt: {n} checks over [1, 4), [2^-64, 2^-62), [2^62, 2^64)");
 }
 
 #[test]
@@ -360,4 +380,48 @@ fn division_is_correctly_rounded() {
         }
     }
     println!("division: {n} checks");
+}
+
+/// The WGSL library and this file's own text.
+const WGSL: &str = include_str!("../primitives/wgsl/arrayflow.wgsl");
+const THIS: &str = include_str!("exact_f32.rs");
+
+/// The lines of the top-level function that starts with `head` in `text`, up to its closing `}`.
+fn function_lines<'a>(text: &'a str, head: &str) -> Vec<&'a str> {
+    let start = text
+        .find(head)
+        .unwrap_or_else(|| panic!("`{head}` not found"));
+    text[start..]
+        .lines()
+        .skip(1)
+        .take_while(|l| *l != "}")
+        .collect()
+}
+
+#[test]
+fn the_emulations_mirror_the_library_line_by_line() {
+    for (wgsl, rust) in [
+        ("fn af_residual(", "fn residual("),
+        ("fn af_unpack_f32(", "fn unpack("),
+        ("fn af_sqrt_f32(", "fn sqrt_emul("),
+        ("fn af_sqrt_core(", "fn sqrt_core("),
+        ("fn af_div_f32(", "fn div_emul("),
+    ] {
+        let comments: Vec<&str> = function_lines(THIS, rust)
+            .iter()
+            .filter_map(|l| l.trim().strip_prefix("// "))
+            .collect();
+        let mut next = 0;
+        for line in function_lines(WGSL, wgsl) {
+            let line = line.trim();
+            if line.is_empty() || line == "}" || line.starts_with("//") {
+                continue;
+            }
+            let at = comments[next..]
+                .iter()
+                .position(|c| *c == line)
+                .unwrap_or_else(|| panic!("{rust}: no comment `// {line}` after line {next}"));
+            next += at + 1;
+        }
+    }
 }

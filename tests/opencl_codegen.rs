@@ -30,10 +30,12 @@ use std::sync::OnceLock;
 const FP64: Target = Target {
     fp64: true,
     immediates: false,
+    fused_fma: true,
 };
 const FP32: Target = Target {
     fp64: false,
     immediates: false,
+    fused_fma: true,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -337,6 +339,7 @@ fn gpu(cl: &Cl, k: &FusedKernel, inputs: &[&TypedVec], params: &[u64]) -> Ran {
         Target {
             fp64: cl.fp64,
             immediates: false,
+            fused_fma: true,
         },
         inputs,
         params,
@@ -1066,6 +1069,7 @@ fn gpu_intrinsic(cl: &Cl, c: &IntrinsicCall, inputs: &[&TypedVec]) -> Ran {
         Target {
             fp64: cl.fp64,
             immediates: false,
+            fused_fma: true,
         },
     )
     .unwrap();
@@ -1384,6 +1388,7 @@ fn transpose_matches_the_cpu() {
             let target = Target {
                 fp64: cl.fp64,
                 immediates: false,
+                fused_fma: true,
             };
             let mut plan = arrayflow::intrinsics::opencl::render_transpose(&shape, target).unwrap();
             for groups in [plan.passes[0].groups, 3] {

@@ -31,6 +31,7 @@ fn target() -> Target {
     Target {
         fp64: false,
         immediates: gpu().is_none_or(|g| g.immediates),
+        fused_fma: gpu().is_some_and(|g| g.fused_fma),
     }
 }
 
@@ -739,6 +740,8 @@ struct Gpu {
     queue: wgpu::Queue,
     /// The device was given immediate data (the adapter offers at least `IMMEDIATE_BYTES`).
     immediates: bool,
+    /// The device's `fma` rounds once (the executor's probe).
+    fused_fma: bool,
 }
 
 fn gpu() -> Option<&'static Gpu> {
@@ -767,14 +770,17 @@ fn gpu() -> Option<&'static Gpu> {
         }))
         .ok()?;
         let info = adapter.get_info();
+        let fused_fma =
+            gpu::tuning().wgpu_fma && arrayflow::exec::gpu::wgpu_probe::fused_fma(&device, &queue);
         eprintln!(
-            "wgpu adapter: {} ({:?}), immediates: {immediates}",
+            "wgpu adapter: {} ({:?}), immediates: {immediates}, fused fma: {fused_fma}",
             info.name, info.driver_info
         );
         Some(Gpu {
             device,
             queue,
             immediates,
+            fused_fma,
         })
     });
     if g.is_none() {
@@ -1093,6 +1099,7 @@ fn parameters_reach_the_kernel_as_immediates_or_buffers() {
         let no_imm = Target {
             fp64: false,
             immediates: false,
+            fused_fma: false,
         };
         let storage_plan = wgsl::render(&k, no_imm).unwrap();
         validate(&storage_plan, &format!("{slots} parameters, storage"));
@@ -1409,16 +1416,13 @@ fn quad_kernels_loop_over_the_grid() {
     if quads {
         let groups = (n / 4).div_ceil((wgsl::LOCAL * gpu::tuning().wgpu_quads) as usize) as u32;
         assert_eq!(plan.passes[0].groups, groups);
-        // The grid's size in threads appears as the offset of a trip's later quads and as the
-        // remainder loop's step, the main loop's step is `quads()` times it: all three change.
+        // The grid's size in threads appears only in the main loop's step, Q times it (a
+        // group's quads and the last trip's loop depend on the group size alone).
         let threads = groups * wgsl::LOCAL;
-        let mut strides = vec![(
+        let strides = [(
             gpu::tuning().wgpu_quads * threads,
             gpu::tuning().wgpu_quads * 3 * wgsl::LOCAL,
         )];
-        if gpu::tuning().wgpu_quads > 1 {
-            strides.push((threads, 3 * wgsl::LOCAL));
-        }
         for (old, new) in strides {
             let step = format!("q += {old}u)");
             assert!(plan.source.contains(&step), "no `{step}`");
@@ -2579,7 +2583,7 @@ fn arithmetic_chains_are_bit_exact() {
     let k = k.build();
     let plan = validate_kernel(&k, "exact chain");
     assert!(
-        plan.source.contains("af_zero = gid.z;"),
+        plan.source.contains("af_zero = gid.z;") || plan.source.contains("af_zero = wid.z;"),
         "no af_zero set in\n{}",
         kernel_tail(&plan.source)
     );
@@ -2643,5 +2647,27 @@ fn entry_points_set_the_opaque_zero() {
             }
         }
         assert_eq!(entries, plan.passes.len(), "{what}");
+    }
+}
+
+/// On a device whose `fma` rounds once the exact library's remainder is that `fma`
+/// (`af_residual_fused` under `af_residual`'s name, without Dekker's splitting); elsewhere it is
+/// Dekker's product. Both programs validate; the run tests above take the form the test
+/// adapter's probe picks (CI also runs them with `ARRAYFLOW_WGPU_FMA=0`).
+#[test]
+fn remainders_take_the_fused_fma_where_the_device_has_one() {
+    let k = binary_kernel(BinaryOp::Div, DType::F32, 1000);
+    for fused_fma in [false, true] {
+        let t = Target {
+            fused_fma,
+            ..target()
+        };
+        let plan = wgsl::render(&k, t).unwrap();
+        validate(&plan, &format!("div, fused fma {fused_fma}"));
+        let s = &plan.source;
+        assert_eq!(s.matches("fn af_residual(").count(), 1, "{s}");
+        assert!(!s.contains("af_residual_fused"), "{s}");
+        assert_eq!(s.contains("return fma(-a, b, x);"), fused_fma, "{s}");
+        assert_eq!(s.contains("fn af_mask12("), !fused_fma, "{s}");
     }
 }

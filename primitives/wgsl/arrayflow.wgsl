@@ -417,13 +417,12 @@ fn af_sign_f32(x: f32) -> f32 {
   if (x < 0.0f) { return -1.0f; }
   return x;
 }
-// Correctly rounded sqrt (Vulkan's sqrt and inverseSqrt are only within a few ulp). x = m * 4^k
-// with m in [1, 4) (subnormals normalised with integer shifts); r1, one Newton step from
-// inverseSqrt(m), is within 1 ulp of sqrt(m); of r1 and its neighbours the one whose midpoints
-// bracket sqrt(m) is picked by the sign of the residuals m - r1 * rp and m - rm * r1 (m is never a
-// midpoint's square). The proof is tests/exact_f32.rs, which mirrors this text line by line.
+// Correctly rounded sqrt (Vulkan's sqrt and inverseSqrt are only within a few ulp). x in
+// [2^-64, 2^64) goes straight to af_sqrt_core; any other positive finite x (subnormals normalised
+// with integer shifts) is m * 4^k with m in [1, 4), and sqrt(x) = af_sqrt_core(m) * 2^k exactly.
 fn af_sqrt_f32(x: f32) -> f32 {
   let b = bitcast<u32>(x);
+  if (b - 0x1f800000u < 0x40000000u) { return af_sqrt_core(x); }
   if ((b << 1u) == 0u || af_is_nan_f32(x)) { return x; }
   if ((b >> 31u) != 0u) { return af_nan(); }
   if (b == 0x7f800000u) { return x; }
@@ -431,15 +430,24 @@ fn af_sqrt_f32(x: f32) -> f32 {
   let odd = (u.y & 1) != 0;
   let m = bitcast<f32>(u.x) * select(1.0f, 2.0f, odd);
   let k = (u.y - select(0, 1, odd)) / 2;
+  return af_sqrt_core(m) * af_pow2i(k);
+}
+// Correctly rounded sqrt(m) for m in [2^-64, 2^64) (every step's remainder stays a normal
+// number): r1, one Newton step from inverseSqrt(m), is within 1 ulp of sqrt(m); of r1 and its
+// neighbours the one whose midpoints bracket sqrt(m) is picked by the sign of the residuals
+// m - r1 * rp and m - rm * r1 (m is never a midpoint's square). Products that feed a sum are
+// opaque (af_mul_f32), so no driver contracts them and every step rounds as the proof assumes.
+// The proof is tests/exact_f32.rs, which mirrors this text line by line.
+fn af_sqrt_core(m: f32) -> f32 {
   let y = inverseSqrt(m);
-  let r0 = m * y;
-  let r1 = r0 + af_residual(m, r0, r0) * (0.5f * y);
+  let r0 = af_mul_f32(m, y);
+  let r1 = r0 + af_mul_f32(af_residual(m, r0, r0), 0.5f * y);
   let rp = bitcast<f32>(bitcast<u32>(r1) + 1u);
   let rm = bitcast<f32>(bitcast<u32>(r1) - 1u);
   var r = r1;
   if (af_residual(m, r1, rp) > 0.0f) { r = rp; }
   if (af_residual(m, rm, r1) <= 0.0f) { r = rm; }
-  return r * af_pow2i(k);
+  return r;
 }
 fn af_rsqrt_f32(x: f32) -> f32 { return af_div_f32(1.0f, af_sqrt_f32(x)); }
 // sign * 2^(log2|x| / 3), refined by one Newton step.
@@ -487,6 +495,10 @@ fn af_residual(x: f32, a: f32, b: f32) -> f32 {
   let err = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
   return (x - p) - err;
 }
+// af_residual where the device's `fma` rounds once (`Target::fused_fma`, probed when the wgpu
+// executor starts): the same value, x - a * b rounded once, in one instruction. The renderer
+// substitutes it for af_residual under that name.
+fn af_residual_fused(x: f32, a: f32, b: f32) -> f32 { return fma(-a, b, x); }
 // (bits of m, k) with b = m * 2^k, m in [1, 2), for the bits b of a finite nonzero |x| (subnormals
 // normalised with integer shifts).
 fn af_unpack_f32(b: u32) -> vec2<i32> {
@@ -504,8 +516,9 @@ fn af_unpack_f32(b: u32) -> vec2<i32> {
 // Q = mx / my in (1/2, 2): q1, one Newton step from 1 / my, is within 1 ulp of Q; of q1 and its
 // neighbours the one whose midpoints bracket Q is picked by the exact remainder e = mx - q1 * my
 // (Q is never a midpoint). q times 2^k is exact unless it is subnormal; then the significand is
-// rounded to the subnormal grid with the integer bits of q and the sign of its remainder. The proof
-// is tests/exact_f32.rs, which mirrors this text line by line.
+// rounded to the subnormal grid with the integer bits of q and the sign of its remainder. Products
+// that feed a sum are opaque (af_mul_f32) as in af_sqrt_f32. The proof is tests/exact_f32.rs,
+// which mirrors this text line by line.
 fn af_div_f32(x: f32, y: f32) -> f32 {
   let s = (bitcast<u32>(x) ^ bitcast<u32>(y)) & 0x80000000u;
   let bx = bitcast<u32>(x) & 0x7fffffffu;
@@ -521,8 +534,8 @@ fn af_div_f32(x: f32, y: f32) -> f32 {
   let my = bitcast<f32>(uy.x);
   let k = ux.y - uy.y;
   let r = 1.0f / my;
-  let q0 = mx * r;
-  let q1 = q0 + af_residual(mx, q0, my) * r;
+  let q0 = af_mul_f32(mx, r);
+  let q1 = q0 + af_mul_f32(af_residual(mx, q0, my), r);
   let qp = bitcast<f32>(bitcast<u32>(q1) + 1u);
   let qm = bitcast<f32>(bitcast<u32>(q1) - 1u);
   let e = af_residual(mx, q1, my);

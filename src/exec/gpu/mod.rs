@@ -14,6 +14,7 @@ pub mod opencl;
 mod plans;
 mod store;
 pub mod wgpu;
+pub mod wgpu_probe;
 
 use super::scheduler::{ExecMsg, SchedMsg, Task};
 use super::wait::Spin;

@@ -89,6 +89,7 @@ impl OpenClApi {
             target: Target {
                 fp64,
                 immediates: false,
+                fused_fma: true,
             },
             options,
             identity,

@@ -44,6 +44,8 @@ pub struct WgpuApi {
     limits: wgpu::Limits,
     /// The device takes immediate data (`Features::IMMEDIATES`, at least [`IMMEDIATE_BYTES`]).
     immediates: bool,
+    /// The device's WGSL `fma` rounds once (`wgpu_probe.rs`; `Target::fused_fma`).
+    fused_fma: bool,
     encoder: Option<wgpu::CommandEncoder>,
     /// Registered once the current encoder is submitted (map_async, work-done callbacks).
     after_submit: Vec<AfterSubmit>,
@@ -100,6 +102,9 @@ impl WgpuApi {
         device.on_uncaptured_error(Arc::new(|e| {
             tracing::error!(target: "arrayflow::exec", "wgpu: {e}");
         }));
+        let fused_fma = crate::proggen::codegen::gpu::tuning().wgpu_fma
+            && super::wgpu_probe::fused_fma(&device, &queue);
+        tracing::info!(target: "arrayflow::exec", "wgpu {}: fma {}", info.name, if fused_fma { "fused" } else { "not fused (or ARRAYFLOW_WGPU_FMA=0): Dekker products" });
         let cache = features.contains(wgpu::Features::PIPELINE_CACHE).then(|| {
             let key = crate::exec::checksum(&[&info.name, &info.driver, &info.driver_info]);
             let path = crate::exec::cache_root()
@@ -144,6 +149,7 @@ impl WgpuApi {
             queue,
             limits,
             immediates,
+            fused_fma,
             encoder: None,
             after_submit: Vec::new(),
             programs: AHashMap::new(),
@@ -245,6 +251,7 @@ impl DeviceApi for WgpuApi {
         Target {
             fp64: false,
             immediates: self.immediates,
+            fused_fma: self.fused_fma,
         }
     }
     fn dialect(&self) -> Dialect {

@@ -27,6 +27,10 @@ pub struct Target {
     /// least `wgsl::IMMEDIATE_BYTES`): the WGSL renderer then declares them `var<immediate>`.
     /// OpenCL passes parameters as kernel arguments and says false.
     pub immediates: bool,
+    /// WGSL's `fma` rounds once on the device (probed when the wgpu executor starts,
+    /// `exec/gpu/wgpu_probe.rs`): the exact library's remainders are then one `fma` each. OpenCL
+    /// requires a fused `fma` and says true (its renderer does not use it).
+    pub fused_fma: bool,
 }
 
 /// A buffer a pass binds.
@@ -106,6 +110,9 @@ pub struct Tuning {
     pub wgpu_vector: bool,
     /// WGSL: quads per thread and main-loop trip (`ARRAYFLOW_WGPU_QUADS`, 1 to 4; default 2).
     pub wgpu_quads: u32,
+    /// WGSL: the exact library takes a fused `fma` where the device has one
+    /// (`ARRAYFLOW_WGPU_FMA=0`: Dekker's products on every device).
+    pub wgpu_fma: bool,
 }
 
 /// The process's [`Tuning`].
@@ -125,6 +132,7 @@ pub fn tuning() -> &'static Tuning {
             opencl_groups: num("ARRAYFLOW_OPENCL_GROUPS", 1 << 20, 1, 1 << 24),
             wgpu_vector: on("ARRAYFLOW_WGPU_VECTOR"),
             wgpu_quads: num("ARRAYFLOW_WGPU_QUADS", 2, 1, 4) as u32,
+            wgpu_fma: on("ARRAYFLOW_WGPU_FMA"),
         }
     })
 }

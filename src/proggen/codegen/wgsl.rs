@@ -7,9 +7,10 @@
 //!   (`IndexMap::Contiguous`), every buffer loaded or stored holds 4-byte elements (all do but
 //!   f64, which is not rendered) and the domain's length is a positive multiple of 4, one pass
 //!   `af_kernel` whose loaded inputs and stored outputs are bound as `array<vec4<T>>` (T the
-//!   storage type). Each of the `G` threads takes [`super::gpu::Tuning::wgpu_quads`] quads (quad `q` is elements
-//!   `4q .. 4q + 3`) a grid apart per trip of its main loop, `q` stepping by `wgpu_quads * G`, then
-//!   single quads `G` apart in a second loop for the rest: one 16-byte load per input and quad
+//!   storage type). Each of the `G` threads takes Q = [`super::gpu::Tuning::wgpu_quads`] quads
+//!   (quad `q` is elements `4q .. 4q + 3`) per trip of its main loop, a work-group's Q × [`LOCAL`]
+//!   consecutive quads, `q` stepping by `Q * G`, then its quads of the last, partial trip in a
+//!   second loop: one 16-byte load per input and quad
 //!   (`vin{p} = in{p}[q]`, all of a trip's issued first), the element code once per lane `u`
 //!   with `lin = 4u * q + u` (reading
 //!   `vin{p}.x`, `.y`, ..., writing `vout{o}.x`, ...; generators, random draws and fault checks
@@ -159,28 +160,47 @@ fn named_items(items: &[Item], code: String) -> Vec<usize> {
     found
 }
 
+/// Library items with a variant for a device whose `fma` rounds once (`Target::fused_fma`): the
+/// variant (second) gives the same values as the item (first) and replaces it, renamed.
+const FUSED_FMA_VARIANTS: &[(&str, &str)] = &[("af_residual", "af_residual_fused")];
+
+/// The index of the item that stands for item `i` on target `t` (its variant, or itself).
+fn item_for(items: &[Item], i: usize, t: Target) -> usize {
+    FUSED_FMA_VARIANTS
+        .iter()
+        .find(|(name, _)| t.fused_fma && *name == items[i].name)
+        .and_then(|(_, variant)| items.iter().position(|it| it.name == *variant))
+        .unwrap_or(i)
+}
+
 /// The library's header and every item `code` needs, directly or through other items, in
-/// library order (so the text is the same for the same kernel).
-fn library_for(code: &str) -> String {
+/// library order (so the text is the same for the same kernel), each as target `t` takes it.
+fn library_for(code: &str, t: Target) -> String {
     let (header, items) = library_items();
     let mut need = vec![false; items.len()];
     let mut stack = named_items(items, code.to_string());
     while let Some(i) = stack.pop() {
         if !need[i] {
             need[i] = true;
-            stack.extend(&items[i].deps);
+            stack.extend(&items[item_for(items, i, t)].deps);
         }
     }
     let mut s = header.clone();
-    for (it, _) in items.iter().zip(&need).filter(|(_, n)| **n) {
-        s.push_str(it.text);
+    for (i, it) in items.iter().enumerate().filter(|(i, _)| need[*i]) {
+        let taken = &items[item_for(items, i, t)];
+        if taken.name == it.name {
+            s.push_str(it.text);
+        } else {
+            let (from, to) = (format!("fn {}(", taken.name), format!("fn {}(", it.name));
+            s.push_str(&taken.text.replacen(&from, &to, 1));
+        }
     }
     s
 }
 
-/// The library items `kernel` needs, then `kernel`.
-fn with_library(kernel: String) -> String {
-    library_for(&kernel) + &kernel
+/// The library items `kernel` needs on target `t`, then `kernel`.
+fn with_library(kernel: String, t: Target) -> String {
+    library_for(&kernel, t) + &kernel
 }
 
 /// The first statement of every entry point: sets the library's opaque zero (`af_zero`, which
@@ -780,9 +800,11 @@ fn render_map(k: &FusedKernel, t: Target) -> GpuPlan {
     }
 }
 
-/// Quad form: each thread takes [`super::gpu::Tuning::wgpu_quads`] quads a grid apart per trip of the main loop (their
-/// `vec4` loads first), then single quads; per quad the element code once per lane and one `vec4`
-/// store per output.
+/// Quad form: each thread takes Q = [`super::gpu::Tuning::wgpu_quads`] quads per trip of the main
+/// loop (their `vec4` loads first): a work-group's Q × [`LOCAL`] consecutive quads, its threads'
+/// quads [`LOCAL`] apart (one contiguous span per load instruction of the group), trips a grid of
+/// Q quads apart; a second loop takes the thread's quads of the last, partial trip. Per quad the
+/// element code once per lane and one `vec4` store per output.
 fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
     let quads = k.domain.len() / 4;
     let q_trip = tuning().wgpu_quads;
@@ -828,7 +850,7 @@ fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
         if j == 0 {
             "q".to_string()
         } else {
-            format!("q + {}u", j * threads)
+            format!("q + {}u", j * LOCAL)
         }
     };
     let mut main = String::new();
@@ -843,15 +865,16 @@ fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel: quads ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}{}  var q = gid.x;\n  for (; {} < {quads}u; q += {}u) {{\n{main}  }}\n  for (; q < {quads}u; q += {threads}u) {{\n{}  }}\n}}\n",
-        set_zero("gid"),
+        "\n// ---- kernel: quads ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n{}{}  var q = wid.x * {}u + lid;\n  for (; {} < {quads}u; q += {}u) {{\n{main}  }}\n  for (; q < {quads}u; q += {LOCAL}u) {{\n{}  }}\n}}\n",
+        set_zero("wid"),
         p.body.prelude,
+        q_trip * LOCAL,
         at(q_trip - 1),
         q_trip * threads,
         quad("q", None),
     );
     GpuPlan {
-        source: with_library(s),
+        source: with_library(s, t),
         scratch: p.scratch,
         passes: vec![pass("af_kernel", buffers, params, groups)],
         fault: p.fault,
@@ -891,7 +914,7 @@ fn render_scalar(k: &FusedKernel, t: Target) -> GpuPlan {
         UNROLL * threads,
     );
     GpuPlan {
-        source: with_library(s),
+        source: with_library(s, t),
         scratch: p.scratch,
         passes: vec![pass("af_kernel", buffers, params, groups)],
         fault: p.fault,
@@ -931,7 +954,7 @@ fn render_thread_rows(k: &FusedKernel, t: Target) -> GpuPlan {
         p.body.element
     );
     GpuPlan {
-        source: with_library(s),
+        source: with_library(s, t),
         scratch: p.scratch,
         passes: vec![pass("af_kernel", buffers, params, groups)],
         fault: p.fault,
@@ -1124,7 +1147,7 @@ fn render_chunked(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
         passes.push(final_pass);
     }
     Ok(GpuPlan {
-        source: with_library(s),
+        source: with_library(s, t),
         scratch: p.scratch,
         passes,
         fault: p.fault,
