@@ -1,11 +1,13 @@
 //! A device executor's buffers: which buffers have a device copy, a host copy (the backing store:
 //! uploaded data, values swapped out when memory ran short, results of programs that ran on the
-//! CPU) or both; a pool of released device buffers by size; and the memory budget. Values are
-//! never lost: a buffer leaves the device only after its host copy exists.
+//! CPU) or both; a pool of released device buffers (reused by exact size, the least recently
+//! released dropped first when it outgrows its limit); and the memory budget. Values are never
+//! lost: a buffer leaves the device only after its host copy exists.
 
 use super::super::{BufferId, TypedVec};
 use crate::ir::DType;
 use ahash::AHashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Bytes of released device buffers kept for reuse.
@@ -33,7 +35,8 @@ struct Slot<B> {
 
 pub struct Store<B> {
     slots: AHashMap<BufferId, Slot<B>>,
-    pool: AHashMap<u64, Vec<B>>,
+    /// Released buffers and their sizes, least recently released first.
+    pool: VecDeque<(u64, B)>,
     pool_bytes: u64,
     /// Device bytes held (buffers and pool).
     used: u64,
@@ -45,7 +48,7 @@ impl<B> Store<B> {
     pub fn new(limit: u64) -> Self {
         Store {
             slots: AHashMap::new(),
-            pool: AHashMap::new(),
+            pool: VecDeque::new(),
             pool_bytes: 0,
             used: 0,
             limit,
@@ -111,17 +114,26 @@ impl<B> Store<B> {
     }
 
     /// Keeps a released device buffer for reuse (or lets it go when the pool is full).
+    /// Keeps released buffer `b` of `bytes` for reuse; the least recently released buffers are
+    /// dropped while the pool holds more than its limit (a buffer over the limit is dropped).
     pub fn pool(&mut self, b: B, bytes: u64) {
-        if self.pool_bytes + bytes > POOL_LIMIT {
+        if bytes > POOL_LIMIT {
             self.used -= bytes;
             return;
         }
+        self.pool.push_back((bytes, b));
         self.pool_bytes += bytes;
-        self.pool.entry(bytes).or_default().push(b);
+        while self.pool_bytes > POOL_LIMIT {
+            let (old, _) = self.pool.pop_front().expect("pool_bytes counts the pool");
+            self.pool_bytes -= old;
+            self.used -= old;
+        }
     }
 
+    /// The most recently released buffer of exactly `bytes`.
     pub fn take_pooled(&mut self, bytes: u64) -> Option<B> {
-        let b = self.pool.get_mut(&bytes)?.pop()?;
+        let i = self.pool.iter().rposition(|(n, _)| *n == bytes)?;
+        let (_, b) = self.pool.remove(i)?;
         self.pool_bytes -= bytes;
         Some(b)
     }
@@ -160,5 +172,54 @@ impl<B> Store<B> {
         {
             self.used -= bytes;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store holding `bufs` (name, bytes) allocated in order and then released in order.
+    fn released(bufs: &[(u32, u64)]) -> Store<u32> {
+        let mut st = Store::new(u64::MAX);
+        for &(b, n) in bufs {
+            st.allocated(n);
+            st.pool(b, n);
+        }
+        st
+    }
+
+    #[test]
+    fn the_pool_reuses_by_exact_size_most_recent_first() {
+        let mut st = released(&[(1, 100), (2, 200), (3, 100)]);
+        assert_eq!(st.take_pooled(100), Some(3));
+        assert_eq!(st.take_pooled(100), Some(1));
+        assert_eq!(st.take_pooled(100), None);
+        assert_eq!(st.take_pooled(150), None);
+        assert_eq!(st.take_pooled(200), Some(2));
+        assert_eq!(st.pool_bytes, 0);
+        // Taken buffers are still held.
+        assert_eq!(st.used, 400);
+    }
+
+    /// Buffers of a size no longer used do not keep newer ones out: the least recently
+    /// released go first, and their bytes leave the budget.
+    #[test]
+    fn a_full_pool_drops_its_least_recently_released_buffers() {
+        let big = POOL_LIMIT / 2;
+        let mut st = released(&[(1, big), (2, big)]);
+        assert_eq!(st.pool_bytes, POOL_LIMIT);
+        st.allocated(4096);
+        st.pool(3, 4096);
+        assert_eq!(st.take_pooled(big), Some(2));
+        assert_eq!(st.take_pooled(big), None);
+        assert_eq!(st.take_pooled(4096), Some(3));
+        assert_eq!(st.used, big + 4096);
+        // One buffer over the limit is not kept at all.
+        st.allocated(POOL_LIMIT + 1);
+        st.pool(4, POOL_LIMIT + 1);
+        assert_eq!(st.take_pooled(POOL_LIMIT + 1), None);
+        assert_eq!(st.used, big + 4096);
+        assert!(!st.drop_pool(), "the pool is empty");
     }
 }
