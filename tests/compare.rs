@@ -60,6 +60,42 @@ fn fault_injection_applies() -> bool {
     cpu
 }
 
+/// A test with fault injection: it holds the test lock with the native tier off (the hook reaches
+/// tile-VM kernels only) and no mismatches recorded; when it ends, also by a failed assertion,
+/// the fault, comparison mode and native tier are reset for the next test.
+struct FaultScope {
+    _lock: parking_lot::MutexGuard<'static, ()>,
+}
+
+/// The scope, or `None` (after a skip message) on a device executor.
+fn fault_scope() -> Option<FaultScope> {
+    if !fault_injection_applies() {
+        return None;
+    }
+    let lock = SERIAL.lock();
+    Runtime::set_native(NativeMode::Off);
+    Runtime::clear_mismatches();
+    Some(FaultScope { _lock: lock })
+}
+
+impl Drop for FaultScope {
+    fn drop(&mut self) {
+        inject_fault(None);
+        Runtime::set_compare(None);
+        Runtime::set_native(NativeMode::Auto);
+    }
+}
+
+/// `faulty_chain`'s inputs: `a` non-negative (its sqrt is defined) from `seed`, `b` from
+/// `seed + 1`, `n` elements each.
+fn chain_inputs(n: usize, seed: u64) -> (Array<f32>, Array<f32>) {
+    let a: Vec<f32> = data(n, seed).iter().map(|x| x.abs()).collect();
+    (
+        Array::from_slice(&a, &[n]),
+        Array::from_slice(&data(n, seed + 1), &[n]),
+    )
+}
+
 #[test]
 fn every_op_agrees_with_its_reference_on_both_tiers() {
     let _g = SERIAL.lock();
@@ -125,27 +161,13 @@ fn line_of(msg: &str) -> u32 {
 
 #[test]
 fn a_wrong_kernel_is_caught_after_computation_naming_the_op() {
-    if !fault_injection_applies() {
-        return;
-    }
-    let _g = SERIAL.lock();
-    Runtime::set_native(NativeMode::Off);
-    let (a, b) = (
-        Array::from_slice(
-            &data(3000, 6).iter().map(|x| x.abs()).collect::<Vec<_>>(),
-            &[3000],
-        ),
-        Array::from_slice(&data(3000, 7), &[3000]),
-    );
-    Runtime::clear_mismatches();
+    let Some(_scope) = fault_scope() else { return };
+    let (a, b) = chain_inputs(3000, 6);
     Runtime::set_compare(Some(CompareConfig::new(CompareMode::AfterComputation)));
     inject_fault(Some(BinaryOp::Add));
     let (y, l0, l1) = faulty_chain(&a, &b);
     let _ = y.to_vec().unwrap(); // action Log: the read succeeds
     let ms = Runtime::mismatches();
-    inject_fault(None);
-    Runtime::set_compare(None);
-    Runtime::set_native(NativeMode::Auto);
     let first = ms.first().expect("the fault is caught");
     assert_eq!(first.op, "add", "the first op that diverged: {first}");
     let line = first.site.line();
@@ -158,19 +180,8 @@ fn a_wrong_kernel_is_caught_after_computation_naming_the_op() {
 
 #[test]
 fn a_wrong_kernel_is_caught_on_copy_out_before_the_data_is_handed_over() {
-    if !fault_injection_applies() {
-        return;
-    }
-    let _g = SERIAL.lock();
-    Runtime::set_native(NativeMode::Off);
-    let (a, b) = (
-        Array::from_slice(
-            &data(3000, 8).iter().map(|x| x.abs()).collect::<Vec<_>>(),
-            &[3000],
-        ),
-        Array::from_slice(&data(3000, 9), &[3000]),
-    );
-    Runtime::clear_mismatches();
+    let Some(_scope) = fault_scope() else { return };
+    let (a, b) = chain_inputs(3000, 8);
     Runtime::set_compare(Some(
         CompareConfig::new(CompareMode::OnCopyOut).action(MismatchAction::Error),
     ));
@@ -179,9 +190,6 @@ fn a_wrong_kernel_is_caught_on_copy_out_before_the_data_is_handed_over() {
     let r0 = line!();
     let err = y.to_vec().unwrap_err();
     let r1 = line!();
-    inject_fault(None);
-    Runtime::set_compare(None);
-    Runtime::set_native(NativeMode::Auto);
     assert_eq!(err.kind(), ErrorKind::Mismatch);
     let msg = err.to_string();
     let read_line = line_of(&msg);
@@ -198,17 +206,8 @@ fn a_wrong_kernel_is_caught_on_copy_out_before_the_data_is_handed_over() {
 
 #[test]
 fn switching_on_mid_run_checks_from_there_and_off_stops() {
-    if !fault_injection_applies() {
-        return;
-    }
-    let _g = SERIAL.lock();
-    Runtime::set_native(NativeMode::Off);
-    let v: Vec<f32> = data(2000, 10).iter().map(|x| x.abs()).collect();
-    let (a, b) = (
-        Array::from_slice(&v, &[2000]),
-        Array::from_slice(&data(2000, 11), &[2000]),
-    );
-    Runtime::clear_mismatches();
+    let Some(_scope) = fault_scope() else { return };
+    let (a, b) = chain_inputs(2000, 10);
     inject_fault(Some(BinaryOp::Add));
     // Off: nothing is checked, the wrong result goes through.
     let (y, _, _) = faulty_chain(&a, &b);
@@ -224,8 +223,6 @@ fn switching_on_mid_run_checks_from_there_and_off_stops() {
     let w = &y + 2.0;
     let _ = w.to_vec().unwrap();
     let after = Runtime::mismatches();
-    inject_fault(None);
-    Runtime::set_native(NativeMode::Auto);
     assert_eq!(on.len(), 1, "{on:?}");
     assert_eq!(on[0].op, "add");
     assert_eq!(after.len(), 1);
@@ -233,18 +230,8 @@ fn switching_on_mid_run_checks_from_there_and_off_stops() {
 
 #[test]
 fn abort_panics_at_the_read_and_log_writes_the_file() {
-    if !fault_injection_applies() {
-        return;
-    }
-    let _g = SERIAL.lock();
-    Runtime::set_native(NativeMode::Off);
-    let (a, b) = (
-        Array::from_slice(
-            &data(500, 12).iter().map(|x| x.abs()).collect::<Vec<_>>(),
-            &[500],
-        ),
-        Array::from_slice(&data(500, 13), &[500]),
-    );
+    let Some(_scope) = fault_scope() else { return };
+    let (a, b) = chain_inputs(500, 12);
     inject_fault(Some(BinaryOp::Add));
     // Abort: the read panics with the report.
     Runtime::set_compare(Some(
@@ -271,9 +258,6 @@ fn abort_panics_at_the_read_and_log_writes_the_file() {
     let (y, l0, l1) = faulty_chain(&a, &b);
     assert_eq!(y.to_vec().unwrap().len(), 500);
     let summary = Runtime::comparison_summary();
-    inject_fault(None);
-    Runtime::set_compare(None);
-    Runtime::set_native(NativeMode::Auto);
     let text = std::fs::read_to_string(&log).unwrap();
     let _ = std::fs::remove_file(&log);
     assert!(
@@ -300,16 +284,8 @@ fn abort_panics_at_the_read_and_log_writes_the_file() {
 
 #[test]
 fn a_replayed_code_reuse_section_is_checked_too() {
-    if !fault_injection_applies() {
-        return;
-    }
-    let _g = SERIAL.lock();
-    Runtime::set_native(NativeMode::Off);
-    let v: Vec<f32> = data(800, 14).iter().map(|x| x.abs()).collect();
-    let (a, b) = (
-        Array::from_slice(&v, &[800]),
-        Array::from_slice(&data(800, 15), &[800]),
-    );
+    let Some(_scope) = fault_scope() else { return };
+    let (a, b) = chain_inputs(800, 14);
     let run = || {
         Runtime::reuse(&[&a, &b], &[], |ins| {
             let (y, _, _) = faulty_chain(&ins[0], &ins[1]);
@@ -326,9 +302,6 @@ fn a_replayed_code_reuse_section_is_checked_too() {
     let replayed = run(); // replayed: the closure does not run
     let _ = replayed.to_vec().unwrap();
     let ms = Runtime::mismatches();
-    inject_fault(None);
-    Runtime::set_compare(None);
-    Runtime::set_native(NativeMode::Auto);
     assert_eq!(
         Runtime::stats().since(&before).macros.hits,
         1,
