@@ -275,6 +275,13 @@ fn library_has_every_op_of_the_tables() {
 // ---------------------------------------------------------------------------------------------
 // (b) naga validation.
 
+/// The `N` of the `var<immediate> params: array<u32, N>` that `source` declares, if any.
+fn declared_immediate_words(source: &str) -> Option<u32> {
+    let decl = "var<immediate> params: array<u32, ";
+    let rest = &source[source.find(decl)? + decl.len()..];
+    rest[..rest.find('>')?].parse().ok()
+}
+
 /// Parses and validates `plan.source`, and checks that each pass's entry point statically uses
 /// exactly bindings `0 .. buffers.len()` (plus the parameters after them when `params` is set),
 /// all in group 0.
@@ -316,8 +323,14 @@ fn validate(plan: &GpuPlan, what: &str) {
             })
             .collect();
         used.sort_unstable();
-        // Parameters are immediates (no binding) when the kernel's slots fit, else a binding.
-        let immediates = wgsl::immediate_words(&plan.source);
+        // Parameters are immediates (no binding) when the kernel's slots fit, else a binding;
+        // the plan says which, as the program declares.
+        let immediates = plan.immediate_words;
+        assert_eq!(
+            declared_immediate_words(&plan.source),
+            immediates,
+            "{what}: the plan's immediate words"
+        );
         if let Some(words) = immediates {
             assert!(
                 plan.passes.iter().any(|q| q.params),
@@ -367,8 +380,7 @@ fn is_quads(plan: &GpuPlan) -> bool {
     let quads = tail.contains("// ---- kernel: quads ----");
     if quads {
         let bindings = tail.matches("@binding(").count();
-        let params =
-            (wgsl::immediate_words(&plan.source).is_none() && plan.passes[0].params) as usize;
+        let params = (plan.immediate_words.is_none() && plan.passes[0].params) as usize;
         let faults = plan.fault.is_some() as usize;
         assert_eq!(
             tail.matches(": array<vec4<").count(),
@@ -883,7 +895,7 @@ fn run(
     let pbuf = buffer(words.len() as u64 * 4, U::STORAGE | U::COPY_DST);
     g.queue.write_buffer(&pbuf, 0, bytemuck::cast_slice(&words));
 
-    let immediates = wgsl::immediate_words(&plan.source);
+    let immediates = plan.immediate_words;
     assert!(
         immediates.is_none() || g.immediates,
         "a plan with immediates on an adapter without them (render with `target()`)"
@@ -1089,7 +1101,7 @@ fn parameters_reach_the_kernel_as_immediates_or_buffers() {
         k.store(acc);
         let k = k.build();
         let plan = validate_kernel(&k, &format!("{slots} parameters"));
-        let words = wgsl::immediate_words(&plan.source);
+        let words = plan.immediate_words;
         assert_eq!(
             words.is_some(),
             slots <= fit && g.immediates,
@@ -1103,7 +1115,8 @@ fn parameters_reach_the_kernel_as_immediates_or_buffers() {
         };
         let storage_plan = wgsl::render(&k, no_imm).unwrap();
         validate(&storage_plan, &format!("{slots} parameters, storage"));
-        assert_eq!(wgsl::immediate_words(&storage_plan.source), None);
+        assert_eq!(storage_plan.immediate_words, None);
+        assert_eq!(declared_immediate_words(&storage_plan.source), None);
         let consts: Vec<i32> = (0..slots as i32).map(|i| i * 1_000_003 - 7).collect();
         let params: Vec<u64> = consts.iter().map(|&c| c as u32 as u64).collect();
         let want: Vec<i32> = a

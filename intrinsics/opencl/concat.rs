@@ -48,5 +48,6 @@ void af_concat_{i}(__global const {ty} *part, __global {ty} *out) {{
         scratch: Vec::new(),
         passes,
         fault: None,
+        immediate_words: None,
     })
 }

@@ -6,7 +6,7 @@
 
 use crate::ir::DType;
 use crate::proggen::codegen::c::ctype;
-use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
+use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
 use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
 use crate::proggen::sequence::IntrinsicCall;
 
@@ -47,21 +47,12 @@ void af_gather(__global const {ty} *data, __global const {it} *idx, __global {ty
         post = post.max(1),
         ni = ni.max(1),
     ));
-    Ok(GpuPlan {
+    Ok(GpuPlan::single_pass(
         source,
-        scratch: vec![4],
-        passes: vec![Pass {
-            entry: "af_gather".into(),
-            buffers: vec![
-                BufArg::Input(0),
-                BufArg::Input(1),
-                BufArg::Output(0),
-                BufArg::Scratch(0),
-            ],
-            params: false,
-            groups: groups_for(len as u64, LOCAL as u64),
-            local: LOCAL,
-        }],
-        fault: Some(0),
-    })
+        "af_gather",
+        2,
+        true,
+        groups_for(len as u64, LOCAL as u64),
+        LOCAL,
+    ))
 }

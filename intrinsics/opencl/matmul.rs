@@ -7,7 +7,7 @@
 
 use crate::ir::DType;
 use crate::proggen::codegen::c::ctype;
-use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
+use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
 use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
 use crate::proggen::sequence::IntrinsicCall;
 
@@ -27,18 +27,14 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     let tiles = (m.div_ceil(TILE) * n.div_ceil(TILE)) as u64;
     let mut source = prelude(t);
     source.push_str(&kernel(ctype(call.dtype), m, k, n));
-    Ok(GpuPlan {
+    Ok(GpuPlan::single_pass(
         source,
-        scratch: Vec::new(),
-        passes: vec![Pass {
-            entry: "af_matmul".into(),
-            buffers: vec![BufArg::Input(0), BufArg::Input(1), BufArg::Output(0)],
-            params: false,
-            groups: groups_for(tiles, 1),
-            local: LOCAL,
-        }],
-        fault: None,
-    })
+        "af_matmul",
+        2,
+        false,
+        groups_for(tiles, 1),
+        LOCAL,
+    ))
 }
 
 /// The kernel for element type `el` (its OpenCL C name) and the call's extents.

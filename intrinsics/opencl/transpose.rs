@@ -8,7 +8,7 @@
 
 use crate::ir::DType;
 use crate::proggen::codegen::c::ctype;
-use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
+use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
 use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
 use crate::proggen::patterns::TransposeShape;
 
@@ -22,18 +22,14 @@ pub fn render(s: &TransposeShape, t: Target) -> Result<GpuPlan, Unsupported> {
     let tiles = s.batch * s.rows.div_ceil(TILE) * s.cols.div_ceil(TILE);
     let mut source = prelude(t);
     source.push_str(&kernel(ctype(s.dtype), s));
-    Ok(GpuPlan {
+    Ok(GpuPlan::single_pass(
         source,
-        scratch: Vec::new(),
-        passes: vec![Pass {
-            entry: "af_transpose".into(),
-            buffers: vec![BufArg::Input(0), BufArg::Output(0)],
-            params: false,
-            groups: groups_for(tiles as u64, 1),
-            local: LOCAL,
-        }],
-        fault: None,
-    })
+        "af_transpose",
+        1,
+        false,
+        groups_for(tiles as u64, 1),
+        LOCAL,
+    ))
 }
 
 /// The kernel for element type `el` (its OpenCL C name; bool is `b8`, one byte) and the shape.

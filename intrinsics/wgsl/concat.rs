@@ -50,5 +50,6 @@ fn af_part{j}(@builtin(global_invocation_id) gid: vec3<u32>) {{
         scratch: Vec::new(),
         passes,
         fault: None,
+        immediate_words: None,
     }
 }

@@ -4,7 +4,7 @@
 
 use super::stride;
 use crate::ir::DType;
-use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Unsupported};
+use crate::proggen::codegen::gpu::{GpuPlan, Unsupported};
 use crate::proggen::codegen::wgsl::{LOCAL, groups_for, storage_type};
 use crate::proggen::sequence::IntrinsicCall;
 
@@ -56,21 +56,12 @@ fn af_gather(@builtin(global_invocation_id) gid: vec3<u32>) {{
         post = post.max(1),
         ni_mod = ni.max(1),
     );
-    Ok(GpuPlan {
+    Ok(GpuPlan::single_pass(
         source,
-        scratch: vec![4],
-        passes: vec![Pass {
-            entry: "af_gather".into(),
-            buffers: vec![
-                BufArg::Input(0),
-                BufArg::Input(1),
-                BufArg::Output(0),
-                BufArg::Scratch(0),
-            ],
-            params: false,
-            groups,
-            local: LOCAL,
-        }],
-        fault: Some(0),
-    })
+        "af_gather",
+        2,
+        true,
+        groups,
+        LOCAL,
+    ))
 }

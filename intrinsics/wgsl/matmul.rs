@@ -4,7 +4,7 @@
 //! 4 x 4 elements at rows `ty + 16 i`, columns `tx + 16 j` of the tile, summing k in order.
 
 use crate::ir::DType;
-use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Unsupported};
+use crate::proggen::codegen::gpu::{GpuPlan, Unsupported};
 use crate::proggen::codegen::wgsl::{LOCAL, groups_for};
 use crate::proggen::sequence::IntrinsicCall;
 
@@ -81,16 +81,12 @@ fn af_matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         g = groups.max(1),
         tiles_n = tiles_n.max(1),
     );
-    Ok(GpuPlan {
+    Ok(GpuPlan::single_pass(
         source,
-        scratch: Vec::new(),
-        passes: vec![Pass {
-            entry: "af_matmul".into(),
-            buffers: vec![BufArg::Input(0), BufArg::Input(1), BufArg::Output(0)],
-            params: false,
-            groups,
-            local: LOCAL,
-        }],
-        fault: None,
-    })
+        "af_matmul",
+        2,
+        false,
+        groups,
+        LOCAL,
+    ))
 }

@@ -7,7 +7,7 @@
 //! masked.
 
 use crate::ir::DType;
-use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Unsupported};
+use crate::proggen::codegen::gpu::{GpuPlan, Unsupported};
 use crate::proggen::codegen::wgsl::{LOCAL, MAX_GROUPS, storage_type};
 use crate::proggen::patterns::TransposeShape;
 
@@ -69,16 +69,12 @@ fn af_transpose(
 }}
 ",
     );
-    Ok(GpuPlan {
+    Ok(GpuPlan::single_pass(
         source,
-        scratch: Vec::new(),
-        passes: vec![Pass {
-            entry: "af_transpose".into(),
-            buffers: vec![BufArg::Input(0), BufArg::Output(0)],
-            params: false,
-            groups,
-            local: LOCAL,
-        }],
-        fault: None,
-    })
+        "af_transpose",
+        1,
+        false,
+        groups,
+        LOCAL,
+    ))
 }

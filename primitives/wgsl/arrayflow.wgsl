@@ -67,17 +67,11 @@ fn af_exp2_f32(x: f32) -> f32 {
   return af_ldexp(af_exp2_core(c - n), i32(n));
 }
 // x > 0 finite: (m, k) with x = m * 2^k and m in [sqrt(1/2), sqrt(2)). Subnormal x is normalised
-// with integer shifts (float arithmetic flushes subnormals to zero on some GPUs).
+// with integer shifts (float arithmetic flushes subnormals to zero on some GPUs; af_unpack_f32).
 fn af_logsplit(x: f32) -> vec2<f32> {
-  var b = bitcast<u32>(x);
-  var k = -127;
-  if (b < 0x00800000u) {
-    let s = countLeadingZeros(b) - 8u;
-    b = b << s;
-    k -= i32(s);
-  }
-  k += i32(b >> 23u);
-  var m = bitcast<f32>((b & 0x007fffffu) | 0x3f800000u);
+  let u = af_unpack_f32(bitcast<u32>(x));
+  var k = u.y;
+  var m = bitcast<f32>(u.x);
   if (m > 1.41421356237f) {
     m = m * 0.5f;
     k += 1;

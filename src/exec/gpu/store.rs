@@ -113,7 +113,6 @@ impl<B> Store<B> {
         }
     }
 
-    /// Keeps a released device buffer for reuse (or lets it go when the pool is full).
     /// Keeps released buffer `b` of `bytes` for reuse; the least recently released buffers are
     /// dropped while the pool holds more than its limit (a buffer over the limit is dropped).
     pub fn pool(&mut self, b: B, bytes: u64) {

@@ -18,7 +18,7 @@ use crate::exec::TypedVec;
 use crate::exec::wait::Spin;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
-use crate::proggen::codegen::wgsl::{self, IMMEDIATE_BYTES};
+use crate::proggen::codegen::wgsl::IMMEDIATE_BYTES;
 use crate::runtime::stats::Counters;
 use ahash::AHashMap;
 use crossbeam_channel::Sender;
@@ -63,9 +63,6 @@ pub struct WgpuProgram {
     pipelines: Vec<wgpu::ComputePipeline>,
     /// Each pipeline's bind-group layout, looked up once rather than per dispatch.
     layouts: Vec<wgpu::BindGroupLayout>,
-    /// Words of immediate data its passes take parameters in (`set_immediates` before each
-    /// dispatch), or `None`: a storage buffer at `@group(0) @binding(buffers.len())`.
-    immediate_words: Option<u32>,
 }
 
 impl WgpuApi {
@@ -340,11 +337,7 @@ impl DeviceApi for WgpuApi {
             .iter()
             .map(|p| p.get_bind_group_layout(0))
             .collect();
-        let p = Arc::new(WgpuProgram {
-            pipelines,
-            layouts,
-            immediate_words: wgsl::immediate_words(&plan.source),
-        });
+        let p = Arc::new(WgpuProgram { pipelines, layouts });
         self.programs.insert(plan.source.clone(), p.clone());
         Ok(p)
     }
@@ -364,7 +357,7 @@ impl DeviceApi for WgpuApi {
         let mut immediate_words = 0;
         let mut param_buf = None;
         if p.params {
-            match prog.immediate_words {
+            match plan.immediate_words {
                 Some(words) => {
                     immediate_words = (words as usize).min(immediates.len());
                     for (w, v) in immediates[..immediate_words].chunks_mut(2).zip(params) {

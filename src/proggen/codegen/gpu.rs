@@ -71,6 +71,43 @@ pub struct GpuPlan {
     /// well, else `1 + i` for a fault at instruction `i` of the fused kernel (integer division by
     /// zero), or `1` for an intrinsic (gather index out of range).
     pub fault: Option<u32>,
+    /// WGSL: the `N` of the program's `var<immediate> params: array<u32, N>` (the words the
+    /// executor sets before each dispatch that takes parameters); `None` when the parameters come
+    /// from a storage buffer, or there are none. Always `None` for OpenCL.
+    pub immediate_words: Option<u32>,
+}
+
+impl GpuPlan {
+    /// An intrinsic's plan: `source` with the one pass `entry`, no parameters, binding inputs
+    /// `0 .. inputs` and output 0, and with `fault_word` a one-word fault scratch buffer after
+    /// them (`fault` = that scratch).
+    pub fn single_pass(
+        source: String,
+        entry: &str,
+        inputs: u32,
+        fault_word: bool,
+        groups: u32,
+        local: u32,
+    ) -> GpuPlan {
+        let mut buffers: Vec<BufArg> = (0..inputs).map(BufArg::Input).collect();
+        buffers.push(BufArg::Output(0));
+        if fault_word {
+            buffers.push(BufArg::Scratch(0));
+        }
+        GpuPlan {
+            source,
+            scratch: if fault_word { vec![4] } else { Vec::new() },
+            passes: vec![Pass {
+                entry: entry.into(),
+                buffers,
+                params: false,
+                groups,
+                local,
+            }],
+            fault: fault_word.then_some(0),
+            immediate_words: None,
+        }
+    }
 }
 
 /// Bytes one element of `d` takes on the device.

@@ -253,6 +253,7 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
         fault: f.fault,
         scratch: f.scratch,
         passes,
+        immediate_words: None,
     })
 }
 

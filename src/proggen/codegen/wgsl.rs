@@ -40,7 +40,7 @@
 //! immediate data, `var<immediate> params: array<u32, N>`, when the target takes immediates and
 //! the kernel's slots fit in [`IMMEDIATE_BYTES`] (no binding; the executor sets them per
 //! dispatch); otherwise they are read from a storage buffer bound after the pass's buffers, as
-//! `gpu.rs` describes. [`immediate_words`] says which form a program has.
+//! `gpu.rs` describes. `GpuPlan::immediate_words` says which form a program has.
 //!
 //! Registers live in WGSL locals: f32/i32/u32, and bool as `bool` (stored as one u32 per element).
 //! Index arithmetic is u32 (wrapping, exact for any index inside a bindable buffer), so a domain of
@@ -68,8 +68,6 @@ const MAX_WORKGROUP_BYTES: usize = 16384;
 /// `maxPushConstantsSize`. A kernel with more parameter slots (8 bytes each) than fit reads them
 /// from a storage buffer instead.
 pub const IMMEDIATE_BYTES: u32 = 128;
-/// How a program declares its immediates; the word count and `>;` follow.
-const IMMEDIATE_DECL: &str = "var<immediate> params: array<u32, ";
 /// Elements each thread of a scalar-form element-wise pass, and each thread's accumulators of a
 /// chunked reduction, handle per loop trip (independent loads in flight); a quad-form thread
 /// takes one quad of four elements per trip instead.
@@ -413,11 +411,12 @@ impl Bindings {
     }
     /// Declares the parameter words of `slots` parameter slots: immediates when the target takes
     /// them and they fit in [`IMMEDIATE_BYTES`], else a storage buffer after the buffers (see
-    /// `gpu.rs`).
-    fn add_params(&mut self, slots: usize, immediates: bool) {
-        match immediate_words_for(slots).filter(|_| immediates) {
+    /// `gpu.rs`); the immediate words declared (`GpuPlan::immediate_words`).
+    fn add_params(&mut self, slots: usize, immediates: bool) -> Option<u32> {
+        let words = immediate_words_for(slots).filter(|_| immediates);
+        match words {
             Some(words) => {
-                let _ = writeln!(self.decls, "{IMMEDIATE_DECL}{words}>;");
+                let _ = writeln!(self.decls, "var<immediate> params: array<u32, {words}>;");
             }
             None => {
                 let _ = writeln!(
@@ -427,6 +426,7 @@ impl Bindings {
                 );
             }
         }
+        words
     }
 }
 
@@ -435,15 +435,6 @@ impl Bindings {
 fn immediate_words_for(slots: usize) -> Option<u32> {
     let words = 2 * slots.max(1);
     (words * 4 <= IMMEDIATE_BYTES as usize).then_some(words as u32)
-}
-
-/// Words of immediate data `source` (a program this renderer wrote) declares: the parameter
-/// words the executor passes with `set_immediates`, low word of each slot first. `None` when the
-/// program takes its parameters from a storage buffer, or none at all.
-pub fn immediate_words(source: &str) -> Option<u32> {
-    let at = source.find(IMMEDIATE_DECL)? + IMMEDIATE_DECL.len();
-    let rest = &source[at..];
-    rest[..rest.find('>')?].parse().ok()
 }
 
 /// How the element code reads the inputs it loads in place (`IndexMap::Contiguous`) and writes
@@ -699,6 +690,7 @@ struct Pass1 {
     immediates: bool,
     scratch: Vec<u64>,
     fault: Option<u32>,
+    immediate_words: Option<u32>,
 }
 
 impl Pass1 {
@@ -729,6 +721,7 @@ impl Pass1 {
             immediates: t.immediates,
             scratch: Vec::new(),
             fault: None,
+            immediate_words: None,
         }
     }
     /// Adds the fault scratch and the parameters; returns the declarations and buffers.
@@ -745,13 +738,24 @@ impl Pass1 {
             self.b.buffers.push(BufArg::Scratch(s));
         }
         if self.body.uses_params {
-            self.b.add_params(self.slots, self.immediates);
+            self.immediate_words = self.b.add_params(self.slots, self.immediates);
         }
         (
             std::mem::take(&mut self.b.decls),
             std::mem::take(&mut self.b.buffers),
             self.body.uses_params,
         )
+    }
+    /// The plan of `kernel` (its entry points' text, declarations included) and `passes`, with
+    /// the library items it needs on target `t`.
+    fn plan(self, kernel: String, t: Target, passes: Vec<Pass>) -> GpuPlan {
+        GpuPlan {
+            source: with_library(kernel, t),
+            scratch: self.scratch,
+            passes,
+            fault: self.fault,
+            immediate_words: self.immediate_words,
+        }
     }
 }
 
@@ -808,9 +812,7 @@ fn render_map(k: &FusedKernel, t: Target) -> GpuPlan {
 fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
     let quads = k.domain.len() / 4;
     let q_trip = tuning().wgpu_quads;
-    let groups = quads
-        .div_ceil(LOCAL as usize * q_trip as usize)
-        .min(MAX_GROUPS as usize) as u32;
+    let groups = groups_for(quads.div_ceil(q_trip as usize));
     let threads = groups.max(1) * LOCAL;
     let pad = "        ";
     let mut p = Pass1::new(k, t, pad, true);
@@ -873,12 +875,7 @@ fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
         q_trip * threads,
         quad("q", None),
     );
-    GpuPlan {
-        source: with_library(s, t),
-        scratch: p.scratch,
-        passes: vec![pass("af_kernel", buffers, params, groups)],
-        fault: p.fault,
-    }
+    p.plan(s, t, vec![pass("af_kernel", buffers, params, groups)])
 }
 
 /// Scalar form: each thread handles [`UNROLL`] elements per loop trip, `base + u * G` for `u` in
@@ -886,9 +883,7 @@ fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
 /// the loads of the copies are independent and each one coalesced across the threads.
 fn render_scalar(k: &FusedKernel, t: Target) -> GpuPlan {
     let len = k.domain.len();
-    let groups = len
-        .div_ceil(LOCAL as usize * UNROLL as usize)
-        .min(MAX_GROUPS as usize) as u32;
+    let groups = groups_for(len.div_ceil(UNROLL as usize));
     let threads = groups.max(1) * LOCAL;
     let mut p = Pass1::new(k, t, "        ", false);
     let (decls, buffers, params) = p.finish();
@@ -913,12 +908,7 @@ fn render_scalar(k: &FusedKernel, t: Target) -> GpuPlan {
         p.body.prelude,
         UNROLL * threads,
     );
-    GpuPlan {
-        source: with_library(s, t),
-        scratch: p.scratch,
-        passes: vec![pass("af_kernel", buffers, params, groups)],
-        fault: p.fault,
-    }
+    p.plan(s, t, vec![pass("af_kernel", buffers, params, groups)])
 }
 
 /// Short reductions: one thread per result evaluates its row and writes the results.
@@ -953,12 +943,7 @@ fn render_thread_rows(k: &FusedKernel, t: Target) -> GpuPlan {
         groups.max(1) * LOCAL,
         p.body.element
     );
-    GpuPlan {
-        source: with_library(s, t),
-        scratch: p.scratch,
-        passes: vec![pass("af_kernel", buffers, params, groups)],
-        fault: p.fault,
-    }
+    p.plan(s, t, vec![pass("af_kernel", buffers, params, groups)])
 }
 
 /// Number of chunks each result's reduction is split into: about [`TARGET_GROUPS`] work-groups in
@@ -1146,12 +1131,7 @@ fn render_chunked(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
         s.push_str(&final_src);
         passes.push(final_pass);
     }
-    Ok(GpuPlan {
-        source: with_library(s, t),
-        scratch: p.scratch,
-        passes,
-        fault: p.fault,
-    })
+    Ok(p.plan(s, t, passes))
 }
 
 /// Pass `af_final`: work-group `o` reduces the `c` partials of result `o` (threads stride over
