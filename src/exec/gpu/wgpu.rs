@@ -179,10 +179,7 @@ impl WgpuApi {
     /// A storage buffer holding `params`, each slot as two u32, low word first (at least two
     /// words).
     fn param_buffer(&self, params: &[u64]) -> wgpu::Buffer {
-        let mut words: Vec<u32> = params
-            .iter()
-            .flat_map(|&v| [v as u32, (v >> 32) as u32])
-            .collect();
+        let mut words: Vec<u32> = param_words(params).collect();
         if words.is_empty() {
             words = vec![0, 0];
         }
@@ -207,6 +204,11 @@ impl WgpuApi {
             }
         }
     }
+}
+
+/// Parameter slots as the kernels read them: each u64 as two u32 words, low word first.
+fn param_words(params: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    params.iter().flat_map(|&v| [v as u32, (v >> 32) as u32])
 }
 
 /// Host data as the device stores it (bool widened to u32).
@@ -360,9 +362,11 @@ impl DeviceApi for WgpuApi {
             match plan.immediate_words {
                 Some(words) => {
                     immediate_words = (words as usize).min(immediates.len());
-                    for (w, v) in immediates[..immediate_words].chunks_mut(2).zip(params) {
-                        w[0] = *v as u32;
-                        w[1] = (*v >> 32) as u32;
+                    for (w, v) in immediates[..immediate_words]
+                        .iter_mut()
+                        .zip(param_words(params))
+                    {
+                        *w = v;
                     }
                 }
                 None => param_buf = Some(self.param_buffer(params)),
