@@ -7,7 +7,7 @@
 use super::super::{BufferId, TypedVec};
 use crate::ir::DType;
 use ahash::AHashMap;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// Bytes of released device buffers kept for reuse.
@@ -35,8 +35,11 @@ struct Slot<B> {
 
 pub struct Store<B> {
     slots: AHashMap<BufferId, Slot<B>>,
-    /// Released buffers and their sizes, least recently released first.
-    pool: VecDeque<(u64, B)>,
+    /// Released buffers by size, each with its release number, least recently released first.
+    pool: AHashMap<u64, VecDeque<(u64, B)>>,
+    /// Release number → size of every pooled buffer: the order in which they are dropped.
+    released: BTreeMap<u64, u64>,
+    releases: u64,
     pool_bytes: u64,
     /// Device bytes held (buffers and pool).
     used: u64,
@@ -48,7 +51,9 @@ impl<B> Store<B> {
     pub fn new(limit: u64) -> Self {
         Store {
             slots: AHashMap::new(),
-            pool: VecDeque::new(),
+            pool: AHashMap::new(),
+            released: BTreeMap::new(),
+            releases: 0,
             pool_bytes: 0,
             used: 0,
             limit,
@@ -120,10 +125,21 @@ impl<B> Store<B> {
             self.used -= bytes;
             return;
         }
-        self.pool.push_back((bytes, b));
+        self.releases += 1;
+        self.pool
+            .entry(bytes)
+            .or_default()
+            .push_back((self.releases, b));
+        self.released.insert(self.releases, bytes);
         self.pool_bytes += bytes;
         while self.pool_bytes > POOL_LIMIT {
-            let (old, _) = self.pool.pop_front().expect("pool_bytes counts the pool");
+            let (release, old) = self
+                .released
+                .pop_first()
+                .expect("pool_bytes counts the pool");
+            // The oldest release overall is the oldest of its size.
+            let dropped = self.pool.get_mut(&old).and_then(VecDeque::pop_front);
+            debug_assert_eq!(dropped.map(|d| d.0), Some(release));
             self.pool_bytes -= old;
             self.used -= old;
         }
@@ -131,8 +147,8 @@ impl<B> Store<B> {
 
     /// The most recently released buffer of exactly `bytes`.
     pub fn take_pooled(&mut self, bytes: u64) -> Option<B> {
-        let i = self.pool.iter().rposition(|(n, _)| *n == bytes)?;
-        let (_, b) = self.pool.remove(i)?;
+        let (release, b) = self.pool.get_mut(&bytes)?.pop_back()?;
+        self.released.remove(&release);
         self.pool_bytes -= bytes;
         Some(b)
     }
@@ -152,6 +168,7 @@ impl<B> Store<B> {
         self.used -= self.pool_bytes;
         self.pool_bytes = 0;
         self.pool.clear();
+        self.released.clear();
         true
     }
 
