@@ -15,6 +15,7 @@ mod plans;
 mod store;
 pub mod wgpu;
 pub mod wgpu_probe;
+mod wgpu_vulkan;
 
 use super::scheduler::{ExecMsg, SchedMsg, Task};
 use super::wait::Spin;
