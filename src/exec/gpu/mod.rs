@@ -15,7 +15,6 @@ mod plans;
 mod store;
 pub mod wgpu;
 pub mod wgpu_probe;
-mod wgpu_vulkan;
 
 use super::scheduler::{ExecMsg, SchedMsg, Task};
 use super::wait::Spin;

@@ -89,28 +89,19 @@ impl WgpuApi {
                 } else {
                     wgpu::Features::empty()
                 });
-        let desc = wgpu::DeviceDescriptor {
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("arrayflow"),
             required_features: features,
             required_limits: limits.clone(),
             ..Default::default()
-        };
-        // Robust buffer access off (`wgpu_vulkan.rs`) unless `ARRAYFLOW_WGPU_ROBUST=1`.
-        let robust = super::wgpu_vulkan::robust();
-        let unchecked = (!robust)
-            .then(|| super::wgpu_vulkan::open_unchecked(&adapter, &desc))
-            .flatten();
-        let robust = unchecked.is_none();
-        let (device, queue) = match unchecked {
-            Some(pair) => pair,
-            None => pollster::block_on(adapter.request_device(&desc)).map_err(|e| e.to_string())?,
-        };
+        }))
+        .map_err(|e| e.to_string())?;
         device.on_uncaptured_error(Arc::new(|e| {
             tracing::error!(target: "arrayflow::exec", "wgpu: {e}");
         }));
         let fused_fma = crate::proggen::codegen::gpu::tuning().wgpu_fma
             && super::wgpu_probe::fused_fma(&device, &queue);
-        tracing::info!(target: "arrayflow::exec", "wgpu {}: fma {}, robust buffer access {}", info.name, if fused_fma { "fused" } else { "not fused (or ARRAYFLOW_WGPU_FMA=0): Dekker products" }, if robust { "on" } else { "off" });
+        tracing::info!(target: "arrayflow::exec", "wgpu {}: fma {}", info.name, if fused_fma { "fused" } else { "not fused (or ARRAYFLOW_WGPU_FMA=0): Dekker products" });
         let cache = features.contains(wgpu::Features::PIPELINE_CACHE).then(|| {
             let key = crate::exec::checksum(&[&info.name, &info.driver, &info.driver_info]);
             let path = crate::exec::cache_root()
