@@ -21,7 +21,9 @@
 //!   WGSL compute kernel (`dst[i] = src[i]`; on NVIDIA's Vulkan driver the buffer copy reaches only
 //!   ~0.7-0.8 TB/s where a kernel copy reaches ~3 TB/s, so "af / copy" uses the faster of the two).
 //!   Also "stream": K copies enqueued back to back and one wait (the device's copy throughput
-//!   without the per-copy sync). Measured after all of arrayflow's figures; skipped with
+//!   without the per-copy sync); for the wgpu kernel copy both one submission per copy (as
+//!   arrayflow submits each flush) and 64 copies per submission, whose difference is what a
+//!   submission costs the device. Measured after all of arrayflow's figures; skipped with
 //!   `ARRAYFLOW_DEVICE=cpu` or `GPU_PEER=0`.
 //!
 //! The results end with a table, and one `JSON {...}` line per row that `benches/peers/merge.py`
@@ -204,6 +206,11 @@ trait CopyPeer {
     fn enqueue_kernel(&mut self) -> bool {
         false
     }
+    /// Enqueues `k` such kernel copies recorded into one submission (one command buffer), where
+    /// the peer submits work in batches; `false` otherwise.
+    fn enqueue_kernels(&mut self, _k: usize) -> bool {
+        false
+    }
 }
 
 mod ocl_peer {
@@ -347,10 +354,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
                     ..Default::default()
                 }))
                 .map_err(|e| e.to_string())?;
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("copy kernel"),
-                source: wgpu::ShaderSource::Wgsl(COPY_WGSL.into()),
-            });
+            // Without naga's bounds checks, as arrayflow creates its own shaders (the loop keeps
+            // every index in range).
+            // SAFETY: the source above indexes only below `arrayLength`.
+            let module = unsafe {
+                device.create_shader_module_trusted(
+                    wgpu::ShaderModuleDescriptor {
+                        label: Some("copy kernel"),
+                        source: wgpu::ShaderSource::Wgsl(COPY_WGSL.into()),
+                    },
+                    wgpu::ShaderRuntimeChecks::unchecked(),
+                )
+            };
             let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some("copy kernel"),
                 layout: None,
@@ -447,6 +462,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             self.last = Some(self.queue.submit([enc.finish()]));
         }
         fn enqueue_kernel(&mut self) -> bool {
+            self.enqueue_kernels(1)
+        }
+        fn enqueue_kernels(&mut self, k: usize) -> bool {
             let Some(b) = self.bufs.as_ref() else {
                 return false;
             };
@@ -456,7 +474,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             let mut enc = self
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            {
+            // One compute pass per copy, as arrayflow's executor records its dispatches.
+            for _ in 0..k {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: None,
                     timestamp_writes: None,
@@ -526,6 +545,11 @@ struct CopyTiming {
     stream: Timing,
     /// The copy as a compute kernel, timed like `sync` (wgpu only).
     kernel: Option<Timing>,
+    /// Kernel copies back to back, one submission each, one wait; per copy.
+    kernel_stream: Option<Timing>,
+    /// Kernel copies back to back, [`BATCH`] to a submission, one wait; per copy (the device's
+    /// pace with a fraction of the submissions).
+    kernel_batched: Option<Timing>,
 }
 
 impl CopyTiming {
@@ -603,6 +627,9 @@ fn bench_chain(n: usize, target: Duration) -> Row {
     }
 }
 
+/// Kernel copies per submission in the batched copy loop.
+const BATCH: usize = 64;
+
 /// The copy peer on 1.5 n f32 (6 n bytes read + 6 n written = 12 n, the chain's bytes).
 fn bench_copy(n: usize, target: Duration, p: &mut dyn CopyPeer) -> Option<CopyTiming> {
     let m = n * 3 / 2;
@@ -631,11 +658,29 @@ fn bench_copy(n: usize, target: Duration, p: &mut dyn CopyPeer) -> Option<CopyTi
             }
         })
     });
+    let kernel_stream = kernel.is_some().then(|| {
+        time_loop(target, 100_000, |k| {
+            for _ in 0..k {
+                p.enqueue_kernel();
+            }
+            p.wait();
+        })
+    });
+    let kernel_batched = kernel.is_some().then(|| {
+        time_loop(target, 100_000, |k| {
+            for start in (0..k).step_by(BATCH) {
+                p.enqueue_kernels(BATCH.min(k - start));
+            }
+            p.wait();
+        })
+    });
     p.free();
     Some(CopyTiming {
         sync,
         stream,
         kernel,
+        kernel_stream,
+        kernel_batched,
     })
 }
 
@@ -781,10 +826,12 @@ fn main() {
         let ss = &r.chain_stream.stats;
         let it = r.chain_stream.timed_iters as f64;
         println!(
-            "       stream {} per iteration (K {}); per iteration: buffers allocated/reused \
-             {:.2}/{:.2}, alloc failures {:.2}, swapped out {:.2}, fallbacks {:.2}",
+            "       stream {} per iteration (K {}); per iteration: device submissions {:.2}, \
+             buffers allocated/reused {:.2}/{:.2}, alloc failures {:.2}, swapped out {:.2}, \
+             fallbacks {:.2}",
             fmt_time(r.chain_stream.per_iter),
             r.chain_stream.k,
+            ss.device.submissions as f64 / it,
             ss.buffers_allocated as f64 / it,
             ss.buffers_reused as f64 / it,
             ss.device.alloc_failures as f64 / it,
@@ -868,6 +915,16 @@ fn main() {
                         fmt_time(kt.max),
                     );
                 }
+                if let (Some(st), Some(bt)) = (&c.kernel_stream, &c.kernel_batched) {
+                    println!(
+                        "       copy kernel stream {} per copy (K {}, one submission each), \
+                         {} per copy ({BATCH} per submission, K {})",
+                        fmt_time(st.per_iter),
+                        st.k,
+                        fmt_time(bt.per_iter),
+                        bt.k,
+                    );
+                }
             }
         }
     }
@@ -915,8 +972,15 @@ fn main() {
                 jn(gbs(bytes, c.stream.per_iter))
             ));
             if let Some(kt) = &c.kernel {
+                let stream = c.kernel_stream.as_ref().map_or(String::new(), |st| {
+                    format!(
+                        ",\"stream_time_s\":{},\"stream_gbs\":{}",
+                        jn(st.per_iter.as_secs_f64()),
+                        jn(gbs(bytes, st.per_iter))
+                    )
+                });
                 json.push(format!(
-                    "{},{}}}",
+                    "{},{}{stream}}}",
                     head("copy-kernel", &backend, "copy", r.n, bytes),
                     timing(kt, bytes)
                 ));

@@ -67,6 +67,9 @@ device_counters! {
     fallbacks,
     /// Kernels split in two after the device compiler rejected them.
     splits,
+    /// Batches of enqueued work handed to the device: OpenCL `clFlush`, wgpu `queue.submit`
+    /// (each holding every dispatch recorded since the last).
+    submissions,
     /// Programs whose fused kernel the device ran as a hand-written intrinsic a pattern of
     /// `proggen::patterns` recognised (the tiled transpose), counted when its kernel is enqueued.
     intrinsics,

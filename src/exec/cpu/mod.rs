@@ -108,6 +108,7 @@ impl CpuLoop {
                     }
                 }
                 ExecMsg::RerunOnCpu(task) => self.compute(task),
+                ExecMsg::Submit => {}
                 ExecMsg::Shutdown => break,
             }
         }

@@ -283,5 +283,6 @@ impl DeviceApi for OpenClApi {
 
     fn submit(&mut self) {
         let _ = self.queue.flush();
+        Counters::add(&Self::counters().submissions, 1);
     }
 }
