@@ -111,9 +111,6 @@ pub(crate) enum ExecMsg {
     /// A device kernel of this task faulted: run it on the CPU for the exact error (device
     /// executors send this to themselves).
     RerunOnCpu(Task),
-    /// Work a device executor kept recording while the device was busy may be submitted now
-    /// (the device API's wake, [`super::gpu`]'s `submit_lazy`).
-    Submit,
     Shutdown,
 }
 

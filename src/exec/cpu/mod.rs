@@ -108,7 +108,6 @@ impl CpuLoop {
                     }
                 }
                 ExecMsg::RerunOnCpu(task) => self.compute(task),
-                ExecMsg::Submit => {}
                 ExecMsg::Shutdown => break,
             }
         }

@@ -63,19 +63,7 @@ pub(crate) trait DeviceApi: Send + 'static {
     fn on_done(&mut self, done: Completion);
     /// Submits what was enqueued (wgpu batches dispatches into one submission until then).
     fn submit(&mut self);
-    /// Submits what was enqueued after a task, or keeps recording while the device is busy
-    /// enough that one submission more would only add its own cost (wgpu: `wgpu.rs`'s
-    /// submission depth); the API then calls the wake set by [`DeviceApi::set_wake`] once the
-    /// work may go. Nothing waits on kept work but the device: every read submits.
-    fn submit_lazy(&mut self) {
-        self.submit()
-    }
-    /// How [`DeviceApi::submit_lazy`] asks the executor to come back (`ExecMsg::Submit`).
-    fn set_wake(&mut self, _wake: Wake) {}
 }
-
-/// A device API's request to its executor loop to submit kept work.
-pub type Wake = Box<dyn Fn() + Send + Sync>;
 
 /// Host memory a download writes: `len` elements of `dtype` at `ptr`.
 #[derive(Clone, Copy)]
@@ -166,11 +154,6 @@ fn spawn<A: DeviceApi>(
     let memory = device.memory;
     let (tx, rx) = unbounded();
     let me = tx.clone();
-    let mut api = api;
-    let waker = tx.clone();
-    api.set_wake(Box::new(move || {
-        let _ = waker.send(ExecMsg::Submit);
-    }));
     let thread_name = format!("arrayflow-{}", name.split(' ').next().unwrap_or("gpu"));
     let limit = limits
         .memory
@@ -220,15 +203,14 @@ impl<A: DeviceApi> GpuLoop<A> {
                 ExecMsg::MoveDataIn { buf, data } => self.move_in(buf, data),
                 ExecMsg::ComputeData(task) => {
                     self.compute(task);
-                    self.api.submit_lazy();
+                    self.api.submit();
                 }
                 ExecMsg::ComputeSequential(tasks) => {
                     for t in tasks {
                         self.compute(t);
                     }
-                    self.api.submit_lazy();
+                    self.api.submit();
                 }
-                ExecMsg::Submit => self.api.submit_lazy(),
                 ExecMsg::MoveDataOut { buf, reply } => {
                     let counters = self.counters.clone();
                     self.export(buf, move |r| {

@@ -6,11 +6,6 @@
 //! blocking for the spin budget first, `exec/wait.rs`). bool is stored as one u32
 //! per element (WGSL has no 8-bit storage).
 //!
-//! With a submission depth D (`ARRAYFLOW_WGPU_DEPTH`, default 0: off), a task that arrives
-//! while D submissions are still running is recorded into the open encoder instead of being
-//! submitted on its own; the encoder goes as one submission when one of the D finishes (the
-//! work-done callback wakes the executor loop, `DeviceApi::submit_lazy`) or when anything is read.
-//!
 //! Kernel parameters travel as immediate data (push constants, `set_immediates`) when the adapter
 //! offers `IMMEDIATES` with at least [`IMMEDIATE_BYTES`] (the target says so, and the WGSL renderer
 //! declares them so when they fit): a dispatch then allocates nothing but its bind group.
@@ -18,7 +13,7 @@
 //! buffers (the plan contract).
 
 use super::plans::Dialect;
-use super::{Completion, DeviceApi, HostSlice, Wake};
+use super::{Completion, DeviceApi, HostSlice};
 use crate::exec::TypedVec;
 use crate::exec::wait::Spin;
 use crate::ir::DType;
@@ -29,7 +24,6 @@ use ahash::AHashMap;
 use crossbeam_channel::Sender;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::time::Instant;
 use wgpu::util::DeviceExt;
 
@@ -59,43 +53,6 @@ pub struct WgpuApi {
     cache: Option<(wgpu::PipelineCache, PathBuf)>,
     /// Wakes the polling thread after a submission.
     poll: Sender<()>,
-    /// Submissions in flight and work kept back for one of them to finish.
-    depth: Arc<Depth>,
-}
-
-/// The submission depth: how many submissions may run before further work is kept in the open
-/// encoder, how many are running, and whether work is kept (the executor loop's wake is called
-/// when one finishes then).
-struct Depth {
-    limit: usize,
-    in_flight: AtomicUsize,
-    kept: AtomicBool,
-    wake: std::sync::OnceLock<Wake>,
-}
-
-impl Depth {
-    fn from_env() -> Depth {
-        Depth {
-            limit: std::env::var("ARRAYFLOW_WGPU_DEPTH")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0),
-            in_flight: AtomicUsize::new(0),
-            kept: AtomicBool::new(false),
-            wake: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// A submission finished: wake the executor if work is kept and may go now.
-    fn finished(&self) {
-        let left = self.in_flight.fetch_sub(1, SeqCst) - 1;
-        if left < self.limit
-            && self.kept.load(SeqCst)
-            && let Some(wake) = self.wake.get()
-        {
-            wake();
-        }
-    }
 }
 
 /// Work to register with the queue once the current encoder is submitted.
@@ -195,7 +152,6 @@ impl WgpuApi {
             programs: AHashMap::new(),
             cache,
             poll,
-            depth: Arc::new(Depth::from_env()),
         })
     }
 
@@ -486,35 +442,9 @@ impl DeviceApi for WgpuApi {
         let cmd = self.encoder.take().map(|e| e.finish());
         self.queue.submit(cmd);
         Counters::add(&Self::counters().submissions, 1);
-        if self.depth.limit > 0 {
-            self.depth.kept.store(false, SeqCst);
-            self.depth.in_flight.fetch_add(1, SeqCst);
-            let depth = self.depth.clone();
-            self.queue.on_submitted_work_done(move || depth.finished());
-        }
         for f in self.after_submit.drain(..) {
             f(&self.queue);
         }
         let _ = self.poll.send(());
-    }
-
-    fn submit_lazy(&mut self) {
-        let d = &self.depth;
-        if self.encoder.is_none() && self.after_submit.is_empty() {
-            return;
-        }
-        if d.limit == 0 || d.in_flight.load(SeqCst) < d.limit {
-            return self.submit();
-        }
-        // Kept: the next finished submission wakes the loop. Checked again after saying so, in
-        // case the last one finished in between (then nothing would wake it).
-        d.kept.store(true, SeqCst);
-        if d.in_flight.load(SeqCst) < d.limit {
-            self.submit();
-        }
-    }
-
-    fn set_wake(&mut self, wake: Wake) {
-        let _ = self.depth.wake.set(wake);
     }
 }
