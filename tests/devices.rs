@@ -134,6 +134,10 @@ fn device_results_are_kept_on_the_device_until_read() {
     if Runtime::backend() != Backend::Cpu {
         // Only the final read comes back to the host.
         assert_eq!(st.device.bytes_from_device, 0, "{:?}", st.device);
+        // One submission per program (the read's download goes with the program that computes
+        // it, straight into the caller's vector).
+        assert!(st.device.tasks >= 1, "{:?}", st.device);
+        assert_eq!(st.device.submissions, st.device.tasks, "{:?}", st.device);
     }
 }
 
