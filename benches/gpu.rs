@@ -12,7 +12,8 @@
 //! - **sum**: `a.sum()` evaluated the same way on the largest array (4 n bytes read), each waited
 //!   for and back to back (stream).
 //! - **launch latency**: `Stats::device.launch_ns / launches` (host time from the call that triggers
-//!   the flush to the device kernel's enqueue) over the timed, trace-hit iterations of a 2^10 chain.
+//!   the flush to the submission that hands the kernel to the device: OpenCL `clFlush`, wgpu
+//!   `queue.submit`) over the timed, trace-hit iterations of a 2^10 chain.
 //! - **copy peer** (same process, same device, not through arrayflow): a device-to-device copy of
 //!   1.5 n f32 (6 n bytes read + 6 n written = the chain's 12 n), timed the same way (K copies, each
 //!   enqueued and waited for). OpenCL: an own opencl3 context and queue on the same device,
@@ -1090,7 +1091,7 @@ fn main() {
     }
     match latency {
         Some(l) => println!(
-            "launch latency {}: {l:.1} µs per launch (host, flush call to kernel enqueue; target < 20 µs), \
+            "launch latency {}: {l:.1} µs per launch (host, flush call to the kernel's submission; target < 20 µs), \
              {} per iteration end to end, trace hits per iteration {small_hits:.2}",
             label(n_small),
             fmt_time(small.per_iter)

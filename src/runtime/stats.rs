@@ -88,7 +88,8 @@ device_counters! {
     /// Nanoseconds spent compiling or loading device programs.
     compile_ns,
     /// Host time from the start of the flush (or section replay) that made a device program to
-    /// its kernels' enqueue, summed in nanoseconds, and the number of programs it sums.
+    /// the submission that hands its kernels to the device (OpenCL `clFlush`, wgpu
+    /// `queue.submit`), summed in nanoseconds, and the number of programs it sums.
     launch_ns,
     launches,
     /// Of `launch_ns`: the time until the scheduler took the flush's programs, and until the

@@ -57,7 +57,8 @@ pub(crate) trait DeviceApi: Send + 'static {
         params: &[u64],
     ) -> Result<(), String>;
     /// Reads `out.len()` elements of `buf` into `out`'s memory, then calls `done`. `out` must stay
-    /// valid until then (the caller keeps it alive in `done`).
+    /// valid until then (the caller keeps it alive in `done`). The executor calls
+    /// [`DeviceApi::submit`] after it, as after [`DeviceApi::on_done`].
     fn download(&mut self, buf: &Self::Buf, out: HostSlice, done: Completion);
     /// Calls `done` once all work enqueued so far has finished.
     fn on_done(&mut self, done: Completion);
@@ -170,6 +171,7 @@ fn spawn<A: DeviceApi>(
                 counters,
                 failed: AHashMap::new(),
                 external: AHashMap::new(),
+                launched: Vec::new(),
             }
             .run(rx, spin)
         })
@@ -194,6 +196,9 @@ struct GpuLoop<A: DeviceApi> {
     failed: AHashMap<BufferId, Error>,
     /// Outputs that are the application's memory: downloaded there once computed.
     external: AHashMap<BufferId, super::cpu::slices::OutPtr>,
+    /// Flush start times of the programs enqueued since the last submission: their launch time
+    /// (`stats().device.launch_ns`) ends when the submission hands them to the device.
+    launched: Vec<std::time::Instant>,
 }
 
 impl<A: DeviceApi> GpuLoop<A> {
@@ -203,13 +208,13 @@ impl<A: DeviceApi> GpuLoop<A> {
                 ExecMsg::MoveDataIn { buf, data } => self.move_in(buf, data),
                 ExecMsg::ComputeData(task) => {
                     self.compute(task);
-                    self.api.submit();
+                    self.submit();
                 }
                 ExecMsg::ComputeSequential(tasks) => {
                     for t in tasks {
                         self.compute(t);
                     }
-                    self.api.submit();
+                    self.submit();
                 }
                 ExecMsg::MoveDataOut { buf, reply } => {
                     let counters = self.counters.clone();
@@ -244,7 +249,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                         self.failed.remove(&b);
                         self.store.free(b);
                     }
-                    self.api.submit();
+                    self.submit();
                 }
                 ExecMsg::Free(buf) => {
                     self.failed.remove(&buf);
@@ -253,6 +258,17 @@ impl<A: DeviceApi> GpuLoop<A> {
                 }
                 ExecMsg::Shutdown => break,
             }
+        }
+    }
+
+    /// Hands what was enqueued to the device; the programs enqueued since the last submission
+    /// count as launched now.
+    fn submit(&mut self) {
+        self.api.submit();
+        let d = &self.counters.device;
+        for started in self.launched.drain(..) {
+            Counters::add(&d.launch_ns, started.elapsed().as_nanos() as u64);
+            Counters::add(&d.launches, 1);
         }
     }
 
@@ -305,7 +321,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                 )
             }),
         );
-        self.api.submit();
+        self.submit();
     }
 
     fn dev_bytes(&self, dtype: DType, len: usize) -> u64 {
@@ -368,7 +384,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                     let _ = tx.send(r);
                 }),
             );
-            self.api.submit();
+            self.submit();
             rx.recv().map_err(|_| "download lost".to_string())??;
             self.store.insert_host(buf, Arc::new(*out));
         }
@@ -532,8 +548,7 @@ impl<A: DeviceApi> GpuLoop<A> {
         if dplan.intrinsic {
             Counters::add(&d.intrinsics, 1);
         }
-        Counters::add(&d.launch_ns, task.started.elapsed().as_nanos() as u64);
-        Counters::add(&d.launches, 1);
+        self.launched.push(task.started);
         Ok(())
     }
 

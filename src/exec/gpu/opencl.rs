@@ -2,7 +2,9 @@
 //! in-order command queue per device; programs built from the generated OpenCL C, kept in memory
 //! by source and on disk as driver binaries (so a second process skips the driver's compile);
 //! completion through events waited on by a completion thread (which polls an event's status
-//! for the spin budget before blocking on it, `exec/wait.rs`).
+//! for the spin budget before blocking on it, `exec/wait.rs`). On the in-order queue a command's
+//! event completes after everything enqueued before it, so work that ends with a kernel is
+//! waited on through that kernel's own event; otherwise through a marker.
 
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
@@ -35,6 +37,9 @@ pub struct OpenClApi {
     identity: String,
     programs: AHashMap<String, Arc<ClProgram>>,
     completions: Sender<(Event, Completion)>,
+    /// The event of the last command enqueued, when that command was a kernel (`on_done` waits
+    /// on it instead of enqueuing a marker).
+    last_kernel: Option<Event>,
 }
 
 /// A built program and one kernel object per pass.
@@ -95,6 +100,7 @@ impl OpenClApi {
             identity,
             programs: AHashMap::new(),
             completions: tx,
+            last_kernel: None,
         })
     }
 
@@ -178,6 +184,7 @@ impl DeviceApi for OpenClApi {
         if bytes.is_empty() {
             return Ok(());
         }
+        self.last_kernel = None;
         // SAFETY: a blocking write from memory that outlives the call.
         unsafe {
             self.queue
@@ -188,6 +195,7 @@ impl DeviceApi for OpenClApi {
     }
 
     fn zero(&mut self, buf: &mut Buffer<u8>, bytes: u64) -> Result<(), String> {
+        self.last_kernel = None;
         // SAFETY: the fill covers the buffer's own bytes.
         unsafe {
             self.queue
@@ -244,9 +252,11 @@ impl DeviceApi for OpenClApi {
             }
             let global = p.groups as usize * p.local as usize;
             let local = p.local as usize;
-            self.queue
-                .enqueue_nd_range_kernel(k.get(), 1, std::ptr::null(), &global, &local, &[])
-                .map_err(err)?;
+            self.last_kernel = Some(
+                self.queue
+                    .enqueue_nd_range_kernel(k.get(), 1, std::ptr::null(), &global, &local, &[])
+                    .map_err(err)?,
+            );
         }
         Ok(())
     }
@@ -256,6 +266,7 @@ impl DeviceApi for OpenClApi {
         if bytes == 0 {
             return self.on_done(done);
         }
+        self.last_kernel = None;
         // SAFETY: `out` stays valid until `done` runs (the caller's contract).
         let dst = unsafe { std::slice::from_raw_parts_mut(out.ptr, bytes) };
         // SAFETY: a non-blocking read whose destination outlives the event (see above).
@@ -271,10 +282,13 @@ impl DeviceApi for OpenClApi {
     }
 
     fn on_done(&mut self, done: Completion) {
-        // SAFETY: a marker with no wait list.
-        match unsafe { self.queue.enqueue_marker_with_wait_list(&[]) } {
+        let event = match self.last_kernel.take() {
+            Some(ev) => Ok(ev),
+            // SAFETY: a marker with no wait list.
+            None => unsafe { self.queue.enqueue_marker_with_wait_list(&[]) },
+        };
+        match event {
             Ok(ev) => {
-                let _ = self.queue.flush();
                 let _ = self.completions.send((ev, done));
             }
             Err(e) => done(Err(e.to_string())),
