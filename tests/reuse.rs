@@ -22,6 +22,15 @@ fn init() {
     });
 }
 
+/// The line of `tests/reuse.rs` an error message names.
+fn reported_line(msg: &str) -> u32 {
+    msg.split("tests/reuse.rs:")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .and_then(|l| l.parse().ok())
+        .unwrap_or_else(|| panic!("no line of tests/reuse.rs in: {msg}"))
+}
+
 fn data(n: usize, seed: u64) -> Vec<f64> {
     let mut s = seed;
     (0..n)
@@ -210,12 +219,7 @@ fn reads_writes_and_foreign_arrays_inside_a_section_are_errors() {
     let l1 = line!();
     let msg = err.to_string();
     assert!(msg.contains("a read inside a code reuse section"), "{msg}");
-    let line: u32 = msg
-        .split("tests/reuse.rs:")
-        .nth(1)
-        .and_then(|r| r.split(':').next())
-        .and_then(|l| l.parse().ok())
-        .unwrap();
+    let line = reported_line(&msg);
     assert!(l0 < line && line < l1, "{msg}");
     // A write inside.
     let err = Runtime::reuse(&[&a], &[1], |ins| {
@@ -231,12 +235,7 @@ fn reads_writes_and_foreign_arrays_inside_a_section_are_errors() {
     let l1 = line!();
     let msg = err.to_string();
     assert!(msg.contains("neither an input"), "{msg}");
-    let line: u32 = msg
-        .split("tests/reuse.rs:")
-        .nth(1)
-        .and_then(|r| r.split(':').next())
-        .and_then(|l| l.parse().ok())
-        .unwrap();
+    let line = reported_line(&msg);
     assert!(l0 < line && line < l1, "{msg}");
     // The runtime is fine afterwards.
     assert_eq!((&a * 0.0).sum().item().unwrap(), 0.0);
