@@ -261,11 +261,12 @@ impl<A: DeviceApi> GpuLoop<A> {
         }
     }
 
-    /// Hands what was enqueued to the device; the programs enqueued since the last submission
-    /// count as launched now.
+    /// Hands what was enqueued to the device (`stats().device.submissions`); the programs
+    /// enqueued since the last submission count as launched now.
     fn submit(&mut self) {
         self.api.submit();
         let d = &self.counters.device;
+        Counters::add(&d.submissions, 1);
         for started in self.launched.drain(..) {
             Counters::add(&d.launch_ns, started.elapsed().as_nanos() as u64);
             Counters::add(&d.launches, 1);

@@ -297,6 +297,5 @@ impl DeviceApi for OpenClApi {
 
     fn submit(&mut self) {
         let _ = self.queue.flush();
-        Counters::add(&Self::counters().submissions, 1);
     }
 }

@@ -441,7 +441,6 @@ impl DeviceApi for WgpuApi {
     fn submit(&mut self) {
         let cmd = self.encoder.take().map(|e| e.finish());
         self.queue.submit(cmd);
-        Counters::add(&Self::counters().submissions, 1);
         for f in self.after_submit.drain(..) {
             f(&self.queue);
         }
