@@ -4,7 +4,9 @@
 //! completion through events waited on by a completion thread (which polls an event's status
 //! for the spin budget before blocking on it, `exec/wait.rs`). On the in-order queue a command's
 //! event completes after everything enqueued before it, so work that ends with a kernel is
-//! waited on through that kernel's own event; otherwise through a marker.
+//! waited on through that kernel's own event; otherwise through a marker. Events go to the
+//! completion thread only after the submission's `clFlush`, so its polling never competes with
+//! the executor's enqueue and flush for the driver.
 
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
@@ -37,6 +39,9 @@ pub struct OpenClApi {
     identity: String,
     programs: AHashMap<String, Arc<ClProgram>>,
     completions: Sender<(Event, Completion)>,
+    /// Events and their completions enqueued since the last flush, handed to the completion
+    /// thread by [`DeviceApi::submit`].
+    pending: Vec<(Event, Completion)>,
     /// The event of the last command enqueued, when that command was a kernel (`on_done` waits
     /// on it instead of enqueuing a marker).
     last_kernel: Option<Event>,
@@ -100,6 +105,7 @@ impl OpenClApi {
             identity,
             programs: AHashMap::new(),
             completions: tx,
+            pending: Vec::new(),
             last_kernel: None,
         })
     }
@@ -274,9 +280,7 @@ impl DeviceApi for OpenClApi {
             self.queue
                 .enqueue_read_buffer(buf, CL_NON_BLOCKING, 0, dst, &[])
         } {
-            Ok(ev) => {
-                let _ = self.completions.send((ev, done));
-            }
+            Ok(ev) => self.pending.push((ev, done)),
             Err(e) => done(Err(e.to_string())),
         }
     }
@@ -288,14 +292,15 @@ impl DeviceApi for OpenClApi {
             None => unsafe { self.queue.enqueue_marker_with_wait_list(&[]) },
         };
         match event {
-            Ok(ev) => {
-                let _ = self.completions.send((ev, done));
-            }
+            Ok(ev) => self.pending.push((ev, done)),
             Err(e) => done(Err(e.to_string())),
         }
     }
 
     fn submit(&mut self) {
         let _ = self.queue.flush();
+        for p in self.pending.drain(..) {
+            let _ = self.completions.send(p);
+        }
     }
 }
