@@ -212,13 +212,54 @@ trait CopyPeer {
     fn enqueue_kernels(&mut self, _k: usize) -> bool {
         false
     }
+    /// The launch floor: host time per launch of a small three-buffer kernel through the bare
+    /// API, from its first call to the submission that hands the kernel to the device, each
+    /// launch waited for (untimed) before the next. OpenCL: four `clSetKernelArg`,
+    /// `clEnqueueNDRangeKernel` with an event, `clFlush`. wgpu: command encoder, compute pass,
+    /// `finish`, `queue.submit`; with the bind group made once, and made per launch as arrayflow
+    /// does (`None` where the API has no bind groups).
+    fn launch_floor(&mut self) -> Option<(Duration, Option<Duration>)> {
+        None
+    }
+}
+
+/// Launches per timed loop of a launch floor.
+const FLOOR_LAUNCHES: usize = 2000;
+
+/// The median over [`REPEATS`] loops of the mean of `launch`'s returned time, each launch followed
+/// by `wait` (untimed).
+fn floor_loop(mut launch: impl FnMut() -> Duration, mut wait: impl FnMut()) -> Duration {
+    for _ in 0..200 {
+        launch();
+        wait();
+    }
+    let mut loops: Vec<Duration> = (0..REPEATS)
+        .map(|_| {
+            let mut t = Duration::ZERO;
+            for _ in 0..FLOOR_LAUNCHES {
+                t += launch();
+                wait();
+            }
+            t / FLOOR_LAUNCHES as u32
+        })
+        .collect();
+    loops.sort();
+    loops[REPEATS / 2]
 }
 
 mod ocl_peer {
     use opencl3::command_queue::CommandQueue;
     use opencl3::context::Context;
     use opencl3::device::{CL_DEVICE_TYPE_ALL, Device};
-    use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
+    use opencl3::kernel::Kernel;
+    use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
+    use opencl3::program::Program;
+    use std::time::{Duration, Instant};
+
+    /// The launch floor's kernel: three buffers and a length, as arrayflow's chain kernel binds.
+    const FLOOR_CL: &str = "__kernel void floor_k(__global const float* a, __global const float* b, \
+        __global float* y, ulong n) { size_t i = get_global_id(0); if (i < n) y[i] = a[i] * b[i] + a[i]; }";
+    const FLOOR_N: usize = 1024;
 
     pub struct OclCopy {
         device: Device,
@@ -298,10 +339,65 @@ mod ocl_peer {
             let _ = self.queue.finish();
             self.bufs = None;
         }
+        fn launch_floor(&mut self) -> Option<(Duration, Option<Duration>)> {
+            let program = Program::create_and_build_from_source(&self.context, FLOOR_CL, "")
+                .map_err(|e| println!("launch floor: {e}"))
+                .ok()?;
+            let kernel = Kernel::create(&program, "floor_k").ok()?;
+            let mk = || {
+                // SAFETY: no host pointer; only the floor kernel uses the buffer.
+                unsafe {
+                    Buffer::<f32>::create(
+                        &self.context,
+                        CL_MEM_READ_WRITE,
+                        FLOOR_N,
+                        std::ptr::null_mut(),
+                    )
+                }
+                .ok()
+            };
+            let (a, b, y) = (mk()?, mk()?, mk()?);
+            let n = FLOOR_N as u64;
+            let queue = &self.queue;
+            let last = std::cell::RefCell::new(None);
+            let t = super::floor_loop(
+                || {
+                    let t0 = Instant::now();
+                    // SAFETY: the arguments match `floor_k`'s signature; the buffers outlive
+                    // the loop (each launch is waited for).
+                    unsafe {
+                        kernel.set_arg(0, &a.get()).expect("clSetKernelArg");
+                        kernel.set_arg(1, &b.get()).expect("clSetKernelArg");
+                        kernel.set_arg(2, &y.get()).expect("clSetKernelArg");
+                        kernel.set_arg(3, &n).expect("clSetKernelArg");
+                        let ev = queue
+                            .enqueue_nd_range_kernel(
+                                kernel.get(),
+                                1,
+                                std::ptr::null(),
+                                &FLOOR_N,
+                                &256,
+                                &[],
+                            )
+                            .expect("clEnqueueNDRangeKernel");
+                        queue.flush().expect("clFlush");
+                        *last.borrow_mut() = Some(ev);
+                    }
+                    t0.elapsed()
+                },
+                || {
+                    if let Some(ev) = last.borrow_mut().take() {
+                        ev.wait().expect("clWaitForEvents");
+                    }
+                },
+            );
+            Some((t, None))
+        }
     }
 }
 
 mod wgpu_peer {
+    use std::time::{Duration, Instant};
     /// The copy as a compute kernel: a grid-stride loop over `vec4<f32>`.
     const COPY_WGSL: &str = r#"
 @group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
@@ -315,6 +411,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
 }
 "#;
+
+    /// The launch floor's kernel: three buffers, as arrayflow's chain kernel binds.
+    const FLOOR_WGSL: &str = r#"
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    if (i < arrayLength(&y)) {
+        y[i] = a[i] * b[i] + a[i];
+    }
+}
+"#;
+    const FLOOR_N: u64 = 1024;
 
     pub struct WgpuCopy {
         name: String,
@@ -499,6 +610,82 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         fn free(&mut self) {
             self.wait();
             self.bufs = None;
+        }
+        fn launch_floor(&mut self) -> Option<(Duration, Option<Duration>)> {
+            let module = self
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some("launch floor"),
+                    source: wgpu::ShaderSource::Wgsl(FLOOR_WGSL.into()),
+                });
+            let pipeline = self
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some("launch floor"),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: Default::default(),
+                    cache: None,
+                });
+            let layout = pipeline.get_bind_group_layout(0);
+            let bufs: Vec<wgpu::Buffer> = (0..3)
+                .map(|_| {
+                    self.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: None,
+                        size: FLOOR_N * 4,
+                        usage: wgpu::BufferUsages::STORAGE,
+                        mapped_at_creation: false,
+                    })
+                })
+                .collect();
+            let group = || {
+                let entries: Vec<wgpu::BindGroupEntry> = bufs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| wgpu::BindGroupEntry {
+                        binding: i as u32,
+                        resource: b.as_entire_binding(),
+                    })
+                    .collect();
+                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &layout,
+                    entries: &entries,
+                })
+            };
+            let made_once = group();
+            let last = std::cell::RefCell::new(None);
+            let launch = |fresh: bool| {
+                let t0 = Instant::now();
+                let fresh_group = fresh.then(group);
+                let g = fresh_group.as_ref().unwrap_or(&made_once);
+                let mut enc = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                {
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: None,
+                        timestamp_writes: None,
+                    });
+                    pass.set_pipeline(&pipeline);
+                    pass.set_bind_group(0, g, &[]);
+                    pass.dispatch_workgroups((FLOOR_N / 256) as u32, 1, 1);
+                }
+                *last.borrow_mut() = Some(self.queue.submit([enc.finish()]));
+                t0.elapsed()
+            };
+            let wait = || {
+                self.device
+                    .poll(wgpu::PollType::Wait {
+                        submission_index: last.borrow_mut().take(),
+                        timeout: None,
+                    })
+                    .expect("wgpu poll");
+            };
+            let once = super::floor_loop(|| launch(false), wait);
+            let fresh = super::floor_loop(|| launch(true), wait);
+            Some((once, Some(fresh)))
         }
     }
 }
@@ -893,6 +1080,7 @@ fn main() {
     } else {
         open_peer(&sel)
     };
+    let floor = peer.as_mut().and_then(|p| p.launch_floor());
     if let Some(p) = peer.as_mut() {
         for r in &mut rows {
             r.copy = bench_copy(r.n, target, p.as_mut());
@@ -997,12 +1185,14 @@ fn main() {
         jn(gbs(4 * n_sum, sum_stream.per_iter))
     ));
     json.push(format!(
-        "{},{},\"launch_us\":{},\"launches\":{},\"trace_hits_per_iter\":{}}}",
+        "{},{},\"launch_us\":{},\"launches\":{},\"trace_hits_per_iter\":{},\"floor_us\":{},\"floor_fresh_group_us\":{}}}",
         head("arrayflow", &backend, "launch", n_small, 12 * n_small),
         timing(&small, 12 * n_small),
         jn(latency.unwrap_or(f64::NAN)),
         small.stats.device.launches,
-        jn(small_hits)
+        jn(small_hits),
+        jn(floor.map_or(f64::NAN, |f| us(f.0))),
+        jn(floor.and_then(|f| f.1).map_or(f64::NAN, us)),
     ));
     for j in &json {
         println!("JSON {j}");
@@ -1102,4 +1292,24 @@ fn main() {
             fmt_time(small.per_iter)
         ),
     }
+    if let Some((once, fresh)) = floor {
+        println!(
+            "launch floor (the bare API, host time from its first call to the submission, each launch \
+             waited for): {:.1} µs{}{}",
+            us(once),
+            fresh.map_or(String::new(), |f| format!(
+                " with one bind group; {:.1} µs making a bind group per launch, as arrayflow does",
+                us(f)
+            )),
+            latency.map_or(String::new(), |l| format!(
+                "; arrayflow's launch latency is the floor + {:.1} µs",
+                l - us(fresh.unwrap_or(once))
+            )),
+        );
+    }
+}
+
+/// A duration in µs.
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
 }

@@ -19,7 +19,8 @@ then the ratios the targets need:
 - arrayflow speed-up vs torch eager         (target >= 5x)  = eager time / arrayflow time
 - arrayflow vs torch.compile                (target >= 1.0) = compile time / arrayflow time
 - sum / copy bandwidth                      (target >= 0.8) at the sum's n, same copy reference
-- launch latency, 2^10 chain                (target < 20 µs)
+- launch latency, 2^10 chain                (target < 20 µs), with the bare API's launch floor
+  from the same process (what the API alone takes to hand a small kernel to the device)
 
 --mode sync (default) compares the rows measured with a wait after every iteration, the way
 arrayflow's eval() loop runs; --mode stream uses every row's back-to-back ("stream") times
@@ -211,6 +212,7 @@ def main():
                 f"  {name:>16} launch latency {label(ld['n'])}: "
                 + (cell(lat, TARGETS["launch_us"], higher=False, spec=".1f", suffix=" µs") if lat is not None else "n/a (no device launches)")
                 + f", {ld['time_s'] * 1e6:.1f} µs per iteration end to end"
+                + floor_note(ld)
             )
     for d in [d for k, d in rows.items() if k[0] == "torch-eager" and k[2] == "sum"]:
         n = d["n"]
@@ -218,6 +220,17 @@ def main():
         ct = secs("copy", "cuda", "copy", n)
         cg = 12 * n / ct / 1e9 if ct else None
         print(f"  {'torch (ref.)':>16} sum {label(n)}: {fmt(sg)} GB/s, copy {fmt(cg)} GB/s, sum/copy {fmt(sg / cg if cg else None, '.2f')}x")
+
+
+def floor_note(ld):
+    """The bare API's launch floor measured in the same process (benches/gpu.rs, `launch_floor`)."""
+    once, fresh = ld.get("floor_us"), ld.get("floor_fresh_group_us")
+    if once is None:
+        return ""
+    note = f"; the bare API's launch floor {once:.1f} µs"
+    if fresh is not None:
+        note += f" ({fresh:.1f} µs with a new bind group per launch)"
+    return note
 
 
 if __name__ == "__main__":

@@ -64,6 +64,9 @@ pub(crate) trait DeviceApi: Send + 'static {
     fn on_done(&mut self, done: Completion);
     /// Submits what was enqueued (wgpu batches dispatches into one submission until then).
     fn submit(&mut self);
+    /// Drops what the API keeps for reuse and could hold device memory (wgpu's bind groups);
+    /// called when an allocation fails.
+    fn trim(&mut self) {}
 }
 
 /// Host memory a download writes: `len` elements of `dtype` at `ptr`.
@@ -360,6 +363,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                 }
             }
             Counters::add(&self.counters.device.alloc_failures, 1);
+            self.api.trim();
             if self.store.drop_pool() {
                 continue;
             }

@@ -6,6 +6,11 @@
 //! blocking for the spin budget first, `exec/wait.rs`). bool is stored as one u32
 //! per element (WGSL has no 8-bit storage).
 //!
+//! Bind groups are kept in a small LRU cache keyed by layout and buffers, so a program run again
+//! on the same buffers (a trace-cache hit whose outputs come back from the pool) binds without
+//! creating one; the cache is emptied when an allocation fails, so it never holds memory the
+//! executor needs.
+//!
 //! Kernel parameters travel as immediate data (push constants, `set_immediates`) when the adapter
 //! offers `IMMEDIATES` with at least [`IMMEDIATE_BYTES`] (the target says so, and the WGSL renderer
 //! declares them so when they fit): a dispatch then allocates nothing but its bind group.
@@ -53,6 +58,19 @@ pub struct WgpuApi {
     cache: Option<(wgpu::PipelineCache, PathBuf)>,
     /// Wakes the polling thread after a submission.
     poll: Sender<()>,
+    /// Bind groups of dispatches without a parameter buffer, by layout and bound buffers.
+    groups: lru::LruCache<GroupKey, wgpu::BindGroup>,
+}
+
+/// Bind groups kept (each keeps its buffers alive until evicted or [`DeviceApi::trim`]).
+const BIND_GROUPS: usize = 16;
+
+/// A bind group's layout and buffers (wgpu compares them by identity; the key's clones keep
+/// them alive, so an identity is never reused while its entry lives).
+#[derive(PartialEq, Eq, Hash)]
+struct GroupKey {
+    layout: wgpu::BindGroupLayout,
+    bufs: smallvec::SmallVec<[wgpu::Buffer; 6]>,
 }
 
 /// Work to register with the queue once the current encoder is submitted.
@@ -152,6 +170,7 @@ impl WgpuApi {
             programs: AHashMap::new(),
             cache,
             poll,
+            groups: lru::LruCache::new(std::num::NonZeroUsize::new(BIND_GROUPS).expect("non-zero")),
         })
     }
 
@@ -372,25 +391,39 @@ impl DeviceApi for WgpuApi {
                 None => param_buf = Some(self.param_buffer(params)),
             }
         }
-        let mut entries: smallvec::SmallVec<[wgpu::BindGroupEntry; 8]> = bufs
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: b.as_entire_binding(),
-            })
-            .collect();
-        if let Some(buf) = &param_buf {
-            entries.push(wgpu::BindGroupEntry {
-                binding: bufs.len() as u32,
-                resource: buf.as_entire_binding(),
-            });
-        }
-        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &prog.layouts[pass],
-            entries: &entries,
+        let key = param_buf.is_none().then(|| GroupKey {
+            layout: prog.layouts[pass].clone(),
+            bufs: bufs.iter().map(|&b| b.clone()).collect(),
         });
+        let cached = key.as_ref().and_then(|k| self.groups.get(k)).cloned();
+        let group = match cached {
+            Some(g) => g,
+            None => {
+                let mut entries: smallvec::SmallVec<[wgpu::BindGroupEntry; 8]> = bufs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| wgpu::BindGroupEntry {
+                        binding: i as u32,
+                        resource: b.as_entire_binding(),
+                    })
+                    .collect();
+                if let Some(buf) = &param_buf {
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: bufs.len() as u32,
+                        resource: buf.as_entire_binding(),
+                    });
+                }
+                let g = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &prog.layouts[pass],
+                    entries: &entries,
+                });
+                if let Some(k) = key {
+                    self.groups.put(k, g.clone());
+                }
+                g
+            }
+        };
         let enc = self.encoder();
         let mut cp = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: None,
@@ -436,6 +469,10 @@ impl DeviceApi for WgpuApi {
         self.after_submit.push(Box::new(move |q| {
             q.on_submitted_work_done(move || done(Ok(())));
         }));
+    }
+
+    fn trim(&mut self) {
+        self.groups.clear();
     }
 
     fn submit(&mut self) {

@@ -133,7 +133,7 @@ impl std::fmt::Display for Unsupported {
 /// for comparisons and for the CI runs that exercise every loop shape.
 #[derive(Debug, Clone, Copy)]
 pub struct Tuning {
-    /// OpenCL: four consecutive elements per `vload4`/`vstore4` (`ARRAYFLOW_OPENCL_VECTOR=0`:
+    /// OpenCL: four consecutive elements per vector load and store (`ARRAYFLOW_OPENCL_VECTOR=0`:
     /// the scalar loop).
     pub opencl_vector: bool,
     /// OpenCL: quads per thread and main-loop trip, a global size apart, loaded before any is

@@ -745,12 +745,19 @@ fn quad_block(k: &FusedKernel, t: Target, q: &str, loaded: Option<u64>) -> Strin
     s
 }
 
-/// `const T vin{p}{suffix} = vload4(q, in{p});` for every input some load reads in place.
+/// `const T4 vin{p}{suffix} = ((__global const T4 *)in{p})[q];` for every input some load reads
+/// in place. Quads are read and written through vector pointers, not `vload4`/`vstore4`: a buffer
+/// starts 16-byte aligned and quad `q` lies at `16 q` bytes, and only through a vector pointer
+/// does NVIDIA's compiler know it (its PTX for `vstore4` on a `float *` is four scalar stores).
 fn vector_loads(k: &FusedKernel, q: &str, suffix: &str) -> String {
     let mut s = String::new();
     for p in vector_inputs(k) {
         let d = k.inputs[p as usize];
-        let _ = writeln!(s, "const {} vin{p}{suffix} = vload4({q}, in{p});", vec4(d));
+        let _ = writeln!(
+            s,
+            "const {v} vin{p}{suffix} = ((__global const {v} *)in{p})[{q}];",
+            v = vec4(d)
+        );
     }
     s
 }
@@ -781,7 +788,12 @@ fn vector_io(k: &FusedKernel, q: &str, store: bool) -> String {
     let mut s = String::new();
     if store {
         for st in &k.stores {
-            let _ = writeln!(s, "vstore4(vout{o}, {q}, out{o});", o = st.output);
+            let _ = writeln!(
+                s,
+                "((__global {} *)out{o})[{q}] = vout{o};",
+                vec4(k.outputs[st.output as usize]),
+                o = st.output
+            );
         }
         return s;
     }
