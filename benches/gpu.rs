@@ -13,7 +13,11 @@
 //!   for and back to back (stream).
 //! - **launch latency**: `Stats::device.launch_ns / launches` (host time from the call that triggers
 //!   the flush to the submission that hands the kernel to the device: OpenCL `clFlush`, wgpu
-//!   `queue.submit`) over the timed, trace-hit iterations of a 2^10 chain.
+//!   `queue.submit`) over the timed, trace-hit iterations of a 2^10 chain. Next to it, the **launch
+//!   floor**: the same hand-over through the bare API in the copy peer's own context (a small
+//!   three-buffer kernel: OpenCL four `clSetKernelArg`, `clEnqueueNDRangeKernel` with an event and
+//!   `clFlush`; wgpu encoder, compute pass, `finish` and `queue.submit`, with one bind group and
+//!   with a bind group made per launch), each launch waited for, untimed, before the next.
 //! - **copy peer** (same process, same device, not through arrayflow): a device-to-device copy of
 //!   1.5 n f32 (6 n bytes read + 6 n written = the chain's 12 n), timed the same way (K copies, each
 //!   enqueued and waited for). OpenCL: an own opencl3 context and queue on the same device,
