@@ -774,6 +774,55 @@ fn large_extrema_across_tiles() {
     );
 }
 
+/// A device reduction takes its partials' buffers from the pool without clearing them: each
+/// round reduces new data of the same shapes, so a partial slot the first pass failed to write
+/// would bring the previous round's value into this round's result.
+#[test]
+fn reductions_in_a_row_on_the_same_shapes() {
+    let mut r = rng(316);
+    let n = 1 << 20;
+    for round in 0..4 {
+        let lo = [0.0f32, -3.0, 2.0, -0.5][round];
+        let x = rand_f32(&mut r, n, lo, lo + 1.0);
+        let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let ctx = format!("round {round}");
+        let a = Array::from_slice(&x, &[n]);
+        let exact: f64 = xf.iter().sum();
+        let sabs: f64 = xf.iter().map(|v| v.abs()).sum();
+        assert_within(
+            &[item(&a.sum())],
+            &[exact],
+            &[sum_tol::<f32>(exact, n, sabs)],
+            &format!("{ctx}: sum"),
+        );
+        let max = x.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        assert_eq!(item(&a.max()), max, "{ctx}: max");
+        let min = x.iter().cloned().fold(f32::INFINITY, f32::min);
+        assert_eq!(
+            item(&a.argmin()),
+            x.iter().position(|&v| v == min).unwrap() as u32,
+            "{ctx}: argmin"
+        );
+        let shape = [1024usize, 1024];
+        let m = Array::from_slice(&x, &shape);
+        for ax in 0..2 {
+            let (_, w) = reduce_oracle(&xf, &shape, &[ax], 0.0, |s, _, v| s + v);
+            let (_, wabs) = reduce_oracle(&xf, &shape, &[ax], 0.0, |s, _, v| s + v.abs());
+            let tol: Vec<f64> = w
+                .iter()
+                .zip(&wabs)
+                .map(|(s, sa)| sum_tol::<f32>(*s, 1024, *sa))
+                .collect();
+            assert_within(
+                &read(&m.sum_axis(ax)),
+                &w,
+                &tol,
+                &format!("{ctx}: sum_axis({ax})"),
+            );
+        }
+    }
+}
+
 /// Reductions of fused producers and of views.
 #[test]
 fn reductions_of_expressions_and_views() {

@@ -576,9 +576,15 @@ impl<A: DeviceApi> GpuLoop<A> {
         }
         for step in &dplan.steps {
             held.scratch.push(Vec::new());
-            for &bytes in &step.plan.scratch {
+            for (i, &bytes) in step.plan.scratch.iter().enumerate() {
                 let mut s = self.alloc(bytes, keep, false)?;
-                let zeroed = self.api.zero(&mut s, bytes);
+                // Only the fault word must start at zero: the first pass writes every partial
+                // slot before the final pass reads it.
+                let zeroed = if step.plan.fault == Some(i as u32) {
+                    self.api.zero(&mut s, bytes)
+                } else {
+                    Ok(())
+                };
                 held.scratch.last_mut().expect("pushed").push((s, bytes));
                 zeroed?;
             }

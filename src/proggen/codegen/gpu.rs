@@ -40,7 +40,9 @@ pub enum BufArg {
     Input(u32),
     /// The kernel's output `i` (the program's outputs, in order).
     Output(u32),
-    /// Scratch buffer `i` of [`GpuPlan::scratch`]: allocated per launch, zero-filled, freed after.
+    /// Scratch buffer `i` of [`GpuPlan::scratch`]: allocated per launch and given back after. The
+    /// fault word ([`GpuPlan::fault`]) starts at zero; any other scratch buffer starts with
+    /// whatever the pool left in it, so the plan's passes write each element before reading it.
     Scratch(u32),
 }
 
