@@ -210,6 +210,43 @@ impl WgpuApi {
             })
     }
 
+    /// The bind group of `bufs` (then `param_buf`, where the parameters travel in a buffer) for
+    /// `layout`: from the cache, or made (and kept when it has no parameter buffer, which is new
+    /// for every dispatch).
+    fn bind_group(
+        &mut self,
+        layout: &wgpu::BindGroupLayout,
+        bufs: &[&wgpu::Buffer],
+        param_buf: Option<&wgpu::Buffer>,
+    ) -> wgpu::BindGroup {
+        let key = param_buf.is_none().then(|| GroupKey {
+            layout: layout.clone(),
+            bufs: bufs.iter().map(|&b| b.clone()).collect(),
+        });
+        if let Some(g) = key.as_ref().and_then(|k| self.groups.get(k)) {
+            return g.clone();
+        }
+        let entries: smallvec::SmallVec<[wgpu::BindGroupEntry; 8]> = bufs
+            .iter()
+            .copied()
+            .chain(param_buf)
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout,
+            entries: &entries,
+        });
+        if let Some(k) = key {
+            self.groups.put(k, group.clone());
+        }
+        group
+    }
+
     fn save_pipeline_cache(&self) {
         if let Some((cache, path)) = &self.cache
             && let Some(data) = cache.get_data()
@@ -391,39 +428,7 @@ impl DeviceApi for WgpuApi {
                 None => param_buf = Some(self.param_buffer(params)),
             }
         }
-        let key = param_buf.is_none().then(|| GroupKey {
-            layout: prog.layouts[pass].clone(),
-            bufs: bufs.iter().map(|&b| b.clone()).collect(),
-        });
-        let cached = key.as_ref().and_then(|k| self.groups.get(k)).cloned();
-        let group = match cached {
-            Some(g) => g,
-            None => {
-                let mut entries: smallvec::SmallVec<[wgpu::BindGroupEntry; 8]> = bufs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, b)| wgpu::BindGroupEntry {
-                        binding: i as u32,
-                        resource: b.as_entire_binding(),
-                    })
-                    .collect();
-                if let Some(buf) = &param_buf {
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: bufs.len() as u32,
-                        resource: buf.as_entire_binding(),
-                    });
-                }
-                let g = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: None,
-                    layout: &prog.layouts[pass],
-                    entries: &entries,
-                });
-                if let Some(k) = key {
-                    self.groups.put(k, g.clone());
-                }
-                g
-            }
-        };
+        let group = self.bind_group(&prog.layouts[pass], bufs, param_buf.as_ref());
         let enc = self.encoder();
         let mut cp = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: None,
