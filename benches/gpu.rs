@@ -18,6 +18,9 @@
 //!   three-buffer kernel: OpenCL four `clSetKernelArg`, `clEnqueueNDRangeKernel` with an event and
 //!   `clFlush`; wgpu encoder, compute pass, `finish` and `queue.submit`, with one bind group and
 //!   with a bind group made per launch), each launch waited for, untimed, before the next.
+//!   `FLOOR_MODES=other,own,waiter` (OpenCL) also prints the floor with other thread arrangements:
+//!   the context made on the main thread and the launches on another one, everything made and
+//!   launched on another thread, and the main thread launching while another waits on the events.
 //! - **copy peer** (same process, same device, not through arrayflow): a device-to-device copy of
 //!   1.5 n f32 (6 n bytes read + 6 n written = the chain's 12 n), timed the same way (K copies, each
 //!   enqueued and waited for). OpenCL: an own opencl3 context and queue on the same device,
@@ -344,26 +347,74 @@ mod ocl_peer {
             self.bufs = None;
         }
         fn launch_floor(&mut self) -> Option<(Duration, Option<Duration>)> {
-            let program = Program::create_and_build_from_source(&self.context, FLOOR_CL, "")
-                .map_err(|e| println!("launch floor: {e}"))
-                .ok()?;
-            let kernel = Kernel::create(&program, "floor_k").ok()?;
-            let mk = || {
-                // SAFETY: no host pointer; only the floor kernel uses the buffer.
-                unsafe {
-                    Buffer::<f32>::create(
-                        &self.context,
-                        CL_MEM_READ_WRITE,
-                        FLOOR_N,
-                        std::ptr::null_mut(),
-                    )
+            let t = floor_in(&self.context, &self.queue, false)?;
+            // `FLOOR_MODES=other,own,waiter`: the same loop with other thread arrangements (see
+            // `floor_modes`), printed after the main figure.
+            for mode in std::env::var("FLOOR_MODES").unwrap_or_default().split(',') {
+                let (ctx, queue, dev) = (&self.context, &self.queue, &self.device);
+                let t = match mode.trim() {
+                    "other" => std::thread::scope(|s| {
+                        s.spawn(|| floor_in(ctx, queue, false)).join().ok()?
+                    }),
+                    "own" => std::thread::scope(|s| {
+                        s.spawn(|| {
+                            let ctx = Context::from_device(dev).ok()?;
+                            #[allow(deprecated)]
+                            let queue = CommandQueue::create_default(&ctx, 0).ok()?;
+                            floor_in(&ctx, &queue, false)
+                        })
+                        .join()
+                        .ok()?
+                    }),
+                    "waiter" => floor_in(ctx, queue, true),
+                    _ => continue,
+                };
+                if let Some(t) = t {
+                    println!("launch floor, {mode}: {:.1} µs", super::us(t));
                 }
-                .ok()
-            };
-            let (a, b, y) = (mk()?, mk()?, mk()?);
-            let n = FLOOR_N as u64;
-            let queue = &self.queue;
-            let last = std::cell::RefCell::new(None);
+            }
+            Some((t, None))
+        }
+    }
+
+    /// The OpenCL launch floor on the calling thread: program, kernel and buffers made here in
+    /// `context`, launches on `queue`. With `waiter`, another thread waits for each launch's
+    /// event (polling its status, as arrayflow's completion thread does) and tells this one.
+    /// Arrangements (`FLOOR_MODES`): `other`, the context made on the main thread and everything
+    /// else on a new one; `own`, everything on a new thread; `waiter`, the main thread with a
+    /// waiting thread.
+    fn floor_in(context: &Context, queue: &CommandQueue, waiter: bool) -> Option<Duration> {
+        let program = Program::create_and_build_from_source(context, FLOOR_CL, "")
+            .map_err(|e| println!("launch floor: {e}"))
+            .ok()?;
+        let kernel = Kernel::create(&program, "floor_k").ok()?;
+        let mk = || {
+            // SAFETY: no host pointer; only the floor kernel uses the buffer.
+            unsafe {
+                Buffer::<f32>::create(context, CL_MEM_READ_WRITE, FLOOR_N, std::ptr::null_mut())
+            }
+            .ok()
+        };
+        let (a, b, y) = (mk()?, mk()?, mk()?);
+        let n = FLOOR_N as u64;
+        let (ev_tx, ev_rx) = crossbeam_channel::unbounded::<opencl3::event::Event>();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded::<()>();
+        let last = std::cell::RefCell::new(None);
+        std::thread::scope(|s| {
+            if waiter {
+                s.spawn(move || {
+                    while let Ok(ev) = ev_rx.recv() {
+                        while ev.command_execution_status().map_or(-1, |st| st.0)
+                            > opencl3::event::CL_COMPLETE
+                        {
+                            std::hint::spin_loop();
+                        }
+                        ev.wait().expect("clWaitForEvents");
+                        drop(ev);
+                        let _ = done_tx.send(());
+                    }
+                });
+            }
             let t = super::floor_loop(
                 || {
                     let t0 = Instant::now();
@@ -391,12 +442,18 @@ mod ocl_peer {
                 },
                 || {
                     if let Some(ev) = last.borrow_mut().take() {
-                        ev.wait().expect("clWaitForEvents");
+                        if waiter {
+                            ev_tx.send(ev).expect("waiter");
+                            done_rx.recv().expect("waiter");
+                        } else {
+                            ev.wait().expect("clWaitForEvents");
+                        }
                     }
                 },
             );
-            Some((t, None))
-        }
+            drop(ev_tx);
+            Some(t)
+        })
     }
 }
 
@@ -1296,9 +1353,13 @@ fn main() {
     match latency {
         Some(l) => println!(
             "launch latency {}: {l:.1} µs per launch (host, flush call to the kernel's submission; target < 20 µs), \
-             {} per iteration end to end, trace hits per iteration {small_hits:.2}",
+             {} per iteration end to end, trace hits per iteration {small_hits:.2}, flush to \
+             scheduler/executor/launch/done {:.1}/{:.1}/{l:.1}/{:.1} µs",
             label(n_small),
-            fmt_time(small.per_iter)
+            fmt_time(small.per_iter),
+            per_launch_us(&small.stats, small.stats.device.scheduled_ns),
+            per_launch_us(&small.stats, small.stats.device.received_ns),
+            per_launch_us(&small.stats, small.stats.device.done_ns),
         ),
         None => println!(
             "launch latency {}: n/a (no device launches; {} per iteration end to end on the {backend} executor)",

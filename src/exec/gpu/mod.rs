@@ -5,7 +5,9 @@
 //! and swap when memory runs out), turns each task's kernel into a [`GpuPlan`] once per kernel
 //! (`plans.rs`), and runs the seed's Move_Data_In / Compute_Data / Move_Data_Out requests.
 //! Completion is asynchronous: the device API calls back when work is done and the callback tells
-//! the scheduler. A kernel the device cannot run — unsupported, failing to compile even split, or
+//! the scheduler. When the runtime's threads spin, the loop itself polls for finished work between
+//! messages and while it waits ([`DeviceApi::poll`]), so the driver sees one thread; before it
+//! blocks it hands what is left to the API's completion thread ([`DeviceApi::park`]). A kernel the device cannot run — unsupported, failing to compile even split, or
 //! out of memory after swapping — runs on the CPU from the executor's host copies (`fallback.rs`),
 //! so no computed value is lost.
 
@@ -24,7 +26,7 @@ use crate::ir::DType;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Target};
 use crate::runtime::stats::Counters;
 use ahash::AHashMap;
-use crossbeam_channel::{Receiver, Sender, unbounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use store::Store;
@@ -67,6 +69,16 @@ pub(crate) trait DeviceApi: Send + 'static {
     /// Drops what the API keeps for reuse and could hold device memory (wgpu's bind groups);
     /// called when an allocation fails.
     fn trim(&mut self) {}
+    /// Runs the completions of submitted work that has finished, without blocking; returns
+    /// whether submitted work is still watched here. The executor calls it between messages, so
+    /// an API that keeps its completions here ([`DeviceApi::submit`]) has every driver call made
+    /// from the executor's thread. The default keeps none (a completion thread runs them all).
+    fn poll(&mut self) -> bool {
+        false
+    }
+    /// Hands the completions watched here to the API's completion thread, which blocks on them;
+    /// called before the executor blocks.
+    fn park(&mut self) {}
 }
 
 /// Host memory a download writes: `len` elements of `dtype` at `ptr`.
@@ -123,7 +135,8 @@ impl Limits {
     }
 }
 
-/// Starts the executor thread for `device`.
+/// Starts the executor thread for `device`. The device API is opened on that thread, which then
+/// makes every launch (the thread that creates the context is the one that uses it).
 pub(crate) fn start(
     device: &super::DeviceInfo,
     limits: Limits,
@@ -131,33 +144,43 @@ pub(crate) fn start(
     sched: Sender<SchedMsg>,
     counters: Arc<Counters>,
 ) -> Result<ExecHandle, String> {
+    let index = device.index;
     match device.backend {
-        super::Backend::OpenCl => {
-            let api = opencl::OpenClApi::new(device.index, spin)?;
-            Ok(spawn(api, device, limits, spin, sched, counters))
-        }
-        super::Backend::Wgpu => {
-            let api = wgpu::WgpuApi::new(device.index, spin)?;
-            Ok(spawn(api, device, limits, spin, sched, counters))
-        }
+        super::Backend::OpenCl => spawn(
+            move || opencl::OpenClApi::new(index, spin),
+            device,
+            limits,
+            spin,
+            sched,
+            counters,
+        ),
+        super::Backend::Wgpu => spawn(
+            move || wgpu::WgpuApi::new(index, spin),
+            device,
+            limits,
+            spin,
+            sched,
+            counters,
+        ),
         super::Backend::Cpu => Err("the CPU is not a device executor".into()),
     }
 }
 
+/// Spawns the executor thread, which opens the device API with `open` and reports whether it
+/// could before it runs the loop.
 fn spawn<A: DeviceApi>(
-    api: A,
+    open: impl FnOnce() -> Result<A, String> + Send + 'static,
     device: &super::DeviceInfo,
     limits: Limits,
     spin: Spin,
     sched: Sender<SchedMsg>,
     counters: Arc<Counters>,
-) -> ExecHandle {
+) -> Result<ExecHandle, String> {
     let name = device.to_string();
-    // f64 work goes to this executor only when its code generator renders f64 for the device.
-    let fp64 = api.target().fp64;
     let memory = device.memory;
     let (tx, rx) = unbounded();
     let me = tx.clone();
+    let (opened_tx, opened_rx) = crossbeam_channel::bounded(1);
     let thread_name = format!("arrayflow-{}", name.split(' ').next().unwrap_or("gpu"));
     let limit = limits
         .memory
@@ -165,6 +188,16 @@ fn spawn<A: DeviceApi>(
     std::thread::Builder::new()
         .name(thread_name)
         .spawn(move || {
+            let api = match open() {
+                Ok(api) => api,
+                Err(e) => {
+                    let _ = opened_tx.send(Err(e));
+                    return;
+                }
+            };
+            // f64 work goes to this executor only when its code generator renders f64 for the
+            // device.
+            let _ = opened_tx.send(Ok(api.target().fp64));
             GpuLoop {
                 store: Store::new(limit),
                 plans: plans::Plans::new(limits.kernel_instructions),
@@ -178,13 +211,16 @@ fn spawn<A: DeviceApi>(
             }
             .run(rx, spin)
         })
-        .expect("arrayflow: cannot start a GPU executor thread");
+        .map_err(|e| format!("cannot start a GPU executor thread: {e}"))?;
+    let fp64 = opened_rx
+        .recv()
+        .map_err(|_| "the GPU executor thread stopped while opening the device".to_string())??;
     tracing::info!(target: "arrayflow::exec", "device executor: {name}");
-    ExecHandle {
+    Ok(ExecHandle {
         tx,
         caps: Caps { fp64 },
         name,
-    }
+    })
 }
 
 struct GpuLoop<A: DeviceApi> {
@@ -206,7 +242,7 @@ struct GpuLoop<A: DeviceApi> {
 
 impl<A: DeviceApi> GpuLoop<A> {
     fn run(mut self, rx: Receiver<ExecMsg>, spin: Spin) {
-        while let Ok(msg) = spin.recv(&rx) {
+        while let Some(msg) = self.next(&rx, spin) {
             match msg {
                 ExecMsg::MoveDataIn { buf, data } => self.move_in(buf, data),
                 ExecMsg::ComputeData(task) => {
@@ -260,6 +296,45 @@ impl<A: DeviceApi> GpuLoop<A> {
                     self.store.free(buf);
                 }
                 ExecMsg::Shutdown => break,
+            }
+        }
+        self.api.park();
+    }
+
+    /// The next message (`None` once the runtime is gone). It first runs the completions of
+    /// device work that has finished (once per message, so a busy queue does not hold them up);
+    /// while it waits with work on the device, it runs them as they finish (for the spin budget;
+    /// then it hands them to the completion thread and blocks).
+    fn next(&mut self, rx: &Receiver<ExecMsg>, spin: Spin) -> Option<ExecMsg> {
+        loop {
+            let watching = self.api.poll();
+            match rx.try_recv() {
+                Ok(msg) => return Some(msg),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => {}
+            }
+            if !watching {
+                return spin.recv(rx).ok();
+            }
+            let mut msg = None;
+            let api = &mut self.api;
+            let idle = spin.until(|| match rx.try_recv() {
+                Ok(m) => {
+                    msg = Some(Some(m));
+                    true
+                }
+                Err(TryRecvError::Disconnected) => {
+                    msg = Some(None);
+                    true
+                }
+                Err(TryRecvError::Empty) => !api.poll(),
+            });
+            if let Some(msg) = msg {
+                return msg;
+            }
+            if !idle {
+                self.api.park();
+                return rx.recv().ok();
             }
         }
     }
@@ -390,6 +465,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                 }),
             );
             self.submit();
+            self.api.park();
             rx.recv().map_err(|_| "download lost".to_string())??;
             self.store.insert_host(buf, Arc::new(*out));
         }
@@ -665,6 +741,7 @@ impl<A: DeviceApi> GpuLoop<A> {
         self.export(b, move |r| {
             let _ = tx.send(r);
         });
+        self.api.park();
         let v = rx
             .recv()
             .map_err(|_| device_error("download lost".into()))??;

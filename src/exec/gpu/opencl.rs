@@ -1,12 +1,18 @@
 //! The OpenCL device API (through `opencl3`, loading `libOpenCL` at run time): one context and one
 //! in-order command queue per device; programs built from the generated OpenCL C, kept in memory
-//! by source and on disk as driver binaries (so a second process skips the driver's compile);
-//! completion through events waited on by a completion thread (which polls an event's status
-//! for the spin budget before blocking on it, `exec/wait.rs`). On the in-order queue a command's
-//! event completes after everything enqueued before it, so work that ends with a kernel is
-//! waited on through that kernel's own event; otherwise through a marker. Events go to the
-//! completion thread only after the submission's `clFlush`, so its polling never competes with
-//! the executor's enqueue and flush for the driver.
+//! by source and on disk as driver binaries (so a second process skips the driver's compile).
+//! On the in-order queue a command's event completes after everything enqueued before it, so work
+//! that ends with a kernel is waited on through that kernel's own event; otherwise through a
+//! marker.
+//!
+//! Completion: when the runtime's threads spin (a GPU on a host with spare cores, `exec/wait.rs`)
+//! the executor's own thread polls the submitted events between messages and runs their
+//! completions ([`DeviceApi::poll`]), so every driver call comes from that one thread: on NVIDIA's
+//! driver a launch takes about 3 µs longer when another thread has just waited on an event (run C
+//! of session 9 in BENCHMARKS.md). Before the executor blocks, and always when the threads do not
+//! spin, a completion thread waits for the events instead (polling an event's status for the
+//! spin budget, then blocking on it). Events are handed over only after the submission's
+//! `clFlush`, and in order.
 
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
@@ -25,8 +31,10 @@ use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_ulong};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 pub struct OpenClApi {
@@ -45,6 +53,14 @@ pub struct OpenClApi {
     /// The event of the last command enqueued, when that command was a kernel (`on_done` waits
     /// on it instead of enqueuing a marker).
     last_kernel: Option<Event>,
+    /// Submitted events whose completions the executor's thread runs as it polls them
+    /// ([`DeviceApi::poll`]), oldest first.
+    watched: VecDeque<(Event, Completion)>,
+    /// Whether submissions are watched on the executor's thread (when the runtime's threads
+    /// spin); else the completion thread waits for them all.
+    watch_here: bool,
+    /// Completions handed to the completion thread and not yet run.
+    parked: Arc<AtomicUsize>,
 }
 
 /// A built program and one kernel object per pass.
@@ -81,6 +97,8 @@ impl OpenClApi {
             device.driver_version().unwrap_or_default()
         );
         let (tx, rx) = crossbeam_channel::unbounded::<(Event, Completion)>();
+        let parked = Arc::new(AtomicUsize::new(0));
+        let left = parked.clone();
         std::thread::Builder::new()
             .name("arrayflow-opencl-done".into())
             .spawn(move || {
@@ -90,6 +108,7 @@ impl OpenClApi {
                     let status = || event.command_execution_status().map_or(-1, |s| s.0);
                     spin.until(|| status() <= CL_COMPLETE);
                     done(event.wait().map_err(|e| e.to_string()));
+                    left.fetch_sub(1, Ordering::AcqRel);
                 }
             })
             .map_err(|e| e.to_string())?;
@@ -107,6 +126,9 @@ impl OpenClApi {
             completions: tx,
             pending: Vec::new(),
             last_kernel: None,
+            watched: VecDeque::new(),
+            watch_here: spin != Spin::OFF,
+            parked,
         })
     }
 
@@ -299,7 +321,37 @@ impl DeviceApi for OpenClApi {
 
     fn submit(&mut self) {
         let _ = self.queue.flush();
+        // Completions stay in order: while the completion thread has some, it gets the new ones.
+        let here = self.watch_here && self.parked.load(Ordering::Acquire) == 0;
         for p in self.pending.drain(..) {
+            if here {
+                self.watched.push_back(p);
+            } else {
+                self.parked.fetch_add(1, Ordering::AcqRel);
+                let _ = self.completions.send(p);
+            }
+        }
+    }
+
+    fn poll(&mut self) -> bool {
+        while let Some((event, _)) = self.watched.front() {
+            let status = event.command_execution_status().map_or(-1, |s| s.0);
+            if status > CL_COMPLETE {
+                return true;
+            }
+            let (_, done) = self.watched.pop_front().expect("front exists");
+            done(if status < 0 {
+                Err(format!("the command failed (status {status})"))
+            } else {
+                Ok(())
+            });
+        }
+        false
+    }
+
+    fn park(&mut self) {
+        for p in self.watched.drain(..) {
+            self.parked.fetch_add(1, Ordering::AcqRel);
             let _ = self.completions.send(p);
         }
     }

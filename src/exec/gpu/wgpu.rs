@@ -2,8 +2,10 @@
 //! (one per pass, layouts derived from the shader), kept in memory by source, with the driver's
 //! pipeline cache saved on disk where the adapter offers `PIPELINE_CACHE`; every dispatch of a
 //! batch recorded into one command encoder and submitted once; completion through
-//! `on_submitted_work_done` and `map_async`, fired by a polling thread (which polls without
-//! blocking for the spin budget first, `exec/wait.rs`). bool is stored as one u32
+//! `on_submitted_work_done` and `map_async`, fired by `device.poll`: from the executor's own
+//! thread between messages when the runtime's threads spin ([`DeviceApi::poll`], so one thread
+//! makes every call into wgpu), else and before the executor blocks by a polling thread (which
+//! polls without blocking for the spin budget first, `exec/wait.rs`). bool is stored as one u32
 //! per element (WGSL has no 8-bit storage).
 //!
 //! Bind groups are kept in a small LRU cache keyed by layout and buffers, so a program run again
@@ -29,6 +31,7 @@ use ahash::AHashMap;
 use crossbeam_channel::Sender;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use wgpu::util::DeviceExt;
 
@@ -58,6 +61,11 @@ pub struct WgpuApi {
     cache: Option<(wgpu::PipelineCache, PathBuf)>,
     /// Wakes the polling thread after a submission.
     poll: Sender<()>,
+    /// Whether the executor's thread polls the device for completions ([`DeviceApi::poll`],
+    /// when the runtime's threads spin); else the polling thread does.
+    watch_here: bool,
+    /// Completions registered and not yet run.
+    outstanding: Arc<AtomicUsize>,
     /// Bind groups of dispatches without a parameter buffer, by layout and bound buffers.
     groups: lru::LruCache<GroupKey, wgpu::BindGroup>,
 }
@@ -84,6 +92,16 @@ pub struct WgpuProgram {
 }
 
 impl WgpuApi {
+    /// `done`, counted in [`WgpuApi::outstanding`] until it runs.
+    fn counted(&self, done: Completion) -> Completion {
+        self.outstanding.fetch_add(1, Ordering::AcqRel);
+        let left = self.outstanding.clone();
+        Box::new(move |r| {
+            left.fetch_sub(1, Ordering::AcqRel);
+            done(r)
+        })
+    }
+
     pub fn new(index: usize, spin: Spin) -> Result<WgpuApi, String> {
         let adapter = crate::exec::device::wgpu_adapters()
             .into_iter()
@@ -170,6 +188,8 @@ impl WgpuApi {
             programs: AHashMap::new(),
             cache,
             poll,
+            watch_here: spin != Spin::OFF,
+            outstanding: Arc::new(AtomicUsize::new(0)),
             groups: lru::LruCache::new(std::num::NonZeroUsize::new(BIND_GROUPS).expect("non-zero")),
         })
     }
@@ -448,6 +468,7 @@ impl DeviceApi for WgpuApi {
         if bytes == 0 {
             return self.on_done(done);
         }
+        let done = self.counted(done);
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
             size: bytes,
@@ -471,6 +492,7 @@ impl DeviceApi for WgpuApi {
     }
 
     fn on_done(&mut self, done: Completion) {
+        let done = self.counted(done);
         self.after_submit.push(Box::new(move |q| {
             q.on_submitted_work_done(move || done(Ok(())));
         }));
@@ -486,6 +508,22 @@ impl DeviceApi for WgpuApi {
         for f in self.after_submit.drain(..) {
             f(&self.queue);
         }
-        let _ = self.poll.send(());
+        if !self.watch_here {
+            let _ = self.poll.send(());
+        }
+    }
+
+    fn poll(&mut self) -> bool {
+        if !self.watch_here || self.outstanding.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        self.outstanding.load(Ordering::Acquire) > 0
+    }
+
+    fn park(&mut self) {
+        if self.outstanding.load(Ordering::Acquire) > 0 {
+            let _ = self.poll.send(());
+        }
     }
 }
