@@ -288,9 +288,7 @@ mod ocl_peer {
                 .get(index)
                 .ok_or_else(|| format!("no OpenCL device {index}"))?;
             let device = Device::new(id);
-            let context = Context::from_device(&device).map_err(|e| e.to_string())?;
-            #[allow(deprecated)]
-            let queue = CommandQueue::create_default(&context, 0).map_err(|e| e.to_string())?;
+            let (context, queue) = context_and_queue(&device)?;
             Ok(OclCopy {
                 device,
                 bufs: None,
@@ -358,9 +356,7 @@ mod ocl_peer {
                     }),
                     "own" => std::thread::scope(|s| {
                         s.spawn(|| {
-                            let ctx = Context::from_device(dev).ok()?;
-                            #[allow(deprecated)]
-                            let queue = CommandQueue::create_default(&ctx, 0).ok()?;
+                            let (ctx, queue) = context_and_queue(dev).ok()?;
                             floor_in(&ctx, &queue, false)
                         })
                         .join()
@@ -375,6 +371,14 @@ mod ocl_peer {
             }
             Some((t, None))
         }
+    }
+
+    /// A context on `device` and an in-order queue in it.
+    fn context_and_queue(device: &Device) -> Result<(Context, CommandQueue), String> {
+        let context = Context::from_device(device).map_err(|e| e.to_string())?;
+        #[allow(deprecated)]
+        let queue = CommandQueue::create_default(&context, 0).map_err(|e| e.to_string())?;
+        Ok((context, queue))
     }
 
     /// The OpenCL launch floor on the calling thread: program, kernel and buffers made here in

@@ -7,9 +7,10 @@
 //! Completion is asynchronous: the device API calls back when work is done and the callback tells
 //! the scheduler. When the runtime's threads spin, the loop itself polls for finished work between
 //! messages and while it waits ([`DeviceApi::poll`]), so the driver sees one thread; before it
-//! blocks it hands what is left to the API's completion thread ([`DeviceApi::park`]). A kernel the device cannot run — unsupported, failing to compile even split, or
-//! out of memory after swapping — runs on the CPU from the executor's host copies (`fallback.rs`),
-//! so no computed value is lost.
+//! blocks, and after every submission when the threads do not spin, it hands what is left to the
+//! API's completion thread ([`DeviceApi::park`]). A kernel the device cannot run — unsupported,
+//! failing to compile even split, or out of memory after swapping — runs on the CPU from the
+//! executor's host copies (`fallback.rs`), so no computed value is lost.
 
 mod fallback;
 pub mod opencl;
@@ -70,15 +71,13 @@ pub(crate) trait DeviceApi: Send + 'static {
     /// called when an allocation fails.
     fn trim(&mut self) {}
     /// Runs the completions of submitted work that has finished, without blocking; returns
-    /// whether submitted work is still watched here. The executor calls it between messages, so
-    /// an API that keeps its completions here ([`DeviceApi::submit`]) has every driver call made
-    /// from the executor's thread. The default keeps none (a completion thread runs them all).
-    fn poll(&mut self) -> bool {
-        false
-    }
+    /// whether submitted work is still watched here. A submission's completions stay with the
+    /// executor until [`DeviceApi::park`]; while the runtime's threads spin, the executor polls
+    /// them between messages, so every driver call comes from its thread.
+    fn poll(&mut self) -> bool;
     /// Hands the completions watched here to the API's completion thread, which blocks on them;
-    /// called before the executor blocks.
-    fn park(&mut self) {}
+    /// called before the executor blocks, and after each submission when the threads do not spin.
+    fn park(&mut self);
 }
 
 /// Host memory a download writes: `len` elements of `dtype` at `ptr`.
@@ -199,6 +198,7 @@ fn spawn<A: DeviceApi>(
             // device.
             let _ = opened_tx.send(Ok(api.target().fp64));
             GpuLoop {
+                watch: spin != Spin::OFF,
                 store: Store::new(limit),
                 plans: plans::Plans::new(limits.kernel_instructions),
                 api,
@@ -224,6 +224,9 @@ fn spawn<A: DeviceApi>(
 }
 
 struct GpuLoop<A: DeviceApi> {
+    /// Whether this thread watches its submissions' completions ([`DeviceApi::poll`]): when the
+    /// runtime's threads spin. Otherwise each submission's go to the completion thread at once.
+    watch: bool,
     api: A,
     store: Store<A::Buf>,
     plans: plans::Plans<A::Program>,
@@ -307,7 +310,7 @@ impl<A: DeviceApi> GpuLoop<A> {
     /// then it hands them to the completion thread and blocks).
     fn next(&mut self, rx: &Receiver<ExecMsg>, spin: Spin) -> Option<ExecMsg> {
         loop {
-            let watching = self.api.poll();
+            let watching = self.watch && self.api.poll();
             match rx.try_recv() {
                 Ok(msg) => return Some(msg),
                 Err(TryRecvError::Disconnected) => return None,
@@ -343,6 +346,9 @@ impl<A: DeviceApi> GpuLoop<A> {
     /// enqueued since the last submission count as launched now.
     fn submit(&mut self) {
         self.api.submit();
+        if !self.watch {
+            self.api.park();
+        }
         let d = &self.counters.device;
         Counters::add(&d.submissions, 1);
         for started in self.launched.drain(..) {

@@ -47,18 +47,15 @@ pub struct OpenClApi {
     identity: String,
     programs: AHashMap<String, Arc<ClProgram>>,
     completions: Sender<(Event, Completion)>,
-    /// Events and their completions enqueued since the last flush, handed to the completion
-    /// thread by [`DeviceApi::submit`].
+    /// Events and their completions enqueued since the last flush; [`DeviceApi::submit`] moves
+    /// them to `watched` (or, while the completion thread has some, to it).
     pending: Vec<(Event, Completion)>,
     /// The event of the last command enqueued, when that command was a kernel (`on_done` waits
     /// on it instead of enqueuing a marker).
     last_kernel: Option<Event>,
     /// Submitted events whose completions the executor's thread runs as it polls them
-    /// ([`DeviceApi::poll`]), oldest first.
+    /// ([`DeviceApi::poll`]), oldest first, until [`DeviceApi::park`].
     watched: VecDeque<(Event, Completion)>,
-    /// Whether submissions are watched on the executor's thread (when the runtime's threads
-    /// spin); else the completion thread waits for them all.
-    watch_here: bool,
     /// Completions handed to the completion thread and not yet run.
     parked: Arc<AtomicUsize>,
 }
@@ -127,7 +124,6 @@ impl OpenClApi {
             pending: Vec::new(),
             last_kernel: None,
             watched: VecDeque::new(),
-            watch_here: spin != Spin::OFF,
             parked,
         })
     }
@@ -322,7 +318,7 @@ impl DeviceApi for OpenClApi {
     fn submit(&mut self) {
         let _ = self.queue.flush();
         // Completions stay in order: while the completion thread has some, it gets the new ones.
-        let here = self.watch_here && self.parked.load(Ordering::Acquire) == 0;
+        let here = self.parked.load(Ordering::Acquire) == 0;
         for p in self.pending.drain(..) {
             if here {
                 self.watched.push_back(p);

@@ -61,9 +61,6 @@ pub struct WgpuApi {
     cache: Option<(wgpu::PipelineCache, PathBuf)>,
     /// Wakes the polling thread after a submission.
     poll: Sender<()>,
-    /// Whether the executor's thread polls the device for completions ([`DeviceApi::poll`],
-    /// when the runtime's threads spin); else the polling thread does.
-    watch_here: bool,
     /// Completions registered and not yet run.
     outstanding: Arc<AtomicUsize>,
     /// Bind groups of dispatches without a parameter buffer, by layout and bound buffers.
@@ -188,7 +185,6 @@ impl WgpuApi {
             programs: AHashMap::new(),
             cache,
             poll,
-            watch_here: spin != Spin::OFF,
             outstanding: Arc::new(AtomicUsize::new(0)),
             groups: lru::LruCache::new(std::num::NonZeroUsize::new(BIND_GROUPS).expect("non-zero")),
         })
@@ -508,13 +504,10 @@ impl DeviceApi for WgpuApi {
         for f in self.after_submit.drain(..) {
             f(&self.queue);
         }
-        if !self.watch_here {
-            let _ = self.poll.send(());
-        }
     }
 
     fn poll(&mut self) -> bool {
-        if !self.watch_here || self.outstanding.load(Ordering::Acquire) == 0 {
+        if self.outstanding.load(Ordering::Acquire) == 0 {
             return false;
         }
         let _ = self.device.poll(wgpu::PollType::Poll);
