@@ -33,6 +33,14 @@
 //!   arrayflow submits each flush) and 64 copies per submission, whose difference is what a
 //!   submission costs the device. Measured after all of arrayflow's figures; skipped with
 //!   `ARRAYFLOW_DEVICE=cpu` or `GPU_PEER=0`.
+//! - **hand-written chain** (same peer context): the chain as a kernel written by hand for the
+//!   API (one quad of `a` and `b` per thread through vector pointers, one quad of `y` written; the
+//!   OpenCL build options arrayflow uses), checked against the host, then launched back to back
+//!   with one wait, in each launch mode the peer offers. OpenCL: an event per launch (as
+//!   arrayflow), no event, and no event with a marker and its event after each launch, `clFlush`
+//!   after each; wgpu: one submission per launch (as arrayflow submits each flush) and 64 per
+//!   submission. It tells apart what the generated kernel costs from what the API costs.
+//!   `GPU_DUMP_DIR=dir` saves the OpenCL driver's binary of it (PTX on NVIDIA) as `hand_chain.bin`.
 //!
 //! The results end with a table, and one `JSON {...}` line per row that `benches/peers/merge.py`
 //! merges with the other executor's run and the PyTorch peer (`benches/peers/chain.py`).
@@ -228,6 +236,20 @@ trait CopyPeer {
     fn launch_floor(&mut self) -> Option<(Duration, Option<Duration>)> {
         None
     }
+    /// The chain itself as a kernel written by hand for this API (the same math; each thread
+    /// reads one quad of `a` and `b` through vector pointers and writes one of `y`): allocates
+    /// the three buffers, fills `a` and `b`, and returns the names of its launch modes
+    /// ([`CopyPeer::chain_enqueue`]); `None` where the peer has no such kernel.
+    fn chain_alloc(&mut self, _a: &[f32], _b: &[f32]) -> Result<Option<Vec<&'static str>>, String> {
+        Ok(None)
+    }
+    /// Enqueues `k` launches of the hand-written chain in launch mode `mode` (an index into
+    /// the modes `chain_alloc` named).
+    fn chain_enqueue(&mut self, _k: usize, _mode: usize) {}
+    /// The hand-written chain's `y`, read back after everything enqueued.
+    fn chain_read(&mut self) -> Vec<f32> {
+        Vec::new()
+    }
 }
 
 /// Launches per timed loop of a launch floor.
@@ -268,10 +290,33 @@ mod ocl_peer {
         __global float* y, ulong n) { size_t i = get_global_id(0); if (i < n) y[i] = a[i] * b[i] + a[i]; }";
     const FLOOR_N: usize = 1024;
 
+    /// The chain written by hand: one quad per thread, products rounded as arrayflow's are.
+    const CHAIN_CL: &str = "#pragma OPENCL FP_CONTRACT OFF
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void chain_k(__global const float4 *restrict a, __global const float4 *restrict b,
+             __global float4 *restrict y, uint quads) {
+  uint i = get_global_id(0);
+  if (i < quads) {
+    float4 x = a[i], z = b[i];
+    y[i] = fabs(sqrt(x * z + 1.0f) * x - z) * 0.5f + x;
+  }
+}";
+
+    /// The hand-written chain's program and buffers.
+    struct HandChain {
+        kernel: Kernel,
+        _program: Program,
+        y: Buffer<f32>,
+        _a: Buffer<f32>,
+        _b: Buffer<f32>,
+        quads: usize,
+    }
+
     pub struct OclCopy {
         device: Device,
         // Field order: buffers and queue are released before the context.
         bufs: Option<(Buffer<f32>, Buffer<f32>, usize)>,
+        chain: Option<HandChain>,
         queue: CommandQueue,
         context: Context,
     }
@@ -292,6 +337,7 @@ mod ocl_peer {
             Ok(OclCopy {
                 device,
                 bufs: None,
+                chain: None,
                 queue,
                 context,
             })
@@ -343,6 +389,138 @@ mod ocl_peer {
         fn free(&mut self) {
             let _ = self.queue.finish();
             self.bufs = None;
+            self.chain = None;
+        }
+        fn chain_alloc(
+            &mut self,
+            a: &[f32],
+            b: &[f32],
+        ) -> Result<Option<Vec<&'static str>>, String> {
+            self.chain = None;
+            if !a.len().is_multiple_of(4) {
+                return Ok(None);
+            }
+            // The build options arrayflow's executor uses (correctly rounded sqrt where offered).
+            let options = if self.device.single_fp_config().unwrap_or(0)
+                & opencl3::device::CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT
+                != 0
+            {
+                "-cl-fp32-correctly-rounded-divide-sqrt"
+            } else {
+                ""
+            };
+            let program = Program::create_and_build_from_source(&self.context, CHAIN_CL, options)?;
+            let kernel = Kernel::create(&program, "chain_k").map_err(|e| e.to_string())?;
+            // `GPU_DUMP_DIR`: the driver's binary of the program (PTX on NVIDIA) goes there.
+            if let Ok(dir) = std::env::var("GPU_DUMP_DIR")
+                && let Ok(bins) = program.get_binaries()
+                && let Some(bin) = bins.first()
+            {
+                let _ = std::fs::write(std::path::Path::new(&dir).join("hand_chain.bin"), bin);
+            }
+            let mk = |data: Option<&[f32]>| {
+                // SAFETY: no host pointer; only the hand-written chain uses the buffer.
+                let mut buf = unsafe {
+                    Buffer::<f32>::create(
+                        &self.context,
+                        CL_MEM_READ_WRITE,
+                        a.len(),
+                        std::ptr::null_mut(),
+                    )
+                }
+                .map_err(|e| e.to_string())?;
+                if let Some(d) = data {
+                    // SAFETY: a blocking write from a slice that outlives the call.
+                    unsafe {
+                        self.queue.enqueue_write_buffer(
+                            &mut buf,
+                            opencl3::types::CL_BLOCKING,
+                            0,
+                            d,
+                            &[],
+                        )
+                    }
+                    .map_err(|e| e.to_string())?;
+                }
+                Ok::<_, String>(buf)
+            };
+            let (a_buf, b_buf, y) = (mk(Some(a))?, mk(Some(b))?, mk(None)?);
+            let quads = a.len() / 4;
+            // SAFETY: the arguments match `chain_k`'s signature.
+            unsafe {
+                kernel.set_arg(0, &a_buf.get()).map_err(|e| e.to_string())?;
+                kernel.set_arg(1, &b_buf.get()).map_err(|e| e.to_string())?;
+                kernel.set_arg(2, &y.get()).map_err(|e| e.to_string())?;
+                kernel
+                    .set_arg(3, &(quads as u32))
+                    .map_err(|e| e.to_string())?;
+            }
+            self.chain = Some(HandChain {
+                kernel,
+                _program: program,
+                y,
+                _a: a_buf,
+                _b: b_buf,
+                quads,
+            });
+            Ok(Some(vec![
+                "an event per launch, clFlush each (as arrayflow)",
+                "no event, clFlush each",
+                "no event, a marker with an event after each, clFlush each",
+            ]))
+        }
+        fn chain_enqueue(&mut self, k: usize, mode: usize) {
+            let h = self.chain.as_ref().expect("chain_alloc first");
+            let (global, local) = (h.quads.next_multiple_of(256), 256usize);
+            let cl = cl3::load_library().as_ref().expect("libOpenCL is loaded");
+            for _ in 0..k {
+                if mode == 0 {
+                    // SAFETY: the kernel's arguments are set; its buffers outlive the launch.
+                    let ev = unsafe {
+                        self.queue.enqueue_nd_range_kernel(
+                            h.kernel.get(),
+                            1,
+                            std::ptr::null(),
+                            &global,
+                            &local,
+                            &[],
+                        )
+                    }
+                    .expect("clEnqueueNDRangeKernel");
+                    drop(ev);
+                } else {
+                    // The same launch asking for no event (opencl3 always asks for one).
+                    let status = cl.clEnqueueNDRangeKernel(
+                        self.queue.get(),
+                        h.kernel.get(),
+                        1,
+                        std::ptr::null(),
+                        &global,
+                        &local,
+                        0,
+                        std::ptr::null(),
+                        std::ptr::null_mut(),
+                    );
+                    assert_eq!(status, Some(0), "clEnqueueNDRangeKernel without an event");
+                    if mode == 2 {
+                        // SAFETY: a marker with no wait list.
+                        let marker = unsafe { self.queue.enqueue_marker_with_wait_list(&[]) };
+                        drop(marker.expect("clEnqueueMarkerWithWaitList"));
+                    }
+                }
+                self.queue.flush().expect("clFlush");
+            }
+        }
+        fn chain_read(&mut self) -> Vec<f32> {
+            let h = self.chain.as_ref().expect("chain_alloc first");
+            let mut y = vec![0f32; h.quads * 4];
+            // SAFETY: a blocking read into a vector of the buffer's length.
+            unsafe {
+                self.queue
+                    .enqueue_read_buffer(&h.y, opencl3::types::CL_BLOCKING, 0, &mut y, &[])
+            }
+            .expect("clEnqueueReadBuffer");
+            y
         }
         fn launch_floor(&mut self) -> Option<(Duration, Option<Duration>)> {
             let t = floor_in(&self.context, &self.queue, false)?;
@@ -492,6 +670,32 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 "#;
     const FLOOR_N: u64 = 1024;
 
+    /// The chain written by hand: one quad per thread, over a two-dimensional grid of
+    /// work-groups (a dimension holds at most 65535).
+    const CHAIN_WGSL: &str = r#"
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = g.y * groups.x * 256u + g.x;
+    if (i < arrayLength(&y)) {
+        let x = a[i];
+        let z = b[i];
+        y[i] = abs(sqrt(x * z + vec4<f32>(1.0)) * x - z) * 0.5 + x;
+    }
+}
+"#;
+
+    /// The hand-written chain's pipeline, buffers and grid.
+    struct HandChain {
+        pipeline: wgpu::ComputePipeline,
+        group: wgpu::BindGroup,
+        y: wgpu::Buffer,
+        _inputs: [wgpu::Buffer; 2],
+        grid: (u32, u32),
+    }
+
     pub struct WgpuCopy {
         name: String,
         device: wgpu::Device,
@@ -499,7 +703,59 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
         limits: wgpu::Limits,
         pipeline: wgpu::ComputePipeline,
         bufs: Option<Bufs>,
+        chain: Option<HandChain>,
         last: Option<wgpu::SubmissionIndex>,
+    }
+
+    /// A compute pipeline from WGSL created without naga's bounds checks, as arrayflow creates
+    /// its own.
+    ///
+    /// # Safety
+    /// The kernel indexes only below each array's length.
+    unsafe fn trusted_pipeline(
+        device: &wgpu::Device,
+        label: &str,
+        wgsl: &str,
+    ) -> wgpu::ComputePipeline {
+        // SAFETY: the caller's contract.
+        let module = unsafe {
+            device.create_shader_module_trusted(
+                wgpu::ShaderModuleDescriptor {
+                    label: Some(label),
+                    source: wgpu::ShaderSource::Wgsl(wgsl.into()),
+                },
+                wgpu::ShaderRuntimeChecks::unchecked(),
+            )
+        };
+        device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(label),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        })
+    }
+
+    /// A bind group of `bufs` in binding order.
+    fn bind_all(
+        device: &wgpu::Device,
+        layout: &wgpu::BindGroupLayout,
+        bufs: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = bufs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout,
+            entries: &entries,
+        })
     }
 
     struct Bufs {
@@ -531,26 +787,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
                     ..Default::default()
                 }))
                 .map_err(|e| e.to_string())?;
-            // Without naga's bounds checks, as arrayflow creates its own shaders (the loop keeps
-            // every index in range).
-            // SAFETY: the source above indexes only below `arrayLength`.
-            let module = unsafe {
-                device.create_shader_module_trusted(
-                    wgpu::ShaderModuleDescriptor {
-                        label: Some("copy kernel"),
-                        source: wgpu::ShaderSource::Wgsl(COPY_WGSL.into()),
-                    },
-                    wgpu::ShaderRuntimeChecks::unchecked(),
-                )
-            };
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("copy kernel"),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
+            // SAFETY: the copy kernel indexes only below `arrayLength` (its loop's bound).
+            let pipeline = unsafe { trusted_pipeline(&device, "copy kernel", COPY_WGSL) };
             Ok(WgpuCopy {
                 name: adapter.get_info().name,
                 device,
@@ -558,6 +796,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
                 limits,
                 pipeline,
                 bufs: None,
+                chain: None,
                 last: None,
             })
         }
@@ -596,20 +835,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
                 return Err(e.to_string());
             }
             let kernel = bindable.then(|| {
-                let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: None,
-                    layout: &self.pipeline.get_bind_group_layout(0),
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: src.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: dst.as_entire_binding(),
-                        },
-                    ],
-                });
+                let layout = self.pipeline.get_bind_group_layout(0);
+                let group = bind_all(&self.device, &layout, &[&src, &dst]);
                 let vec4s = size / 16;
                 let groups = vec4s
                     .div_ceil(256)
@@ -675,6 +902,109 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
         fn free(&mut self) {
             self.wait();
             self.bufs = None;
+            self.chain = None;
+        }
+        fn chain_alloc(
+            &mut self,
+            a: &[f32],
+            b: &[f32],
+        ) -> Result<Option<Vec<&'static str>>, String> {
+            self.chain = None;
+            let size = a.len() as u64 * 4;
+            if !a.len().is_multiple_of(4) || size > self.limits.max_storage_buffer_binding_size {
+                return Ok(None);
+            }
+            // SAFETY: the chain kernel indexes only below `arrayLength(&y)`, the length of all
+            // three arrays.
+            let pipeline =
+                unsafe { trusted_pipeline(&self.device, "hand-written chain", CHAIN_WGSL) };
+            let mk = |data: Option<&[f32]>| {
+                let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("hand-written chain"),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                });
+                if let Some(d) = data {
+                    self.queue.write_buffer(&buf, 0, bytemuck::cast_slice(d));
+                }
+                buf
+            };
+            let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let (a_buf, b_buf, y) = (mk(Some(a)), mk(Some(b)), mk(None));
+            if let Some(e) = pollster::block_on(scope.pop()) {
+                return Err(e.to_string());
+            }
+            let layout = pipeline.get_bind_group_layout(0);
+            let group = bind_all(&self.device, &layout, &[&a_buf, &b_buf, &y]);
+            let groups = (a.len() as u64 / 4).div_ceil(256);
+            let rows = groups.div_ceil(self.limits.max_compute_workgroups_per_dimension as u64);
+            let grid = (groups.div_ceil(rows) as u32, rows as u32);
+            self.chain = Some(HandChain {
+                pipeline,
+                group,
+                y,
+                _inputs: [a_buf, b_buf],
+                grid,
+            });
+            Ok(Some(vec![
+                "one submission each (as arrayflow submits each flush)",
+                "64 per submission",
+            ]))
+        }
+        fn chain_enqueue(&mut self, k: usize, mode: usize) {
+            let h = self.chain.as_ref().expect("chain_alloc first");
+            let per = if mode == 0 { 1 } else { super::BATCH };
+            let mut left = k;
+            while left > 0 {
+                let m = per.min(left);
+                let mut enc = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                for _ in 0..m {
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: None,
+                        timestamp_writes: None,
+                    });
+                    pass.set_pipeline(&h.pipeline);
+                    pass.set_bind_group(0, &h.group, &[]);
+                    pass.dispatch_workgroups(h.grid.0, h.grid.1, 1);
+                }
+                self.last = Some(self.queue.submit([enc.finish()]));
+                left -= m;
+            }
+        }
+        fn chain_read(&mut self) -> Vec<f32> {
+            let h = self.chain.as_ref().expect("chain_alloc first");
+            let size = h.y.size();
+            let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("hand-written chain read-back"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            enc.copy_buffer_to_buffer(&h.y, 0, &staging, 0, Some(size));
+            self.queue.submit([enc.finish()]);
+            staging
+                .slice(..)
+                .map_async(wgpu::MapMode::Read, |r| r.expect("map_async"));
+            self.device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: None,
+                    timeout: None,
+                })
+                .expect("wgpu poll");
+            let y = bytemuck::cast_slice::<u8, f32>(
+                &staging.get_mapped_range(..).expect("mapped range"),
+            )
+            .to_vec();
+            staging.unmap();
+            y
         }
         fn launch_floor(&mut self) -> Option<(Duration, Option<Duration>)> {
             let module = self
@@ -704,21 +1034,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
                     })
                 })
                 .collect();
-            let group = || {
-                let entries: Vec<wgpu::BindGroupEntry> = bufs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, b)| wgpu::BindGroupEntry {
-                        binding: i as u32,
-                        resource: b.as_entire_binding(),
-                    })
-                    .collect();
-                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: None,
-                    layout: &layout,
-                    entries: &entries,
-                })
-            };
+            let group = || bind_all(&self.device, &layout, &bufs.iter().collect::<Vec<_>>());
             let made_once = group();
             let last = std::cell::RefCell::new(None);
             let launch = |fresh: bool| {
@@ -803,6 +1119,16 @@ struct CopyTiming {
     /// Kernel copies back to back, [`BATCH`] to a submission, one wait; per copy (the device's
     /// pace with a fraction of the submissions).
     kernel_batched: Option<Timing>,
+    /// The hand-written chain kernel on the same API.
+    hand: Option<Hand>,
+}
+
+/// The chain as a kernel written by hand on the peer's API ([`CopyPeer::chain_alloc`]):
+/// launches back to back in each of its launch modes, one wait; per launch.
+struct Hand {
+    modes: Vec<&'static str>,
+    stream: Vec<Timing>,
+    max_err: f32,
 }
 
 impl CopyTiming {
@@ -944,6 +1270,39 @@ fn bench_copy(n: usize, target: Duration, p: &mut dyn CopyPeer) -> Option<CopyTi
         kernel,
         kernel_stream,
         kernel_batched,
+        hand: bench_hand(n, target, p),
+    })
+}
+
+/// The peer's hand-written chain kernel on the chain's inputs: checked against the host, then
+/// timed back to back in both launch modes.
+fn bench_hand(n: usize, target: Duration, p: &mut dyn CopyPeer) -> Option<Hand> {
+    let av = random_vec(n, 1, 0.5, 1.5);
+    let bv = random_vec(n, 2, 0.5, 1.5);
+    let modes = match p.chain_alloc(&av, &bv) {
+        Ok(Some(m)) => m,
+        Ok(None) => return None,
+        Err(e) => {
+            println!("hand-written chain at {}: {e}; skipped", label(n));
+            return None;
+        }
+    };
+    p.chain_enqueue(1, 0);
+    let max_err = max_rel_err(&p.chain_read(), &av, &bv);
+    drop((av, bv));
+    let stream = (0..modes.len())
+        .map(|mode| {
+            time_loop(target, 100_000, |k| {
+                p.chain_enqueue(k, mode);
+                p.wait();
+            })
+        })
+        .collect();
+    p.free();
+    Some(Hand {
+        modes,
+        stream,
+        max_err,
     })
 }
 
@@ -1189,6 +1548,17 @@ fn main() {
                         bt.k,
                     );
                 }
+                if let Some(h) = &c.hand {
+                    let modes: Vec<String> = (h.modes.iter().zip(&h.stream))
+                        .map(|(m, t)| format!("{} ({m}, K {})", fmt_time(t.per_iter), t.k))
+                        .collect();
+                    println!(
+                        "       hand-written chain kernel stream, per launch: {}; max rel. diff \
+                         vs host {:.1e}",
+                        modes.join(", "),
+                        h.max_err,
+                    );
+                }
             }
         }
     }
@@ -1247,6 +1617,22 @@ fn main() {
                     "{},{}{stream}}}",
                     head("copy-kernel", &backend, "copy", r.n, bytes),
                     timing(kt, bytes)
+                ));
+            }
+            if let Some(h) = &c.hand {
+                // `time_s` and `stream_time_s`: launch mode 0 (as arrayflow launches); `modes`:
+                // every mode's name and stream time.
+                let modes: Vec<String> = (h.modes.iter().zip(&h.stream))
+                    .map(|(m, t)| format!("[{},{}]", js(m), jn(t.per_iter.as_secs_f64())))
+                    .collect();
+                json.push(format!(
+                    "{},{},\"max_rel_err\":{},\"stream_time_s\":{},\"stream_gbs\":{},\"modes\":[{}]}}",
+                    head("hand", &backend, "chain", r.n, bytes),
+                    timing(&h.stream[0], bytes),
+                    jn(h.max_err as f64),
+                    jn(h.stream[0].per_iter.as_secs_f64()),
+                    jn(gbs(bytes, h.stream[0].per_iter)),
+                    modes.join(","),
                 ));
             }
         }

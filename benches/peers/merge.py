@@ -188,6 +188,8 @@ def main():
     )
     print()
 
+    hand_rows(rows, backends)
+
     print(f"Sum (a.sum(), 4 n bytes read; target sum/copy >= {TARGETS['sum_copy']}) and launch latency (target < {TARGETS['launch_us']:.0f} µs)")
     for b, name in backends:
         s = [d for k, d in rows.items() if k[0] == "arrayflow" and k[1] == b and k[2] == "sum"]
@@ -220,6 +222,30 @@ def main():
         ct = secs("copy", "cuda", "copy", n)
         cg = 12 * n / ct / 1e9 if ct else None
         print(f"  {'torch (ref.)':>16} sum {label(n)}: {fmt(sg)} GB/s, copy {fmt(cg)} GB/s, sum/copy {fmt(sg / cg if cg else None, '.2f')}x")
+
+
+def hand_rows(rows, backends):
+    """arrayflow's stream time against the chain written by hand for the same API (benches/gpu.rs,
+    `chain_alloc`), in each of the hand-written kernel's launch modes; the first mode launches as
+    arrayflow does."""
+    lines = []
+    for b, name in backends:
+        for (imp, backend, op, n), d in sorted(rows.items(), key=lambda kv: kv[0][3]):
+            if imp != "hand" or backend != b:
+                continue
+            af = rows.get(("arrayflow", b, "chain", n), {}).get("stream_time_s")
+            modes = d.get("modes") or []
+            if not af or not modes:
+                continue
+            lines.append(
+                f"  {name:>16} {label(n)}: arrayflow {af * 1e6:.1f} µs; hand-written "
+                + ", ".join(f"{t * 1e6:.1f} µs ({m})" for m, t in modes)
+                + f"; hand (as arrayflow launches) / arrayflow {modes[0][1] / af:.3f}x"
+            )
+    if lines:
+        print("The chain written by hand on the same API, launches back to back (stream), per launch")
+        print("\n".join(lines))
+        print()
 
 
 def floor_note(ld):

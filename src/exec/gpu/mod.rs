@@ -65,7 +65,10 @@ pub(crate) trait DeviceApi: Send + 'static {
     fn download(&mut self, buf: &Self::Buf, out: HostSlice, done: Completion);
     /// Calls `done` once all work enqueued so far has finished.
     fn on_done(&mut self, done: Completion);
-    /// Submits what was enqueued (wgpu batches dispatches into one submission until then).
+    /// Submits what was enqueued (wgpu batches dispatches into one submission until then, and
+    /// may hold them back to go with later work while the device is busy: until the next
+    /// [`DeviceApi::poll`] finds it less busy, or [`DeviceApi::park`]). Counts each submission
+    /// handed to the device in `stats().device.submissions`.
     fn submit(&mut self);
     /// Drops what the API keeps for reuse and could hold device memory (wgpu's bind groups);
     /// called when an allocation fails.
@@ -75,8 +78,9 @@ pub(crate) trait DeviceApi: Send + 'static {
     /// executor until [`DeviceApi::park`]; while the runtime's threads spin, the executor polls
     /// them between messages, so every driver call comes from its thread.
     fn poll(&mut self) -> bool;
-    /// Hands the completions watched here to the API's completion thread, which blocks on them;
-    /// called before the executor blocks, and after each submission when the threads do not spin.
+    /// Submits held work, and hands the completions watched here to the API's completion
+    /// thread, which blocks on them; called before the executor blocks, and after each
+    /// submission when the threads do not spin (so nothing is held back then).
     fn park(&mut self);
 }
 
@@ -342,15 +346,14 @@ impl<A: DeviceApi> GpuLoop<A> {
         }
     }
 
-    /// Hands what was enqueued to the device (`stats().device.submissions`); the programs
-    /// enqueued since the last submission count as launched now.
+    /// Hands what was enqueued to the device API's submission; the programs enqueued since the
+    /// last one count as launched now.
     fn submit(&mut self) {
         self.api.submit();
         if !self.watch {
             self.api.park();
         }
         let d = &self.counters.device;
-        Counters::add(&d.submissions, 1);
         for started in self.launched.drain(..) {
             Counters::add(&d.launch_ns, started.elapsed().as_nanos() as u64);
             Counters::add(&d.launches, 1);

@@ -1,9 +1,11 @@
 //! The OpenCL device API (through `opencl3`, loading `libOpenCL` at run time): one context and one
 //! in-order command queue per device; programs built from the generated OpenCL C, kept in memory
 //! by source and on disk as driver binaries (so a second process skips the driver's compile).
-//! On the in-order queue a command's event completes after everything enqueued before it, so work
-//! that ends with a kernel is waited on through that kernel's own event; otherwise through a
-//! marker.
+//! Kernels are enqueued without events; on the in-order queue a marker's event completes after
+//! everything enqueued before it, so each piece of work is waited on through a marker enqueued
+//! after it. On NVIDIA's driver a kernel that carries an event costs the device about 1.5 µs
+//! more per launch than one without, and 0.9 µs more than one followed by a marker (the
+//! hand-written chain of `benches/gpu.rs`, run A of session 10 in BENCHMARKS.md).
 //!
 //! Completion: when the runtime's threads spin (a GPU on a host with spare cores, `exec/wait.rs`)
 //! the executor's own thread polls the submitted events between messages and runs their
@@ -50,9 +52,9 @@ pub struct OpenClApi {
     /// Events and their completions enqueued since the last flush; [`DeviceApi::submit`] moves
     /// them to `watched` (or, while the completion thread has some, to it).
     pending: Vec<(Event, Completion)>,
-    /// The event of the last command enqueued, when that command was a kernel (`on_done` waits
-    /// on it instead of enqueuing a marker).
-    last_kernel: Option<Event>,
+    /// The OpenCL library, for `clEnqueueNDRangeKernel` without an event (opencl3 always asks
+    /// for one).
+    cl: &'static cl3::OpenClRuntime,
     /// Submitted events whose completions the executor's thread runs as it polls them
     /// ([`DeviceApi::poll`]), oldest first, until [`DeviceApi::park`].
     watched: VecDeque<(Event, Completion)>,
@@ -122,7 +124,7 @@ impl OpenClApi {
             programs: AHashMap::new(),
             completions: tx,
             pending: Vec::new(),
-            last_kernel: None,
+            cl: library()?,
             watched: VecDeque::new(),
             parked,
         })
@@ -172,6 +174,13 @@ fn save(dir: &PathBuf, bin_path: &PathBuf, bin: &[u8], src_path: &PathBuf, src: 
     }
 }
 
+/// The OpenCL library opencl3 loaded, to call its functions directly.
+fn library() -> Result<&'static cl3::OpenClRuntime, String> {
+    cl3::load_library()
+        .as_ref()
+        .map_err(|e| format!("the OpenCL library: {e}"))
+}
+
 fn bytes_of(data: &TypedVec) -> &[u8] {
     crate::with_typed_vec!(data, v => {
         // SAFETY: plain element types without padding; the slice covers exactly the vector.
@@ -208,7 +217,6 @@ impl DeviceApi for OpenClApi {
         if bytes.is_empty() {
             return Ok(());
         }
-        self.last_kernel = None;
         // SAFETY: a blocking write from memory that outlives the call.
         unsafe {
             self.queue
@@ -219,7 +227,6 @@ impl DeviceApi for OpenClApi {
     }
 
     fn zero(&mut self, buf: &mut Buffer<u8>, bytes: u64) -> Result<(), String> {
-        self.last_kernel = None;
         // SAFETY: the fill covers the buffer's own bytes.
         unsafe {
             self.queue
@@ -276,11 +283,22 @@ impl DeviceApi for OpenClApi {
             }
             let global = p.groups as usize * p.local as usize;
             let local = p.local as usize;
-            self.last_kernel = Some(
-                self.queue
-                    .enqueue_nd_range_kernel(k.get(), 1, std::ptr::null(), &global, &local, &[])
-                    .map_err(err)?,
+            let status = self.cl.clEnqueueNDRangeKernel(
+                self.queue.get(),
+                k.get(),
+                1,
+                std::ptr::null(),
+                &global,
+                &local,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
             );
+            match status {
+                Some(opencl3::error_codes::CL_SUCCESS) => {}
+                Some(e) => return Err(err(opencl3::error_codes::ClError(e))),
+                None => return Err(format!("{}: no clEnqueueNDRangeKernel", p.entry)),
+            }
         }
         Ok(())
     }
@@ -290,7 +308,6 @@ impl DeviceApi for OpenClApi {
         if bytes == 0 {
             return self.on_done(done);
         }
-        self.last_kernel = None;
         // SAFETY: `out` stays valid until `done` runs (the caller's contract).
         let dst = unsafe { std::slice::from_raw_parts_mut(out.ptr, bytes) };
         // SAFETY: a non-blocking read whose destination outlives the event (see above).
@@ -304,12 +321,8 @@ impl DeviceApi for OpenClApi {
     }
 
     fn on_done(&mut self, done: Completion) {
-        let event = match self.last_kernel.take() {
-            Some(ev) => Ok(ev),
-            // SAFETY: a marker with no wait list.
-            None => unsafe { self.queue.enqueue_marker_with_wait_list(&[]) },
-        };
-        match event {
+        // SAFETY: a marker with no wait list.
+        match unsafe { self.queue.enqueue_marker_with_wait_list(&[]) } {
             Ok(ev) => self.pending.push((ev, done)),
             Err(e) => done(Err(e.to_string())),
         }
@@ -317,6 +330,7 @@ impl DeviceApi for OpenClApi {
 
     fn submit(&mut self) {
         let _ = self.queue.flush();
+        Counters::add(&Self::counters().submissions, 1);
         // Completions stay in order: while the completion thread has some, it gets the new ones.
         let here = self.parked.load(Ordering::Acquire) == 0;
         for p in self.pending.drain(..) {

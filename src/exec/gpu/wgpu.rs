@@ -1,7 +1,10 @@
 //! The wgpu device API (Vulkan): one device and queue; generated WGSL built into compute pipelines
 //! (one per pass, layouts derived from the shader), kept in memory by source, with the driver's
 //! pipeline cache saved on disk where the adapter offers `PIPELINE_CACHE`; every dispatch of a
-//! batch recorded into one command encoder and submitted once; completion through
+//! batch recorded into one command encoder and submitted once; with `ARRAYFLOW_WGPU_HOLD=N`,
+//! while N submissions are in flight, later batches are recorded into the same encoder and
+//! submitted together (off by default, see `WgpuApi::hold_at`; uploads are copies recorded in
+//! the encoder, so they stay in order with held work); completion through
 //! `on_submitted_work_done` and `map_async`, fired by `device.poll`: from the executor's own
 //! thread between messages when the runtime's threads spin ([`DeviceApi::poll`], so one thread
 //! makes every call into wgpu), else and before the executor blocks by a polling thread (which
@@ -63,6 +66,20 @@ pub struct WgpuApi {
     poll: Sender<()>,
     /// Completions registered and not yet run.
     outstanding: Arc<AtomicUsize>,
+    /// Submissions handed to the device and not yet finished.
+    in_flight: Arc<AtomicUsize>,
+    /// Submissions in flight at which new work is held back, recorded into the same command
+    /// encoder as what follows (`submit`; `ARRAYFLOW_WGPU_HOLD`, default 0: never; 2 keeps one
+    /// submission running and the next queued). Each submission costs NVIDIA's Vulkan driver
+    /// about 16 µs of device time at 2^27 (the hand-written chain of `benches/gpu.rs`: 392.7 µs
+    /// per launch with a submission each, 378.5 µs with 64 per submission), and holding at 2
+    /// took arrayflow's chain from 393 to 387 µs there; but at 2^20 it held back only some
+    /// batches in some processes, which then ran slower (24 against 19 µs), so it is off by
+    /// default (runs B and C of session 10 in BENCHMARKS.md).
+    hold_at: usize,
+    /// Recorded work held back: it goes with later work, once fewer submissions are in flight
+    /// ([`DeviceApi::poll`]), or before the executor blocks ([`DeviceApi::park`]).
+    held: bool,
     /// Bind groups of dispatches without a parameter buffer, by layout and bound buffers.
     groups: lru::LruCache<GroupKey, wgpu::BindGroup>,
 }
@@ -186,8 +203,31 @@ impl WgpuApi {
             cache,
             poll,
             outstanding: Arc::new(AtomicUsize::new(0)),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            hold_at: std::env::var("ARRAYFLOW_WGPU_HOLD")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0),
+            held: false,
             groups: lru::LruCache::new(std::num::NonZeroUsize::new(BIND_GROUPS).expect("non-zero")),
         })
+    }
+
+    /// Hands the recorded work to the device (one submission), then registers what waits for it.
+    fn flush(&mut self) {
+        self.held = false;
+        let cmd = self.encoder.take().map(|e| e.finish());
+        self.queue.submit(cmd);
+        Counters::add(&Self::counters().submissions, 1);
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let in_flight = self.in_flight.clone();
+        let ran = self.counted(Box::new(move |_| {
+            in_flight.fetch_sub(1, Ordering::AcqRel);
+        }));
+        self.queue.on_submitted_work_done(move || ran(Ok(())));
+        for f in self.after_submit.drain(..) {
+            f(&self.queue);
+        }
     }
 
     fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
@@ -354,9 +394,23 @@ impl DeviceApi for WgpuApi {
 
     fn upload(&mut self, buf: &mut wgpu::Buffer, data: &TypedVec) -> Result<(), String> {
         let bytes = device_bytes(data);
-        if !bytes.is_empty() {
-            self.queue.write_buffer(buf, 0, &bytes);
+        if bytes.is_empty() {
+            return Ok(());
         }
+        // Through a host-visible staging buffer copied in the encoder, in order with the work
+        // recorded before it. (`queue.write_buffer` costs the same copies but runs before the
+        // next submission's commands: ahead of held work that may still read the buffer's
+        // previous contents, a pooled buffer freed after it was read.)
+        let staging = self.checked(wgpu::ErrorFilter::OutOfMemory, || {
+            self.device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("arrayflow upload"),
+                    contents: &bytes,
+                    usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+                })
+        })?;
+        self.encoder()
+            .copy_buffer_to_buffer(&staging, 0, buf, 0, bytes.len() as u64);
         Ok(())
     }
 
@@ -495,26 +549,37 @@ impl DeviceApi for WgpuApi {
     }
 
     fn trim(&mut self) {
+        // Held work keeps the buffers it uses alive until it has run.
+        if self.held {
+            self.flush();
+        }
         self.groups.clear();
     }
 
     fn submit(&mut self) {
-        let cmd = self.encoder.take().map(|e| e.finish());
-        self.queue.submit(cmd);
-        for f in self.after_submit.drain(..) {
-            f(&self.queue);
+        if self.hold_at > 0 && self.in_flight.load(Ordering::Acquire) >= self.hold_at {
+            self.held = true;
+        } else {
+            self.flush();
         }
     }
 
     fn poll(&mut self) -> bool {
-        if self.outstanding.load(Ordering::Acquire) == 0 {
-            return false;
+        if self.outstanding.load(Ordering::Acquire) > 0 {
+            let _ = self.device.poll(wgpu::PollType::Poll);
         }
-        let _ = self.device.poll(wgpu::PollType::Poll);
-        self.outstanding.load(Ordering::Acquire) > 0
+        if self.held && self.in_flight.load(Ordering::Acquire) < self.hold_at {
+            self.flush();
+        }
+        // Held work counts as watched: the executor keeps polling until it goes, or parks
+        // (which submits it) before it blocks.
+        self.held || self.outstanding.load(Ordering::Acquire) > 0
     }
 
     fn park(&mut self) {
+        if self.held {
+            self.flush();
+        }
         if self.outstanding.load(Ordering::Acquire) > 0 {
             let _ = self.poll.send(());
         }

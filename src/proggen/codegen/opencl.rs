@@ -6,7 +6,7 @@
 //! Every entry runs work-groups of [`LOCAL`] threads, in grid-stride loops (at most
 //! [`MAX_GROUPS`] groups; element-wise kernels up to 2^20). Without reductions the plan is one
 //! pass `af_kernel` looping over the domain's quads (four consecutive elements, vector loads and
-//! stores), two quads a global size apart per thread and trip (`vector_loop`; the scalar
+//! stores), by default one quad per thread, a work-group per 256 quads (`vector_loop`; the scalar
 //! alternative takes [`UNROLL`] elements a global size apart).
 //! With reductions (O results, each over I elements of the reduced extent):
 //! - `af_kernel` gives each result T threads (a power of two, about I / 8, at most 256), so a

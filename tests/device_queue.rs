@@ -1,0 +1,110 @@
+//! The device's queue kept full: flushes enqueued back to back without a wait, on whatever
+//! executor `ARRAYFLOW_DEVICE` picks (CI runs this file once per executor), with the runtime's
+//! threads spinning as they do on a GPU host, so the device executor watches its own completions,
+//! and with the wgpu executor holding new work back while a submission runs
+//! (`ARRAYFLOW_WGPU_HOLD=1`), to submit it together with what follows. Each flush reads a fresh input, uploaded into the memory of a result
+//! dropped while its flush was queued: every result must still come from its own input.
+
+mod common;
+
+use arrayflow::{Array, Backend, DeviceLimits, Runtime};
+use common::*;
+
+/// Rounds of three functions in the long flush (each round shrinks the errors before it).
+const ROUNDS: usize = 8;
+
+/// Flush `k` on input `x`, started without a wait. Transcendental functions make its kernel long
+/// on a CPU-backed device too, so the queue holds several flushes while the next ones are
+/// recorded. (The tolerances below cover their 32 ulp, compounded through the chain.)
+fn short(x: &Array<f32>, k: usize) -> Array<f32> {
+    let t = x.sin() * x.exp() + x.cos() * x.ln();
+    let y = ((t.sin() * t.cos().exp() + (k as f32 + 3.0)).sqrt() - x).abs();
+    y.hint_read();
+    y
+}
+
+#[test]
+fn back_to_back_flushes_keep_their_inputs() {
+    // The wgpu executor holds work back from one submission in flight (on a CPU-backed device
+    // this host seldom gets two ahead). `ARRAYFLOW_WGPU_HOLD` set by the caller wins.
+    if std::env::var_os("ARRAYFLOW_WGPU_HOLD").is_none() {
+        // SAFETY: no other thread runs yet (this file's only test, before the runtime starts).
+        unsafe { std::env::set_var("ARRAYFLOW_WGPU_HOLD", "1") };
+    }
+    Runtime::builder()
+        .device_limits(DeviceLimits {
+            spin: Some(std::time::Duration::from_millis(2)),
+            ..DeviceLimits::from_env()
+        })
+        .start()
+        .expect("the runtime starts");
+    println!("executor: {}", Runtime::executor());
+    let (n, flushes) = (1 << 17, 32u32);
+    let inputs: Vec<Vec<f32>> = (0..flushes)
+        .map(|k| rand_f32(&mut rng(k as u64), n, 0.5, 1.5))
+        .collect();
+    // The flushes' program, compiled before the timing matters (a trace-cache hit from then on).
+    short(&Array::from_vec(inputs[0].clone(), &[n]), 0)
+        .eval()
+        .unwrap();
+    let before = Runtime::stats();
+    // A long first flush keeps the device busy while the others are recorded.
+    let long_input = rand_f32(&mut rng(99), 1 << 21, 0.5, 1.5);
+    let mut long = Array::from_vec(long_input.clone(), &[1 << 21]);
+    for _ in 0..ROUNDS {
+        long = ((long.sin() + long.cos()) * 0.5 + 1.0).ln() + 1.0;
+    }
+    long.hint_read();
+    let mut results = Vec::new();
+    for (k, v) in inputs.iter().enumerate() {
+        let x = Array::from_vec(v.clone(), &[n]);
+        let y = short(&x, k);
+        // Every other result is dropped while its flush is queued: its memory goes straight back
+        // to the device's pool, and the next input is uploaded into it.
+        if k % 2 == 0 {
+            results.push((k, y));
+        }
+    }
+    for (k, y) in results {
+        let v = &inputs[k];
+        let got = y.to_vec().unwrap();
+        for (i, (&g, &x)) in got.iter().zip(v).enumerate() {
+            let x = x as f64;
+            let t = x.sin() * x.exp() + x.cos() * x.ln();
+            let w = ((t.sin() * t.cos().exp() + (k as f64 + 3.0)).sqrt() - x).abs();
+            assert!(
+                (g as f64 - w).abs() <= 1e-4 * w.max(1.0),
+                "flush {k} [{i}]: {g}, expected {w}"
+            );
+        }
+    }
+    let got = long.to_vec().unwrap();
+    for (i, (&g, &x)) in got.iter().zip(&long_input).enumerate() {
+        let w = (0..ROUNDS).fold(x as f64, |z, _| {
+            ((z.sin() + z.cos()) * 0.5 + 1.0).ln() + 1.0
+        });
+        assert!(
+            (g as f64 - w).abs() <= 1e-5 * w.max(1.0),
+            "the long flush [{i}]: {g}, expected {w}"
+        );
+    }
+    let st = Runtime::stats().since(&before);
+    println!(
+        "{} flushes: {} device tasks, {} submissions",
+        flushes + 1,
+        st.device.tasks,
+        st.device.submissions
+    );
+    // Each flush's task, then each read's download, is a submission unless held back (as the
+    // short flushes are, recorded while the long one runs).
+    let hold = std::env::var("ARRAYFLOW_WGPU_HOLD").is_ok_and(|v| v.trim() != "0");
+    if Runtime::backend() == Backend::Wgpu && hold {
+        assert!(
+            st.device.submissions < 2 * st.device.tasks,
+            "the wgpu executor submitted each of {} flushes and reads on its own ({} \
+             submissions): it should hold work back while submissions run",
+            st.device.tasks,
+            st.device.submissions
+        );
+    }
+}
