@@ -737,6 +737,28 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
         })
     }
 
+    /// `k` dispatches of `pipeline` with `group` over `grid` work-groups, one compute pass each
+    /// (as arrayflow's executor records its dispatches), in one submission.
+    fn submit_dispatches(
+        (device, queue): (&wgpu::Device, &wgpu::Queue),
+        (pipeline, group): (&wgpu::ComputePipeline, &wgpu::BindGroup),
+        grid: (u32, u32),
+        k: usize,
+    ) -> wgpu::SubmissionIndex {
+        let mut enc =
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        for _ in 0..k {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, group, &[]);
+            pass.dispatch_workgroups(grid.0, grid.1, 1);
+        }
+        queue.submit([enc.finish()])
+    }
+
     /// A bind group of `bufs` in binding order.
     fn bind_all(
         device: &wgpu::Device,
@@ -875,20 +897,12 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
             let Some((group, groups)) = &b.kernel else {
                 return false;
             };
-            let mut enc = self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            // One compute pass per copy, as arrayflow's executor records its dispatches.
-            for _ in 0..k {
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: None,
-                    timestamp_writes: None,
-                });
-                pass.set_pipeline(&self.pipeline);
-                pass.set_bind_group(0, group, &[]);
-                pass.dispatch_workgroups(*groups, 1, 1);
-            }
-            self.last = Some(self.queue.submit([enc.finish()]));
+            self.last = Some(submit_dispatches(
+                (&self.device, &self.queue),
+                (&self.pipeline, group),
+                (*groups, 1),
+                k,
+            ));
             true
         }
         fn wait(&mut self) {
@@ -960,19 +974,12 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
             let mut left = k;
             while left > 0 {
                 let m = per.min(left);
-                let mut enc = self
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-                for _ in 0..m {
-                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: None,
-                        timestamp_writes: None,
-                    });
-                    pass.set_pipeline(&h.pipeline);
-                    pass.set_bind_group(0, &h.group, &[]);
-                    pass.dispatch_workgroups(h.grid.0, h.grid.1, 1);
-                }
-                self.last = Some(self.queue.submit([enc.finish()]));
+                self.last = Some(submit_dispatches(
+                    (&self.device, &self.queue),
+                    (&h.pipeline, &h.group),
+                    h.grid,
+                    m,
+                ));
                 left -= m;
             }
         }
