@@ -66,7 +66,7 @@ pub struct WgpuApi {
     poll: Sender<()>,
     /// Completions registered and not yet run.
     outstanding: Arc<AtomicUsize>,
-    /// Submissions handed to the device and not yet finished.
+    /// Submissions handed to the device and not yet finished (counted while `hold_at > 0`).
     in_flight: Arc<AtomicUsize>,
     /// Submissions in flight at which new work is held back, recorded into the same command
     /// encoder as what follows (`submit`; `ARRAYFLOW_WGPU_HOLD`, default 0: never; 2 keeps one
@@ -219,12 +219,15 @@ impl WgpuApi {
         let cmd = self.encoder.take().map(|e| e.finish());
         self.queue.submit(cmd);
         Counters::add(&Self::counters().submissions, 1);
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        let in_flight = self.in_flight.clone();
-        let ran = self.counted(Box::new(move |_| {
-            in_flight.fetch_sub(1, Ordering::AcqRel);
-        }));
-        self.queue.on_submitted_work_done(move || ran(Ok(())));
+        // Submissions in flight are counted only when work may be held back for them.
+        if self.hold_at > 0 {
+            self.in_flight.fetch_add(1, Ordering::AcqRel);
+            let in_flight = self.in_flight.clone();
+            let ran = self.counted(Box::new(move |_| {
+                in_flight.fetch_sub(1, Ordering::AcqRel);
+            }));
+            self.queue.on_submitted_work_done(move || ran(Ok(())));
+        }
         for f in self.after_submit.drain(..) {
             f(&self.queue);
         }

@@ -220,11 +220,7 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     source.push_str(&kernel_entry(k, t, &f));
     let (outer, len) = (k.domain.outer as u64, k.domain.len() as u64);
     let groups = match f.lay {
-        Layout::Elementwise if tuning().opencl_vector => (len / 4)
-            .max(1)
-            .div_ceil(LOCAL as u64 * tuning().opencl_quads)
-            .min(tuning().opencl_groups)
-            as u32,
+        Layout::Elementwise if tuning().opencl_vector => vector_groups(len) as u32,
         Layout::Elementwise => groups_for(len, LOCAL as u64 * UNROLL),
         Layout::Reduce {
             threads, chunks, ..
@@ -672,14 +668,27 @@ fn vec4(d: DType) -> &'static str {
 
 /// The element-wise loop over quads: each thread loads four consecutive elements of every input
 /// read in place (`vin{p}`), runs the element body once per lane, and stores the four results of
-/// each output at once (`vout{o}`). With Q = [`super::gpu::Tuning::opencl_quads`] > 1 a main loop takes Q quads a
-/// global size apart per trip (their loads issued first, so more bytes are in flight per thread)
-/// and a second loop the quads left; the last `len % 4` elements take the scalar body.
+/// each output at once (`vout{o}`). With one quad per thread and a thread per quad (the default
+/// up to 2^28 quads) there is no loop; with Q = [`super::gpu::Tuning::opencl_quads`] > 1 a main
+/// loop takes Q quads a global size apart per trip (their loads issued first, so more bytes are in
+/// flight per thread) and a second loop the quads left; the last `len % 4` elements take the
+/// scalar body.
 fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
     let quads = len / 4;
     let ty = if quads < 1 << 31 { "uint" } else { "ulong" };
     let q_trip = tuning().opencl_quads;
     let mut s = format!("  const {ty} gs = get_global_size(0);\n  {ty} i = get_global_id(0);\n");
+    if q_trip == 1 && vector_groups(len) * LOCAL as u64 >= quads {
+        // A thread per quad: no loop (on the H200 the one-trip loop cost about 1 µs of a 370 µs
+        // kernel against the hand-written chain of `benches/gpu.rs`).
+        if len.is_multiple_of(4) {
+            s = format!("  const {ty} i = get_global_id(0);\n");
+        }
+        let _ = writeln!(s, "  if (i < ({ty}){quads}UL) {{");
+        s.push_str(&indent(&quad_block(k, t, "i", None), 2));
+        s.push_str("  }\n");
+        return s + &scalar_tail(k, t, len);
+    }
     if q_trip > 1 {
         let at = |j: u64| {
             if j == 0 {
@@ -704,15 +713,31 @@ fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
     let _ = writeln!(s, "  for (; i < ({ty}){quads}UL; i += gs) {{");
     s.push_str(&indent(&quad_block(k, t, "i", None), 2));
     s.push_str("  }\n");
-    if !len.is_multiple_of(4) {
-        let _ = writeln!(
-            s,
-            "  for (ulong lin = {}UL + get_global_id(0); lin < {len}UL; lin += gs) {{",
-            quads * 4
-        );
-        s.push_str(&indent(&element_body(k, t, Access::Scalar), 2));
-        s.push_str("  }\n");
+    s + &scalar_tail(k, t, len)
+}
+
+/// Work-groups of a vector element-wise kernel over `len` elements: enough for
+/// [`super::gpu::Tuning::opencl_quads`] quads per thread, at most
+/// [`super::gpu::Tuning::opencl_groups`].
+fn vector_groups(len: u64) -> u64 {
+    (len / 4)
+        .max(1)
+        .div_ceil(LOCAL as u64 * tuning().opencl_quads)
+        .min(tuning().opencl_groups)
+}
+
+/// The scalar loop over the last `len % 4` elements of a vector element-wise kernel (`gs` is
+/// the global size).
+fn scalar_tail(k: &FusedKernel, t: Target, len: u64) -> String {
+    if len.is_multiple_of(4) {
+        return String::new();
     }
+    let mut s = format!(
+        "  for (ulong lin = {}UL + get_global_id(0); lin < {len}UL; lin += gs) {{\n",
+        len / 4 * 4
+    );
+    s.push_str(&indent(&element_body(k, t, Access::Scalar), 2));
+    s.push_str("  }\n");
     s
 }
 
