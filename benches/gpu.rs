@@ -36,10 +36,10 @@
 //! - **hand-written chain** (same peer context): the chain as a kernel written by hand for the
 //!   API (one quad of `a` and `b` per thread through vector pointers, one quad of `y` written; the
 //!   OpenCL build options arrayflow uses), checked against the host, then launched back to back
-//!   with one wait, in each launch mode the peer offers. OpenCL: an event per launch (as
-//!   arrayflow), no event, and no event with a marker and its event after each launch, `clFlush`
-//!   after each; wgpu: one submission per launch (as arrayflow submits each flush) and 64 per
-//!   submission. It tells apart what the generated kernel costs from what the API costs.
+//!   with one wait, in each launch mode the peer offers. OpenCL: an event per launch, no event,
+//!   no event with a marker and its event after each launch, and that with the kernel's arguments
+//!   set before each launch (as arrayflow launches), `clFlush` after each; wgpu: one submission
+//!   per launch (as arrayflow submits each flush) and 64 per submission. It tells apart what the generated kernel costs from what the API costs.
 //!   `GPU_DUMP_DIR=dir` saves the OpenCL driver's binary of it (PTX on NVIDIA) as `hand_chain.bin`.
 //!
 //! The results end with a table, and one `JSON {...}` line per row that `benches/peers/merge.py`
@@ -307,9 +307,23 @@ void chain_k(__global const float4 *restrict a, __global const float4 *restrict 
         kernel: Kernel,
         _program: Program,
         y: Buffer<f32>,
-        _a: Buffer<f32>,
-        _b: Buffer<f32>,
+        a: Buffer<f32>,
+        b: Buffer<f32>,
         quads: usize,
+    }
+
+    impl HandChain {
+        /// Sets `chain_k`'s four arguments.
+        fn set_args(&self) -> Result<(), String> {
+            // SAFETY: the arguments match `chain_k`'s signature.
+            unsafe {
+                self.kernel.set_arg(0, &self.a.get())?;
+                self.kernel.set_arg(1, &self.b.get())?;
+                self.kernel.set_arg(2, &self.y.get())?;
+                self.kernel.set_arg(3, &(self.quads as u32))?;
+            }
+            Ok(())
+        }
     }
 
     pub struct OclCopy {
@@ -445,28 +459,21 @@ void chain_k(__global const float4 *restrict a, __global const float4 *restrict 
                 Ok::<_, String>(buf)
             };
             let (a_buf, b_buf, y) = (mk(Some(a))?, mk(Some(b))?, mk(None)?);
-            let quads = a.len() / 4;
-            // SAFETY: the arguments match `chain_k`'s signature.
-            unsafe {
-                kernel.set_arg(0, &a_buf.get()).map_err(|e| e.to_string())?;
-                kernel.set_arg(1, &b_buf.get()).map_err(|e| e.to_string())?;
-                kernel.set_arg(2, &y.get()).map_err(|e| e.to_string())?;
-                kernel
-                    .set_arg(3, &(quads as u32))
-                    .map_err(|e| e.to_string())?;
-            }
-            self.chain = Some(HandChain {
+            let h = HandChain {
                 kernel,
                 _program: program,
                 y,
-                _a: a_buf,
-                _b: b_buf,
-                quads,
-            });
+                a: a_buf,
+                b: b_buf,
+                quads: a.len() / 4,
+            };
+            h.set_args()?;
+            self.chain = Some(h);
             Ok(Some(vec![
-                "an event per launch, clFlush each (as arrayflow)",
+                "an event per launch, clFlush each",
                 "no event, clFlush each",
                 "no event, a marker with an event after each, clFlush each",
+                "arguments set before each launch, no event, a marker after each (as arrayflow)",
             ]))
         }
         fn chain_enqueue(&mut self, k: usize, mode: usize) {
@@ -474,6 +481,9 @@ void chain_k(__global const float4 *restrict a, __global const float4 *restrict 
             let (global, local) = (h.quads.next_multiple_of(256), 256usize);
             let cl = cl3::load_library().as_ref().expect("libOpenCL is loaded");
             for _ in 0..k {
+                if mode == 3 {
+                    h.set_args().expect("clSetKernelArg");
+                }
                 if mode == 0 {
                     // SAFETY: the kernel's arguments are set; its buffers outlive the launch.
                     let ev = unsafe {
@@ -502,7 +512,7 @@ void chain_k(__global const float4 *restrict a, __global const float4 *restrict 
                         std::ptr::null_mut(),
                     );
                     assert_eq!(status, Some(0), "clEnqueueNDRangeKernel without an event");
-                    if mode == 2 {
+                    if mode >= 2 {
                         // SAFETY: a marker with no wait list.
                         let marker = unsafe { self.queue.enqueue_marker_with_wait_list(&[]) };
                         drop(marker.expect("clEnqueueMarkerWithWaitList"));
@@ -1627,7 +1637,7 @@ fn main() {
                 ));
             }
             if let Some(h) = &c.hand {
-                // `time_s` and `stream_time_s`: launch mode 0 (as arrayflow launches); `modes`:
+                // `time_s` and `stream_time_s`: launch mode 0; `modes`:
                 // every mode's name and stream time.
                 let modes: Vec<String> = (h.modes.iter().zip(&h.stream))
                     .map(|(m, t)| format!("[{},{}]", js(m), jn(t.per_iter.as_secs_f64())))
