@@ -3,8 +3,8 @@
 //! pipeline cache saved on disk where the adapter offers `PIPELINE_CACHE`; every dispatch of a
 //! batch recorded into one command encoder and submitted once; with `ARRAYFLOW_WGPU_HOLD=N`,
 //! while N submissions are in flight, later batches are recorded into the same encoder and
-//! submitted together (off by default, see `WgpuApi::hold_at`; uploads are copies recorded in
-//! the encoder, so they stay in order with held work); completion through
+//! submitted together (off by default, see `WgpuApi::hold_at`; an upload after recorded work is
+//! a copy recorded in the encoder, so it stays in order with it); completion through
 //! `on_submitted_work_done` and `map_async`, fired by `device.poll`: from the executor's own
 //! thread between messages when the runtime's threads spin ([`DeviceApi::poll`], so one thread
 //! makes every call into wgpu), else and before the executor blocks by a polling thread (which
@@ -400,10 +400,14 @@ impl DeviceApi for WgpuApi {
         if bytes.is_empty() {
             return Ok(());
         }
-        // Through a host-visible staging buffer copied in the encoder, in order with the work
-        // recorded before it. (`queue.write_buffer` costs the same copies but runs before the
-        // next submission's commands: ahead of held work that may still read the buffer's
-        // previous contents, a pooled buffer freed after it was read.)
+        // A queue write runs before the next submission's commands, so it keeps its place only
+        // while nothing is recorded. Otherwise (held work, or earlier dispatches of this batch
+        // that may still read a pooled buffer's previous contents) the data goes through a
+        // host-visible staging buffer copied in the encoder, in order.
+        if self.encoder.is_none() {
+            self.queue.write_buffer(buf, 0, &bytes);
+            return Ok(());
+        }
         let staging = self.checked(wgpu::ErrorFilter::OutOfMemory, || {
             self.device
                 .create_buffer_init(&wgpu::util::BufferInitDescriptor {

@@ -677,18 +677,25 @@ fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
     let quads = len / 4;
     let ty = if quads < 1 << 31 { "uint" } else { "ulong" };
     let q_trip = tuning().opencl_quads;
-    let mut s = format!("  const {ty} gs = get_global_size(0);\n  {ty} i = get_global_id(0);\n");
+    // The global size, for the loops and the scalar tail.
+    let gs = format!("  const {ty} gs = get_global_size(0);\n");
     if q_trip == 1 && vector_groups(len) * LOCAL as u64 >= quads {
         // A thread per quad: no loop (on the H200 the one-trip loop cost about 1 µs of a 370 µs
         // kernel against the hand-written chain of `benches/gpu.rs`).
-        if len.is_multiple_of(4) {
-            s = format!("  const {ty} i = get_global_id(0);\n");
-        }
-        let _ = writeln!(s, "  if (i < ({ty}){quads}UL) {{");
+        let mut s = if len.is_multiple_of(4) {
+            String::new()
+        } else {
+            gs
+        };
+        let _ = writeln!(
+            s,
+            "  const {ty} i = get_global_id(0);\n  if (i < ({ty}){quads}UL) {{"
+        );
         s.push_str(&indent(&quad_block(k, t, "i", None), 2));
         s.push_str("  }\n");
         return s + &scalar_tail(k, t, len);
     }
+    let mut s = format!("{gs}  {ty} i = get_global_id(0);\n");
     if q_trip > 1 {
         let at = |j: u64| {
             if j == 0 {
