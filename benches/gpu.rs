@@ -473,15 +473,18 @@ void chain_k(__global const float4 *restrict a, __global const float4 *restrict 
                 "an event per launch, clFlush each",
                 "no event, clFlush each",
                 "no event, a marker with an event after each, clFlush each",
-                "arguments set before each launch, no event, a marker after each (as arrayflow)",
+                "arguments set before each launch, no event, a marker after each (as arrayflow \
+                 with an idle device)",
+                "arguments set before each launch, no event, a marker after every 8th (as \
+                 arrayflow with a busy device)",
             ]))
         }
         fn chain_enqueue(&mut self, k: usize, mode: usize) {
             let h = self.chain.as_ref().expect("chain_alloc first");
             let (global, local) = (h.quads.next_multiple_of(256), 256usize);
             let cl = cl3::load_library().as_ref().expect("libOpenCL is loaded");
-            for _ in 0..k {
-                if mode == 3 {
+            for i in 0..k {
+                if mode >= 3 {
                     h.set_args().expect("clSetKernelArg");
                 }
                 if mode == 0 {
@@ -512,7 +515,7 @@ void chain_k(__global const float4 *restrict a, __global const float4 *restrict 
                         std::ptr::null_mut(),
                     );
                     assert_eq!(status, Some(0), "clEnqueueNDRangeKernel without an event");
-                    if mode >= 2 {
+                    if mode == 2 || mode == 3 || (mode == 4 && (i % 8 == 7 || i + 1 == k)) {
                         // SAFETY: a marker with no wait list.
                         let marker = unsafe { self.queue.enqueue_marker_with_wait_list(&[]) };
                         drop(marker.expect("clEnqueueMarkerWithWaitList"));
@@ -703,8 +706,16 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
         group: wgpu::BindGroup,
         y: wgpu::Buffer,
         _inputs: [wgpu::Buffer; 2],
+        /// The same inputs with [`ROTATE`] outputs in turn (`y` first): a diagnostic launch mode
+        /// in which consecutive dispatches write different buffers, so wgpu needs no barrier
+        /// between most of them.
+        rotating: Vec<wgpu::BindGroup>,
+        _outputs: Vec<wgpu::Buffer>,
         grid: (u32, u32),
     }
+
+    /// Outputs the hand-written chain's diagnostic launch mode writes in turn.
+    const ROTATE: usize = 4;
 
     pub struct WgpuCopy {
         name: String,
@@ -749,21 +760,22 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
 
     /// `k` dispatches of `pipeline` with `group` over `grid` work-groups, one compute pass each
     /// (as arrayflow's executor records its dispatches), in one submission.
+    /// Records `k` dispatches of `pipeline`, one compute pass each, binding `groups` in turn.
     fn submit_dispatches(
         (device, queue): (&wgpu::Device, &wgpu::Queue),
-        (pipeline, group): (&wgpu::ComputePipeline, &wgpu::BindGroup),
+        (pipeline, groups): (&wgpu::ComputePipeline, &[&wgpu::BindGroup]),
         grid: (u32, u32),
         k: usize,
     ) -> wgpu::SubmissionIndex {
         let mut enc =
             device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        for _ in 0..k {
+        for i in 0..k {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,
                 timestamp_writes: None,
             });
             pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, group, &[]);
+            pass.set_bind_group(0, groups[i % groups.len()], &[]);
             pass.dispatch_workgroups(grid.0, grid.1, 1);
         }
         queue.submit([enc.finish()])
@@ -909,7 +921,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
             };
             self.last = Some(submit_dispatches(
                 (&self.device, &self.queue),
-                (&self.pipeline, group),
+                (&self.pipeline, &[group]),
                 (*groups, 1),
                 k,
             ));
@@ -958,11 +970,16 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
             };
             let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
             let (a_buf, b_buf, y) = (mk(Some(a)), mk(Some(b)), mk(None));
+            let outputs: Vec<wgpu::Buffer> = (1..ROTATE).map(|_| mk(None)).collect();
             if let Some(e) = pollster::block_on(scope.pop()) {
                 return Err(e.to_string());
             }
             let layout = pipeline.get_bind_group_layout(0);
             let group = bind_all(&self.device, &layout, &[&a_buf, &b_buf, &y]);
+            let rotating = std::iter::once(&y)
+                .chain(&outputs)
+                .map(|o| bind_all(&self.device, &layout, &[&a_buf, &b_buf, o]))
+                .collect();
             let groups = (a.len() as u64 / 4).div_ceil(256);
             let rows = groups.div_ceil(self.limits.max_compute_workgroups_per_dimension as u64);
             let grid = (groups.div_ceil(rows) as u32, rows as u32);
@@ -971,22 +988,29 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
                 group,
                 y,
                 _inputs: [a_buf, b_buf],
+                rotating,
+                _outputs: outputs,
                 grid,
             });
             Ok(Some(vec![
                 "one submission each (as arrayflow submits each flush)",
                 "64 per submission",
+                "diagnostic: 64 per submission, 4 outputs in turn",
             ]))
         }
         fn chain_enqueue(&mut self, k: usize, mode: usize) {
             let h = self.chain.as_ref().expect("chain_alloc first");
             let per = if mode == 0 { 1 } else { super::BATCH };
+            let groups: Vec<&wgpu::BindGroup> = match mode {
+                2 => h.rotating.iter().collect(),
+                _ => vec![&h.group],
+            };
             let mut left = k;
             while left > 0 {
                 let m = per.min(left);
                 self.last = Some(submit_dispatches(
                     (&self.device, &self.queue),
-                    (&h.pipeline, &h.group),
+                    (&h.pipeline, &groups),
                     h.grid,
                     m,
                 ));
@@ -1292,7 +1316,7 @@ fn bench_copy(n: usize, target: Duration, p: &mut dyn CopyPeer) -> Option<CopyTi
 }
 
 /// The peer's hand-written chain kernel on the chain's inputs: checked against the host, then
-/// timed back to back in both launch modes.
+/// timed back to back in each launch mode.
 fn bench_hand(n: usize, target: Duration, p: &mut dyn CopyPeer) -> Option<Hand> {
     let av = random_vec(n, 1, 0.5, 1.5);
     let bv = random_vec(n, 2, 0.5, 1.5);
@@ -1761,12 +1785,15 @@ fn main() {
         Some(l) => println!(
             "launch latency {}: {l:.1} µs per launch (host, flush call to the kernel's submission; target < 20 µs), \
              {} per iteration end to end, trace hits per iteration {small_hits:.2}, flush to \
-             scheduler/executor/launch/done {:.1}/{:.1}/{l:.1}/{:.1} µs",
+             scheduler/executor/launch/done {:.1}/{:.1}/{l:.1}/{:.1} µs; of the launch, the flush \
+             itself {:.1} µs and the API's submission {:.1} µs",
             label(n_small),
             fmt_time(small.per_iter),
             per_launch_us(&small.stats, small.stats.device.scheduled_ns),
             per_launch_us(&small.stats, small.stats.device.received_ns),
             per_launch_us(&small.stats, small.stats.device.done_ns),
+            per_launch_us(&small.stats, small.stats.flush_ns),
+            per_launch_us(&small.stats, small.stats.device.submit_ns),
         ),
         None => println!(
             "launch latency {}: n/a (no device launches; {} per iteration end to end on the {backend} executor)",

@@ -96,6 +96,10 @@ device_counters! {
     /// device executor took each program (both from the same start, summed over `launches`).
     scheduled_ns,
     received_ns,
+    /// Of `launch_ns`: host time inside the device API's submission (OpenCL: the markers and
+    /// `clFlush`; wgpu: finishing the command buffer and `queue.submit`), summed in nanoseconds
+    /// over every submission.
+    submit_ns,
     /// Host time from the same start to the device's report that the program's work is done
     /// (the completion callback), summed in nanoseconds over the same `launches`.
     done_ns,

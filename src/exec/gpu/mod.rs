@@ -45,8 +45,9 @@ pub(crate) trait DeviceApi: Send + 'static {
     fn dialect(&self) -> plans::Dialect;
     /// A device buffer of `bytes`; an error means the device is out of memory.
     fn alloc(&mut self, bytes: u64) -> Result<Self::Buf, String>;
-    /// Writes host data (converted to the device's element layout) into `buf`.
-    fn upload(&mut self, buf: &mut Self::Buf, data: &TypedVec) -> Result<(), String>;
+    /// Writes host data (converted to the device's element layout) into `buf`, in order with the
+    /// work enqueued before. The API may keep `data` (shared) until the write is done, rather than wait for it.
+    fn upload(&mut self, buf: &mut Self::Buf, data: &Arc<TypedVec>) -> Result<(), String>;
     fn zero(&mut self, buf: &mut Self::Buf, bytes: u64) -> Result<(), String>;
     /// Compiles (or finds in the program cache) the plan's source.
     fn compile(&mut self, plan: &GpuPlan) -> Result<Arc<Self::Program>, String>;
@@ -349,7 +350,12 @@ impl<A: DeviceApi> GpuLoop<A> {
     /// Hands what was enqueued to the device API's submission; the programs enqueued since the
     /// last one count as launched now.
     fn submit(&mut self) {
+        let t0 = std::time::Instant::now();
         self.api.submit();
+        Counters::add(
+            &self.counters.device.submit_ns,
+            t0.elapsed().as_nanos() as u64,
+        );
         if !self.watch {
             self.api.park();
         }

@@ -5,7 +5,16 @@
 //! everything enqueued before it, so each piece of work is waited on through a marker enqueued
 //! after it. On NVIDIA's driver a kernel that carries an event costs the device about 1.5 µs
 //! more per launch than one without, and 0.9 µs more than one followed by a marker (the
-//! hand-written chain of `benches/gpu.rs`, run A of session 10 in BENCHMARKS.md).
+//! hand-written chain of `benches/gpu.rs`, run A of session 10 in BENCHMARKS.md). While the
+//! device is busy (at least [`BUSY`] markers not yet seen complete), one marker covers up to
+//! `ARRAYFLOW_OPENCL_DEFER` pieces of work (default 8): it goes in once that many wait, or as soon
+//! as the device is less busy, or before the executor blocks or reads. A marker still costs the
+//! device about 0.5 µs: sharing them took the chain at 2^27, launched back to back, from
+//! 369.1-369.3 to 368.7-368.8 µs (run A of session 11). Work waited on behind a busy device may
+//! so be reported up to that many pieces of work later; an idle device gets a marker after each.
+//!
+//! Uploads are written without a wait: the host data is kept alive until the marker after the
+//! write completes, so an upload never stalls the executor behind the work already queued.
 //!
 //! Completion: when the runtime's threads spin (a GPU on a host with spare cores, `exec/wait.rs`)
 //! the executor's own thread polls the submitted events between messages and runs their
@@ -32,7 +41,7 @@ use opencl3::event::Event;
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
-use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_ulong};
+use opencl3::types::{CL_NON_BLOCKING, cl_ulong};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -60,7 +69,17 @@ pub struct OpenClApi {
     watched: VecDeque<(Event, Completion)>,
     /// Completions handed to the completion thread and not yet run.
     parked: Arc<AtomicUsize>,
+    /// Completions of work enqueued after the last marker, waiting for one ([`OpenClApi::mark`]).
+    unmarked: Vec<Completion>,
+    /// Host data of writes enqueued after the last marker, kept until one completes.
+    uploading: Vec<Arc<TypedVec>>,
+    /// Completions one marker covers at most while the device is busy (`ARRAYFLOW_OPENCL_DEFER`).
+    defer: usize,
 }
+
+/// Markers not yet seen complete from which the device counts as busy: work enqueued then waits
+/// for a later marker (see the module comment).
+const BUSY: usize = 2;
 
 /// A built program and one kernel object per pass.
 pub struct ClProgram {
@@ -127,7 +146,54 @@ impl OpenClApi {
             cl: library()?,
             watched: VecDeque::new(),
             parked,
+            unmarked: Vec::new(),
+            uploading: Vec::new(),
+            defer: std::env::var("ARRAYFLOW_OPENCL_DEFER")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(8usize)
+                .max(1),
         })
+    }
+
+    /// Enqueues one marker for the completions and upload data waiting for one.
+    fn mark(&mut self) {
+        if self.unmarked.is_empty() && self.uploading.is_empty() {
+            return;
+        }
+        let done = std::mem::take(&mut self.unmarked);
+        let keep = std::mem::take(&mut self.uploading);
+        let all: Completion = Box::new(move |r: Result<(), String>| {
+            drop(keep);
+            for d in done {
+                d(r.clone());
+            }
+        });
+        // SAFETY: a marker with no wait list.
+        match unsafe { self.queue.enqueue_marker_with_wait_list(&[]) } {
+            Ok(ev) => self.pending.push((ev, all)),
+            Err(e) => all(Err(e.to_string())),
+        }
+    }
+
+    /// Whether enough markers are outstanding that new work may wait for a later one.
+    fn busy(&self) -> bool {
+        self.watched.len() + self.parked.load(Ordering::Acquire) >= BUSY
+    }
+
+    /// Flushes the queue and moves what was enqueued since to the watched events (or, while the
+    /// completion thread has some, to it: completions stay in order).
+    fn hand_over(&mut self) {
+        let _ = self.queue.flush();
+        let here = self.parked.load(Ordering::Acquire) == 0;
+        for p in self.pending.drain(..) {
+            if here {
+                self.watched.push_back(p);
+            } else {
+                self.parked.fetch_add(1, Ordering::AcqRel);
+                let _ = self.completions.send(p);
+            }
+        }
     }
 
     fn counters() -> &'static crate::runtime::stats::DeviceCounters {
@@ -212,18 +278,32 @@ impl DeviceApi for OpenClApi {
         .map_err(|e| e.to_string())
     }
 
-    fn upload(&mut self, buf: &mut Buffer<u8>, data: &TypedVec) -> Result<(), String> {
+    fn upload(&mut self, buf: &mut Buffer<u8>, data: &Arc<TypedVec>) -> Result<(), String> {
         let bytes = bytes_of(data);
         if bytes.is_empty() {
             return Ok(());
         }
-        // SAFETY: a blocking write from memory that outlives the call.
-        unsafe {
-            self.queue
-                .enqueue_write_buffer(buf, CL_BLOCKING, 0, bytes, &[])
+        // A write without a wait: the driver reads `bytes` later, so `data` is kept (in
+        // `uploading`) until the marker after the write completes. The buffer holds `bytes`.
+        let status = self.cl.clEnqueueWriteBuffer(
+            self.queue.get(),
+            buf.get(),
+            CL_NON_BLOCKING,
+            0,
+            bytes.len(),
+            bytes.as_ptr() as *const std::ffi::c_void,
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        );
+        match status {
+            Some(opencl3::error_codes::CL_SUCCESS) => {
+                self.uploading.push(data.clone());
+                Ok(())
+            }
+            Some(e) => Err(opencl3::error_codes::ClError(e).to_string()),
+            None => Err("no clEnqueueWriteBuffer".into()),
         }
-        .map(|_| ())
-        .map_err(|e| e.to_string())
     }
 
     fn zero(&mut self, buf: &mut Buffer<u8>, bytes: u64) -> Result<(), String> {
@@ -308,6 +388,8 @@ impl DeviceApi for OpenClApi {
         if bytes == 0 {
             return self.on_done(done);
         }
+        // What waits for a marker is reported before the read, in order.
+        self.mark();
         // SAFETY: `out` stays valid until `done` runs (the caller's contract).
         let dst = unsafe { std::slice::from_raw_parts_mut(out.ptr, bytes) };
         // SAFETY: a non-blocking read whose destination outlives the event (see above).
@@ -321,33 +403,22 @@ impl DeviceApi for OpenClApi {
     }
 
     fn on_done(&mut self, done: Completion) {
-        // SAFETY: a marker with no wait list.
-        match unsafe { self.queue.enqueue_marker_with_wait_list(&[]) } {
-            Ok(ev) => self.pending.push((ev, done)),
-            Err(e) => done(Err(e.to_string())),
-        }
+        self.unmarked.push(done);
     }
 
     fn submit(&mut self) {
-        let _ = self.queue.flush();
-        Counters::add(&Self::counters().submissions, 1);
-        // Completions stay in order: while the completion thread has some, it gets the new ones.
-        let here = self.parked.load(Ordering::Acquire) == 0;
-        for p in self.pending.drain(..) {
-            if here {
-                self.watched.push_back(p);
-            } else {
-                self.parked.fetch_add(1, Ordering::AcqRel);
-                let _ = self.completions.send(p);
-            }
+        if self.unmarked.len() >= self.defer || !self.busy() {
+            self.mark();
         }
+        self.hand_over();
+        Counters::add(&Self::counters().submissions, 1);
     }
 
     fn poll(&mut self) -> bool {
         while let Some((event, _)) = self.watched.front() {
             let status = event.command_execution_status().map_or(-1, |s| s.0);
             if status > CL_COMPLETE {
-                return true;
+                break;
             }
             let (_, done) = self.watched.pop_front().expect("front exists");
             done(if status < 0 {
@@ -356,10 +427,17 @@ impl DeviceApi for OpenClApi {
                 Ok(())
             });
         }
-        false
+        // The device has caught up: what waits for a marker gets one now.
+        if !self.unmarked.is_empty() && !self.busy() {
+            self.mark();
+            self.hand_over();
+        }
+        !self.watched.is_empty() || !self.unmarked.is_empty()
     }
 
     fn park(&mut self) {
+        self.mark();
+        self.hand_over();
         for p in self.watched.drain(..) {
             self.parked.fetch_add(1, Ordering::AcqRel);
             let _ = self.completions.send(p);

@@ -395,7 +395,7 @@ impl DeviceApi for WgpuApi {
         })
     }
 
-    fn upload(&mut self, buf: &mut wgpu::Buffer, data: &TypedVec) -> Result<(), String> {
+    fn upload(&mut self, buf: &mut wgpu::Buffer, data: &Arc<TypedVec>) -> Result<(), String> {
         let bytes = device_bytes(data);
         if bytes.is_empty() {
             return Ok(());
