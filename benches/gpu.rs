@@ -700,10 +700,59 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
 }
 "#;
 
+    /// Other shapes of the hand-written WGSL chain, each timed 64 dispatches per submission as a
+    /// diagnostic (is the Vulkan kernel's shape what keeps it from the CUDA and OpenCL rates?):
+    /// threads per work-group, quads per thread (grid-stride; 0: one f32 per thread), mode name.
+    const SHAPES: [(u32, u32, &str); 5] = [
+        (64, 1, "diagnostic: 64 per submission, work-groups of 64"),
+        (128, 1, "diagnostic: 64 per submission, work-groups of 128"),
+        (256, 2, "diagnostic: 64 per submission, 2 quads per thread"),
+        (256, 4, "diagnostic: 64 per submission, 4 quads per thread"),
+        (256, 0, "diagnostic: 64 per submission, one f32 per thread"),
+    ];
+
+    /// The chain in WGSL for one of [`SHAPES`].
+    fn chain_wgsl(wg: u32, quads: u32) -> String {
+        let (ty, one, per) = match quads {
+            0 => ("f32", "1.0", 1),
+            q => ("vec4<f32>", "vec4<f32>(1.0)", q),
+        };
+        format!(
+            r#"
+@group(0) @binding(0) var<storage, read> a: array<{ty}>;
+@group(0) @binding(1) var<storage, read> b: array<{ty}>;
+@group(0) @binding(2) var<storage, read_write> y: array<{ty}>;
+@compute @workgroup_size({wg})
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let i = g.y * groups.x * {wg}u + g.x;
+    let t = groups.x * groups.y * {wg}u;
+    let n = arrayLength(&y);
+    for (var q = 0u; q < {per}u; q++) {{
+        let j = i + q * t;
+        if (j < n) {{
+            let x = a[j];
+            let z = b[j];
+            y[j] = abs(sqrt(x * z + {one}) * x - z) * 0.5 + x;
+        }}
+    }}
+}}
+"#
+        )
+    }
+
+    /// A pipeline of the hand-written chain, its bind group and its grid.
+    struct ChainShape {
+        pipeline: wgpu::ComputePipeline,
+        group: wgpu::BindGroup,
+        grid: (u32, u32),
+    }
+
     /// The hand-written chain's pipeline, buffers and grid.
     struct HandChain {
         pipeline: wgpu::ComputePipeline,
         group: wgpu::BindGroup,
+        /// [`SHAPES`], in order.
+        shapes: Vec<ChainShape>,
         y: wgpu::Buffer,
         _inputs: [wgpu::Buffer; 2],
         /// The same inputs with [`ROTATE`] outputs in turn (`y` first): a diagnostic launch mode
@@ -980,38 +1029,88 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
                 .chain(&outputs)
                 .map(|o| bind_all(&self.device, &layout, &[&a_buf, &b_buf, o]))
                 .collect();
-            let groups = (a.len() as u64 / 4).div_ceil(256);
-            let rows = groups.div_ceil(self.limits.max_compute_workgroups_per_dimension as u64);
-            let grid = (groups.div_ceil(rows) as u32, rows as u32);
+            let max_dim = self.limits.max_compute_workgroups_per_dimension as u64;
+            let grid_of = |units: u64, per_group: u64| {
+                let groups = units.div_ceil(per_group);
+                let rows = groups.div_ceil(max_dim);
+                (groups.div_ceil(rows) as u32, rows as u32)
+            };
+            let grid = grid_of(a.len() as u64 / 4, 256);
+            let shapes = SHAPES
+                .iter()
+                .map(|&(wg, quads, _)| {
+                    // SAFETY: every shape indexes only below `arrayLength(&y)`, the length of all
+                    // three arrays in its element type.
+                    let pipeline = unsafe {
+                        trusted_pipeline(
+                            &self.device,
+                            "hand-written chain shape",
+                            &chain_wgsl(wg, quads),
+                        )
+                    };
+                    let layout = pipeline.get_bind_group_layout(0);
+                    let group = bind_all(&self.device, &layout, &[&a_buf, &b_buf, &y]);
+                    let grid = match quads {
+                        0 => grid_of(a.len() as u64, wg as u64),
+                        q => grid_of(a.len() as u64 / 4, (wg * q) as u64),
+                    };
+                    ChainShape {
+                        pipeline,
+                        group,
+                        grid,
+                    }
+                })
+                .collect();
             self.chain = Some(HandChain {
                 pipeline,
                 group,
+                shapes,
                 y,
                 _inputs: [a_buf, b_buf],
                 rotating,
                 _outputs: outputs,
                 grid,
             });
-            Ok(Some(vec![
+            let mut modes = vec![
                 "one submission each (as arrayflow submits each flush)",
                 "64 per submission",
                 "diagnostic: 64 per submission, 4 outputs in turn",
-            ]))
+            ];
+            modes.extend(SHAPES.iter().map(|&(_, _, name)| name));
+            // Each shape is checked against the host before it is timed.
+            for (m, &(_, _, name)) in SHAPES.iter().enumerate() {
+                let h = self.chain.as_ref().expect("set above");
+                let mut enc = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                enc.clear_buffer(&h.y, 0, None);
+                self.queue.submit([enc.finish()]);
+                self.chain_enqueue(1, 3 + m);
+                let err = super::max_rel_err(&self.chain_read(), a, b);
+                if err.is_nan() || err > 1e-5 {
+                    return Err(format!("{name}: max rel. diff vs host {err:e}"));
+                }
+            }
+            Ok(Some(modes))
         }
         fn chain_enqueue(&mut self, k: usize, mode: usize) {
             let h = self.chain.as_ref().expect("chain_alloc first");
             let per = if mode == 0 { 1 } else { super::BATCH };
-            let groups: Vec<&wgpu::BindGroup> = match mode {
-                2 => h.rotating.iter().collect(),
-                _ => vec![&h.group],
+            let (pipeline, groups, grid): (_, Vec<&wgpu::BindGroup>, _) = match mode {
+                0 | 1 => (&h.pipeline, vec![&h.group], h.grid),
+                2 => (&h.pipeline, h.rotating.iter().collect(), h.grid),
+                m => {
+                    let sh = &h.shapes[m - 3];
+                    (&sh.pipeline, vec![&sh.group], sh.grid)
+                }
             };
             let mut left = k;
             while left > 0 {
                 let m = per.min(left);
                 self.last = Some(submit_dispatches(
                     (&self.device, &self.queue),
-                    (&h.pipeline, &groups),
-                    h.grid,
+                    (pipeline, &groups),
+                    grid,
                     m,
                 ));
                 left -= m;
