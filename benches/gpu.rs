@@ -683,23 +683,6 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 "#;
     const FLOOR_N: u64 = 1024;
 
-    /// The chain written by hand: one quad per thread, over a two-dimensional grid of
-    /// work-groups (a dimension holds at most 65535).
-    const CHAIN_WGSL: &str = r#"
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = g.y * groups.x * 256u + g.x;
-    if (i < arrayLength(&y)) {
-        let x = a[i];
-        let z = b[i];
-        y[i] = abs(sqrt(x * z + vec4<f32>(1.0)) * x - z) * 0.5 + x;
-    }
-}
-"#;
-
     /// Other shapes of the hand-written WGSL chain, each timed 64 dispatches per submission as a
     /// diagnostic (is the Vulkan kernel's shape what keeps it from the CUDA and OpenCL rates?):
     /// threads per work-group, quads per thread (grid-stride; 0: one f32 per thread), mode name.
@@ -711,11 +694,28 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
         (256, 0, "diagnostic: 64 per submission, one f32 per thread"),
     ];
 
-    /// The chain in WGSL for one of [`SHAPES`].
+    /// The chain written by hand in WGSL, over a two-dimensional grid of work-groups (a dimension
+    /// holds at most 65535): `wg` threads per work-group, `quads` quads per thread a grid apart
+    /// (0: one f32 per thread). `chain_wgsl(256, 1)` is the hand-written chain proper.
     fn chain_wgsl(wg: u32, quads: u32) -> String {
-        let (ty, one, per) = match quads {
-            0 => ("f32", "1.0", 1),
-            q => ("vec4<f32>", "vec4<f32>(1.0)", q),
+        let (ty, one) = match quads {
+            0 => ("f32", "1.0"),
+            _ => ("vec4<f32>", "vec4<f32>(1.0)"),
+        };
+        let body = format!(
+            "let x = a[j];\n        let z = b[j];\n        \
+             y[j] = abs(sqrt(x * z + {one}) * x - z) * 0.5 + x;"
+        );
+        // One quad per thread: no loop.
+        let work = if quads <= 1 {
+            format!("let j = i;\n    if (j < arrayLength(&y)) {{\n        {body}\n    }}")
+        } else {
+            format!(
+                "let t = groups.x * groups.y * {wg}u;\n    \
+                 for (var q = 0u; q < {quads}u; q++) {{\n        let j = i + q * t;\n        \
+                 if (j < arrayLength(&y)) {{\n            {}\n        }}\n    }}",
+                body.replace("\n        ", "\n            ")
+            )
         };
         format!(
             r#"
@@ -725,16 +725,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
 @compute @workgroup_size({wg})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
     let i = g.y * groups.x * {wg}u + g.x;
-    let t = groups.x * groups.y * {wg}u;
-    let n = arrayLength(&y);
-    for (var q = 0u; q < {per}u; q++) {{
-        let j = i + q * t;
-        if (j < n) {{
-            let x = a[j];
-            let z = b[j];
-            y[j] = abs(sqrt(x * z + {one}) * x - z) * 0.5 + x;
-        }}
-    }}
+    {work}
 }}
 "#
         )
@@ -1001,8 +992,9 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
             }
             // SAFETY: the chain kernel indexes only below `arrayLength(&y)`, the length of all
             // three arrays.
-            let pipeline =
-                unsafe { trusted_pipeline(&self.device, "hand-written chain", CHAIN_WGSL) };
+            let pipeline = unsafe {
+                trusted_pipeline(&self.device, "hand-written chain", &chain_wgsl(256, 1))
+            };
             let mk = |data: Option<&[f32]>| {
                 let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("hand-written chain"),

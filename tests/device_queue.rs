@@ -2,7 +2,7 @@
 //! executor `ARRAYFLOW_DEVICE` picks (CI runs this file once per executor), with the runtime's
 //! threads spinning as they do on a GPU host, so the device executor watches its own completions,
 //! and with the wgpu executor holding new work back while a submission runs
-//! (`ARRAYFLOW_WGPU_HOLD=1`), to submit it together with what follows. Each checked flush reads a
+//! (`DeviceLimits::wgpu_hold` 1 unless `ARRAYFLOW_WGPU_HOLD` says otherwise), to submit it together with what follows. Each checked flush reads a
 //! fresh input, uploaded into the memory of a result dropped while its flush was queued: every
 //! result must still come from its own input. (A build whose wgpu uploads went ahead of held work
 //! failed here in 5 runs of 5 on lavapipe; the upload path is `WgpuApi::upload`.)
@@ -29,14 +29,13 @@ fn short(x: &Array<f32>, k: usize) -> Array<f32> {
 fn back_to_back_flushes_keep_their_inputs() {
     // The wgpu executor holds work back from one submission in flight (on a CPU-backed device
     // this host seldom gets two ahead). `ARRAYFLOW_WGPU_HOLD` set by the caller wins.
-    if std::env::var_os("ARRAYFLOW_WGPU_HOLD").is_none() {
-        // SAFETY: no other thread runs yet (this file's only test, before the runtime starts).
-        unsafe { std::env::set_var("ARRAYFLOW_WGPU_HOLD", "1") };
-    }
+    let env = DeviceLimits::from_env();
+    let wgpu_hold = env.wgpu_hold.or(Some(1));
     Runtime::builder()
         .device_limits(DeviceLimits {
             spin: Some(std::time::Duration::from_millis(2)),
-            ..DeviceLimits::from_env()
+            wgpu_hold,
+            ..env
         })
         .start()
         .expect("the runtime starts");
@@ -102,7 +101,7 @@ fn back_to_back_flushes_keep_their_inputs() {
     );
     // Each flush's task, then each read's download, is a submission unless held back (as the
     // short flushes are, recorded while the long one runs).
-    let hold = std::env::var("ARRAYFLOW_WGPU_HOLD").is_ok_and(|v| v.trim() != "0");
+    let hold = wgpu_hold.is_some_and(|h| h > 0);
     let reads = u64::from(flushes) + 1;
     if Runtime::backend() == Backend::Wgpu && hold {
         assert!(

@@ -37,6 +37,7 @@ pub fn start(backend: Backend) -> Option<parking_lot::MutexGuard<'static, ()>> {
                 // The threads spin before blocking (off by default on CPU-backed devices), so
                 // that path runs under memory pressure too.
                 spin: Some(std::time::Duration::from_micros(200)),
+                ..DeviceLimits::from_env()
             })
             .start()
             .expect("the runtime starts on the device");

@@ -118,23 +118,30 @@ pub struct Limits {
     /// (`ARRAYFLOW_SPIN_US`, µs; default: 2 ms on a GPU with at least 4
     /// hardware threads on the host, else none; see `exec/wait.rs`).
     pub spin: Option<std::time::Duration>,
+    /// OpenCL: pieces of work one completion marker covers at most while the device is busy
+    /// (`ARRAYFLOW_OPENCL_DEFER`; default 8, `1`: a marker after each; see `opencl.rs`).
+    pub opencl_defer: Option<usize>,
+    /// wgpu: submissions in flight at which new work is held back and submitted with what
+    /// follows (`ARRAYFLOW_WGPU_HOLD`; default 0: never; see `wgpu.rs`).
+    pub wgpu_hold: Option<usize>,
 }
 
 impl Limits {
     /// `ARRAYFLOW_DEVICE_MEMORY` (bytes, or with a K, M or G suffix),
-    /// `ARRAYFLOW_DEVICE_KERNEL_LIMIT` and `ARRAYFLOW_SPIN_US`.
+    /// `ARRAYFLOW_DEVICE_KERNEL_LIMIT`, `ARRAYFLOW_SPIN_US`, `ARRAYFLOW_OPENCL_DEFER` and
+    /// `ARRAYFLOW_WGPU_HOLD`.
     pub fn from_env() -> Limits {
+        fn num<T: std::str::FromStr>(key: &str) -> Option<T> {
+            std::env::var(key).ok().and_then(|v| v.trim().parse().ok())
+        }
         Limits {
             memory: std::env::var("ARRAYFLOW_DEVICE_MEMORY")
                 .ok()
                 .and_then(|v| store::parse_size(&v)),
-            kernel_instructions: std::env::var("ARRAYFLOW_DEVICE_KERNEL_LIMIT")
-                .ok()
-                .and_then(|v| v.trim().parse().ok()),
-            spin: std::env::var("ARRAYFLOW_SPIN_US")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .map(std::time::Duration::from_micros),
+            kernel_instructions: num("ARRAYFLOW_DEVICE_KERNEL_LIMIT"),
+            spin: num("ARRAYFLOW_SPIN_US").map(std::time::Duration::from_micros),
+            opencl_defer: num("ARRAYFLOW_OPENCL_DEFER"),
+            wgpu_hold: num("ARRAYFLOW_WGPU_HOLD"),
         }
     }
 }
@@ -151,7 +158,7 @@ pub(crate) fn start(
     let index = device.index;
     match device.backend {
         super::Backend::OpenCl => spawn(
-            move || opencl::OpenClApi::new(index, spin),
+            move || opencl::OpenClApi::new(index, spin, limits.opencl_defer),
             device,
             limits,
             spin,
@@ -159,7 +166,7 @@ pub(crate) fn start(
             counters,
         ),
         super::Backend::Wgpu => spawn(
-            move || wgpu::WgpuApi::new(index, spin),
+            move || wgpu::WgpuApi::new(index, spin, limits.wgpu_hold),
             device,
             limits,
             spin,

@@ -77,6 +77,9 @@ pub struct OpenClApi {
     defer: usize,
 }
 
+/// Pieces of work one marker covers at most while the device is busy, by default.
+const DEFER: usize = 8;
+
 /// Markers not yet seen complete from which the device counts as busy: work enqueued then waits
 /// for a later marker (see the module comment).
 const BUSY: usize = 2;
@@ -88,8 +91,9 @@ pub struct ClProgram {
 }
 
 impl OpenClApi {
-    /// Opens OpenCL device `index` of the inventory's order (platforms, then their devices).
-    pub fn new(index: usize, spin: Spin) -> Result<OpenClApi, String> {
+    /// Opens OpenCL device `index` of the inventory's order (platforms, then their devices);
+    /// `defer` is [`super::Limits::opencl_defer`].
+    pub fn new(index: usize, spin: Spin, defer: Option<usize>) -> Result<OpenClApi, String> {
         let (_, id) = *crate::exec::device::opencl_device_ids()
             .get(index)
             .ok_or_else(|| format!("no OpenCL device {index}"))?;
@@ -148,11 +152,7 @@ impl OpenClApi {
             parked,
             unmarked: Vec::new(),
             uploading: Vec::new(),
-            defer: std::env::var("ARRAYFLOW_OPENCL_DEFER")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(8usize)
-                .max(1),
+            defer: defer.unwrap_or(DEFER).max(1),
         })
     }
 

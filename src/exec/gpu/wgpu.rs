@@ -116,7 +116,8 @@ impl WgpuApi {
         })
     }
 
-    pub fn new(index: usize, spin: Spin) -> Result<WgpuApi, String> {
+    /// Opens wgpu adapter `index` of the inventory; `hold` is [`super::Limits::wgpu_hold`].
+    pub fn new(index: usize, spin: Spin, hold: Option<usize>) -> Result<WgpuApi, String> {
         let adapter = crate::exec::device::wgpu_adapters()
             .into_iter()
             .nth(index)
@@ -204,10 +205,7 @@ impl WgpuApi {
             poll,
             outstanding: Arc::new(AtomicUsize::new(0)),
             in_flight: Arc::new(AtomicUsize::new(0)),
-            hold_at: std::env::var("ARRAYFLOW_WGPU_HOLD")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0),
+            hold_at: hold.unwrap_or(0),
             held: false,
             groups: lru::LruCache::new(std::num::NonZeroUsize::new(BIND_GROUPS).expect("non-zero")),
         })
