@@ -1,11 +1,9 @@
-//! 2-D matrix product on the CPU: `matrixmultiply`'s GEMM on row blocks in parallel with rayon.
+//! 2-D matrix product on the CPU: one call of `matrixmultiply`'s GEMM, which packs each operand
+//! once and splits the work over its own threads (the crate's `threading` feature).
 
 use crate::error::Error;
 use crate::exec::TypedVec;
 use crate::proggen::sequence::IntrinsicCall;
-use rayon::prelude::*;
-
-const ROWS_PER_TASK: usize = 64;
 
 pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Result<(), Error> {
     let (m, k) = (call.in_shapes[0][0], call.in_shapes[0][1]);
@@ -15,15 +13,26 @@ pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Re
     }
     macro_rules! gemm {
         ($a:expr, $b:expr, $c:expr, $f:path) => {{
-            let (a, b) = ($a, $b);
-            $c.par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(|(blk, c)| {
-                let rows = c.len() / n;
-                let a = &a[blk * ROWS_PER_TASK * k..];
-                // SAFETY: a is rows x k, b is k x n, c is rows x n, all row-major and in bounds.
-                unsafe {
-                    $f(rows, k, n, 1.0, a.as_ptr(), k as isize, 1, b.as_ptr(), n as isize, 1, 0.0, c.as_mut_ptr(), n as isize, 1);
-                }
-            });
+            let (a, b, c) = ($a, $b, $c);
+            // SAFETY: a is m x k, b is k x n, c is m x n, all row-major and in bounds.
+            unsafe {
+                $f(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.as_ptr(),
+                    k as isize,
+                    1,
+                    b.as_ptr(),
+                    n as isize,
+                    1,
+                    0.0,
+                    c.as_mut_ptr(),
+                    n as isize,
+                    1,
+                );
+            }
         }};
     }
     match (inputs[0], inputs[1], out) {

@@ -145,9 +145,14 @@ pub fn flush_into(
         }
         let n = fe.nodes.get_mut(&id).unwrap();
         n.queued = false;
-        n.depth = 0;
+        n.lazy_cost = 0;
         if n.released && n.users == 0 {
             gone.push(id);
+        }
+    }
+    for id in &generated.recomputed {
+        if let Some(n) = fe.nodes.get_mut(id) {
+            n.recomputed = true;
         }
     }
     let mut freed = Vec::new();
@@ -172,6 +177,22 @@ pub fn flush_into(
             Kernel::Intrinsic(_) => 0,
         })
         .sum();
+    let random_values: usize = seq
+        .programs
+        .iter()
+        .map(|p| match &*p.kernel {
+            Kernel::Fused(k) => {
+                let draws = k
+                    .instrs
+                    .iter()
+                    .filter(|i| matches!(i, crate::proggen::kernel::Instr::Random { .. }))
+                    .count();
+                draws * k.domain.len()
+            }
+            Kernel::Intrinsic(_) => 0,
+        })
+        .sum();
+    Counters::add(&rt.counters.random_values, random_values as u64);
     let temps = seq
         .formals
         .iter()

@@ -29,6 +29,7 @@ pub struct CachedTrace {
     processed: Vec<u32>,
     params: Vec<Vec<u32>>,
     eliminated: usize,
+    recomputed: Vec<u32>,
 }
 
 impl CachedTrace {
@@ -59,6 +60,7 @@ impl CachedTrace {
                 .map(|p| p.iter().map(entry).collect::<Option<_>>())
                 .collect::<Option<_>>()?,
             eliminated: g.eliminated,
+            recomputed: g.recomputed.iter().map(entry).collect::<Option<_>>()?,
         })
     }
 
@@ -87,6 +89,11 @@ impl CachedTrace {
                 .map(|p| p.iter().map(|&e| key.entries[e as usize]).collect())
                 .collect(),
             eliminated: self.eliminated,
+            recomputed: self
+                .recomputed
+                .iter()
+                .map(|&e| key.entries[e as usize])
+                .collect(),
         }
     }
 }

@@ -135,6 +135,10 @@ impl TraceKey {
         self.words.push(n.shape.len() as u64);
         self.words.extend(n.shape.iter().map(|&d| d as u64));
         self.words.extend(refs);
+        if tag == LAZY {
+            // Whether an earlier flush computed it lazily: the next flush that needs it stores it.
+            self.words.push(n.recomputed as u64);
+        }
         let e = self.entries.len() as u32;
         self.entries.push(id);
         self.index.insert(id, e);

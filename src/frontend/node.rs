@@ -30,9 +30,13 @@ pub struct NodeInfo {
     /// Whether the work queue holds a compute entry for it. Constants and generators are lazy
     /// leaves: recomputed inside each kernel that reads them, queued only when read themselves.
     pub queued: bool,
-    /// Length of the longest chain of unstored element-wise producers ending here (0 for stored
-    /// data, reductions and intrinsics); bounds how much work a lazy node can make a kernel redo.
-    pub depth: u32,
+    /// Estimated instructions per element to compute this node from stored data: its op's
+    /// [`Op::recompute_cost`] plus that of every unstored producer, counted once per use (0 once
+    /// stored). What a kernel that reads this node while it is lazy has to redo.
+    pub lazy_cost: u32,
+    /// An earlier flush computed this node inside a kernel without storing it while the
+    /// application held it: a flush that needs it again stores it (see `proggen::liveness`).
+    pub recomputed: bool,
     /// The reference value (comparison mode), from the sequential interpreter.
     pub reference: Option<std::sync::Arc<crate::exec::TypedVec>>,
     /// The op whose allowance comparison mode applies to this result: its own, or for ops that
@@ -45,7 +49,7 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
-    /// A node nobody reads yet: not released, no users, not queued, no lazy depth, no reference.
+    /// A node nobody reads yet: not released, no users, not queued, no lazy cost, no reference.
     pub fn new(
         op: Op,
         inputs: SmallVec<[NodeId; 3]>,
@@ -65,7 +69,8 @@ impl NodeInfo {
             released: false,
             users: 0,
             queued: false,
-            depth: 0,
+            lazy_cost: 0,
+            recomputed: false,
             reference: None,
             tolerance_op,
             tolerance_dtype: dtype,

@@ -46,13 +46,13 @@ impl Inner {
             let mut fe = self.fe.lock();
             fe.next_id += 1;
             let id = NodeId(fe.next_id);
-            let mut depth = 0;
+            let mut lazy_cost = 0u32;
             let mut tolerance_op = op.base_name();
             let mut tolerance_dtype = dtype;
             for (k, h) in inputs.iter().enumerate() {
                 if let Some(n) = fe.nodes.get_mut(&h.id) {
                     n.users += 1;
-                    depth = depth.max(n.depth);
+                    lazy_cost = lazy_cost.saturating_add(n.lazy_cost);
                     if k == 0 && op.moves_data() {
                         tolerance_op = n.tolerance_op;
                         tolerance_dtype = n.tolerance_dtype;
@@ -63,13 +63,13 @@ impl Inner {
                     }
                 }
             }
-            let depth = match op {
+            let lazy_cost = match op {
                 Op::Reduce { .. } | Op::Intrinsic(_) | Op::Const(_) => 0,
-                _ => depth + 1,
+                _ => lazy_cost.saturating_add(op.recompute_cost()),
             };
             let info = NodeInfo {
                 queued,
-                depth,
+                lazy_cost,
                 reference,
                 tolerance_op,
                 tolerance_dtype,

@@ -96,6 +96,31 @@ impl Op {
     pub fn is_fusible(&self) -> bool {
         !matches!(self, Op::Intrinsic(_) | Op::Source)
     }
+    /// Estimated instructions per element to recompute this op's value from its inputs' values:
+    /// what a lazy (unstored) value costs each kernel that redoes it. The op table's estimate for
+    /// arithmetic, a Philox draw for random numbers, nothing for views, constants and results that
+    /// are always stored (data, reductions, intrinsics).
+    pub fn recompute_cost(&self) -> u32 {
+        match self {
+            Op::Unary(u) => u.cost(),
+            Op::Binary(b) => b.cost(),
+            Op::Select | Op::Cast(_) => 1,
+            Op::Generate(GenKind::Random { dist, .. }) => match dist {
+                RandomDist::Uniform => 16,
+                RandomDist::Normal => 48,
+            },
+            Op::Generate(_) => 1,
+            Op::Source
+            | Op::Const(_)
+            | Op::Reshape
+            | Op::Permute(_)
+            | Op::Slice { .. }
+            | Op::Broadcast
+            | Op::Tile
+            | Op::Reduce { .. }
+            | Op::Intrinsic(_) => 0,
+        }
+    }
     /// Whether the node reads its input through a stored buffer (so the input must be stored).
     pub fn needs_stored_input(&self) -> bool {
         matches!(self, Op::Reshape | Op::Tile | Op::Intrinsic(_))

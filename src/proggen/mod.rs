@@ -56,6 +56,9 @@ pub struct Generated {
     pub params: Vec<Vec<NodeId>>,
     /// How many pending nodes were dead (released and unused) and dropped.
     pub eliminated: usize,
+    /// Pending nodes the kernels compute without storing (see `liveness`: a later flush that
+    /// needs one again stores it).
+    pub recomputed: Vec<NodeId>,
 }
 
 /// Generates the program sequence for `entries`, all of which are taken from the queue.
@@ -231,5 +234,6 @@ pub fn generate(
         processed: a.order,
         params,
         eliminated,
+        recomputed: a.recomputed,
     }
 }

@@ -14,6 +14,7 @@ pub struct Counters {
     pub sequences_generated: AtomicU64,
     pub kernels_generated: AtomicU64,
     pub kernel_instructions: AtomicU64,
+    pub random_values: AtomicU64,
     pub intrinsics_generated: AtomicU64,
     pub kernels_launched: AtomicU64,
     pub intrinsics_launched: AtomicU64,
@@ -124,6 +125,9 @@ pub struct Stats {
     /// Instructions in the fused kernels generated (loads, constants and operations, after
     /// common-subexpression elimination).
     pub kernel_instructions: u64,
+    /// Random numbers the flushed kernels draw: each random generator a kernel evaluates counts
+    /// its elements (a lazy draw recomputed by two kernels counts twice).
+    pub random_values: u64,
     /// Intrinsic programs the program generator scheduled.
     pub intrinsics_generated: u64,
     /// Fused kernels the executors ran.
@@ -248,6 +252,7 @@ impl Counters {
             sequences_generated: self.sequences_generated.load(Relaxed),
             kernels_generated: self.kernels_generated.load(Relaxed),
             kernel_instructions: self.kernel_instructions.load(Relaxed),
+            random_values: self.random_values.load(Relaxed),
             intrinsics_generated: self.intrinsics_generated.load(Relaxed),
             kernels_launched: self.kernels_launched.load(Relaxed),
             intrinsics_launched: self.intrinsics_launched.load(Relaxed),
@@ -312,6 +317,7 @@ impl Stats {
             sequences_generated: self.sequences_generated - earlier.sequences_generated,
             kernels_generated: self.kernels_generated - earlier.kernels_generated,
             kernel_instructions: self.kernel_instructions - earlier.kernel_instructions,
+            random_values: self.random_values - earlier.random_values,
             intrinsics_generated: self.intrinsics_generated - earlier.intrinsics_generated,
             kernels_launched: self.kernels_launched - earlier.kernels_launched,
             intrinsics_launched: self.intrinsics_launched - earlier.intrinsics_launched,
