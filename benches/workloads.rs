@@ -390,13 +390,16 @@ fn main() {
         let w2 = d.vec_f32(h * o, -0.1, 0.1);
         let b2 = d.vec_f32(o, -0.1, 0.1);
         let w = |v: &[f32]| v.iter().map(|&v| v as f64).collect::<Vec<f64>>();
-        let want = peers::mlp_plain(&w(&xs), &w(&w1), &w(&b1), &w(&w2), &w(&b2));
-        let (af_got, af_first) = timed(|| af::mlp(&xs, &w1, &b1, &w2, &b2));
+        let want = peers::mlp_plain(&w(&xs), &w(&w1), &w(&b1), &w(&w2), &w(&b2), MLP_DIMS);
+        let (af_got, af_first) = timed(|| af::mlp(&xs, &w1, &b1, &w2, &b2, MLP_DIMS));
         for (who, got) in [
             ("arrayflow", af_got),
-            ("plain", peers::mlp_plain(&xs, &w1, &b1, &w2, &b2)),
-            ("rayon", peers::mlp_rayon(&xs, &w1, &b1, &w2, &b2)),
-            ("ndarray", peers::mlp_ndarray(&xs, &w1, &b1, &w2, &b2)),
+            ("plain", peers::mlp_plain(&xs, &w1, &b1, &w2, &b2, MLP_DIMS)),
+            ("rayon", peers::mlp_rayon(&xs, &w1, &b1, &w2, &b2, MLP_DIMS)),
+            (
+                "ndarray",
+                peers::mlp_ndarray(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
+            ),
         ] {
             check("mlp", who, max_rel_err(&got, &want, 1.0), 1e-4);
         }
@@ -405,10 +408,10 @@ fn main() {
             format!("{n}x{dd} -> {h} -> {o}"),
             true,
             af_first,
-            || af::mlp(&xs, &w1, &b1, &w2, &b2),
-            || peers::mlp_plain(&xs, &w1, &b1, &w2, &b2),
-            || peers::mlp_rayon(&xs, &w1, &b1, &w2, &b2),
-            || peers::mlp_ndarray(&xs, &w1, &b1, &w2, &b2),
+            || af::mlp(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
+            || peers::mlp_plain(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
+            || peers::mlp_rayon(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
+            || peers::mlp_ndarray(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
         );
     }
 

@@ -77,12 +77,20 @@ fn every_workload_matches_its_oracle() {
     let got = af::layer_norm(&xs, &g, &b, rows, cols);
     assert_close("layer_norm", &got, &want, 1e-4);
 
-    let (nn, dd, h, o) = MLP_DIMS;
+    let dims = (64, 48, 40, 10);
+    let (nn, dd, h, o) = dims;
     let xs = d.vec_f32(nn * dd, -1.0, 1.0);
     let (w1, b1) = (d.vec_f32(dd * h, -0.1, 0.1), d.vec_f32(h, -0.1, 0.1));
     let (w2, b2) = (d.vec_f32(h * o, -0.1, 0.1), d.vec_f32(o, -0.1, 0.1));
-    let want = peers::mlp_plain(&wide(&xs), &wide(&w1), &wide(&b1), &wide(&w2), &wide(&b2));
-    assert_close("mlp", &af::mlp(&xs, &w1, &b1, &w2, &b2), &want, 1e-4);
+    let want = peers::mlp_plain(
+        &wide(&xs),
+        &wide(&w1),
+        &wide(&b1),
+        &wide(&w2),
+        &wide(&b2),
+        dims,
+    );
+    assert_close("mlp", &af::mlp(&xs, &w1, &b1, &w2, &b2, dims), &want, 1e-4);
 
     let (rows, cols) = (3000, 16);
     let a = d.vec_f64(rows * cols, -1.0, 1.0);

@@ -176,8 +176,8 @@ pub fn layer_norm(x: &[f32], gamma: &[f32], beta: &[f32], rows: usize, cols: usi
 }
 
 /// A two-layer perceptron's forward pass: `relu(x W1 + b1) W2 + b2`.
-pub fn mlp(x: &[f32], w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32]) -> Vec<f32> {
-    let (n, d, h, o) = MLP_DIMS;
+pub fn mlp(x: &[f32], w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32], dims: Dims) -> Vec<f32> {
+    let (n, d, h, o) = dims;
     let x = Array::from_slice(x, &[n, d]);
     let w1 = Array::from_slice(w1, &[d, h]);
     let b1 = Array::from_slice(b1, &[1, h]);

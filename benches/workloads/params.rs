@@ -11,7 +11,9 @@ pub const BS_RATE_VOL: (f32, f32) = (0.02, 0.30);
 /// Layer norm's epsilon.
 pub const LN_EPS: f32 = 1e-5;
 /// MLP: batch, input, hidden and output widths.
-pub const MLP_DIMS: (usize, usize, usize, usize) = (4096, 256, 512, 10);
+pub type Dims = (usize, usize, usize, usize);
+/// The MLP's size in the benchmark.
+pub const MLP_DIMS: Dims = (4096, 256, 512, 10);
 /// Oscillators: stiffness, damping, time step.
 pub const PARTICLES: (f32, f32, f32) = (4.0, 0.1, 0.01);
 

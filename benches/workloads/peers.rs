@@ -418,8 +418,8 @@ fn bias_relu<F: Real>(y: &mut [F], b: &[F], relu: bool) {
     }
 }
 
-pub fn mlp_plain<F: Real>(x: &[F], w1: &[F], b1: &[F], w2: &[F], b2: &[F]) -> Vec<F> {
-    let (n, d, h, o) = MLP_DIMS;
+pub fn mlp_plain<F: Real>(x: &[F], w1: &[F], b1: &[F], w2: &[F], b2: &[F], dims: Dims) -> Vec<F> {
+    let (n, d, h, o) = dims;
     let mut hid = matmul_plain(x, w1, n, d, h);
     bias_relu(&mut hid, b1, true);
     let mut y = matmul_plain(&hid, w2, n, h, o);
@@ -427,8 +427,15 @@ pub fn mlp_plain<F: Real>(x: &[F], w1: &[F], b1: &[F], w2: &[F], b2: &[F]) -> Ve
     y
 }
 
-pub fn mlp_rayon(x: &[f32], w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32]) -> Vec<f32> {
-    let (_, d, h, o) = MLP_DIMS;
+pub fn mlp_rayon(
+    x: &[f32],
+    w1: &[f32],
+    b1: &[f32],
+    w2: &[f32],
+    b2: &[f32],
+    dims: Dims,
+) -> Vec<f32> {
+    let (_, d, h, o) = dims;
     const ROWS: usize = 64;
     x.par_chunks(ROWS * d)
         .flat_map_iter(|xc| {
@@ -442,8 +449,15 @@ pub fn mlp_rayon(x: &[f32], w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32]) -> V
         .collect()
 }
 
-pub fn mlp_ndarray(x: &[f32], w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32]) -> Vec<f32> {
-    let (n, d, h, o) = MLP_DIMS;
+pub fn mlp_ndarray(
+    x: &[f32],
+    w1: &[f32],
+    b1: &[f32],
+    w2: &[f32],
+    b2: &[f32],
+    dims: Dims,
+) -> Vec<f32> {
+    let (n, d, h, o) = dims;
     let x = Array2::from_shape_vec((n, d), x.to_vec()).unwrap();
     let w1 = Array2::from_shape_vec((d, h), w1.to_vec()).unwrap();
     let w2 = Array2::from_shape_vec((h, o), w2.to_vec()).unwrap();
