@@ -636,6 +636,12 @@ impl SchedulerLoop {
                     "read of a buffer the runtime does not know",
                 )));
             }
+            // Queued on the CPU executor, which runs its messages in order: the read can go
+            // there now and is served right after the program (a failure is reported there
+            // too). Saves the executor's round trip through this thread on every small read.
+            Some(s) if matches!(s.status, Status::InFlight(0)) && s.external.is_none() => {
+                self.execs[0].send(ExecMsg::MoveDataOut { buf: b, reply });
+            }
             Some(s) if matches!(s.status, Status::Unwritten | Status::InFlight(_)) => {
                 s.reads.push(reply)
             }

@@ -208,7 +208,7 @@ pub(crate) fn run_program(
     let run =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             match &*task.program.kernel {
-                Kernel::Fused(k) => match native::lookup(k) {
+                Kernel::Fused(k) => match native::lookup(&task.program.kernel, k) {
                     Ok(Some(nk)) => native::run(&nk, k, refs, outputs, external, &task.params),
                     Ok(None) => vm::run_fused(
                         k,

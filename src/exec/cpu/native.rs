@@ -5,7 +5,8 @@
 //!
 //! Policy (`ARRAYFLOW_NATIVE`, or `Runtime::set_native`): `auto` (default) compiles kernels of at
 //! least `ARRAYFLOW_NATIVE_MIN` elements (default 65536) in the background and runs them on the
-//! tile VM until the library is ready; `always` compiles every kernel before running it; `off`
+//! tile VM until the library is ready (and smaller kernels once they have run a few times: a loop
+//! of small steps); `always` compiles every kernel before running it; `off`
 //! uses only the tile VM. Without a working C compiler everything runs on the tile VM.
 
 use super::reduce::{self, Partial};
@@ -15,6 +16,7 @@ use crate::error::{Error, ErrorKind};
 use crate::exec::TypedVec;
 use crate::proggen::codegen::c;
 use crate::proggen::kernel::FusedKernel;
+use crate::proggen::sequence::Kernel;
 use ahash::AHashMap;
 use parking_lot::Mutex;
 use rayon::prelude::*;
@@ -251,8 +253,42 @@ fn load(path: &std::path::Path) -> Result<NativeKernel, String> {
 
 /// The native version of `k`, if the policy wants one and it is ready (starting its compilation
 /// if needed). `Err` only in `Require` mode, when the kernel cannot be compiled.
-pub fn lookup(k: &FusedKernel) -> Result<Option<Arc<NativeKernel>>, Error> {
-    let r = lookup_inner(k);
+pub fn lookup(kernel: &Arc<Kernel>, k: &FusedKernel) -> Result<Option<Arc<NativeKernel>>, Error> {
+    let id = Arc::as_ptr(kernel) as *const () as usize;
+    let hot = {
+        let mut memo = memo().lock();
+        let same = |e: &Memo| std::ptr::eq(e.kernel.as_ptr(), Arc::as_ptr(kernel));
+        match memo.get_mut(&id) {
+            Some(e) if same(e) => {
+                if let Some(nk) = &e.native {
+                    MEMORY_HITS.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Some(nk.clone()));
+                }
+                e.launches += 1;
+                e.launches >= HOT_LAUNCHES
+            }
+            _ => {
+                if memo.len() >= MEMO_PRUNE {
+                    memo.retain(|_, e| e.kernel.strong_count() > 0);
+                }
+                memo.insert(
+                    id,
+                    Memo {
+                        kernel: Arc::downgrade(kernel),
+                        launches: 1,
+                        native: None,
+                    },
+                );
+                false
+            }
+        }
+    };
+    let r = lookup_inner(k, hot);
+    if let Some(nk) = &r
+        && let Some(e) = memo().lock().get_mut(&id)
+    {
+        e.native = Some(nk.clone());
+    }
     if mode() == NativeMode::Require && r.is_none() && !crate::debug::any_fault() {
         return Err(Error::new(ErrorKind::Runtime, "ARRAYFLOW_NATIVE=require, but this kernel could not be compiled to native code")
             .hint("install a C compiler (`cc`), or see the arrayflow::native warning in the log for the compiler's message"));
@@ -260,12 +296,35 @@ pub fn lookup(k: &FusedKernel) -> Result<Option<Arc<NativeKernel>>, Error> {
     Ok(r)
 }
 
-fn lookup_inner(k: &FusedKernel) -> Option<Arc<NativeKernel>> {
+/// Launches after which `auto` compiles a kernel smaller than `ARRAYFLOW_NATIVE_MIN` too: a
+/// loop of small steps runs the same few kernels thousands of times.
+const HOT_LAUNCHES: u32 = 8;
+
+/// Entries of the launch memo before dropped kernels are pruned from it.
+const MEMO_PRUNE: usize = 4096;
+
+/// What the native tier knows of one generated kernel (the trace cache hands the same kernel to
+/// every repetition): its launches, and its native code once loaded, so a hot kernel is found
+/// without rendering its C source again.
+struct Memo {
+    kernel: std::sync::Weak<Kernel>,
+    launches: u32,
+    native: Option<Arc<NativeKernel>>,
+}
+
+fn memo() -> &'static Mutex<AHashMap<usize, Memo>> {
+    static M: OnceLock<Mutex<AHashMap<usize, Memo>>> = OnceLock::new();
+    M.get_or_init(|| Mutex::new(AHashMap::new()))
+}
+
+fn lookup_inner(k: &FusedKernel, hot: bool) -> Option<Arc<NativeKernel>> {
     if crate::debug::any_fault() {
         return None;
     }
     let mode = mode();
-    if mode == NativeMode::Off || (mode == NativeMode::Auto && k.domain.len() < min_elements()) {
+    if mode == NativeMode::Off
+        || (mode == NativeMode::Auto && k.domain.len() < min_elements() && !hot)
+    {
         return None;
     }
     let start = std::time::Instant::now();
@@ -314,6 +373,7 @@ fn lookup_inner(k: &FusedKernel) -> Option<Arc<NativeKernel>> {
 #[doc(hidden)]
 pub fn forget_loaded() {
     cache().lock().clear();
+    memo().lock().clear();
 }
 
 /// Raw pointers handed to the C kernel; each task writes disjoint ranges.
