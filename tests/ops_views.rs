@@ -251,11 +251,17 @@ fn slice_constructors_and_multi_axis() {
                 vec![(0..6).collect(), vec![0, 3, 6]],
             ),
             (
-                vec![Slice::new(Some(6), Some(6), 1), Slice::new(Some(1), Some(-7), -1)],
+                vec![
+                    Slice::new(Some(6), Some(6), 1),
+                    Slice::new(Some(1), Some(-7), -1),
+                ],
                 vec![vec![], vec![1]],
             ),
             (
-                vec![Slice::new(Some(5), Some(6), -1), Slice::new(Some(-7), None, 2)],
+                vec![
+                    Slice::new(Some(5), Some(6), -1),
+                    Slice::new(Some(-7), None, 2),
+                ],
                 vec![vec![], vec![0, 2, 4, 6]],
             ),
         ];

@@ -303,9 +303,16 @@ fn declared_parameters_take_each_calls_values() {
         assert_eq!(out[0].to_vec().unwrap(), want, "call {k}: c {c}, d {d}");
         let sum: f64 = want.iter().map(|y| y * c).sum();
         let got = out[1].item().unwrap();
-        assert!((got - sum).abs() <= 1e-12 * sum.abs().max(1.0), "call {k}: {got} vs {sum}");
+        assert!(
+            (got - sum).abs() <= 1e-12 * sum.abs().max(1.0),
+            "call {k}: {got} vs {sum}"
+        );
     }
-    assert_eq!(calls.get(), 1, "one recording; the others replay with new values");
+    assert_eq!(
+        calls.get(),
+        1,
+        "one recording; the others replay with new values"
+    );
 
     // The loop, with the scalar declared: x + c, not x + 0, every time.
     let xf = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
@@ -321,7 +328,10 @@ fn declared_parameters_take_each_calls_values() {
             Runtime::reuse_with(&[&xi], &[p], &[], |ins, ps| vec![(&ins[0] + &ps[0]) * 2]).unwrap();
         assert_eq!(
             out[0].to_vec().unwrap(),
-            [5i32, -7, 9].iter().map(|x| (x + p) * 2).collect::<Vec<_>>()
+            [5i32, -7, 9]
+                .iter()
+                .map(|x| (x + p) * 2)
+                .collect::<Vec<_>>()
         );
     }
 }
@@ -348,7 +358,10 @@ fn the_replay_check_reports_a_captured_scalar_that_changed() {
     let msg = err.to_string();
     assert_eq!(err.kind(), ErrorKind::Argument);
     assert_eq!(reported_line(&msg), lines[1], "{msg}");
-    assert!(msg.contains("captured") && msg.contains("reuse_with"), "{msg}");
+    assert!(
+        msg.contains("captured") && msg.contains("reuse_with"),
+        "{msg}"
+    );
     assert!(msg.contains("10.0") && msg.contains("0.0"), "{msg}");
     // The third call replays unchecked (the check runs on replay 1 and every 16th).
     assert_eq!(
@@ -429,11 +442,20 @@ fn a_panic_while_a_section_records_leaves_the_runtime_usable() {
             "nested {nested}"
         );
         let b = Array::from_slice(&[1.0f64, 2.0], &[2]);
-        assert_eq!(std::thread::spawn(move || b.sum().item().unwrap()).join().unwrap(), 3.0);
+        assert_eq!(
+            std::thread::spawn(move || b.sum().item().unwrap())
+                .join()
+                .unwrap(),
+            3.0
+        );
         // Sections record and replay as before.
         let calls = Cell::new(0);
         for _ in 0..3 {
-            let name = if nested { "after-nested-panic" } else { "after-panic" };
+            let name = if nested {
+                "after-nested-panic"
+            } else {
+                "after-panic"
+            };
             let out = Runtime::reuse_named(name, &[&a], &[], |ins| {
                 calls.set(calls.get() + 1);
                 vec![&ins[0] * 4.0]

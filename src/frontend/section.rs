@@ -310,9 +310,7 @@ impl Inner {
                     .replays
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                     + 1;
-                let every = self
-                    .reuse_check
-                    .load(std::sync::atomic::Ordering::Relaxed);
+                let every = self.reuse_check.load(std::sync::atomic::Ordering::Relaxed);
                 if !check_due(replay, every) {
                     return self.replay(&mut fe, &entry, inputs, params, site);
                 }
