@@ -373,10 +373,6 @@ impl Inner {
             .at(site)
             .hint("a value the closure captured changed (or a condition inside it): pass scalars that change as parameters (`Runtime::reuse_with`) and values that change what the closure does as control values"));
         }
-        if verify.is_some() {
-            // The check found nothing: the cached entry stays, and this call's results stand.
-            return Ok(outputs);
-        }
         let Some((g, values)) = generated else {
             return Ok(outputs);
         };
@@ -396,6 +392,10 @@ impl Inner {
                         .hint(format!("pass the array in the section's inputs (section entered at {site})")));
                 }
             }
+        }
+        if verify.is_some() {
+            // The check found nothing: the cached entry stays, and this call's results stand.
+            return Ok(outputs);
         }
         let mut outs = Vec::new();
         for h in &outputs {
