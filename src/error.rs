@@ -22,9 +22,12 @@ pub enum ErrorKind {
     Mismatch,
 }
 
-/// An error of the arrayflow runtime. Its `Display` starts with the user's `file:line`.
-#[derive(Debug, Clone, thiserror::Error)]
+/// An error of the arrayflow runtime. Its `Display` starts with the user's `file:line`. Its
+/// `Debug` (what `unwrap()` and `fn main() -> Result` print) is the same readable message; `{:#?}`
+/// shows the fields.
+#[derive(Clone, thiserror::Error)]
 pub struct Error {
+    /// What class of problem it is.
     pub kind: ErrorKind,
     /// What was wrong.
     pub message: String,
@@ -37,6 +40,7 @@ pub struct Error {
 }
 
 impl Error {
+    /// An error of `kind` saying `message`, with no call site, origin or hint yet.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
@@ -46,20 +50,40 @@ impl Error {
             hint: None,
         }
     }
+    /// Names the user's call site that made the failing request.
     pub fn at(mut self, site: Site) -> Self {
         self.site = Some(site);
         self
     }
+    /// Names where the failing operation was recorded.
     pub fn origin(mut self, site: Site) -> Self {
         self.origin = Some(site);
         self
     }
+    /// Says what to do about it.
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
     }
+    /// What class of problem it is.
     pub fn kind(&self) -> ErrorKind {
         self.kind
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            f.debug_struct("Error")
+                .field("kind", &self.kind)
+                .field("message", &self.message)
+                .field("site", &self.site)
+                .field("origin", &self.origin)
+                .field("hint", &self.hint)
+                .finish()
+        } else {
+            fmt::Display::fmt(self, f)
+        }
     }
 }
 

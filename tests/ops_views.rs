@@ -161,7 +161,8 @@ fn transpose_and_permute_all_types() {
     );
 }
 
-/// Python-style slices on one axis: random starts/ends (negative, out of range, absent) and steps.
+/// Python-style slices on one axis: random starts/ends (negative, absent) and steps; indices out
+/// of range are errors (they used to be clamped silently, GitHub issue 18).
 #[test]
 fn slice_1d_random_specs() {
     let mut r = rng(403);
@@ -180,6 +181,18 @@ fn slice_1d_random_specs() {
             };
             let (start, end) = (pick(&mut r), pick(&mut r));
             let step = [1, 2, 3, 5, -1, -2, -3, -5][rand_u32(&mut r, 1, 0, 7)[0] as usize];
+            let ni = n as isize;
+            let start_hi = if step > 0 { ni } else { ni - 1 };
+            let in_range = start.is_none_or(|v| -ni <= v && v <= start_hi)
+                && end.is_none_or(|v| -ni <= v && v <= ni);
+            if !in_range {
+                let e = a
+                    .try_slice(&[Slice::new(start, end, step)])
+                    .expect_err(&format!("n {n}: slice {start:?}..{end:?} step {step}"));
+                assert_eq!(e.kind, ErrorKind::Argument, "{e}");
+                assert!(e.to_string().contains("out of range"), "{e}");
+                continue;
+            }
             let idx = slice_indices(n, start, end, step);
             let want: Vec<i32> = idx.iter().map(|&i| x[i]).collect();
             let got = a.slice(&[Slice::new(start, end, step)]);
@@ -234,8 +247,22 @@ fn slice_constructors_and_multi_axis() {
             ),
             (vec![Slice::new(Some(4), Some(2), 1)], vec![vec![]]),
             (
-                vec![Slice::all(), Slice::new(Some(-100), Some(100), 3)],
+                vec![Slice::all(), Slice::new(Some(-7), Some(7), 3)],
                 vec![(0..6).collect(), vec![0, 3, 6]],
+            ),
+            (
+                vec![
+                    Slice::new(Some(6), Some(6), 1),
+                    Slice::new(Some(1), Some(-7), -1),
+                ],
+                vec![vec![], vec![1]],
+            ),
+            (
+                vec![
+                    Slice::new(Some(5), Some(6), -1),
+                    Slice::new(Some(-7), None, 2),
+                ],
+                vec![vec![], vec![0, 2, 4, 6]],
             ),
         ];
         for (spec, sel) in cases {
@@ -255,6 +282,77 @@ fn slice_constructors_and_multi_axis() {
         ]);
         same(&second, &s2, &v2, "slice of a slice");
     });
+}
+
+/// An out-of-range slice is an error naming the caller's line, as `&v[2..10]` panics; open ends
+/// and negative steps stay valid.
+#[test]
+fn out_of_range_slices_are_errors_naming_the_line() {
+    let x = [1.0f32, 2.0, 3.0, 4.0, 5.0];
+    let a = Array::from_slice(&x, &[5]);
+    let line = line!() + 1;
+    let e = a.try_slice(&[(2..10).into()]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Argument);
+    assert_eq!(
+        e.message, "slice 2..10 out of range for axis 0 of length 5",
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with(&format!("tests/ops_views.rs:{line}:")),
+        "{e}"
+    );
+    // The panicking form names the caller's line too.
+    let line = line!() + 1;
+    let p = std::panic::catch_unwind(|| a.slice(&[(2..10).into()])).unwrap_err();
+    let msg = p.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.starts_with(&format!("tests/ops_views.rs:{line}:"))
+            && msg.contains("slice 2..10 out of range for axis 0 of length 5"),
+        "{msg}"
+    );
+    let b = Array::from_slice(&x, &[1, 5]);
+    let e = b
+        .try_slice(&[Slice::all(), Slice::new(Some(5), None, -1)])
+        .unwrap_err();
+    assert_eq!(
+        e.message, "slice 5.. step -1 out of range for axis 1 of length 5",
+        "{e}"
+    );
+    for bad in [
+        Slice::new(Some(-6), None, 1),
+        Slice::new(None, Some(6), 1),
+        Slice::new(None, Some(-6), -1),
+        Slice::at(5),
+        Slice::at(-6),
+        Slice::from(3..=5),
+    ] {
+        assert!(a.try_slice(&[bad]).is_err(), "{bad:?}");
+    }
+    // Valid edges: open ends, len as an end, -len as a start, empty slices, negative steps.
+    let cases: Vec<(Slice, Vec<f32>)> = vec![
+        ((..).into(), x.to_vec()),
+        ((2..).into(), vec![3.0, 4.0, 5.0]),
+        ((..5).into(), x.to_vec()),
+        ((5..5).into(), vec![]),
+        (Slice::new(Some(4), Some(2), 1), vec![]),
+        (Slice::new(Some(-5), Some(5), 2), vec![1.0, 3.0, 5.0]),
+        (Slice::new(None, None, -1), vec![5.0, 4.0, 3.0, 2.0, 1.0]),
+        (Slice::new(Some(4), Some(-5), -1), vec![5.0, 4.0, 3.0, 2.0]),
+        (Slice::new(Some(-1), Some(0), -2), vec![5.0, 3.0]),
+        (Slice::new(Some(0), Some(5), -1), vec![]),
+        (Slice::at(-1), vec![5.0]),
+        (Slice::at(-5), vec![1.0]),
+        (Slice::at(4), vec![5.0]),
+        (Slice::from(0..=4), x.to_vec()),
+    ];
+    for (s, want) in cases {
+        let got = a.try_slice(&[s]).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+        assert_eq!(got.to_vec().unwrap(), want, "{s:?}");
+    }
+    let empty = Array::<f32>::zeros(&[0]);
+    assert_eq!(empty.try_slice(&[(0..0).into()]).unwrap().len(), 0);
+    assert!(empty.try_slice(&[Slice::at(0)]).is_err());
 }
 
 #[test]

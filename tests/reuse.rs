@@ -2,7 +2,10 @@
 //! calling the closure and compute with the new inputs; control values select entries; random
 //! generators advance on replays exactly as without the cache; sections nest; recursion, reads,
 //! writes and foreign arrays inside a section are errors naming the caller's line; the cache's
-//! LRU limit holds. The runtime starts with a small macro cache; tests run one at a time.
+//! LRU limit holds; declared scalar parameters take each call's values; the replay check reports a
+//! section whose captured scalar changed; a panic inside a recording section leaves the runtime
+//! usable. The runtime starts with a small macro cache and the replay check off (tests that count
+//! closure calls), tests that need the check switch it on; tests run one at a time.
 
 use arrayflow::{Array, ErrorKind, Rng, Runtime};
 use parking_lot::Mutex;
@@ -17,6 +20,7 @@ fn init() {
     ONCE.call_once(|| {
         Runtime::builder()
             .macro_cache_entries(LIMIT)
+            .reuse_check(0)
             .start()
             .expect("the runtime starts here")
     });
@@ -262,4 +266,215 @@ fn the_macro_cache_keeps_at_most_its_limit() {
         "{:?}",
         st.macros
     );
+}
+
+/// Switches the replay check on for one test and off again, even if the test fails.
+struct CheckEvery;
+impl CheckEvery {
+    fn on(every: u32) -> CheckEvery {
+        Runtime::set_reuse_check(every);
+        CheckEvery
+    }
+}
+impl Drop for CheckEvery {
+    fn drop(&mut self) {
+        Runtime::set_reuse_check(0);
+    }
+}
+
+#[test]
+fn declared_parameters_take_each_calls_values() {
+    init();
+    let _g = SERIAL.lock();
+    let v = data(40, 11);
+    let x = Array::from_slice(&v, &[40]);
+    let calls = Cell::new(0);
+    // 0 and 1 would fold away as literals (x * 1 is x): as parameters they must not.
+    for (k, c) in [3.5, 0.0, 1.0, -2.25, 10.0, 1e-3].into_iter().enumerate() {
+        let d = k as f64 - 1.0;
+        let out = Runtime::reuse_with(&[&x], &[c, d], &[], |ins, ps| {
+            calls.set(calls.get() + 1);
+            let y = &ins[0] * &ps[0] + &ps[1];
+            let s = (&y * &ps[0]).sum();
+            vec![y, s]
+        })
+        .unwrap();
+        let want: Vec<f64> = v.iter().map(|x| x * c + d).collect();
+        assert_eq!(out[0].to_vec().unwrap(), want, "call {k}: c {c}, d {d}");
+        let sum: f64 = want.iter().map(|y| y * c).sum();
+        let got = out[1].item().unwrap();
+        assert!(
+            (got - sum).abs() <= 1e-12 * sum.abs().max(1.0),
+            "call {k}: {got} vs {sum}"
+        );
+    }
+    assert_eq!(
+        calls.get(),
+        1,
+        "one recording; the others replay with new values"
+    );
+
+    // The loop, with the scalar declared: x + c, not x + 0, every time.
+    let xf = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
+    for k in 0..3 {
+        let c = k as f32 * 10.0;
+        let out = Runtime::reuse_with(&[&xf], &[c], &[], |ins, ps| vec![&ins[0] + &ps[0]]).unwrap();
+        assert_eq!(out[0].to_vec().unwrap(), vec![1.0 + c, 2.0 + c, 3.0 + c]);
+    }
+    // Integer parameters, and a parameter next to a literal of the same value.
+    let xi = Array::from_slice(&[5i32, -7, 9], &[3]);
+    for p in [2i32, 3, -4] {
+        let out =
+            Runtime::reuse_with(&[&xi], &[p], &[], |ins, ps| vec![(&ins[0] + &ps[0]) * 2]).unwrap();
+        assert_eq!(
+            out[0].to_vec().unwrap(),
+            [5i32, -7, 9]
+                .iter()
+                .map(|x| (x + p) * 2)
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn the_replay_check_reports_a_captured_scalar_that_changed() {
+    init();
+    let _g = SERIAL.lock();
+    let _check = CheckEvery::on(16);
+    let x = Array::from_slice(&[1.0f64, 2.0, 3.0], &[3]);
+    let mut lines = Vec::new();
+    let mut results = Vec::new();
+    for k in 0..3 {
+        let c = k as f64 * 10.0;
+        lines.push(line!() + 1);
+        results.push(Runtime::reuse(&[&x], &[], |ins| vec![&ins[0] + c]));
+    }
+    assert_eq!(
+        results[0].as_ref().unwrap()[0].to_vec().unwrap(),
+        vec![1.0, 2.0, 3.0]
+    );
+    // The second call is the first replay: re-recorded and compared.
+    let err = results[1].as_ref().unwrap_err();
+    let msg = err.to_string();
+    assert_eq!(err.kind(), ErrorKind::Argument);
+    assert_eq!(reported_line(&msg), lines[1], "{msg}");
+    assert!(
+        msg.contains("captured") && msg.contains("reuse_with"),
+        "{msg}"
+    );
+    assert!(msg.contains("10.0") && msg.contains("0.0"), "{msg}");
+    // The third call replays unchecked (the check runs on replay 1 and every 16th).
+    assert_eq!(
+        results[2].as_ref().unwrap()[0].to_vec().unwrap(),
+        vec![1.0, 2.0, 3.0],
+        "an unchecked replay computes with the first recording's value"
+    );
+    // A changed branch without a control value is reported too.
+    let results: Vec<_> = (0..2)
+        .map(|k| {
+            Runtime::reuse(&[&x], &[], |ins| {
+                vec![if k == 0 { &ins[0] * 2.0 } else { ins[0].sqrt() }]
+            })
+        })
+        .collect();
+    assert!(results[0].is_ok());
+    let err = results[1].as_ref().unwrap_err();
+    assert!(err.to_string().contains("first recording"), "{err}");
+}
+
+#[test]
+fn the_replay_check_passes_unchanged_sections_and_keeps_their_results() {
+    init();
+    let _g = SERIAL.lock();
+    let _check = CheckEvery::on(4);
+    let calls = Cell::new(0);
+    let mut rng = Rng::new(5);
+    let mut plain = Rng::new(5);
+    let n = 64;
+    for it in 0..20u64 {
+        let v = data(n, 40 + it);
+        let a = Array::from_slice(&v, &[n]);
+        let out = Runtime::reuse_with(&[&a], &[it as f64], &[], |ins, ps| {
+            calls.set(calls.get() + 1);
+            vec![&ins[0] * 3.0 + &ps[0] + rng.uniform::<f64>(&[n])]
+        })
+        .unwrap();
+        let u = plain.uniform::<f64>(&[n]).to_vec().unwrap();
+        let want: Vec<f64> = v
+            .iter()
+            .zip(&u)
+            .map(|(x, u)| x * 3.0 + it as f64 + u)
+            .collect();
+        assert_eq!(out[0].to_vec().unwrap(), want, "call {it}");
+    }
+    // Recorded once, re-recorded on replays 1, 4, 8, 12 and 16.
+    assert_eq!(calls.get(), 6);
+    assert_eq!(rng.position(), plain.position());
+}
+
+#[test]
+fn a_panic_while_a_section_records_leaves_the_runtime_usable() {
+    init();
+    let _g = SERIAL.lock();
+    let a = Array::from_slice(&data(4, 21), &[4]);
+    let three = Array::<f64>::zeros(&[3]);
+    for nested in [false, true] {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let body = |ins: &[Array<f64>]| {
+                let y = &ins[0] * 2.0;
+                vec![&y + &three] // shapes [4] and [3]: panics
+            };
+            if nested {
+                Runtime::reuse_named("outer-panics", &[&a], &[], |ins| {
+                    Runtime::reuse_named("inner-panics", &[&ins[0]], &[], body).unwrap()
+                })
+            } else {
+                Runtime::reuse_named("panics", &[&a], &[], body)
+            }
+        }));
+        let msg = r.unwrap_err().downcast::<String>().unwrap();
+        assert!(msg.contains("do not broadcast"), "{msg}");
+        // Reads work again, on this thread and on another.
+        let v = data(4, 21);
+        assert_eq!(
+            (&a + 1.0).to_vec().unwrap(),
+            v.iter().map(|x| x + 1.0).collect::<Vec<_>>(),
+            "nested {nested}"
+        );
+        let b = Array::from_slice(&[1.0f64, 2.0], &[2]);
+        assert_eq!(
+            std::thread::spawn(move || b.sum().item().unwrap())
+                .join()
+                .unwrap(),
+            3.0
+        );
+        // Sections record and replay as before.
+        let calls = Cell::new(0);
+        for _ in 0..3 {
+            let name = if nested {
+                "after-nested-panic"
+            } else {
+                "after-panic"
+            };
+            let out = Runtime::reuse_named(name, &[&a], &[], |ins| {
+                calls.set(calls.get() + 1);
+                vec![&ins[0] * 4.0]
+            })
+            .unwrap();
+            assert_eq!(
+                out[0].to_vec().unwrap(),
+                v.iter().map(|x| x * 4.0).collect::<Vec<_>>()
+            );
+        }
+        assert_eq!(calls.get(), 1);
+    }
+    // A panic inside Runtime::block leaves no block open: results still compute.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Runtime::block(|| {
+            let _y = &a * 5.0;
+            let _z = &a + &three;
+        })
+    }));
+    assert!(r.is_err());
+    assert_eq!((&a * 0.0).sum().item().unwrap(), 0.0);
 }

@@ -11,7 +11,9 @@ use std::marker::PhantomData;
 use std::panic::Location;
 
 /// An n-dimensional, row-major array of `T` managed by the runtime. Operations on it are recorded,
-/// not run; a read (`to_vec`, `item`, `read_into`) computes what it needs. `Clone` shares the data.
+/// not run; a read (`to_vec`, `item`, `read_into`, `get`) computes what it needs. `Clone` shares
+/// the data. `{}` and `{:?}` print the values (NumPy style; reading the array), `describe()` the
+/// element type and shape only.
 pub struct Array<T: Element> {
     pub(crate) h: Handle,
     _t: PhantomData<T>,
@@ -20,12 +22,6 @@ pub struct Array<T: Element> {
 impl<T: Element> Clone for Array<T> {
     fn clone(&self) -> Self {
         Array::wrap(self.h.clone())
-    }
-}
-
-impl<T: Element> std::fmt::Debug for Array<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Array<{}>{:?}", T::DTYPE, self.shape())
     }
 }
 

@@ -6,6 +6,7 @@
 mod array;
 mod dynarray;
 mod element;
+mod inspect;
 mod math;
 mod ops;
 mod random;
@@ -21,6 +22,7 @@ pub use crate::ir::DType;
 pub use array::Array;
 pub use dynarray::DynArray;
 pub use element::{Element, Float, Index, Logical, Numeric};
+pub use inspect::{SUMMARY_THRESHOLD, allclose, assert_allclose};
 pub use math::{max, min, select};
 pub use ops::Operand;
 pub use random::{Rng, RngState};

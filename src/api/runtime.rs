@@ -58,6 +58,12 @@ impl RuntimeBuilder {
         self.config.device_limits = limits;
         self
     }
+    /// The code reuse replay check's period (0: off); overrides `ARRAYFLOW_REUSE_CHECK`. See
+    /// [`Runtime::set_reuse_check`].
+    pub fn reuse_check(mut self, every: u32) -> Self {
+        self.config.reuse_check = every;
+        self
+    }
     /// Starts the runtime; an error if it already runs (an array operation started it).
     #[track_caller]
     pub fn start(self) -> Result<()> {
@@ -99,9 +105,20 @@ impl Runtime {
     /// Runs `f` inside a block.
     #[track_caller]
     pub fn block<R>(f: impl FnOnce() -> R) -> R {
+        /// Closes the block if `f` panics, so a caught panic leaves no block open.
+        struct Unwind;
+        impl Drop for Unwind {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    Inner::get().unwind_block();
+                }
+            }
+        }
         let site = std::panic::Location::caller();
         Self::begin_block();
+        let guard = Unwind;
         let r = f();
+        std::mem::forget(guard);
         Inner::get()
             .end_block(site)
             .expect("blocks are balanced inside Runtime::block");

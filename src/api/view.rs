@@ -9,6 +9,8 @@ use crate::ir::Shape;
 use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo};
 
 /// One axis of a slice. Negative indices count from the end; a negative step walks backwards.
+/// Indices outside the axis (beyond `-len..=len`, or a reversed slice starting past the last
+/// element) are errors naming your line, as `&v[2..10]` panics for a `Vec` of 5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slice(pub(crate) SliceSpec);
 
@@ -27,9 +29,9 @@ impl Slice {
         s.0.step = step;
         s
     }
-    /// A single index, keeping the axis with length 1.
+    /// A single index, keeping the axis with length 1 (negative counts from the end).
     pub fn at(i: isize) -> Slice {
-        Slice::new(Some(i), Some(if i == -1 { isize::MAX } else { i + 1 }), 1)
+        Slice::new(Some(i), if i == -1 { None } else { Some(i + 1) }, 1)
     }
 }
 impl From<Range<usize>> for Slice {
@@ -84,10 +86,14 @@ impl<T: Element> Array<T> {
         ok(frontend::permute(&self.h, perm, site()).map(Array::wrap))
     }
     /// A sub-array: one [`Slice`] per leading axis (`(2..10).into()`, `Slice::step(.., 2)`, ...).
+    /// An index out of range panics with the error (through the error-handler stack); see
+    /// [`Array::try_slice`].
     #[track_caller]
     pub fn slice(&self, ranges: &[Slice]) -> Array<T> {
         ok(self.try_slice(ranges))
     }
+    /// Like [`Array::slice`], returning an error for a slice out of range (`slice 2..10 out of
+    /// range for axis 0 of length 5`) or a step of 0.
     #[track_caller]
     pub fn try_slice(&self, ranges: &[Slice]) -> Result<Array<T>> {
         let spec: Vec<SliceSpec> = ranges.iter().map(|s| s.0).collect();

@@ -2,7 +2,8 @@
 //! sections, keyed by the section's call site (and name), its inputs' types, shapes and kinds, and
 //! its control values byte by byte. A replay sends the stored sequence to the execution scheduler
 //! in one message without calling the section's closure. Constants recorded inside the section are
-//! part of its code; random generators it drew from are advanced on every replay.
+//! part of its code; declared parameters (`Runtime::reuse_with`) take each call's values; random
+//! generators it drew from are advanced on every replay.
 
 use super::trace_cache::CacheCounts;
 use crate::api::RngState;
@@ -22,6 +23,8 @@ pub enum ParamSource {
     RandomKey(usize),
     /// The `n`th generator's position at replay, plus an offset.
     RandomCounter(usize, u64),
+    /// The section's `n`th declared parameter (`Runtime::reuse_with`): the value of this call.
+    Param(usize),
 }
 
 /// A recorded section.
@@ -35,12 +38,15 @@ pub struct MacroEntry {
     pub params: Vec<Vec<ParamSource>>,
     /// The generators the section drew from, and how far each advances per run.
     pub rngs: Vec<(Arc<Mutex<RngState>>, u64)>,
-    /// The section's ops in order, for comparison mode's reference values on replay.
+    /// The section's ops in order, for comparison mode's reference values on replay and for the
+    /// replay check (a re-recording is compared with it).
     pub reference: Option<RefProgram>,
+    /// Replays so far (the replay check re-records some of them).
+    pub replays: std::sync::atomic::AtomicU64,
 }
 
 /// Where a step of a reference program takes an input from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RefInput {
     /// The section's input at this position.
     Input(usize),
@@ -55,6 +61,8 @@ pub struct RefStep {
     pub inputs: Vec<RefInput>,
     /// For a random draw: its generator (index into the entry's `rngs`) and counter offset.
     pub random: Option<(usize, u64)>,
+    /// For a declared parameter of the section: its index (its value is the call's).
+    pub param: Option<usize>,
 }
 
 /// A recorded section's ops in dependency order, and the step of each output.

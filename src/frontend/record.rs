@@ -342,6 +342,16 @@ impl Inner {
         fe.key.push_block(true);
     }
 
+    /// Closes a block whose body panicked, without flushing (the next flush runs its work).
+    pub fn unwind_block(&self) {
+        let mut fe = self.fe.lock();
+        if fe.block_depth > 0 {
+            fe.block_depth -= 1;
+            fe.queue.push(Entry::BlockEnd);
+            fe.key.push_block(false);
+        }
+    }
+
     pub fn end_block(&self, site: Site) -> Result<()> {
         let mut fe = self.fe.lock();
         if fe.block_depth == 0 {
@@ -636,16 +646,41 @@ pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
             );
         }
         let n = n as isize;
-        let norm = |v: isize, lo: isize, hi: isize| (if v < 0 { v + n } else { v }).clamp(lo, hi);
-        let (b, e) = if s.step > 0 {
-            (
-                s.start.map_or(0, |v| norm(v, 0, n)),
-                s.end.map_or(n, |v| norm(v, 0, n)),
+        // Indices run from -n to n (negative ones count from the end); a reversed slice starts at
+        // an element (-n to n - 1). Out-of-range indices are errors, as `&v[2..10]` panics.
+        let start_hi = if s.step > 0 { n } else { n - 1 };
+        let bad_start = s.start.is_some_and(|v| v < -n || v > start_hi);
+        let bad_end = s.end.is_some_and(|v| v < -n || v > n);
+        if bad_start || bad_end {
+            let show = |v: Option<isize>| v.map_or(String::new(), |v| v.to_string());
+            let step = if s.step == 1 {
+                String::new()
+            } else {
+                format!(" step {}", s.step)
+            };
+            return Err(Error::new(
+                ErrorKind::Argument,
+                format!(
+                    "slice {}..{}{step} out of range for axis {d} of length {n}",
+                    show(s.start),
+                    show(s.end)
+                ),
             )
+            .at(site)
+            .hint(format!(
+                "slice bounds run from -{n} to {n} (negative ones count from the end); a slice with \
+                 a negative step starts at an element, -{n} to {}",
+                n - 1
+            )));
+        }
+        let norm = |v: isize| if v < 0 { v + n } else { v };
+        let (b, e) = if s.step > 0 {
+            (s.start.map_or(0, norm), s.end.map_or(n, norm))
         } else {
+            // An end of n (or -n.. counted from the end) stops before the start: empty.
             (
-                s.start.map_or(n - 1, |v| norm(v, -1, n - 1)),
-                s.end.map_or(-1, |v| norm(v, -1, n - 1)),
+                s.start.map_or(n - 1, norm),
+                s.end.map_or(-1, |v| norm(v).min(n - 1)),
             )
         };
         let len = if s.step > 0 {

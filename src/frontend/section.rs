@@ -30,6 +30,59 @@ pub struct Recording {
     pub draws: AHashMap<NodeId, (usize, u64)>,
     /// The first forbidden operation (read, write) attempted inside the section.
     pub violation: Option<Error>,
+    /// The nodes standing for the section's declared parameters, by index.
+    pub params: Vec<NodeId>,
+}
+
+impl Recording {
+    fn new(key: Vec<u64>, site: Site) -> Recording {
+        Recording {
+            key,
+            site,
+            rngs: Vec::new(),
+            draws: AHashMap::new(),
+            violation: None,
+            params: Vec::new(),
+        }
+    }
+}
+
+/// Pops the section state `Inner::reuse` pushed when the closure returns or panics, so a panic
+/// caught by the application (`catch_unwind`, a `#[should_panic]` test) does not leave the
+/// runtime inside a section forever (GitHub issue 18).
+struct SectionGuard<'a> {
+    inner: &'a Inner,
+    /// The outermost section also holds a block level.
+    outermost: bool,
+}
+
+impl Drop for SectionGuard<'_> {
+    fn drop(&mut self) {
+        let mut fe = self.inner.fe.lock();
+        fe.sections.pop();
+        if self.outermost {
+            fe.block_depth -= 1;
+            if std::thread::panicking() {
+                // The section's ops stay queued and run with the next flush as ordinary work;
+                // the trace-cache key never saw them, so that flush must not use the cache.
+                fe.key.disabled = true;
+            }
+        }
+    }
+}
+
+/// Creates the nodes of a section's declared parameters: 0-dimensional constants whose handles
+/// carry no known value, so nothing folds them into the code and each becomes a kernel parameter.
+fn parameters(params: &[crate::ir::Scalar], site: Site) -> Vec<Handle> {
+    params
+        .iter()
+        .map(|&v| {
+            let h = super::constant(v, crate::ir::Shape::new(), site);
+            let mut nh = Arc::try_unwrap(h).expect("a new constant has one handle");
+            nh.konst = None;
+            Arc::new(nh)
+        })
+        .collect()
 }
 
 /// The section's ops from its inputs to its outputs, in dependency order (before the final flush
@@ -67,11 +120,13 @@ fn reference_program(
             })
             .collect::<Option<Vec<_>>>()?;
         let random = rec.draws.get(&id).map(|&(r, c)| (r, c - rec.rngs[r].1));
+        let param = rec.params.iter().position(|&p| p == id);
         index.insert(id, steps.len());
         steps.push(RefStep {
             node: n.clone(),
             inputs: ins,
             random,
+            param,
         });
     }
     let outputs = outputs
@@ -87,6 +142,7 @@ fn section_key(
     name: &str,
     inputs: &[Handle],
     nodes: &super::NodeTable,
+    params: &[crate::ir::Scalar],
     controls: &[u64],
 ) -> Vec<u64> {
     let mut k = vec![
@@ -102,9 +158,75 @@ fn section_key(
         k.extend([h.dtype as u64, kind, h.shape.len() as u64]);
         k.extend(h.shape.iter().map(|&d| d as u64));
     }
+    k.push(params.len() as u64);
+    k.extend(params.iter().map(|p| p.dtype() as u64));
     k.push(controls.len() as u64);
     k.extend_from_slice(controls);
     k
+}
+
+/// Whether the replay numbered `replay` (1 for the section's second call) is re-recorded and
+/// checked, with a check every `every` replays (0: never).
+fn check_due(replay: u64, every: u32) -> bool {
+    every > 0 && (replay == 1 || replay.is_multiple_of(every as u64))
+}
+
+/// How a re-recording of a section differs from its first recording, if it does: the first step
+/// whose op (constants by their bits), shape, element type or inputs differ. Random draws are
+/// compared without their stream positions and declared parameters without their values.
+fn recording_difference(old: &RefProgram, new: &RefProgram) -> Option<String> {
+    use crate::ir::GenKind;
+    let plain = |step: &RefStep| -> Op {
+        let mut op = step.node.op.clone();
+        if let Op::Generate(GenKind::Random { key, counter, .. }) = &mut op {
+            (*key, *counter) = ([0; 2], 0);
+        }
+        if step.param.is_some() {
+            op = Op::Const(crate::ir::Scalar::Bool(false));
+        }
+        op
+    };
+    for (i, (a, b)) in old.steps.iter().zip(&new.steps).enumerate() {
+        let (oa, ob) = (plain(a), plain(b));
+        let same_op = match (&oa, &ob) {
+            (Op::Const(x), Op::Const(y)) => x.bits() == y.bits() && x.dtype() == y.dtype(),
+            _ => oa == ob,
+        };
+        if same_op
+            && a.node.shape == b.node.shape
+            && a.node.dtype == b.node.dtype
+            && a.inputs == b.inputs
+            && a.param == b.param
+        {
+            continue;
+        }
+        return Some(match (&oa, &ob) {
+            (Op::Const(x), Op::Const(y)) if a.node.shape == b.node.shape => format!(
+                "the constant recorded at {} is {:?} now where the first recording had {:?}",
+                b.node.site, y, x
+            ),
+            _ => format!(
+                "operation {} is `{}` of shape {:?} recorded at {} now where the first recording \
+                 had `{}` of shape {:?} recorded at {}",
+                i + 1,
+                b.node.op.name(),
+                &b.node.shape[..],
+                b.node.site,
+                a.node.op.name(),
+                &a.node.shape[..],
+                a.node.site
+            ),
+        });
+    }
+    if old.steps.len() != new.steps.len() {
+        return Some(format!(
+            "it records {} operations now where the first recording had {}",
+            new.steps.len(),
+            old.steps.len()
+        ));
+    }
+    (old.outputs != new.outputs)
+        .then(|| "its outputs come from other operations than the first recording's".into())
 }
 
 impl Inner {
@@ -134,18 +256,23 @@ impl Inner {
         rec.draws.insert(id, (r, counter));
     }
 
-    /// Runs a code reuse section: replays it when its key is cached, else records it.
+    /// Runs a code reuse section: replays it when its key is cached, else records it. `params`
+    /// are the section's declared scalar parameters: `f` gets them as 0-dimensional arrays whose
+    /// values are kernel parameters, so a replay computes with the values of its own call.
+    #[allow(clippy::type_complexity)]
     pub fn reuse(
         &self,
         site: Site,
         name: &str,
         inputs: &[Handle],
+        params: &[crate::ir::Scalar],
         controls: &[u64],
-        f: &mut dyn FnMut(&[Handle]) -> Vec<Handle>,
+        f: &mut dyn FnMut(&[Handle], &[Handle]) -> Vec<Handle>,
     ) -> Result<Vec<Handle>> {
+        let mut verify: Option<Arc<MacroEntry>> = None;
         let key = {
             let mut fe = self.fe.lock();
-            let key = section_key(site, name, inputs, &fe.nodes, controls);
+            let key = section_key(site, name, inputs, &fe.nodes, params, controls);
             if let Some(outer) = fe.sections.iter().find(|s| s.key == key) {
                 return Err(Error::new(
                     ErrorKind::Argument,
@@ -155,17 +282,16 @@ impl Inner {
                 .hint("sections may nest, but not recurse into themselves"));
             }
             if !fe.sections.is_empty() {
-                // Nested: recorded into the outermost section.
-                fe.sections.push(Recording {
-                    key,
-                    site,
-                    rngs: Vec::new(),
-                    draws: AHashMap::new(),
-                    violation: None,
-                });
+                // Nested: recorded into the outermost section (its parameters are constants of
+                // the outermost section's code).
+                fe.sections.push(Recording::new(key, site));
                 drop(fe);
-                let out = f(inputs);
-                self.fe.lock().sections.pop();
+                let _guard = SectionGuard {
+                    inner: self,
+                    outermost: false,
+                };
+                let ps = parameters(params, site);
+                let out = f(inputs, &ps);
                 return Ok(out);
             }
             // Inputs must be stored, and earlier work flushed, before the section.
@@ -180,25 +306,54 @@ impl Inner {
             let after = fe.macros.counts;
             self.add_macro_counts(&before, &after);
             if let Some(entry) = found {
-                return self.replay(&mut fe, &entry, inputs, site);
+                let replay = entry
+                    .replays
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    + 1;
+                let every = self.reuse_check.load(std::sync::atomic::Ordering::Relaxed);
+                if !check_due(replay, every) {
+                    return self.replay(&mut fe, &entry, inputs, params, site);
+                }
+                // The replay check: record again (the closure runs) and compare.
+                verify = Some(entry);
             }
-            fe.sections.push(Recording {
-                key: key.clone(),
-                site,
-                rngs: Vec::new(),
-                draws: AHashMap::new(),
-                violation: None,
-            });
+            fe.sections.push(Recording::new(key.clone(), site));
             fe.block_depth += 1;
             key
         };
-        let outputs = f(inputs);
+        let outputs = {
+            let _guard = SectionGuard {
+                inner: self,
+                outermost: true,
+            };
+            let ps = parameters(params, site);
+            {
+                let mut fe = self.fe.lock();
+                let rec = fe.sections.last_mut().expect("the section being recorded");
+                rec.params = ps.iter().map(|h| h.id).collect();
+            }
+            let outputs = f(inputs, &ps);
+            // Taken before the guard pops the section.
+            let rec = {
+                let mut fe = self.fe.lock();
+                let rec = fe.sections.last_mut().expect("the section being recorded");
+                std::mem::replace(rec, Recording::new(Vec::new(), site))
+            };
+            drop(ps);
+            (outputs, rec)
+        };
+        let (outputs, rec) = outputs;
         let mut fe = self.fe.lock();
-        fe.block_depth -= 1;
-        let rec = fe.sections.pop().expect("the section being recorded");
         fe.capture = Some(None);
         let out_ids: Vec<NodeId> = outputs.iter().map(|h| h.id).collect();
         let reference = reference_program(&fe, inputs, &out_ids, &rec);
+        let changed = match (&verify, &reference) {
+            (Some(entry), Some(new)) => entry
+                .reference
+                .as_ref()
+                .and_then(|old| recording_difference(old, new)),
+            _ => None,
+        };
         // Store every output (and anything else still held): the section's results.
         for &id in &out_ids {
             super::record::enqueue_pending(&mut fe, id);
@@ -209,6 +364,14 @@ impl Inner {
         let generated = fe.capture.take().flatten();
         if let Some(e) = rec.violation {
             return Err(e);
+        }
+        if let Some(diff) = changed {
+            return Err(Error::new(
+                ErrorKind::Argument,
+                format!("this code reuse section records different code than when it was first recorded: {diff}; a replay would have computed with the first recording's values"),
+            )
+            .at(site)
+            .hint("a value the closure captured changed (or a condition inside it): pass scalars that change as parameters (`Runtime::reuse_with`) and values that change what the closure does as control values"));
         }
         let Some((g, values)) = generated else {
             return Ok(outputs);
@@ -230,6 +393,10 @@ impl Inner {
                 }
             }
         }
+        if verify.is_some() {
+            // The check found nothing: the cached entry stays, and this call's results stand.
+            return Ok(outputs);
+        }
         let mut outs = Vec::new();
         for h in &outputs {
             match g.stored.iter().find(|(_, id)| *id == h.id) {
@@ -245,6 +412,10 @@ impl Inner {
             };
             let mut srcs = Vec::new();
             for ((kind, id), &v) in kinds.iter().zip(nodes).zip(vals) {
+                if let Some(i) = rec.params.iter().position(|p| p == id) {
+                    srcs.push(ParamSource::Param(i));
+                    continue;
+                }
                 srcs.push(match (kind.is_random(), rec.draws.get(id)) {
                     (true, Some(&(r, _))) if kind.is_key() => ParamSource::RandomKey(r),
                     (true, Some(&(r, c))) => ParamSource::RandomCounter(r, c - rec.rngs[r].1),
@@ -266,6 +437,7 @@ impl Inner {
             outputs: outs,
             params,
             rngs,
+            replays: Default::default(),
         };
         let before = fe.macros.counts;
         fe.macros.insert(key, Arc::new(entry));
@@ -292,6 +464,7 @@ impl Inner {
         fe: &mut FrontEnd,
         entry: &MacroEntry,
         inputs: &[Handle],
+        values: &[crate::ir::Scalar],
         site: Site,
     ) -> Result<Vec<Handle>> {
         let started = std::time::Instant::now();
@@ -333,6 +506,7 @@ impl Inner {
                             ((k[1] as u64) << 32) | k[0] as u64
                         }
                         ParamSource::RandomCounter(r, off) => bases[r] + off,
+                        ParamSource::Param(i) => values[i].bits(),
                     })
                     .collect()
             })
@@ -367,7 +541,7 @@ impl Inner {
             && let Some(prog) = &entry.reference
         {
             let read = |b: BufferId| self.sched.read(b).ok();
-            let refs = reference_replay(fe, prog, inputs, &entry.rngs, &bases, &read);
+            let refs = reference_replay(fe, prog, inputs, values, &entry.rngs, &bases, &read);
             for (h, r) in outputs.iter().zip(refs) {
                 if let Some(n) = fe.nodes.get_mut(&h.id) {
                     n.reference = r;
@@ -421,6 +595,7 @@ fn reference_replay(
     fe: &FrontEnd,
     prog: &RefProgram,
     inputs: &[Handle],
+    values: &[crate::ir::Scalar],
     rngs: &[(Arc<Mutex<RngState>>, u64)],
     bases: &[u64],
     read: &dyn Fn(BufferId) -> Option<Arc<crate::exec::TypedVec>>,
@@ -441,6 +616,9 @@ fn reference_replay(
         {
             *key = rngs[r].0.lock().key;
             *counter = bases[r] + off;
+        }
+        if let Some(i) = step.param {
+            node.op = Op::Const(values[i]);
         }
         let ins: Option<Vec<(Value, crate::ir::Shape)>> = step
             .inputs

@@ -34,6 +34,27 @@ pub struct Config {
     pub device: crate::exec::device::DeviceChoice,
     /// Limits of the device executor (`ARRAYFLOW_DEVICE_MEMORY`, `ARRAYFLOW_DEVICE_KERNEL_LIMIT`).
     pub device_limits: crate::exec::gpu::Limits,
+    /// The code reuse replay check: a section's first replay and every `reuse_check`th one are
+    /// recorded again and compared with the cached recording (0: off). `ARRAYFLOW_REUSE_CHECK`
+    /// (`0`/`off`, `on`, or N); default 16 in debug builds, off in release builds.
+    pub reuse_check: u32,
+}
+
+/// The replay check's default period when it is on.
+pub const REUSE_CHECK_EVERY: u32 = 16;
+
+fn reuse_check_from_env() -> u32 {
+    let default = if cfg!(debug_assertions) {
+        REUSE_CHECK_EVERY
+    } else {
+        0
+    };
+    match std::env::var("ARRAYFLOW_REUSE_CHECK").as_deref() {
+        Ok("off") | Ok("false") => 0,
+        Ok("on") | Ok("true") => REUSE_CHECK_EVERY,
+        Ok(v) => v.trim().parse().unwrap_or(default),
+        Err(_) => default,
+    }
 }
 
 impl Default for Config {
@@ -57,6 +78,7 @@ impl Default for Config {
             macro_entries: env("ARRAYFLOW_MACRO_ENTRIES", 256).max(1),
             device: crate::exec::device::DeviceChoice::from_env(),
             device_limits: crate::exec::gpu::Limits::from_env(),
+            reuse_check: reuse_check_from_env(),
         }
     }
 }
@@ -158,6 +180,8 @@ pub struct Inner {
     pub last_sequence: Mutex<Option<Arc<crate::proggen::sequence::ProgramSequence>>>,
     /// Whether flushes use the trace cache (starts as `config.trace_cache`).
     pub trace_cache_on: std::sync::atomic::AtomicBool,
+    /// The code reuse replay check's period (starts as `config.reuse_check`; 0: off).
+    pub reuse_check: std::sync::atomic::AtomicU32,
     /// Comparison mode's settings (`None`: off, at no cost).
     pub compare: parking_lot::RwLock<Option<crate::debug::CompareConfig>>,
     /// Whether comparison mode is on (the record path's cheap check).
@@ -200,6 +224,7 @@ impl Inner {
         Inner {
             fe: Mutex::new(FrontEnd::new(&config)),
             trace_cache_on: std::sync::atomic::AtomicBool::new(config.trace_cache),
+            reuse_check: std::sync::atomic::AtomicU32::new(config.reuse_check),
             config,
             gen_config,
             sched,

@@ -35,6 +35,7 @@ impl CpuExecutor {
                     store: AHashMap::new(),
                     failed: AHashMap::new(),
                     external: AHashMap::new(),
+                    foreign: Default::default(),
                     pool: BufferPool::new(POOL_LIMIT),
                 }
                 .run(rx)
@@ -56,6 +57,10 @@ struct CpuLoop {
     failed: AHashMap<BufferId, Error>,
     /// Buffers that are the application's memory (a read without a copy): written, never stored.
     external: AHashMap<BufferId, slices::OutPtr>,
+    /// Buffers whose data came in from outside (uploads, copies from a device). The pool only
+    /// takes back vectors it handed out: nothing ever takes an upload's size back out of it, so
+    /// pooling them kept every upload's data until the pool's limit (GitHub issue 18).
+    foreign: ahash::AHashSet<BufferId>,
     pool: BufferPool,
 }
 
@@ -64,6 +69,8 @@ impl CpuLoop {
         while let Ok(msg) = rx.recv() {
             match msg {
                 ExecMsg::MoveDataIn { buf, data } => {
+                    // Data from outside (an upload, a copy from a device): freed, not pooled.
+                    self.foreign.insert(buf);
                     self.store.insert(buf, data);
                 }
                 ExecMsg::Export { buf, to } => {
@@ -101,7 +108,9 @@ impl CpuLoop {
                 ExecMsg::Free(buf) => {
                     self.failed.remove(&buf);
                     self.external.remove(&buf);
+                    let foreign = self.foreign.remove(&buf);
                     if let Some(v) = self.store.remove(&buf)
+                        && !foreign
                         && let Ok(v) = Arc::try_unwrap(v)
                     {
                         self.pool.give(v);
@@ -167,6 +176,7 @@ impl CpuLoop {
         if result.is_ok() {
             for ((&b, v), ext) in task.outputs.iter().zip(outputs).zip(&external) {
                 if ext.is_none() {
+                    self.foreign.remove(&b);
                     self.store.insert(b, Arc::new(v));
                 }
             }
