@@ -10,6 +10,10 @@
 //! `cargo bench --bench workloads`; `WORKLOADS_ONLY=kmeans,heat` runs some; `WORKLOADS_SECONDS`
 //! (default 1.0) is the time aimed at per cell; `WORKLOADS_SMALL=1` shrinks every size (a quick
 //! check); `WORKLOADS_COLD=1` empties the kernel cache directory first (a cold start).
+//!
+//! On a GPU machine: `WORKLOADS_GPU=1` uses sizes for a GPU and skips the CPU peers (the peers are
+//! PyTorch eager and `torch.compile`: `benches/peers/workloads.py`, which reads the JSON lines this
+//! binary writes to `WORKLOADS_JSON` and runs the same programs at the same sizes).
 
 #[path = "workloads/af.rs"]
 mod af;
@@ -99,6 +103,10 @@ struct Row {
 struct Suite {
     target: Duration,
     small: bool,
+    /// Time the CPU peers (off on a GPU machine, where PyTorch is the peer).
+    peers: bool,
+    /// JSON lines for the GPU peer script: name, sizes, arrayflow's times.
+    json: Vec<String>,
     only: Option<Vec<String>>,
     rows: Vec<Row>,
 }
@@ -116,6 +124,7 @@ impl Suite {
         &mut self,
         name: &'static str,
         size: String,
+        params: String,
         matmul: bool,
         first: Duration,
         mut af: impl FnMut() -> A,
@@ -130,9 +139,25 @@ impl Suite {
         // `time` runs one warm-up call before its repetitions.
         let launches = (steady.kernels_launched + steady.intrinsics_launched) as f64
             / (af_cell.reps + 1) as f64;
-        let plain = time(self.target, plain);
-        let rayon = time(self.target, rayon);
-        let nd = time(self.target, nd);
+        let skip = || Cell {
+            first: Duration::ZERO,
+            steady: Duration::ZERO,
+            reps: 0,
+        };
+        let (plain, rayon, nd) = if self.peers {
+            (
+                time(self.target, plain),
+                time(self.target, rayon),
+                time(self.target, nd),
+            )
+        } else {
+            (skip(), skip(), skip())
+        };
+        self.json.push(format!(
+            "{{\"name\": \"{name}\", \"size\": \"{size}\", \"params\": {params}, \"first_s\": {}, \"steady_s\": {}, \"launches\": {launches}}}",
+            first.as_secs_f64(),
+            af_cell.steady.as_secs_f64()
+        ));
         self.rows.push(Row {
             name,
             size,
@@ -170,6 +195,7 @@ fn main() {
     Runtime::builder().start().expect("runtime start");
     let startup = t.elapsed();
     let small = env("WORKLOADS_SMALL").is_some_and(|v| v == "1");
+    let gpu = env("WORKLOADS_GPU").is_some_and(|v| v == "1");
     let mut suite = Suite {
         target: Duration::from_secs_f64(
             env("WORKLOADS_SECONDS")
@@ -177,6 +203,8 @@ fn main() {
                 .unwrap_or(1.0),
         ),
         small,
+        peers: !gpu,
+        json: Vec::new(),
         only: env("WORKLOADS_ONLY").map(|s| s.split(',').map(str::to_string).collect()),
         rows: Vec::new(),
     };
@@ -186,10 +214,19 @@ fn main() {
         rayon::current_num_threads(),
         Runtime::executor()
     );
-    let sz = |big: usize, little: usize| if small { little } else { big };
+    // Sizes: on the CPU, for a quick check, and for a GPU.
+    let sz = |cpu: usize, little: usize, on_gpu: usize| {
+        if small {
+            little
+        } else if gpu {
+            on_gpu
+        } else {
+            cpu
+        }
+    };
 
     // Heat equation, both forms (the same numbers: the same sums in the same order).
-    let (n, steps) = (sz(1024, 128), sz(200, 20));
+    let (n, steps) = (sz(1024, 128, 2048), sz(200, 20, 100));
     let u0 = Data::new(1).vec_f32(n * n, 0.0, 1.0);
     if suite.wants("heat_slices") || suite.wants("heat_select") {
         let u64_: Vec<f64> = u0.iter().map(|&v| v as f64).collect();
@@ -228,6 +265,7 @@ fn main() {
             suite.run(
                 name,
                 size.clone(),
+                format!("{{\"n\": {n}, \"steps\": {steps}}}"),
                 false,
                 af_first,
                 || f(&u0, n, steps),
@@ -240,7 +278,7 @@ fn main() {
 
     // k-means.
     if suite.wants("kmeans") {
-        let (n, k, iters) = (sz(200_000, 20_000), 8, 20);
+        let (n, k, iters) = (sz(200_000, 20_000, 2_000_000), 8, 20);
         let (p, init) = kmeans_data(n, k, 2);
         let p64: Vec<f64> = p.iter().map(|&v| v as f64).collect();
         let i64_: Vec<f64> = init.iter().map(|&v| v as f64).collect();
@@ -257,6 +295,7 @@ fn main() {
         suite.run(
             "kmeans",
             format!("{n} x 2, k={k}, {iters} iters"),
+            format!("{{\"n\": {n}, \"k\": {k}, \"iters\": {iters}}}"),
             false,
             af_first,
             || af::kmeans(&p, &init, k, iters),
@@ -268,7 +307,7 @@ fn main() {
 
     // Monte-Carlo: every estimate within 4 standard errors of the analytic price.
     if suite.wants("monte_carlo") {
-        let n = sz(10_000_000, 1_000_000);
+        let n = sz(10_000_000, 1_000_000, 1 << 24);
         let exact = mc_exact();
         let (af_got, af_first) = timed(|| af::monte_carlo(n, 7));
         for (who, (price, se)) in [
@@ -286,6 +325,7 @@ fn main() {
         suite.run(
             "monte_carlo",
             format!("{n} paths"),
+            format!("{{\"n\": {n}}}"),
             false,
             af_first,
             || af::monte_carlo(n, 7),
@@ -297,7 +337,7 @@ fn main() {
 
     // Black-Scholes.
     if suite.wants("black_scholes") {
-        let n = sz(1 << 22, 1 << 18);
+        let n = sz(1 << 22, 1 << 18, 1 << 24);
         let mut d = Data::new(3);
         let (s, x, t) = (
             d.vec_f32(n, 5.0, 30.0),
@@ -319,6 +359,7 @@ fn main() {
         suite.run(
             "black_scholes",
             format!("{n} options"),
+            format!("{{\"n\": {n}}}"),
             false,
             af_first,
             || af::black_scholes(&s, &x, &t),
@@ -329,7 +370,7 @@ fn main() {
     }
 
     // Softmax and layer norm over rows.
-    let (rows, cols) = (sz(4096, 256), 1024);
+    let (rows, cols) = (sz(4096, 256, 8192), sz(1024, 1024, 4096));
     let x = Data::new(4).vec_f32(rows * cols, -4.0, 4.0);
     let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
     if suite.wants("softmax") {
@@ -346,6 +387,7 @@ fn main() {
         suite.run(
             "softmax",
             format!("{rows} x {cols} rows"),
+            format!("{{\"rows\": {rows}, \"cols\": {cols}}}"),
             false,
             af_first,
             || af::softmax(&x, rows, cols),
@@ -371,6 +413,7 @@ fn main() {
         suite.run(
             "layer_norm",
             format!("{rows} x {cols} rows"),
+            format!("{{\"rows\": {rows}, \"cols\": {cols}}}"),
             false,
             af_first,
             || af::layer_norm(&x, &g, &b, rows, cols),
@@ -382,7 +425,12 @@ fn main() {
 
     // MLP forward.
     if suite.wants("mlp") {
-        let (n, dd, h, o) = MLP_DIMS;
+        let dims = if gpu {
+            (8192, 1024, 2048, 10)
+        } else {
+            MLP_DIMS
+        };
+        let (n, dd, h, o) = dims;
         let mut d = Data::new(6);
         let xs = d.vec_f32(n * dd, -1.0, 1.0);
         let w1 = d.vec_f32(dd * h, -0.1, 0.1);
@@ -390,34 +438,32 @@ fn main() {
         let w2 = d.vec_f32(h * o, -0.1, 0.1);
         let b2 = d.vec_f32(o, -0.1, 0.1);
         let w = |v: &[f32]| v.iter().map(|&v| v as f64).collect::<Vec<f64>>();
-        let want = peers::mlp_plain(&w(&xs), &w(&w1), &w(&b1), &w(&w2), &w(&b2), MLP_DIMS);
-        let (af_got, af_first) = timed(|| af::mlp(&xs, &w1, &b1, &w2, &b2, MLP_DIMS));
+        let want = peers::mlp_oracle(&w(&xs), &w(&w1), &w(&b1), &w(&w2), &w(&b2), dims);
+        let (af_got, af_first) = timed(|| af::mlp(&xs, &w1, &b1, &w2, &b2, dims));
         for (who, got) in [
             ("arrayflow", af_got),
-            ("plain", peers::mlp_plain(&xs, &w1, &b1, &w2, &b2, MLP_DIMS)),
-            ("rayon", peers::mlp_rayon(&xs, &w1, &b1, &w2, &b2, MLP_DIMS)),
-            (
-                "ndarray",
-                peers::mlp_ndarray(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
-            ),
+            ("plain", peers::mlp_plain(&xs, &w1, &b1, &w2, &b2, dims)),
+            ("rayon", peers::mlp_rayon(&xs, &w1, &b1, &w2, &b2, dims)),
+            ("ndarray", peers::mlp_ndarray(&xs, &w1, &b1, &w2, &b2, dims)),
         ] {
             check("mlp", who, max_rel_err(&got, &want, 1.0), 1e-4);
         }
         suite.run(
             "mlp",
             format!("{n}x{dd} -> {h} -> {o}"),
+            format!("{{\"n\": {n}, \"d\": {dd}, \"h\": {h}, \"o\": {o}}}"),
             true,
             af_first,
-            || af::mlp(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
-            || peers::mlp_plain(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
-            || peers::mlp_rayon(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
-            || peers::mlp_ndarray(&xs, &w1, &b1, &w2, &b2, MLP_DIMS),
+            || af::mlp(&xs, &w1, &b1, &w2, &b2, dims),
+            || peers::mlp_plain(&xs, &w1, &b1, &w2, &b2, dims),
+            || peers::mlp_rayon(&xs, &w1, &b1, &w2, &b2, dims),
+            || peers::mlp_ndarray(&xs, &w1, &b1, &w2, &b2, dims),
         );
     }
 
     // Least squares (f64): the coefficients a noisy linear model was built from.
     if suite.wants("least_squares") {
-        let (rows, cols) = (sz(200_000, 20_000), 16);
+        let (rows, cols) = (sz(200_000, 20_000, 2_000_000), 16);
         let mut d = Data::new(8);
         let a = d.vec_f64(rows * cols, -1.0, 1.0);
         let coef: Vec<f64> = (0..cols).map(|i| i as f64 - 7.5).collect();
@@ -443,6 +489,7 @@ fn main() {
         suite.run(
             "least_squares",
             format!("{rows} x {cols} f64"),
+            format!("{{\"rows\": {rows}, \"cols\": {cols}}}"),
             true,
             af_first,
             || af::least_squares(&a, &b, rows, cols),
@@ -454,7 +501,7 @@ fn main() {
 
     // A loop of small steps with a read every step.
     if suite.wants("particles") {
-        let (n, steps) = (10_000, sz(200, 50));
+        let (n, steps) = (10_000, sz(200, 50, 200));
         let mut d = Data::new(9);
         let (x0, v0) = (d.vec_f32(n, -1.0, 1.0), d.vec_f32(n, -1.0, 1.0));
         let w = |v: &[f32]| v.iter().map(|&v| v as f64).collect::<Vec<f64>>();
@@ -471,6 +518,7 @@ fn main() {
         suite.run(
             "particles",
             format!("{n} x {steps} steps"),
+            format!("{{\"n\": {n}, \"steps\": {steps}}}"),
             false,
             af_first,
             || af::particles(&x0, &v0, steps),
@@ -480,6 +528,9 @@ fn main() {
         );
     }
 
+    if let Some(path) = env("WORKLOADS_JSON") {
+        std::fs::write(&path, suite.json.join("\n") + "\n").expect("write WORKLOADS_JSON");
+    }
     print_table(&suite, startup);
 }
 
@@ -492,6 +543,21 @@ fn print_table(suite: &Suite, startup: Duration) {
         fmt_time(startup),
         if suite.small { " (small sizes)" } else { "" }
     );
+    if !suite.peers {
+        println!("\n| workload | size | arrayflow first | arrayflow | launches/iter |");
+        println!("| --- | --- | --- | --- | --- |");
+        for r in &suite.rows {
+            println!(
+                "| {} | {} | {} | {} | {:.0} |",
+                r.name,
+                r.size,
+                fmt_time(r.af.first),
+                fmt_time(r.af.steady),
+                r.launches
+            );
+        }
+        return;
+    }
     println!(
         "\n| workload | size | arrayflow first | arrayflow | plain | rayon | ndarray | vs plain | vs rayon | vs ndarray | launches/iter | target |"
     );
