@@ -360,21 +360,17 @@ fn generate(
             let g0 = counter + t0 as u64;
             match out {
                 Dst::F32(o) if *map == IndexMap::Contiguous => {
-                    let w = prim::words_per_value(normal, false);
                     if normal {
-                        prim::random_run(key, g0, w, o, |r| prim::normal_f32(r[0], r[1]));
+                        prim::random_run_w::<_, 2>(key, g0, o, |r| prim::normal_f32(r[0], r[1]));
                     } else {
-                        prim::random_run(key, g0, w, o, |r| prim::uniform_f32(r[0]));
+                        prim::random_run_w::<_, 1>(key, g0, o, |r| prim::uniform_f32(r[0]));
                     }
                 }
                 Dst::F64(o) if *map == IndexMap::Contiguous => {
-                    let w = prim::words_per_value(normal, true);
                     if normal {
-                        prim::random_run(key, g0, w, o, |r| {
-                            prim::normal_f64([r[0], r[1], r[2], r[3]])
-                        });
+                        prim::random_run_w::<_, 4>(key, g0, o, |r| prim::normal_f64(*r));
                     } else {
-                        prim::random_run(key, g0, w, o, |r| prim::uniform_f64(r[0], r[1]));
+                        prim::random_run_w::<_, 2>(key, g0, o, |r| prim::uniform_f64(r[0], r[1]));
                     }
                 }
                 Dst::F32(o) => {
