@@ -5,7 +5,8 @@
 //! (`NativeMode::Always`).
 //!
 //! Run with `cargo bench --bench cpu_kernels`. Each cell is the median of timed repetitions after a
-//! warm-up; `CPU_KERNELS_SECONDS` (default 0.5) sets the time aimed at per cell.
+//! warm-up; `CPU_KERNELS_SECONDS` (default 0.5) sets the time aimed at per cell. With
+//! `CPU_KERNELS_MICRO=1` it instead prints where a generator's time goes (Philox, ln, cos; one thread).
 
 mod common;
 use common::{cpu_model, fmt_time, random_vec};
@@ -411,6 +412,36 @@ fn main() {
         cpu_model(),
         rayon::current_num_threads()
     );
+    if std::env::var_os("CPU_KERNELS_MICRO").is_some() {
+        // Where a generator's time goes, one thread: Philox alone, then each value mapping.
+        let mut o32 = vec![0.0f32; 1 << 20];
+        let mut o64 = vec![0.0f64; 1 << 20];
+        let per_el = |d: Duration| d.as_secs_f64() * 1e9 / (1 << 20) as f64;
+        let t = time(|| prim::random_run_w::<_, 1>([1, 2], 0, &mut o32, |r| r[0] as f32));
+        println!("philox words (w 1): {:.2} ns/element", per_el(t));
+        let t =
+            time(|| prim::random_run_w::<_, 1>([1, 2], 0, &mut o32, |r| prim::uniform_f32(r[0])));
+        println!("uniform f32: {:.2} ns/element", per_el(t));
+        let t = time(|| {
+            prim::random_run_w::<_, 2>([1, 2], 0, &mut o32, |r| prim::normal_f32(r[0], r[1]))
+        });
+        println!("normal f32: {:.2} ns/element", per_el(t));
+        let t = time(|| prim::random_run_w::<_, 4>([1, 2], 0, &mut o64, |r| prim::normal_f64(*r)));
+        println!("normal f64: {:.2} ns/element", per_el(t));
+        let t = time(|| {
+            for (i, o) in o64.iter_mut().enumerate() {
+                *o = prim::rng_ln(1.0 - i as f64 * 1e-7);
+            }
+        });
+        println!("rng_ln: {:.2} ns/element", per_el(t));
+        let t = time(|| {
+            for (i, o) in o64.iter_mut().enumerate() {
+                *o = prim::rng_cos(i as f64 * 1e-6);
+            }
+        });
+        println!("rng_cos: {:.2} ns/element", per_el(t));
+        return;
+    }
     let mut rows = Vec::new();
     reductions_8(&mut rows);
     sums_16(&mut rows);

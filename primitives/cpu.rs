@@ -372,14 +372,23 @@ pub fn normal_f64(w: [u32; 4]) -> f64 {
 // and __cos.c), without branches so that they vectorise, for the arguments the generators pass.
 // primitives/c/arrayflow.h (af_rng_ln, af_rng_cos) performs the same operations in the same order,
 // so both CPU tiers produce the same bits. Both are within 1 ulp of the correctly rounded value.
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const LG1: f64 = 6.666_666_666_666_735_130e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const LG2: f64 = 3.999_999_999_940_941_908e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const LG3: f64 = 2.857_142_874_366_239_149e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const LG4: f64 = 2.222_219_843_214_978_396e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const LG5: f64 = 1.818_357_216_161_805_012e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const LG6: f64 = 1.531_383_769_920_937_332e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const LG7: f64 = 1.479_819_860_511_658_591e-01;
 
 /// Natural logarithm of a positive, normal, finite `x` (the generators pass (0, 1]).
@@ -403,22 +412,39 @@ pub fn rng_ln(x: f64) -> f64 {
     ((((s * (hfsq + r)) + dk * LN2_LO) - hfsq) + f) + dk * LN2_HI
 }
 
-const INVPIO2: f64 = 6.366_197_723_675_813_824_33e-01;
+/// 2 / pi (fdlibm's invpio2 is the same double).
+const INVPIO2: f64 = std::f64::consts::FRAC_2_PI;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const PIO2_1: f64 = 1.570_796_326_734_125_614_17e+00;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const PIO2_2: f64 = 6.077_100_506_303_965_976_60e-11;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const PIO2_3: f64 = 2.022_266_248_711_166_455_80e-21;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const PIO2_3T: f64 = 8.478_427_660_368_899_569_97e-32;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const S1: f64 = -1.666_666_666_666_663_243_48e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const S2: f64 = 8.333_333_333_322_489_461_24e-03;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const S3: f64 = -1.984_126_982_985_794_931_34e-04;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const S4: f64 = 2.755_731_370_707_006_767_89e-06;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const S5: f64 = -2.505_076_025_340_686_341_95e-08;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const S6: f64 = 1.589_690_995_211_550_102_21e-10;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const C1: f64 = 4.166_666_666_666_660_190_37e-02;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const C2: f64 = -1.388_888_888_887_410_957_49e-03;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const C3: f64 = 2.480_158_728_947_672_941_78e-05;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const C4: f64 = -2.755_731_435_139_066_330_35e-07;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const C5: f64 = 2.087_572_321_298_174_827_90e-09;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
 const C6: f64 = -1.135_964_755_778_819_482_65e-11;
 
 /// Cosine of `x` in [0, 2 pi] (the generators pass 2 pi u2): `x - n pi/2` by Cody and Waite with

@@ -488,10 +488,7 @@ mod direct {
         }
     }
 
-    fn typed<T: Elem, U: Copy>(op: ReduceOp, v: &[T], inner: usize, out: &mut [U])
-    where
-        U: FromTotal,
-    {
+    fn typed<T: Elem, U: FromTotal>(op: ReduceOp, v: &[T], inner: usize, out: &mut [U]) {
         match op {
             ReduceOp::Sum => dispatch(v, inner, out, |s| U::from_total(total(s, false))),
             ReduceOp::Prod => dispatch(v, inner, out, |s| U::from_total(total(s, true))),
