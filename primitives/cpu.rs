@@ -294,29 +294,47 @@ pub fn philox_x8(key: [u32; 2], first_block: u64) -> [[u32; 8]; 4] {
 /// Fills `out[i]` with `conv(words of stream element g0 + i)` (see [`words_per_value`]), eight
 /// Philox blocks at a time in the middle of the run.
 pub fn random_run<T>(key: [u32; 2], g0: u64, w: usize, out: &mut [T], conv: impl Fn(&[u32]) -> T) {
-    let per = 4 / w;
+    match w {
+        1 => random_run_w::<T, 1>(key, g0, out, |r| conv(r)),
+        2 => random_run_w::<T, 2>(key, g0, out, |r| conv(r)),
+        _ => random_run_w::<T, 4>(key, g0, out, |r| conv(r)),
+    }
+}
+
+/// [`random_run`] with the words per value known at compile time (the middle of the run has no
+/// slices of run-time length, so the conversion inlines and vectorises).
+#[inline]
+pub fn random_run_w<T, const W: usize>(
+    key: [u32; 2],
+    g0: u64,
+    out: &mut [T],
+    conv: impl Fn(&[u32; W]) -> T,
+) {
+    let per = 4 / W;
     let n = out.len();
     let mut cache = (u64::MAX, [0u32; 4]);
+    let one = |g: u64, cache: &mut (u64, [u32; 4])| {
+        let r = stream_words(key, g, W, cache);
+        conv(&std::array::from_fn(|k| r[k]))
+    };
     let mut i = 0;
     while i < n && !(g0 + i as u64).is_multiple_of(per as u64) {
-        out[i] = conv(&stream_words(key, g0 + i as u64, w, &mut cache)[..w]);
+        out[i] = one(g0 + i as u64, &mut cache);
         i += 1;
     }
-    let mut words = [0u32; 4];
     while i + 8 * per <= n {
         let lanes = philox_x8(key, (g0 + i as u64) / per as u64);
+        let dst = &mut out[i..i + 8 * per];
         for b in 0..8 {
             for v in 0..per {
-                for k in 0..w {
-                    words[k] = lanes[v * w + k][b];
-                }
-                out[i + b * per + v] = conv(&words[..w]);
+                let words: [u32; W] = std::array::from_fn(|k| lanes[v * W + k][b]);
+                dst[b * per + v] = conv(&words);
             }
         }
         i += 8 * per;
     }
     while i < n {
-        out[i] = conv(&stream_words(key, g0 + i as u64, w, &mut cache)[..w]);
+        out[i] = one(g0 + i as u64, &mut cache);
         i += 1;
     }
 }
@@ -331,19 +349,133 @@ pub fn uniform_f32(w: u32) -> f32 {
 pub fn uniform_f64(hi: u32, lo: u32) -> f64 {
     ((((hi as u64) << 32) | lo as u64) >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
 }
-/// Standard normal f32 by Box-Muller from two words.
-#[inline]
+/// Standard normal f32 by Box-Muller from two words: `sqrt(-2 ln u1) cos(2 pi u2)` in f32, with
+/// `ln` and `cos` of [`rng_ln`] and [`rng_cos`] rounded to f32 (within 1 ulp of the correctly
+/// rounded values; the native tier's C computes the same bits).
+#[inline(always)]
 pub fn normal_f32(w0: u32, w1: u32) -> f32 {
     let u1 = ((w0 >> 8) as f32 + 1.0) * (1.0 / 16_777_216.0); // (0, 1]
     let u2 = uniform_f32(w1);
-    (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
+    let l = rng_ln(u1 as f64) as f32;
+    let c = rng_cos((std::f32::consts::TAU * u2) as f64) as f32;
+    (-2.0 * l).sqrt() * c
 }
-/// Standard normal f64 by Box-Muller from four words.
-#[inline]
+/// Standard normal f64 by Box-Muller from four words (`ln` and `cos` of [`rng_ln`], [`rng_cos`]).
+#[inline(always)]
 pub fn normal_f64(w: [u32; 4]) -> f64 {
     let u1 = 1.0 - uniform_f64(w[0], w[1]); // (0, 1]
     let u2 = uniform_f64(w[2], w[3]);
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    (-2.0 * rng_ln(u1)).sqrt() * rng_cos(std::f64::consts::TAU * u2)
+}
+
+// The generators' `ln` and `cos`: fdlibm's algorithms (as in musl's log.c, __rem_pio2.c, __sin.c
+// and __cos.c), without branches so that they vectorise, for the arguments the generators pass.
+// primitives/c/arrayflow.h (af_rng_ln, af_rng_cos) performs the same operations in the same order,
+// so both CPU tiers produce the same bits. Both are within 1 ulp of the correctly rounded value.
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const LG1: f64 = 6.666_666_666_666_735_130e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const LG2: f64 = 3.999_999_999_940_941_908e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const LG3: f64 = 2.857_142_874_366_239_149e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const LG4: f64 = 2.222_219_843_214_978_396e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const LG5: f64 = 1.818_357_216_161_805_012e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const LG6: f64 = 1.531_383_769_920_937_332e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const LG7: f64 = 1.479_819_860_511_658_591e-01;
+
+/// Natural logarithm of a positive, normal, finite `x` (the generators pass (0, 1]).
+#[inline(always)]
+pub fn rng_ln(x: f64) -> f64 {
+    let bits = x.to_bits();
+    // x = 2^k * m with m in [sqrt(2)/2, sqrt(2)).
+    let hx = ((bits >> 32) as u32).wrapping_add(0x3ff0_0000 - 0x3fe6_a09e);
+    let k = (hx >> 20) as i32 - 0x3ff;
+    let hx = (hx & 0x000f_ffff) + 0x3fe6_a09e;
+    let m = f64::from_bits(((hx as u64) << 32) | (bits & 0xffff_ffff));
+    let f = m - 1.0;
+    let hfsq = 0.5 * f * f;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * (LG2 + w * (LG4 + w * LG6));
+    let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
+    let r = t2 + t1;
+    let dk = k as f64;
+    ((((s * (hfsq + r)) + dk * LN2_LO) - hfsq) + f) + dk * LN2_HI
+}
+
+/// 2 / pi (fdlibm's invpio2 is the same double).
+const INVPIO2: f64 = std::f64::consts::FRAC_2_PI;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const PIO2_1: f64 = 1.570_796_326_734_125_614_17e+00;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const PIO2_2: f64 = 6.077_100_506_303_965_976_60e-11;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const PIO2_3: f64 = 2.022_266_248_711_166_455_80e-21;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const PIO2_3T: f64 = 8.478_427_660_368_899_569_97e-32;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const S1: f64 = -1.666_666_666_666_663_243_48e-01;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const S2: f64 = 8.333_333_333_322_489_461_24e-03;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const S3: f64 = -1.984_126_982_985_794_931_34e-04;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const S4: f64 = 2.755_731_370_707_006_767_89e-06;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const S5: f64 = -2.505_076_025_340_686_341_95e-08;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const S6: f64 = 1.589_690_995_211_550_102_21e-10;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const C1: f64 = 4.166_666_666_666_660_190_37e-02;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const C2: f64 = -1.388_888_888_887_410_957_49e-03;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const C3: f64 = 2.480_158_728_947_672_941_78e-05;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const C4: f64 = -2.755_731_435_139_066_330_35e-07;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const C5: f64 = 2.087_572_321_298_174_827_90e-09;
+#[allow(clippy::excessive_precision)] // fdlibm\'s decimal constants, as published
+const C6: f64 = -1.135_964_755_778_819_482_65e-11;
+
+/// Cosine of `x` in [0, 2 pi] (the generators pass 2 pi u2): `x - n pi/2` by Cody and Waite with
+/// 151 bits of pi/2, then fdlibm's sine or cosine polynomial of the reduced argument.
+#[inline(always)]
+pub fn rng_cos(x: f64) -> f64 {
+    let n = (x * INVPIO2 + 0.5) as i32;
+    let fnk = n as f64;
+    // x - n pi/2 as y0 + y1, pi/2 = PIO2_1 + PIO2_2 + PIO2_3 + PIO2_3T (the first three have 33
+    // bits, so their products with n <= 4 are exact, and so is x - n PIO2_1 by Sterbenz); the
+    // rounding error of subtracting n PIO2_2 is kept exactly (TwoSum).
+    let t = x - fnk * PIO2_1;
+    let a = fnk * PIO2_2;
+    let r = t - a;
+    let bb = r - t;
+    let e = (t - (r - bb)) + (-a - bb);
+    let lo = (e - fnk * PIO2_3) - fnk * PIO2_3T;
+    let y0 = r + lo;
+    let y1 = (r - y0) + lo;
+    // __cos(y0, y1) and __sin(y0, y1, 1).
+    let z = y0 * y0;
+    let ww = z * z;
+    let rc = z * (C1 + z * (C2 + z * C3)) + (ww * ww) * (C4 + z * (C5 + z * C6));
+    let hz = 0.5 * z;
+    let one_hz = 1.0 - hz;
+    let cos = one_hz + (((1.0 - one_hz) - hz) + (z * rc - y0 * y1));
+    let v = z * y0;
+    let rs = (S2 + z * (S3 + z * S4)) + (z * ww) * (S5 + z * S6);
+    let sin = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    let m = if n & 1 == 0 { cos } else { sin };
+    if (n + 1) & 2 != 0 { -m } else { m }
 }
 
 #[cfg(test)]
@@ -372,6 +504,90 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Units in the last place between two f64 values of the same sign.
+    fn ulps64(a: f64, b: f64) -> u64 {
+        if a == b {
+            return 0;
+        }
+        let k = |x: f64| {
+            let i = x.to_bits() as i64;
+            if i < 0 { i64::MIN - i } else { i }
+        };
+        k(a).abs_diff(k(b))
+    }
+    fn ulps32(a: f32, b: f32) -> u64 {
+        let k = |x: f32| {
+            let i = x.to_bits() as i32 as i64;
+            if i < 0 { i32::MIN as i64 - i } else { i }
+        };
+        k(a).abs_diff(k(b))
+    }
+
+    /// xorshift64*: the test's own points.
+    fn points(seed: u64) -> impl FnMut() -> u64 {
+        let mut s = seed | 1;
+        move || {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+    }
+
+    #[test]
+    fn rng_ln_and_cos_f32_every_generator_input() {
+        // Every u1 and every u2 an f32 normal can use (2^24 each), against std in f64 rounded.
+        let (mut worst_ln, mut worst_cos) = (0, 0);
+        for j in 0..1u32 << 24 {
+            let u1 = (j as f32 + 1.0) * (1.0 / 16_777_216.0);
+            let got = rng_ln(u1 as f64) as f32;
+            worst_ln = worst_ln.max(ulps32(got, (u1 as f64).ln() as f32));
+            let x = std::f32::consts::TAU * (j as f32 * (1.0 / 16_777_216.0));
+            let got = rng_cos(x as f64) as f32;
+            worst_cos = worst_cos.max(ulps32(got, (x as f64).cos() as f32));
+        }
+        assert!(worst_ln <= 1, "ln f32: {worst_ln} ulp");
+        assert!(worst_cos <= 1, "cos f32: {worst_cos} ulp");
+    }
+
+    #[test]
+    fn rng_ln_and_cos_f64_against_std() {
+        let mut next = points(0x1e57);
+        let (mut worst_ln, mut worst_cos) = (0, 0);
+        for i in 0..3_000_000u64 {
+            // u1 = 1 - u53 over (0, 1], also scaled into every binade down to 2^-60.
+            let u = (next() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0);
+            let x = if i % 3 == 0 {
+                1.0 - u
+            } else {
+                (1.0 - u) * 2f64.powi(-((i % 61) as i32))
+            };
+            worst_ln = worst_ln.max(ulps64(rng_ln(x), x.ln()));
+            let x =
+                std::f64::consts::TAU * ((next() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0));
+            worst_cos = worst_cos.max(ulps64(rng_cos(x), x.cos()));
+        }
+        // Next to the zeros and extrema (the doubles nearest k pi / 2), where the reduction
+        // cancels: relative accuracy must hold there too.
+        for k in 0..=4 {
+            let c = k as f64 * std::f64::consts::FRAC_PI_2;
+            let mut x = c;
+            for _ in 0..2000 {
+                worst_cos = worst_cos.max(ulps64(rng_cos(x), x.cos()));
+                x = f64::from_bits(x.to_bits() + 1);
+            }
+            let mut x = c;
+            for _ in 0..2000 {
+                if x > 0.0 {
+                    worst_cos = worst_cos.max(ulps64(rng_cos(x), x.cos()));
+                    x = f64::from_bits(x.to_bits() - 1);
+                }
+            }
+        }
+        assert!(worst_ln <= 1, "ln f64: {worst_ln} ulp");
+        assert!(worst_cos <= 1, "cos f64: {worst_cos} ulp");
     }
 
     #[test]

@@ -168,3 +168,86 @@ fn the_disk_cache_is_reused_and_a_corrupt_entry_rebuilt() {
         assert_eq!(y1[i].to_bits(), y3[i].to_bits());
     }
 }
+
+/// Random draws (uniform and normal, f32 and f64, lengths and counters not multiples of a Philox
+/// block, read contiguously, through a transposed view, and summed): the native tier's batched
+/// generator and the tile VM give the same bits, and both give the stream's values element by
+/// element (`primitives::cpu`, which the OpenCL test also checks the device against).
+#[test]
+fn random_draws_agree_bit_for_bit() {
+    if !native_tier_runs() {
+        return;
+    }
+    use arrayflow::primitives::cpu as prim;
+    let _g = SERIAL.lock();
+    type Draws = (Vec<f32>, Vec<f64>, Vec<f32>, Vec<f64>, Vec<f32>, f64);
+    let draw = || -> Draws {
+        let mut rng = Rng::new(0xfeed_beef_0123);
+        let _skip = rng.uniform::<f32>(&[3]);
+        let a = rng.uniform::<f32>(&[70_001]).to_vec().unwrap();
+        let b = rng.uniform::<f64>(&[70_003]).to_vec().unwrap();
+        let c = rng.normal::<f32>(&[70_005]).to_vec().unwrap();
+        let d = rng.normal::<f64>(&[70_007]).to_vec().unwrap();
+        let e = rng.normal::<f32>(&[301, 233]).transpose().to_vec().unwrap();
+        let f = rng.normal::<f64>(&[100_003]).sum().item().unwrap();
+        (a, b, c, d, e, f)
+    };
+    Runtime::set_native(NativeMode::Off);
+    let vm = draw();
+    Runtime::set_native(NativeMode::Require);
+    let native = draw();
+    Runtime::set_native(NativeMode::Auto);
+    let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits32(&vm.0), bits32(&native.0), "uniform f32");
+    assert_eq!(bits64(&vm.1), bits64(&native.1), "uniform f64");
+    assert_eq!(bits32(&vm.2), bits32(&native.2), "normal f32");
+    assert_eq!(bits64(&vm.3), bits64(&native.3), "normal f64");
+    assert_eq!(bits32(&vm.4), bits32(&native.4), "normal f32 transposed");
+    assert_eq!(vm.5.to_bits(), native.5.to_bits(), "sum of normals");
+    // The stream element by element.
+    let key = [0xbeef_0123u32, 0xfeed];
+    let words = |g: u64, w: usize| prim::stream_words(key, g, w, &mut (u64::MAX, [0; 4]));
+    let mut g = 3u64;
+    for (i, x) in vm.0.iter().enumerate() {
+        assert_eq!(
+            *x,
+            prim::uniform_f32(words(g + i as u64, 1)[0]),
+            "uniform f32 [{i}]"
+        );
+    }
+    g += 70_001;
+    for (i, x) in vm.1.iter().enumerate() {
+        let r = words(g + i as u64, 2);
+        assert_eq!(*x, prim::uniform_f64(r[0], r[1]), "uniform f64 [{i}]");
+    }
+    g += 70_003;
+    for (i, x) in vm.2.iter().enumerate() {
+        let r = words(g + i as u64, 2);
+        assert_eq!(
+            x.to_bits(),
+            prim::normal_f32(r[0], r[1]).to_bits(),
+            "normal f32 [{i}]"
+        );
+    }
+    g += 70_005;
+    for (i, x) in vm.3.iter().enumerate() {
+        let r = words(g + i as u64, 4);
+        assert_eq!(
+            x.to_bits(),
+            prim::normal_f64(r).to_bits(),
+            "normal f64 [{i}]"
+        );
+    }
+    g += 70_007;
+    for (i, x) in vm.4.iter().enumerate() {
+        // Element (j, k) of the transposed [233, 301] view is stream element k * 233 + j.
+        let (j, k) = (i / 301, i % 301);
+        let r = words(g + (k * 233 + j) as u64, 2);
+        assert_eq!(
+            x.to_bits(),
+            prim::normal_f32(r[0], r[1]).to_bits(),
+            "transposed [{i}]"
+        );
+    }
+}

@@ -1001,3 +1001,310 @@ fn reductions_with_special_values() {
     let q = Array::from_slice(&[1e30f32, 1e30], &[2]);
     assert_eq!(item(&q.prod()), f32::INFINITY, "prod overflowing f32");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Short and long reduced extents, along the last axis and along the first (a strided domain).
+// On the CPU executor float sums and products must equal, bit for bit, an independent statement
+// of the grouping rule (README "How evaluation works"): the reduced elements of one output, in
+// domain order, are cut where the domain's linear index is a multiple of 1024; each piece sums in
+// eight lanes (chunks of 8 from the piece's start, lanes then added in order, the rest one by one,
+// in f64); pieces combine in order starting from the identity. Whatever ARRAYFLOW_TILE and tier
+// (run this file with ARRAYFLOW_TILE=2048 and ARRAYFLOW_NATIVE=off / require too).
+
+const EXTENTS: &[usize] = &[1, 2, 3, 7, 8, 16, 1000, 1023, 1025, 5000];
+
+/// The grouping rule over `d` (the domain's values in order), segments of `inner`, in f64.
+fn grouped(d: &[f64], inner: usize, prod: bool) -> Vec<f64> {
+    let id = if prod { 1.0 } else { 0.0 };
+    let op = |a: f64, b: f64| if prod { a * b } else { a + b };
+    (0..d.len() / inner)
+        .map(|o| {
+            let (mut pos, end) = (o * inner, (o + 1) * inner);
+            let mut total = id;
+            while pos < end {
+                let cut = ((pos / 1024 + 1) * 1024).min(end);
+                let piece = &d[pos..cut];
+                let mut lanes = [id; 8];
+                let whole = piece.len() / 8 * 8;
+                for (k, &x) in piece[..whole].iter().enumerate() {
+                    lanes[k % 8] = op(lanes[k % 8], x);
+                }
+                let mut p = lanes[0];
+                for &l in &lanes[1..] {
+                    p = op(p, l);
+                }
+                for &x in &piece[whole..] {
+                    p = op(p, x);
+                }
+                total = op(total, p);
+                pos = cut;
+            }
+            total
+        })
+        .collect()
+}
+
+/// The domain order of reducing axis `axis` of a [rows, cols] array: kept axis first.
+fn domain_order<T: Copy>(x: &[T], rows: usize, cols: usize, axis: usize) -> Vec<T> {
+    if axis == 1 {
+        x.to_vec()
+    } else {
+        (0..cols)
+            .flat_map(|c| (0..rows).map(move |r| x[r * cols + c]))
+            .collect()
+    }
+}
+
+/// Extrema and positions of each segment (first NaN wins; first of equals).
+fn seg_extrema(d: &[f64], inner: usize) -> Vec<[f64; 4]> {
+    d.chunks(inner)
+        .map(|s| {
+            let (mut mx, mut mn, mut ax, mut an) = (s[0], s[0], 0, 0);
+            for (k, &v) in s.iter().enumerate() {
+                if mx.is_nan() || mn.is_nan() {
+                    break;
+                }
+                if v.is_nan() {
+                    (mx, mn, ax, an) = (v, v, k, k);
+                    break;
+                }
+                if v > mx {
+                    (mx, ax) = (v, k);
+                }
+                if v < mn {
+                    (mn, an) = (v, k);
+                }
+            }
+            [mx, mn, ax as f64, an as f64]
+        })
+        .collect()
+}
+
+/// The shapes tested for reduced extent `inner`: [outer, inner] along axis 1 and [inner, outer]
+/// along axis 0 (outer odd, the domain large enough for several tiles and threads).
+fn extent_cases(inner: usize) -> Vec<(usize, usize, usize)> {
+    let outer = ((100_000 / inner) | 1).max(3);
+    vec![(outer, inner, 1), (inner, outer, 0)]
+}
+
+fn short_axis_floats<T: TestFloat>(seed: u64) {
+    let mut r = rng(seed);
+    for &inner in EXTENTS {
+        for (rows, cols, axis) in extent_cases(inner) {
+            let n = rows * cols;
+            let outer = n / inner;
+            let mut xf = rand_f64(&mut r, n, -4.0, 4.0);
+            // Values near 1 for products; NaN in a few segments for extrema.
+            let pf: Vec<f64> = rand_f64(&mut r, n, 0.995, 1.005);
+            let mut nf = xf.clone();
+            for k in 0..(n / 997).max(1) {
+                nf[(k * 7919 + 3) % n] = f64::NAN;
+            }
+            // Ties, so "first of equals" matters.
+            for v in xf.iter_mut().step_by(5) {
+                *v = v.round();
+            }
+            let x: Vec<T> = conv(&xf);
+            let p: Vec<T> = conv(&pf);
+            let nn: Vec<T> = conv(&nf);
+            let ctx = format!("{} [{rows}, {cols}] axis {axis}", T::name());
+            let to64 = |v: &[T]| -> Vec<f64> {
+                domain_order(
+                    &v.iter().map(|t| t.to()).collect::<Vec<_>>(),
+                    rows,
+                    cols,
+                    axis,
+                )
+            };
+            let (a, pa, na) = (
+                Array::from_slice(&x, &[rows, cols]),
+                Array::from_slice(&p, &[rows, cols]),
+                Array::from_slice(&nn, &[rows, cols]),
+            );
+            let (dx, dp, dn) = (to64(&x), to64(&p), to64(&nn));
+            // Sums, means and products: the grouping rule, bit for bit on the CPU.
+            let sum: Vec<T> = conv(&grouped(&dx, inner, false));
+            let prod: Vec<T> = conv(&grouped(&dp, inner, true));
+            let got_sum = read(&a.sum_axis(axis));
+            let got_prod = read(&pa.prod_axis(axis));
+            let got_mean = read(&a.mean_axis(axis));
+            let mean: Vec<T> = sum
+                .iter()
+                // An f32 quotient rounded from f64 is the correctly rounded f32 quotient.
+                .map(|&s| T::of(s.to() / inner as f64))
+                .collect();
+            if on_device() {
+                let exact = grouped(&dx, inner, false);
+                let sabs = grouped(
+                    &dx.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+                    inner,
+                    false,
+                );
+                for o in 0..outer {
+                    let tol = 2.0 * T::EPS * exact[o].abs() + 8.0 * inner as f64 * T::EPS * sabs[o];
+                    assert!(
+                        (got_sum[o].to() - exact[o]).abs() <= tol,
+                        "{ctx}: sum [{o}] {:?} vs {}",
+                        got_sum[o],
+                        exact[o]
+                    );
+                }
+            } else {
+                assert_bits_f(&got_sum, &sum, &format!("{ctx}: sum"));
+                assert_bits_f(&got_prod, &prod, &format!("{ctx}: prod"));
+                assert_bits_f(&got_mean, &mean, &format!("{ctx}: mean"));
+            }
+            // Extrema and their positions, with and without NaN: exact.
+            for (arr, d, what) in [(&a, &dx, "plain"), (&na, &dn, "with NaN")] {
+                let e = seg_extrema(d, inner);
+                let col = |k: usize| -> Vec<f64> { e.iter().map(|v| v[k]).collect() };
+                let idx = |k: usize| -> Vec<u32> { e.iter().map(|v| v[k] as u32).collect() };
+                assert_exact_f(
+                    &read(&arr.max_axis(axis)),
+                    &conv::<T>(&col(0)),
+                    &format!("{ctx} {what}: max"),
+                );
+                assert_exact_f(
+                    &read(&arr.min_axis(axis)),
+                    &conv::<T>(&col(1)),
+                    &format!("{ctx} {what}: min"),
+                );
+                assert_same(
+                    &read(&arr.argmax_axis(axis)),
+                    &idx(2),
+                    &format!("{ctx} {what}: argmax"),
+                );
+                assert_same(
+                    &read(&arr.argmin_axis(axis)),
+                    &idx(3),
+                    &format!("{ctx} {what}: argmin"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn short_and_long_axis_floats_f32() {
+    short_axis_floats::<f32>(901);
+}
+
+#[test]
+fn short_and_long_axis_floats_f64() {
+    short_axis_floats::<f64>(902);
+}
+
+#[test]
+fn short_and_long_axis_ints_and_bools() {
+    let mut r = rng(903);
+    for &inner in EXTENTS {
+        for (rows, cols, axis) in extent_cases(inner) {
+            let n = rows * cols;
+            let ctx = format!("[{rows}, {cols}] axis {axis}");
+            let xi: Vec<i32> = rand_i32_any(&mut r, n)
+                .into_iter()
+                .enumerate()
+                .map(|(k, v)| if k % 3 == 0 { v % 4 } else { v })
+                .collect();
+            let xu: Vec<u32> = rand_u32(&mut r, n, 0, 9);
+            let xb = rand_bool(&mut r, n, if inner > 100 { 0.999 } else { 0.5 });
+            let (di, du, db) = (
+                domain_order(&xi, rows, cols, axis),
+                domain_order(&xu, rows, cols, axis),
+                domain_order(&xb, rows, cols, axis),
+            );
+            let ai = Array::from_slice(&xi, &[rows, cols]);
+            let au = Array::from_slice(&xu, &[rows, cols]);
+            let ab = Array::from_slice(&xb, &[rows, cols]);
+            let seg_i = |f: fn(i32, i32) -> i32| -> Vec<i32> {
+                di.chunks(inner)
+                    .map(|s| s[1..].iter().fold(s[0], |a, &b| f(a, b)))
+                    .collect()
+            };
+            let seg_u = |f: fn(u32, u32) -> u32| -> Vec<u32> {
+                du.chunks(inner)
+                    .map(|s| s[1..].iter().fold(s[0], |a, &b| f(a, b)))
+                    .collect()
+            };
+            assert_same(
+                &read(&ai.sum_axis(axis)),
+                &seg_i(i32::wrapping_add),
+                &format!("{ctx}: i32 sum"),
+            );
+            assert_same(
+                &read(&ai.prod_axis(axis)),
+                &seg_i(i32::wrapping_mul),
+                &format!("{ctx}: i32 prod"),
+            );
+            assert_same(
+                &read(&ai.max_axis(axis)),
+                &seg_i(i32::max),
+                &format!("{ctx}: i32 max"),
+            );
+            assert_same(
+                &read(&ai.min_axis(axis)),
+                &seg_i(i32::min),
+                &format!("{ctx}: i32 min"),
+            );
+            assert_same(
+                &read(&au.sum_axis(axis)),
+                &seg_u(u32::wrapping_add),
+                &format!("{ctx}: u32 sum"),
+            );
+            assert_same(
+                &read(&au.prod_axis(axis)),
+                &seg_u(u32::wrapping_mul),
+                &format!("{ctx}: u32 prod"),
+            );
+            assert_same(
+                &read(&au.max_axis(axis)),
+                &seg_u(u32::max),
+                &format!("{ctx}: u32 max"),
+            );
+            assert_same(
+                &read(&au.min_axis(axis)),
+                &seg_u(u32::min),
+                &format!("{ctx}: u32 min"),
+            );
+            let first = |d: &[i64], max: bool| -> Vec<u32> {
+                d.chunks(inner)
+                    .map(|s| {
+                        let mut b = 0;
+                        for (k, &v) in s.iter().enumerate() {
+                            if (max && v > s[b]) || (!max && v < s[b]) {
+                                b = k;
+                            }
+                        }
+                        b as u32
+                    })
+                    .collect()
+            };
+            let wi: Vec<i64> = di.iter().map(|&v| v as i64).collect();
+            let wu: Vec<i64> = du.iter().map(|&v| v as i64).collect();
+            assert_same(
+                &read(&ai.argmax_axis(axis)),
+                &first(&wi, true),
+                &format!("{ctx}: i32 argmax"),
+            );
+            assert_same(
+                &read(&ai.argmin_axis(axis)),
+                &first(&wi, false),
+                &format!("{ctx}: i32 argmin"),
+            );
+            assert_same(
+                &read(&au.argmax_axis(axis)),
+                &first(&wu, true),
+                &format!("{ctx}: u32 argmax"),
+            );
+            assert_same(
+                &read(&au.argmin_axis(axis)),
+                &first(&wu, false),
+                &format!("{ctx}: u32 argmin"),
+            );
+            let any: Vec<bool> = db.chunks(inner).map(|s| s.iter().any(|&b| b)).collect();
+            let all: Vec<bool> = db.chunks(inner).map(|s| s.iter().all(|&b| b)).collect();
+            assert_same(&read(&ab.any_axis(axis)), &any, &format!("{ctx}: any"));
+            assert_same(&read(&ab.all_axis(axis)), &all, &format!("{ctx}: all"));
+        }
+    }
+}

@@ -164,13 +164,89 @@ static inline void af_stream(u32 k0, u32 k1, uint64_t g, int w, u32 r[4]) {
 static inline f32 af_uniform_f32(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 1, r); return (f32)(r[0] >> 8) * (1.0f / 16777216.0f); }
 static inline f64 af_u53(u32 hi, u32 lo) { return (f64)((((uint64_t)hi << 32) | lo) >> 11) * (1.0 / 9007199254740992.0); }
 static inline f64 af_uniform_f64(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 2, r); return af_u53(r[0], r[1]); }
-static inline f32 af_normal_f32(u32 k0, u32 k1, uint64_t g) {
-  u32 r[4]; af_stream(k0, k1, g, 2, r);
+/* The generators' ln and cos (primitives/cpu.rs: rng_ln, rng_cos, the same operations in the
+ * same order, so both CPU tiers produce the same bits): fdlibm's log, and cos for 0 <= x <= 2 pi. */
+static inline f64 af_rng_ln(f64 x) {
+  union { f64 f; uint64_t u; } v; v.f = x;
+  uint64_t bits = v.u;
+  u32 hx = (u32)(bits >> 32) + (0x3ff00000u - 0x3fe6a09eu);
+  int k = (int)(hx >> 20) - 0x3ff;
+  hx = (hx & 0x000fffffu) + 0x3fe6a09eu;
+  v.u = ((uint64_t)hx << 32) | (bits & 0xffffffffu);
+  f64 f = v.f - 1.0;
+  f64 hfsq = 0.5 * f * f;
+  f64 s = f / (2.0 + f);
+  f64 z = s * s;
+  f64 w = z * z;
+  f64 t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01 + w * 1.531383769920937332e-01));
+  f64 t2 = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01 + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+  f64 r = t2 + t1;
+  f64 dk = (f64)k;
+  return ((((s * (hfsq + r)) + dk * 1.90821492927058770002e-10) - hfsq) + f) + dk * 6.93147180369123816490e-01;
+}
+static inline f64 af_rng_cos(f64 x) {
+  int n = (int)(x * 6.36619772367581382433e-01 + 0.5);
+  f64 fnk = (f64)n;
+  f64 t = x - fnk * 1.57079632673412561417e+00;
+  f64 a = fnk * 6.07710050630396597660e-11;
+  f64 r = t - a;
+  f64 bb = r - t;
+  f64 e = (t - (r - bb)) + (-a - bb);
+  f64 lo = (e - fnk * 2.02226624871116645580e-21) - fnk * 8.47842766036889956997e-32;
+  f64 y0 = r + lo;
+  f64 y1 = (r - y0) + lo;
+  f64 z = y0 * y0;
+  f64 ww = z * z;
+  f64 rc = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * 2.48015872894767294178e-05)) + (ww * ww) * (-2.75573143513906633035e-07 + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11));
+  f64 hz = 0.5 * z;
+  f64 one_hz = 1.0 - hz;
+  f64 c = one_hz + (((1.0 - one_hz) - hz) + (z * rc - y0 * y1));
+  f64 vv = z * y0;
+  f64 rs = (8.33333333332248946124e-03 + z * (-1.98412698298579493134e-04 + z * 2.75573137070700676789e-06)) + (z * ww) * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10);
+  f64 sn = y0 - ((z * (0.5 * y1 - vv * rs) - y1) - vv * -1.66666666666666324348e-01);
+  f64 m = (n & 1) == 0 ? c : sn;
+  return ((n + 1) & 2) != 0 ? -m : m;
+}
+/* Values from their words (primitives/cpu.rs: uniform_f32, uniform_f64, normal_f32, normal_f64). */
+static inline f32 af_w_uniform_f32(const u32 *r) { return (f32)(r[0] >> 8) * (1.0f / 16777216.0f); }
+static inline f64 af_w_uniform_f64(const u32 *r) { return af_u53(r[0], r[1]); }
+static inline f32 af_w_normal_f32(const u32 *r) {
   f32 u1 = ((f32)(r[0] >> 8) + 1.0f) * (1.0f / 16777216.0f), u2 = (f32)(r[1] >> 8) * (1.0f / 16777216.0f);
-  return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
+  f32 l = (f32)af_rng_ln((f64)u1);
+  f32 c = (f32)af_rng_cos((f64)(6.28318530717958647692f * u2));
+  return sqrtf(-2.0f * l) * c;
 }
-static inline f64 af_normal_f64(u32 k0, u32 k1, uint64_t g) {
-  u32 r[4]; af_stream(k0, k1, g, 4, r);
+static inline f64 af_w_normal_f64(const u32 *r) {
   f64 u1 = 1.0 - af_u53(r[0], r[1]), u2 = af_u53(r[2], r[3]);
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+  return sqrt(-2.0 * af_rng_ln(u1)) * af_rng_cos(6.283185307179586476925 * u2);
 }
+static inline f32 af_normal_f32(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 2, r); return af_w_normal_f32(r); }
+static inline f64 af_normal_f64(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 4, r); return af_w_normal_f64(r); }
+
+/* Eight consecutive Philox blocks at once, as four lanes of words (primitives/cpu.rs: philox_x8). */
+static inline void af_philox_x8(uint64_t first, u32 k0, u32 k1, u32 c0[8], u32 c1[8], u32 c2[8], u32 c3[8]) {
+  for (int l = 0; l < 8; l++) { uint64_t b = first + (uint64_t)l; c0[l] = (u32)b; c1[l] = (u32)(b >> 32); c2[l] = 0; c3[l] = 0; }
+  for (int r = 0; r < 10; r++) {
+    if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+    for (int l = 0; l < 8; l++) {
+      uint64_t p0 = (uint64_t)0xD2511F53u * c0[l], p1 = (uint64_t)0xCD9E8D57u * c2[l];
+      u32 n0 = (u32)(p1 >> 32) ^ c1[l] ^ k0, n1 = (u32)p1, n2 = (u32)(p0 >> 32) ^ c3[l] ^ k1, n3 = (u32)p0;
+      c0[l] = n0; c1[l] = n1; c2[l] = n2; c3[l] = n3;
+    }
+  }
+}
+/* out[i] = value of stream element g0 + i for i < m (primitives/cpu.rs: random_run): element by
+ * element up to a block boundary, then eight blocks at a time, then element by element. */
+#define AF_FILL(dist, T, W) \
+  static void af_fill_##dist##_##T(u32 k0, u32 k1, uint64_t g0, T *out, uint64_t m) { \
+    const uint64_t per = 4 / W; uint64_t i = 0; u32 r[4]; \
+    while (i < m && (g0 + i) % per != 0) { af_stream(k0, k1, g0 + i, W, r); out[i] = af_w_##dist##_##T(r); i++; } \
+    while (i + 8 * per <= m) { \
+      u32 c[4][8]; af_philox_x8((g0 + i) / per, k0, k1, c[0], c[1], c[2], c[3]); \
+      for (int b = 0; b < 8; b++) for (uint64_t v = 0; v < per; v++) { \
+        for (int k = 0; k < W; k++) r[k] = c[v * W + k][b]; \
+        out[i + b * per + v] = af_w_##dist##_##T(r); } \
+      i += 8 * per; } \
+    while (i < m) { af_stream(k0, k1, g0 + i, W, r); out[i] = af_w_##dist##_##T(r); i++; } \
+  }
+AF_FILL(uniform, f32, 1) AF_FILL(uniform, f64, 2) AF_FILL(normal, f32, 2) AF_FILL(normal, f64, 4)

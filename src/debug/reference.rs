@@ -298,13 +298,14 @@ fn reduce(op: ReduceOp, axes: &[usize], v: &TypedVec, from: &[usize], n: &NodeIn
         }
         v.get(ravel(&src, from))
     });
+    let mut out = TypedVec::zeros(n.dtype, n.len());
     let partials = r::partials(
         op,
         crate::exec::cpu::slices::Src::of(&laid_out, 0, len),
         0,
         inner.max(1),
+        crate::exec::cpu::slices::OutPtr::of(&mut out),
     );
-    let mut out = TypedVec::zeros(n.dtype, n.len());
-    r::finish(op, std::iter::once(&partials), &mut out, n.len());
+    r::finish(op, std::iter::once(&partials), &mut out, n.len(), inner);
     out
 }

@@ -9,7 +9,7 @@
 //! of small steps); `always` compiles every kernel before running it; `off`
 //! uses only the tile VM. Without a working C compiler everything runs on the tile VM.
 
-use super::reduce::{self, Partial};
+use super::reduce;
 use super::slices::{OutPtr, Src};
 use super::vm::Fault;
 use crate::error::{Error, ErrorKind};
@@ -429,9 +429,17 @@ pub fn run(
         .iter()
         .map(|r| k.reg_dtypes[r.reg as usize])
         .collect();
-    let run = |scratch: &mut Vec<TypedVec>,
-               t: usize|
-     -> Result<Vec<Vec<(usize, Partial)>>, Fault> {
+    let red_outs: Vec<OutPtr> = k
+        .reductions
+        .iter()
+        .map(|r| {
+            OutPtr::from_raw(
+                k.outputs[r.output as usize],
+                ptrs.1[r.output as usize] as *mut u8,
+            )
+        })
+        .collect();
+    let run = |scratch: &mut Vec<TypedVec>, t: usize| -> Result<super::vm::TaskPartials, Fault> {
         let t0 = t * CHUNK;
         let n = CHUNK.min(len - t0);
         let reds: Vec<*mut c_void> = scratch
@@ -459,7 +467,15 @@ pub fn run(
         Ok(k.reductions
             .iter()
             .enumerate()
-            .map(|(ri, r)| reduce::partials(r.op, Src::of(&scratch[ri], 0, n), t0, k.domain.inner))
+            .map(|(ri, r)| {
+                reduce::partials(
+                    r.op,
+                    Src::of(&scratch[ri], 0, n),
+                    t0,
+                    k.domain.inner,
+                    red_outs[ri],
+                )
+            })
             .collect())
     };
     let new_scratch = || {

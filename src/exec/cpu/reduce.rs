@@ -2,7 +2,7 @@
 //! kernel's producers); the final stage combines the partials of all tiles, in tile order, so the
 //! result does not depend on thread timing. Float sums and products accumulate in f64.
 
-use super::slices::Src;
+use super::slices::{OutPtr, Src};
 use crate::exec::TypedVec;
 use crate::ir::ReduceOp;
 
@@ -167,86 +167,406 @@ fn reduce_int_slice<T: AsF64>(op: ReduceOp, v: &[T]) -> Partial {
 /// its rounding) is the same whatever the tile or chunk size, on either CPU tier.
 pub const BLOCK: usize = 1024;
 
-/// First stage: one partial per output element touched by domain elements `t0 .. t0 + v.len()`.
-pub fn partials(op: ReduceOp, v: Src, t0: usize, inner: usize) -> Vec<(usize, Partial)> {
-    let n = match v {
+/// The partials one tile leaves for the final stage: (output element, partial) for each piece of a
+/// segment that crosses a tile or block boundary. Output elements whose whole segment lies inside
+/// one block are written straight into the output by the first stage and leave nothing here.
+pub type Partials = Vec<(usize, Partial)>;
+
+fn src_len(v: &Src) -> usize {
+    match v {
         Src::F32(v) => v.len(),
         Src::F64(v) => v.len(),
         Src::I32(v) => v.len(),
         Src::U32(v) => v.len(),
         Src::Bool(v) => v.len(),
-    };
+    }
+}
+
+/// The partial of one piece of a segment (`first`: its offset within the segment).
+fn piece(op: ReduceOp, v: Src, r: std::ops::Range<usize>, first: u64) -> Partial {
     let int_acc = matches!(op, ReduceOp::Sum | ReduceOp::Prod);
-    let mut out = Vec::with_capacity(1 + n / inner.max(1));
+    match v {
+        Src::F32(v) => reduce_slice(op, &v[r], first),
+        Src::F64(v) => reduce_slice(op, &v[r], first),
+        Src::I32(v) if int_acc => reduce_int_slice(op, &v[r]),
+        Src::U32(v) if int_acc => reduce_int_slice(op, &v[r]),
+        Src::I32(v) => reduce_slice(op, &v[r], first),
+        Src::U32(v) => reduce_slice(op, &v[r], first),
+        Src::Bool(v) => {
+            let s = &v[r];
+            Partial::B(if op == ReduceOp::Any {
+                s.iter().any(|&b| b)
+            } else {
+                s.iter().all(|&b| b)
+            })
+        }
+    }
+}
+
+/// First stage for domain elements `t0 .. t0 + v.len()` (segments of `inner` elements, one per
+/// output element): writes the value of every output element whose segment lies inside one
+/// [`BLOCK`] straight into `out` (typed, with the same arithmetic as a lone partial), and returns
+/// partials for the pieces of the other segments (cut at segment, block and tile boundaries).
+pub fn partials(op: ReduceOp, v: Src, t0: usize, inner: usize, out: OutPtr) -> Partials {
+    let n = src_len(&v);
+    let mut edges = Vec::new();
     let mut i = 0;
     while i < n {
         let lin = t0 + i;
         let o = lin / inner;
-        let seg = (inner - lin % inner).min(n - i).min(BLOCK - lin % BLOCK);
-        let first = (lin % inner) as u64;
-        let r = i..i + seg;
-        let p = match v {
-            Src::F32(v) => reduce_slice(op, &v[r], first),
-            Src::F64(v) => reduce_slice(op, &v[r], first),
-            Src::I32(v) if int_acc => reduce_int_slice(op, &v[r]),
-            Src::U32(v) if int_acc => reduce_int_slice(op, &v[r]),
-            Src::I32(v) => reduce_slice(op, &v[r], first),
-            Src::U32(v) => reduce_slice(op, &v[r], first),
-            Src::Bool(v) => {
-                let s = &v[r];
-                Partial::B(if op == ReduceOp::Any {
-                    s.iter().any(|&b| b)
-                } else {
-                    s.iter().all(|&b| b)
-                })
-            }
-        };
-        out.push((o, p));
-        i += seg;
+        let pos = lin % inner;
+        let block_end = ((lin / BLOCK + 1) * BLOCK).min(t0 + n);
+        if pos == 0 && lin + inner <= block_end {
+            // A run of whole segments inside this block (and tile): final values, typed.
+            let k = (block_end - lin) / inner;
+            direct::run(op, v, i, inner, k, out, o);
+            i += k * inner;
+        } else {
+            let seg = (inner - pos).min(block_end - lin);
+            edges.push((o, piece(op, v, i..i + seg, pos as u64)));
+            i += seg;
+        }
     }
-    out
+    edges
 }
 
-/// Final stage: combines every tile's partials (in tile order) into `out`, which has `outer` elements.
+/// Writes the final value of output element `i` from its combined partial.
+fn write(out: &mut TypedVec, i: usize, p: Partial) {
+    match p {
+        Partial::Arg(_, idx) => {
+            let TypedVec::U32(o) = out else {
+                unreachable!()
+            };
+            o[i] = idx as u32;
+        }
+        Partial::B(b) => {
+            let TypedVec::Bool(o) = out else {
+                unreachable!()
+            };
+            o[i] = b;
+        }
+        Partial::W(w) => match out {
+            TypedVec::I32(o) => o[i] = w as u32 as i32,
+            TypedVec::U32(o) => o[i] = w as u32,
+            _ => unreachable!(),
+        },
+        Partial::F(f) => match out {
+            TypedVec::F32(o) => o[i] = f as f32,
+            TypedVec::F64(o) => o[i] = f,
+            TypedVec::I32(o) => o[i] = f as i32,
+            TypedVec::U32(o) => o[i] = f as u32,
+            TypedVec::Bool(_) => unreachable!(),
+        },
+    }
+}
+
+/// Final stage: combines the partials every tile left (in tile order) into `out`, which has
+/// `outer` elements of `inner`-element segments; the first stage wrote the others. Partials of one
+/// output element are consecutive in tile order, so one pass suffices.
 pub fn finish<'a>(
     op: ReduceOp,
-    tiles: impl Iterator<Item = &'a Vec<(usize, Partial)>>,
+    tiles: impl Iterator<Item = &'a Partials>,
     out: &mut TypedVec,
     outer: usize,
+    inner: usize,
 ) {
     let int = matches!(out, TypedVec::I32(_) | TypedVec::U32(_))
         && matches!(op, ReduceOp::Sum | ReduceOp::Prod);
-    let mut acc = vec![identity(op, int); outer];
+    let id = identity(op, int);
+    if inner == 0 {
+        // Empty segments: every output element is the identity.
+        for i in 0..outer {
+            write(out, i, id);
+        }
+        return;
+    }
+    let mut cur: Option<(usize, Partial)> = None;
     for tile in tiles {
         for &(o, p) in tile {
-            acc[o] = combine(op, acc[o], p);
+            cur = Some(match cur {
+                Some((c, acc)) if c == o => (o, combine(op, acc, p)),
+                prev => {
+                    if let Some((c, acc)) = prev {
+                        write(out, c, acc);
+                    }
+                    (o, combine(op, id, p))
+                }
+            });
         }
     }
-    for (i, p) in acc.into_iter().enumerate() {
-        match (out.dtype(), p) {
-            (_, Partial::Arg(_, idx)) => {
-                let TypedVec::U32(o) = out else {
+    if let Some((c, acc)) = cur {
+        write(out, c, acc);
+    }
+}
+
+/// Typed first-stage loops for runs of whole segments, one output element each: the same
+/// arithmetic as `reduce_slice` / `reduce_int_slice` followed by `combine` with the identity
+/// and the final cast, so a value does not depend on which stage computed it. Common segment
+/// lengths get loops specialised at compile time.
+mod direct {
+    use super::super::slices::{OutPtr, Src};
+    use crate::ir::ReduceOp;
+    use crate::primitives::cpu::{fmax_nan, fmin_nan};
+
+    /// Output element types a float sum or product converts its f64 total to.
+    pub(super) trait FromTotal: Copy {
+        fn from_total(t: f64) -> Self;
+    }
+    impl FromTotal for f32 {
+        #[inline(always)]
+        fn from_total(t: f64) -> Self {
+            t as f32
+        }
+    }
+    impl FromTotal for f64 {
+        #[inline(always)]
+        fn from_total(t: f64) -> Self {
+            t
+        }
+    }
+
+    /// Input element types of sums, products and extrema.
+    pub(super) trait Elem: Copy + PartialOrd {
+        fn f(self) -> f64;
+        fn is_nan(self) -> bool;
+        /// Wrapping sum and product (integers only).
+        fn wadd(self, o: Self) -> Self;
+        fn wmul(self, o: Self) -> Self;
+        const ZERO: Self;
+        const ONE: Self;
+        /// The identities of max and min (-inf and +inf, cast to the type).
+        const LOWEST: Self;
+        const HIGHEST: Self;
+        /// NaN-propagating maximum and minimum (plain ones for integers).
+        fn max_nan(self, o: Self) -> Self;
+        fn min_nan(self, o: Self) -> Self;
+    }
+    macro_rules! float_elem {
+        ($t:ty) => {
+            impl Elem for $t {
+                #[inline(always)]
+                fn f(self) -> f64 {
+                    self as f64
+                }
+                #[inline(always)]
+                fn is_nan(self) -> bool {
+                    <$t>::is_nan(self)
+                }
+                fn wadd(self, _: Self) -> Self {
+                    unreachable!()
+                }
+                fn wmul(self, _: Self) -> Self {
+                    unreachable!()
+                }
+                const ZERO: Self = 0.0;
+                const ONE: Self = 1.0;
+                const LOWEST: Self = <$t>::NEG_INFINITY;
+                const HIGHEST: Self = <$t>::INFINITY;
+                #[inline(always)]
+                fn max_nan(self, o: Self) -> Self {
+                    fmax_nan(self, o)
+                }
+                #[inline(always)]
+                fn min_nan(self, o: Self) -> Self {
+                    fmin_nan(self, o)
+                }
+            }
+        };
+    }
+    macro_rules! int_elem {
+        ($t:ty) => {
+            impl Elem for $t {
+                #[inline(always)]
+                fn f(self) -> f64 {
+                    self as f64
+                }
+                #[inline(always)]
+                fn is_nan(self) -> bool {
+                    false
+                }
+                #[inline(always)]
+                fn wadd(self, o: Self) -> Self {
+                    self.wrapping_add(o)
+                }
+                #[inline(always)]
+                fn wmul(self, o: Self) -> Self {
+                    self.wrapping_mul(o)
+                }
+                const ZERO: Self = 0;
+                const ONE: Self = 1;
+                const LOWEST: Self = <$t>::MIN;
+                const HIGHEST: Self = <$t>::MAX;
+                #[inline(always)]
+                fn max_nan(self, o: Self) -> Self {
+                    if o > self { o } else { self }
+                }
+                #[inline(always)]
+                fn min_nan(self, o: Self) -> Self {
+                    if o < self { o } else { self }
+                }
+            }
+        };
+    }
+    float_elem!(f32);
+    float_elem!(f64);
+    int_elem!(i32);
+    int_elem!(u32);
+
+    /// A float sum or product of one segment: eight lanes over whole chunks of 8, lanes combined
+    /// in order, the rest one by one, then combined with the identity.
+    #[inline(always)]
+    fn total<T: Elem>(s: &[T], prod: bool) -> f64 {
+        let id = if prod { 1.0 } else { 0.0 };
+        let mut acc = [id; 8];
+        let chunks = s.chunks_exact(8);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for l in 0..8 {
+                acc[l] = if prod {
+                    acc[l] * c[l].f()
+                } else {
+                    acc[l] + c[l].f()
+                };
+            }
+        }
+        // `reduce_slice` folds the lanes with `Iterator::sum`/`product`, whose start value (0.0,
+        // -0.0 or 1.0) never changes the result: no lane is -0.0 after adding to 0.0.
+        let mut t = acc[0];
+        for &a in &acc[1..] {
+            t = if prod { t * a } else { t + a };
+        }
+        for &x in rest {
+            t = if prod { t * x.f() } else { t + x.f() };
+        }
+        if prod { id * t } else { id + t }
+    }
+
+    /// Argmin / argmax of one segment: the first NaN, else the first strictly best value.
+    #[inline(always)]
+    fn arg<T: Elem>(s: &[T], max: bool) -> u32 {
+        let mut bv = s[0];
+        let mut bi = 0u32;
+        for (i, &x) in s.iter().enumerate().skip(1) {
+            let better = if max { x > bv } else { x < bv };
+            let take = (better | x.is_nan()) & !bv.is_nan();
+            bv = if take { x } else { bv };
+            bi = if take { i as u32 } else { bi };
+        }
+        bi
+    }
+
+    /// Applies `f` to each of `k` segments of `inner` elements from `v`, writing `out`.
+    #[inline(always)]
+    fn each<T: Copy, U, const N: usize>(
+        v: &[T],
+        inner: usize,
+        out: &mut [U],
+        f: impl Fn(&[T]) -> U,
+    ) {
+        if N > 0 {
+            for (o, s) in out.iter_mut().zip(v.chunks_exact(N)) {
+                *o = f(s);
+            }
+        } else {
+            for (o, s) in out.iter_mut().zip(v.chunks_exact(inner)) {
+                *o = f(s);
+            }
+        }
+    }
+
+    /// `each` with segment lengths 1, 2, 3, 4, 8 and 16 known at compile time.
+    #[inline(always)]
+    fn dispatch<T: Copy, U>(v: &[T], inner: usize, out: &mut [U], f: impl Fn(&[T]) -> U) {
+        match inner {
+            1 => each::<T, U, 1>(v, inner, out, f),
+            2 => each::<T, U, 2>(v, inner, out, f),
+            3 => each::<T, U, 3>(v, inner, out, f),
+            4 => each::<T, U, 4>(v, inner, out, f),
+            8 => each::<T, U, 8>(v, inner, out, f),
+            16 => each::<T, U, 16>(v, inner, out, f),
+            _ => each::<T, U, 0>(v, inner, out, f),
+        }
+    }
+
+    fn typed<T: Elem, U: FromTotal>(op: ReduceOp, v: &[T], inner: usize, out: &mut [U]) {
+        match op {
+            ReduceOp::Sum => dispatch(v, inner, out, |s| U::from_total(total(s, false))),
+            ReduceOp::Prod => dispatch(v, inner, out, |s| U::from_total(total(s, true))),
+            _ => unreachable!(),
+        }
+    }
+
+    fn extremum<T: Elem>(op: ReduceOp, v: &[T], inner: usize, out: &mut [T]) {
+        // From the identity, as `reduce_slice` does (so a NaN result is the canonical NaN).
+        match op {
+            ReduceOp::Max => dispatch(v, inner, out, |s| {
+                s.iter().fold(T::LOWEST, |m, &x| m.max_nan(x))
+            }),
+            _ => dispatch(v, inner, out, |s| {
+                s.iter().fold(T::HIGHEST, |m, &x| m.min_nan(x))
+            }),
+        }
+    }
+
+    fn wrapping<T: Elem>(op: ReduceOp, v: &[T], inner: usize, out: &mut [T]) {
+        match op {
+            ReduceOp::Sum => dispatch(v, inner, out, |s| s.iter().fold(T::ZERO, |a, &x| a.wadd(x))),
+            _ => dispatch(v, inner, out, |s| s.iter().fold(T::ONE, |a, &x| a.wmul(x))),
+        }
+    }
+
+    /// Writes output elements `o .. o + k` from the `k` whole segments starting at `v[i]`.
+    pub(super) fn run(
+        op: ReduceOp,
+        v: Src,
+        i: usize,
+        inner: usize,
+        k: usize,
+        out: OutPtr,
+        o: usize,
+    ) {
+        let r = i..i + k * inner;
+        // SAFETY: output elements o..o+k belong to segments wholly inside this tile, so no other
+        // tile (and not the final stage) writes them; the output has `outer` > o + k - 1 elements.
+        let dst = unsafe { out.dst(o, k) };
+        use super::super::slices::Dst;
+        match op {
+            ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                let Dst::U32(d) = dst else { unreachable!() };
+                let max = op == ReduceOp::ArgMax;
+                match v {
+                    Src::F32(v) => dispatch(&v[r], inner, d, |s| arg(s, max)),
+                    Src::F64(v) => dispatch(&v[r], inner, d, |s| arg(s, max)),
+                    Src::I32(v) => dispatch(&v[r], inner, d, |s| arg(s, max)),
+                    Src::U32(v) => dispatch(&v[r], inner, d, |s| arg(s, max)),
+                    Src::Bool(_) => unreachable!(),
+                }
+            }
+            ReduceOp::Any | ReduceOp::All => {
+                let (Src::Bool(v), Dst::Bool(d)) = (v, dst) else {
                     unreachable!()
                 };
-                o[i] = idx as u32;
+                if op == ReduceOp::Any {
+                    dispatch(&v[r], inner, d, |s| s.iter().any(|&b| b))
+                } else {
+                    dispatch(&v[r], inner, d, |s| s.iter().all(|&b| b))
+                }
             }
-            (_, Partial::B(b)) => {
-                let TypedVec::Bool(o) = out else {
-                    unreachable!()
-                };
-                o[i] = b;
-            }
-            (_, Partial::W(w)) => match out {
-                TypedVec::I32(o) => o[i] = w as u32 as i32,
-                TypedVec::U32(o) => o[i] = w as u32,
-                _ => unreachable!(),
+            ReduceOp::Max | ReduceOp::Min => match (v, dst) {
+                (Src::F32(v), Dst::F32(d)) => extremum(op, &v[r], inner, d),
+                (Src::F64(v), Dst::F64(d)) => extremum(op, &v[r], inner, d),
+                (Src::I32(v), Dst::I32(d)) => extremum(op, &v[r], inner, d),
+                (Src::U32(v), Dst::U32(d)) => extremum(op, &v[r], inner, d),
+                _ => unreachable!("extremum types"),
             },
-            (_, Partial::F(f)) => match out {
-                TypedVec::F32(o) => o[i] = f as f32,
-                TypedVec::F64(o) => o[i] = f,
-                TypedVec::I32(o) => o[i] = f as i32,
-                TypedVec::U32(o) => o[i] = f as u32,
-                TypedVec::Bool(_) => unreachable!(),
+            ReduceOp::Sum | ReduceOp::Prod => match (v, dst) {
+                (Src::F32(v), Dst::F32(d)) => typed(op, &v[r], inner, d),
+                (Src::F64(v), Dst::F64(d)) => typed(op, &v[r], inner, d),
+                (Src::F32(v), Dst::F64(d)) => typed(op, &v[r], inner, d),
+                (Src::F64(v), Dst::F32(d)) => typed(op, &v[r], inner, d),
+                (Src::I32(v), Dst::I32(d)) => wrapping(op, &v[r], inner, d),
+                (Src::U32(v), Dst::U32(d)) => wrapping(op, &v[r], inner, d),
+                _ => unreachable!("sum types"),
             },
         }
     }

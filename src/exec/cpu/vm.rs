@@ -5,7 +5,7 @@
 //! the output buffer. Reductions leave per-tile partials that `reduce` combines.
 
 use super::index::for_each_index;
-use super::reduce::{self, Partial};
+use super::reduce::{self, Partials};
 use super::slices::{Dst, OutPtr, Src, copy};
 use crate::error::{Error, ErrorKind};
 use crate::exec::TypedVec;
@@ -150,7 +150,7 @@ pub fn run_fused(
         .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
         .collect();
     let plan = Plan::new(k);
-    let run = |w: &mut Worker, t: usize| -> Result<Vec<Vec<(usize, Partial)>>, Fault> {
+    let run = |w: &mut Worker, t: usize| -> Result<TaskPartials, Fault> {
         let t0 = t * tile;
         let n = tile.min(len - t0);
         run_tile(k, &plan, inputs, &outs, params, w, t0, n)?;
@@ -168,6 +168,7 @@ pub fn run_fused(
                     src(r.reg, w, inputs, &outs, t0, n),
                     t0,
                     k.domain.inner,
+                    outs[r.output as usize],
                 )
             })
             .collect())
@@ -186,7 +187,7 @@ pub fn run_fused(
 }
 
 /// One task's reduction partials: per reduction, (output element, partial) pairs.
-pub type TaskPartials = Vec<Vec<(usize, Partial)>>;
+pub type TaskPartials = Vec<Partials>;
 
 /// The end of a fused kernel's launch on either tier: a fault becomes an error naming the failing
 /// instruction's call site; otherwise the reductions' final stage combines the per-task partials.
@@ -208,6 +209,7 @@ pub fn finish(
             partials.iter().map(|p| &p[ri]),
             &mut outputs[r.output as usize],
             k.domain.outer,
+            k.domain.inner,
         );
     }
     Ok(())
@@ -358,21 +360,17 @@ fn generate(
             let g0 = counter + t0 as u64;
             match out {
                 Dst::F32(o) if *map == IndexMap::Contiguous => {
-                    let w = prim::words_per_value(normal, false);
                     if normal {
-                        prim::random_run(key, g0, w, o, |r| prim::normal_f32(r[0], r[1]));
+                        prim::random_run_w::<_, 2>(key, g0, o, |r| prim::normal_f32(r[0], r[1]));
                     } else {
-                        prim::random_run(key, g0, w, o, |r| prim::uniform_f32(r[0]));
+                        prim::random_run_w::<_, 1>(key, g0, o, |r| prim::uniform_f32(r[0]));
                     }
                 }
                 Dst::F64(o) if *map == IndexMap::Contiguous => {
-                    let w = prim::words_per_value(normal, true);
                     if normal {
-                        prim::random_run(key, g0, w, o, |r| {
-                            prim::normal_f64([r[0], r[1], r[2], r[3]])
-                        });
+                        prim::random_run_w::<_, 4>(key, g0, o, |r| prim::normal_f64(*r));
                     } else {
-                        prim::random_run(key, g0, w, o, |r| prim::uniform_f64(r[0], r[1]));
+                        prim::random_run_w::<_, 2>(key, g0, o, |r| prim::uniform_f64(r[0], r[1]));
                     }
                 }
                 Dst::F32(o) => {

@@ -139,6 +139,9 @@ fn generator(kind: &GenKind, shape: &[usize], g: &str, t: DType) -> String {
     }
 }
 
+/// Elements per sub-block whose random values are generated ahead of the element loop.
+const SUB: usize = 256;
+
 /// The C source of one fused kernel's function; compile it after [`HEADER`].
 pub fn render(k: &FusedKernel) -> String {
     let mut s = String::with_capacity(4096);
@@ -174,7 +177,55 @@ pub fn render(k: &FusedKernel) -> String {
             );
         }
     }
-    s.push_str("  u32 fault = 0;\n  for (uint64_t i = 0; i < n; i++) {\n    uint64_t lin = t0 + i;\n    u32 bad = 0; (void)bad;\n");
+    // Random values read contiguously are generated a sub-block at a time before the element
+    // loop (eight Philox blocks at once, every word used), not one Philox block per element.
+    let batched: Vec<usize> = k
+        .instrs
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| {
+            matches!(
+                i,
+                Instr::Random {
+                    map: IndexMap::Contiguous,
+                    ..
+                }
+            )
+        })
+        .map(|(n, _)| n)
+        .collect();
+    s.push_str("  u32 fault = 0;\n");
+    if batched.is_empty() {
+        s.push_str("  for (uint64_t i = 0; i < n; i++) {\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "  for (uint64_t i0 = 0; i0 < n; i0 += {SUB}) {{\n  uint64_t m = n - i0 < {SUB} ? n - i0 : {SUB};"
+        );
+        for &n in &batched {
+            let Instr::Random {
+                dst,
+                dist,
+                key_slot,
+                counter_slot,
+                ..
+            } = &k.instrs[n]
+            else {
+                unreachable!()
+            };
+            let f = match dist {
+                RandomDist::Uniform => "uniform",
+                RandomDist::Normal => "normal",
+            };
+            let t = ctype(k.reg_dtypes[*dst as usize]);
+            let _ = writeln!(
+                s,
+                "  {t} rnd{n}[{SUB}]; af_fill_{f}_{t}((u32)params[{key_slot}], (u32)(params[{key_slot}] >> 32), params[{counter_slot}] + t0 + i0, rnd{n}, m);"
+            );
+        }
+        s.push_str("  for (uint64_t i = i0; i < i0 + m; i++) {\n");
+    }
+    s.push_str("    uint64_t lin = t0 + i;\n    u32 bad = 0; (void)bad;\n");
     let needs_index = k.instrs.iter().any(|i| match i {
         Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } => {
             *map != IndexMap::Contiguous
@@ -198,6 +249,10 @@ pub fn render(k: &FusedKernel) -> String {
         let rhs = match ins {
             Instr::Load { input, map, .. } => format!("in{input}[{}]", index(map)),
             Instr::Const { slot, .. } => format!("p{slot}"),
+            Instr::Random {
+                map: IndexMap::Contiguous,
+                ..
+            } => format!("rnd{i}[i - i0]"),
             Instr::Random {
                 dist,
                 key_slot,
@@ -238,6 +293,11 @@ pub fn render(k: &FusedKernel) -> String {
     for (ri, r) in k.reductions.iter().enumerate() {
         let _ = writeln!(s, "    red{ri}[i] = r{};", r.reg);
     }
-    s.push_str("  }\n  return fault;\n}\n");
+    s.push_str(if batched.is_empty() {
+        "  }\n"
+    } else {
+        "  }\n  }\n"
+    });
+    s.push_str("  return fault;\n}\n");
     s
 }
