@@ -195,7 +195,40 @@ pub fn render(k: &FusedKernel) -> String {
         .map(|(n, _)| n)
         .collect();
     s.push_str("  u32 fault = 0;\n");
-    if batched.is_empty() {
+    let needs_index = k.instrs.iter().any(|i| match i {
+        Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } => {
+            *map != IndexMap::Contiguous
+        }
+        _ => false,
+    });
+    let shape = &k.domain.shape;
+    let cs = contiguous_strides(shape);
+    // Index maps: the element loop runs along the domain's last axis in rows, so each element's
+    // position costs an increment, not a division per axis (and the compiler can vectorise the
+    // row: its loads are contiguous, broadcast or strided in `i`).
+    let rows = needs_index && batched.is_empty() && !shape.is_empty();
+    if rows {
+        let nd = shape.len();
+        let last = shape[nd - 1].max(1);
+        s.push_str("  for (uint64_t i0 = 0; i0 < n;) {\n    uint64_t lin0 = t0 + i0;\n");
+        for d in 0..nd - 1 {
+            let _ = writeln!(
+                s,
+                "    uint64_t d{d} = (lin0 / {}u) % {}u;",
+                cs[d],
+                shape[d].max(1)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "    uint64_t first = lin0 % {last}u;\n    uint64_t m = {last}u - first < n - i0 ? {last}u - first : n - i0;"
+        );
+        let _ = writeln!(
+            s,
+            "  for (uint64_t i = i0; i < i0 + m; i++) {{\n    uint64_t d{} = first + (i - i0);",
+            nd - 1
+        );
+    } else if batched.is_empty() {
         s.push_str("  for (uint64_t i = 0; i < n; i++) {\n");
     } else {
         let _ = writeln!(
@@ -226,15 +259,7 @@ pub fn render(k: &FusedKernel) -> String {
         s.push_str("  for (uint64_t i = i0; i < i0 + m; i++) {\n");
     }
     s.push_str("    uint64_t lin = t0 + i;\n    u32 bad = 0; (void)bad;\n");
-    let needs_index = k.instrs.iter().any(|i| match i {
-        Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } => {
-            *map != IndexMap::Contiguous
-        }
-        _ => false,
-    });
-    if needs_index {
-        let shape = &k.domain.shape;
-        let cs = contiguous_strides(shape);
+    if needs_index && !rows {
         for (d, (&c, &n)) in cs.iter().zip(shape.iter()).enumerate() {
             let _ = writeln!(s, "    uint64_t d{d} = (lin / {c}u) % {}u;", n.max(1));
         }
@@ -293,7 +318,9 @@ pub fn render(k: &FusedKernel) -> String {
     for (ri, r) in k.reductions.iter().enumerate() {
         let _ = writeln!(s, "    red{ri}[i] = r{};", r.reg);
     }
-    s.push_str(if batched.is_empty() {
+    s.push_str(if rows {
+        "  }\n  i0 += m;\n  }\n"
+    } else if batched.is_empty() {
         "  }\n"
     } else {
         "  }\n  }\n"
