@@ -85,7 +85,11 @@ impl<T: Element> Array<T> {
     /// An array of `shape` holding a copy of `data` (row-major).
     #[track_caller]
     pub fn from_slice(data: &[T], shape: &[usize]) -> Self {
-        ok(Self::from_vec_at(data.to_vec(), shape, site()))
+        ok(Self::from_vec_at(
+            crate::exec::host_memory::copied(data),
+            shape,
+            site(),
+        ))
     }
     /// An array of `shape` that takes ownership of `data` without copying it.
     #[track_caller]
@@ -142,9 +146,11 @@ impl<T: Element> Array<T> {
     #[track_caller]
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let site = site();
-        // Zeroed (large ones are fresh pages from the OS, so nearly free), then filled: by the
-        // kernel itself when the array is a large pending result, else by a copy.
-        let mut out: Vec<T> = vec![T::from_scalar(crate::ir::Scalar::Bool(false)); self.len()];
+        // Zeroed (in huge pages when large: first touches of fresh memory cost more than the
+        // copy), then filled: by the kernel itself when the array is a large pending result, else
+        // by a copy.
+        let zero = T::from_scalar(crate::ir::Scalar::Bool(false));
+        let mut out: Vec<T> = crate::exec::host_memory::filled(self.len(), zero);
         let dest = OutPtr::from_raw(T::DTYPE, out.as_mut_ptr() as *mut u8);
         if !Inner::get().read_external(&self.h, dest, site)? {
             let data = Inner::get().read(&self.h, site)?;

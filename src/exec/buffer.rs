@@ -32,11 +32,11 @@ impl TypedVec {
     /// A zero-filled vector.
     pub fn zeros(dtype: DType, len: usize) -> Self {
         match dtype {
-            DType::F32 => TypedVec::F32(vec![0.0; len]),
-            DType::F64 => TypedVec::F64(vec![0.0; len]),
-            DType::I32 => TypedVec::I32(vec![0; len]),
-            DType::U32 => TypedVec::U32(vec![0; len]),
-            DType::Bool => TypedVec::Bool(vec![false; len]),
+            DType::F32 => TypedVec::F32(super::host_memory::filled(len, 0.0)),
+            DType::F64 => TypedVec::F64(super::host_memory::filled(len, 0.0)),
+            DType::I32 => TypedVec::I32(super::host_memory::filled(len, 0)),
+            DType::U32 => TypedVec::U32(super::host_memory::filled(len, 0)),
+            DType::Bool => TypedVec::Bool(super::host_memory::filled(len, false)),
         }
     }
     pub fn dtype(&self) -> DType {

@@ -6,6 +6,7 @@ mod buffer;
 pub mod cpu;
 pub mod device;
 pub mod gpu;
+pub mod host_memory;
 mod scheduler;
 pub(crate) mod wait;
 
