@@ -4,3 +4,22 @@
 pub mod cpu;
 pub mod opencl;
 pub mod wgsl;
+
+/// How a GPU matrix product `c[m, n] = a[m, k] b[k, n]` splits its inner extent: a product with
+/// few 64 x 64 output tiles and a long `k` (k-means' one-hot sums, the normal equations of a tall
+/// matrix: 8 x 2,000,000 x 2) would leave all but a few compute units idle while one work-group
+/// walks `k`. Split into `parts` ranges of `chunk` (a multiple of 16), each tile of each range is
+/// a work-group writing partial sums; a second pass adds the parts in order. `None`: one pass.
+pub(crate) fn matmul_split(m: usize, n: usize, k: usize) -> Option<(usize, usize)> {
+    /// Work-groups worth filling a large GPU.
+    const TARGET_GROUPS: usize = 512;
+    /// Shortest range of `k` one work-group takes.
+    const MIN_CHUNK: usize = 512;
+    let tiles = m.div_ceil(64) * n.div_ceil(64);
+    if tiles >= TARGET_GROUPS / 4 || k < 2 * MIN_CHUNK {
+        return None;
+    }
+    let parts = TARGET_GROUPS.div_ceil(tiles).min(k / MIN_CHUNK).max(2);
+    let chunk = k.div_ceil(parts).next_multiple_of(16);
+    Some((k.div_ceil(chunk), chunk))
+}

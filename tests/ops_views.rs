@@ -776,6 +776,10 @@ fn matmul_f32() {
         (130, 33, 65),
         (5, 257, 3),
         (1, 500, 1),
+        // Few output tiles and a long inner extent: GPU executors split k into ranges.
+        (8, 3000, 2),
+        (3, 1030, 70),
+        (65, 5003, 3),
     ] {
         matmul_case::<f32>(&mut r, m, k, n);
     }
@@ -791,6 +795,8 @@ fn matmul_f64() {
         (130, 33, 65),
         (5, 257, 3),
         (1, 500, 1),
+        (8, 3000, 2),
+        (65, 5003, 3),
     ] {
         matmul_case::<f64>(&mut r, m, k, n);
     }

@@ -3,11 +3,13 @@
 //! 256 threads walks `k` in steps of 16, staging a 64 x 16 slice of `a` and a 16 x 64 slice of `b`
 //! in local memory; each thread accumulates a 4 x 4 block of the tile in registers (rows `ty + 16 i`,
 //! columns `tx + 16 j`), summing over `k` in order with `fma`.
-//! Buffers: `a`, `b` (inputs 0 and 1), `c` (output 0).
+//! Buffers: `a`, `b` (inputs 0 and 1), `c` (output 0). With few tiles and a long `k`
+//! ([`crate::intrinsics::matmul_split`]) pass `af_matmul` computes each tile over one range of `k`
+//! into a scratch buffer of partial products, and pass `af_matmul_sum` adds the ranges in order.
 
 use crate::ir::DType;
 use crate::proggen::codegen::c::ctype;
-use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
+use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
 use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
 use crate::proggen::sequence::IntrinsicCall;
 
@@ -24,23 +26,68 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
         return Err(Unsupported(format!("matmul of shapes {a:?} and {b:?}")));
     }
     let (m, k, n) = (a[0], a[1], b[1]);
+    let el = ctype(call.dtype);
     let tiles = (m.div_ceil(TILE) * n.div_ceil(TILE)) as u64;
     let mut source = prelude(t);
-    source.push_str(&kernel(ctype(call.dtype), m, k, n));
-    Ok(GpuPlan::single_pass(
+    let Some((parts, chunk)) = crate::intrinsics::matmul_split(m, n, k) else {
+        source.push_str(&kernel(el, m, k, n, None));
+        return Ok(GpuPlan::single_pass(
+            source,
+            "af_matmul",
+            2,
+            false,
+            groups_for(tiles, 1),
+            LOCAL,
+        ));
+    };
+    source.push_str(&kernel(el, m, k, n, Some((parts, chunk))));
+    let mn = (m * n) as u64;
+    source.push_str(&format!(
+        r#"
+{ENTRY_ATTR}
+void af_matmul_sum(__global const {el} *part, __global {el} *c) {{
+  for (ulong e = get_global_id(0); e < {mn}UL; e += get_global_size(0)) {{
+    {el} t = part[e];
+    for (ulong s = 1; s < {parts}UL; s++) t += part[s * {mn}UL + e];
+    c[e] = t;
+  }}
+}}
+"#
+    ));
+    let bytes = parts as u64 * mn * call.dtype.size() as u64;
+    Ok(GpuPlan {
         source,
-        "af_matmul",
-        2,
-        false,
-        groups_for(tiles, 1),
-        LOCAL,
-    ))
+        scratch: vec![bytes],
+        passes: vec![
+            Pass {
+                entry: "af_matmul".into(),
+                buffers: vec![BufArg::Input(0), BufArg::Input(1), BufArg::Scratch(0)],
+                params: false,
+                groups: groups_for(tiles * parts as u64, 1),
+                local: LOCAL,
+            },
+            Pass {
+                entry: "af_matmul_sum".into(),
+                buffers: vec![BufArg::Scratch(0), BufArg::Output(0)],
+                params: false,
+                groups: groups_for(mn, LOCAL as u64),
+                local: LOCAL,
+            },
+        ],
+        fault: None,
+        immediate_words: None,
+    })
 }
 
-/// The kernel for element type `el` (its OpenCL C name) and the call's extents.
-fn kernel(el: &str, m: usize, k: usize, n: usize) -> String {
+/// The kernel for element type `el` (its OpenCL C name) and the call's extents; with
+/// `Some((parts, chunk))`, work-group item `i` computes tile `i % tiles` over range `i / tiles` of
+/// `k` into partial buffer `c` (one `m x n` block per range).
+fn kernel(el: &str, m: usize, k: usize, n: usize, split: Option<(usize, usize)>) -> String {
     let tiles_n = n.div_ceil(TILE);
     let tiles = m.div_ceil(TILE) * tiles_n;
+    let (parts, chunk) = split.unwrap_or((1, k.max(1)));
+    let items = tiles * parts;
+    let mn = m * n;
     format!(
         r#"
 {ENTRY_ATTR}
@@ -48,18 +95,20 @@ void af_matmul(__global const {el} *a, __global const {el} *b, __global {el} *c)
   __local {el} at[16][65]; /* a's slice, k-major (padded against bank conflicts) */
   __local {el} bt[16][64];
   const u32 lid = get_local_id(0), tx = lid % 16u, ty = lid / 16u;
-  for (ulong tile = get_group_id(0); tile < {tiles}UL; tile += get_num_groups(0)) {{
+  for (ulong item = get_group_id(0); item < {items}UL; item += get_num_groups(0)) {{
+    const ulong tile = item % {tiles}UL, part = item / {tiles}UL;
+    const ulong kb = part * {chunk}UL, ke = min(kb + {chunk}UL, (ulong){k}UL);
     const ulong row0 = (tile / {tiles_n}UL) * 64UL, col0 = (tile % {tiles_n}UL) * 64UL;
     {el} acc[4][4];
     for (u32 i = 0u; i < 4u; i++)
       for (u32 j = 0u; j < 4u; j++) acc[i][j] = 0;
-    for (ulong k0 = 0; k0 < {k}UL; k0 += 16UL) {{
+    for (ulong k0 = kb; k0 < ke; k0 += 16UL) {{
       for (u32 l = 0u; l < 4u; l++) {{
         const u32 e = lid + 256u * l;
         const u32 ar = e / 16u, ak = e % 16u, bk = e / 64u, bc = e % 64u;
         const ulong gr = row0 + ar, gk = k0 + ak, hk = k0 + bk, hc = col0 + bc;
-        at[ak][ar] = (gr < {m}UL && gk < {k}UL) ? a[gr * {k}UL + gk] : ({el})0;
-        bt[bk][bc] = (hk < {k}UL && hc < {n}UL) ? b[hk * {n}UL + hc] : ({el})0;
+        at[ak][ar] = (gr < {m}UL && gk < ke) ? a[gr * {k}UL + gk] : ({el})0;
+        bt[bk][bc] = (hk < ke && hc < {n}UL) ? b[hk * {n}UL + hc] : ({el})0;
       }}
       barrier(CLK_LOCAL_MEM_FENCE);
       for (u32 kk = 0u; kk < 16u; kk++) {{
@@ -74,7 +123,7 @@ void af_matmul(__global const {el} *a, __global const {el} *b, __global {el} *c)
     for (u32 i = 0u; i < 4u; i++) {{
       for (u32 j = 0u; j < 4u; j++) {{
         const ulong r = row0 + ty + 16u * i, col = col0 + tx + 16u * j;
-        if (r < {m}UL && col < {n}UL) c[r * {n}UL + col] = acc[i][j];
+        if (r < {m}UL && col < {n}UL) c[part * {mn}UL + r * {n}UL + col] = acc[i][j];
       }}
     }}
   }}
