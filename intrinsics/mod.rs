@@ -15,11 +15,20 @@ pub(crate) fn matmul_split(m: usize, n: usize, k: usize) -> Option<(usize, usize
     const TARGET_GROUPS: usize = 512;
     /// Shortest range of `k` one work-group takes.
     const MIN_CHUNK: usize = 512;
+    /// Longest range of `k` one work-group walks: lavapipe dropped every term past 58,255 of one
+    /// long walk (issue 18), so no work-group walks more than this whatever the tiles.
+    const MAX_CHUNK: usize = 16384;
     let tiles = m.div_ceil(64) * n.div_ceil(64);
-    if tiles >= TARGET_GROUPS / 4 || k < 2 * MIN_CHUNK {
+    let few_tiles = tiles < TARGET_GROUPS / 4 && k >= 2 * MIN_CHUNK;
+    if !few_tiles && k <= MAX_CHUNK {
         return None;
     }
-    let parts = TARGET_GROUPS.div_ceil(tiles).min(k / MIN_CHUNK).max(2);
+    let wanted = if few_tiles {
+        TARGET_GROUPS.div_ceil(tiles).min(k / MIN_CHUNK)
+    } else {
+        1
+    };
+    let parts = wanted.max(k.div_ceil(MAX_CHUNK)).max(2);
     let chunk = k.div_ceil(parts).next_multiple_of(16);
     Some((k.div_ceil(chunk), chunk))
 }

@@ -803,6 +803,16 @@ fn matmul_f64() {
 }
 
 #[test]
+fn matmul_long_inner_extents_are_exact() {
+    // Sums of ones are exact in f32 below 2^24: every term must count (lavapipe once dropped
+    // every term past 58,255 of one work-group's walk along k).
+    for k in [58_255usize, 65_536, 150_001] {
+        let c = Array::<f32>::ones(&[2, k]).matmul(&Array::<f32>::ones(&[k, 3]));
+        assert_eq!(read(&c), vec![k as f32; 6], "k = {k}");
+    }
+}
+
+#[test]
 fn matmul_special_shapes() {
     // k = 0: the product of [3, 0] and [0, 4] is all zeros.
     let a = Array::<f64>::from_slice(&[], &[3, 0]);
