@@ -204,8 +204,14 @@ static inline f64 af_rng_cos(f64 x) {
   f64 vv = z * y0;
   f64 rs = (8.33333333332248946124e-03 + z * (-1.98412698298579493134e-04 + z * 2.75573137070700676789e-06)) + (z * ww) * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10);
   f64 sn = y0 - ((z * (0.5 * y1 - vv * rs) - y1) - vv * -1.66666666666666324348e-01);
-  f64 m = (n & 1) == 0 ? c : sn;
-  return ((n + 1) & 2) != 0 ? -m : m;
+  /* The quadrant's choice and sign by bit masks, not branches, so loops over lanes vectorise
+   * (the same values as `(n & 1) == 0 ? c : sn` and `((n + 1) & 2) != 0 ? -m : m`). */
+  union { f64 f; uint64_t u; } vc, vs;
+  vc.f = c; vs.f = sn;
+  uint64_t pick = (uint64_t)0 - (uint64_t)(n & 1);
+  vc.u = (vc.u & ~pick) | (vs.u & pick);
+  vc.u ^= (uint64_t)(((n + 1) >> 1) & 1) << 63;
+  return vc.f;
 }
 /* Values from their words (primitives/cpu.rs: uniform_f32, uniform_f64, normal_f32, normal_f64). */
 static inline f32 af_w_uniform_f32(const u32 *r) { return (f32)(r[0] >> 8) * (1.0f / 16777216.0f); }
@@ -243,9 +249,13 @@ static inline void af_philox_x8(uint64_t first, u32 k0, u32 k1, u32 c0[8], u32 c
     while (i < m && (g0 + i) % per != 0) { af_stream(k0, k1, g0 + i, W, r); out[i] = af_w_##dist##_##T(r); i++; } \
     while (i + 8 * per <= m) { \
       u32 c[4][8]; af_philox_x8((g0 + i) / per, k0, k1, c[0], c[1], c[2], c[3]); \
-      for (int b = 0; b < 8; b++) for (uint64_t v = 0; v < per; v++) { \
-        for (int k = 0; k < W; k++) r[k] = c[v * W + k][b]; \
-        out[i + b * per + v] = af_w_##dist##_##T(r); } \
+      for (uint64_t v = 0; v < per; v++) { \
+        T vals[8]; /* one value per lane, in a loop over lanes the compiler vectorises */ \
+        const u32 *w0 = c[(v * W) % 4], *w1 = c[(v * W + 1) % 4], *w2 = c[(v * W + 2) % 4], *w3 = c[(v * W + 3) % 4]; \
+        for (int b = 0; b < 8; b++) { \
+          u32 w[4] = { w0[b], w1[b], w2[b], w3[b] }; \
+          vals[b] = af_w_##dist##_##T(w); } \
+        for (int b = 0; b < 8; b++) out[i + b * per + v] = vals[b]; } \
       i += 8 * per; } \
     while (i < m) { af_stream(k0, k1, g0 + i, W, r); out[i] = af_w_##dist##_##T(r); i++; } \
   }
