@@ -181,3 +181,30 @@ fn results_dropped_in_flight_are_reused_on_the_device() {
         println!("skip: stream-ordered reuse is a device executor's (this run is on the CPU)");
     }
 }
+
+#[test]
+fn discovery_prints_nothing_on_standard_error() {
+    // The child: takes the inventory and computes something; the parent reads its stderr.
+    if std::env::var("ARRAYFLOW_TEST_CHILD").is_ok() {
+        let _ = arrayflow::Runtime::devices();
+        let total = arrayflow::Array::<f32>::ones(&[64]).sum().item().unwrap();
+        assert_eq!(total, 64.0);
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "discovery_prints_nothing_on_standard_error",
+            "--test-threads=1",
+        ])
+        .env("ARRAYFLOW_TEST_CHILD", "1")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the child failed: {err}");
+    assert!(
+        !err.contains("XDG_RUNTIME_DIR") && !err.contains("error"),
+        "stray lines on stderr: {err}"
+    );
+}

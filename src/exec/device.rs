@@ -122,6 +122,9 @@ impl DeviceChoice {
 
     /// The device this choice names in the inventory, or `None` for the CPU executor alone.
     pub fn resolve(self) -> Option<&'static DeviceInfo> {
+        if self == DeviceChoice::Cpu {
+            return None; // the GPU drivers are not touched at all
+        }
         let inv = inventory();
         let pick = |b: Backend, i: Option<usize>| {
             // Without an index: the backend's best device (discrete, then integrated, then any).
@@ -224,7 +227,45 @@ pub(crate) fn opencl_device_ids() -> Vec<(String, opencl3::types::cl_device_id)>
 
 /// Every Vulkan adapter wgpu sees, in order: the numbering of `wgpu:N`.
 pub(crate) fn wgpu_adapters() -> Vec<wgpu::Adapter> {
-    pollster::block_on(super::gpu::wgpu::instance().enumerate_adapters(wgpu::Backends::VULKAN))
+    quiet_stderr(|| {
+        pollster::block_on(super::gpu::wgpu::instance().enumerate_adapters(wgpu::Backends::VULKAN))
+    })
+}
+
+/// Runs `f` with the process's standard error sent to `/dev/null`: the Vulkan loader and Mesa's
+/// drivers print complaints (`XDG_RUNTIME_DIR is invalid or not set`) while adapters are
+/// enumerated, which would otherwise appear in every program's output. Errors that matter come
+/// back through the API and are logged on `arrayflow::device`.
+#[cfg(target_os = "linux")]
+fn quiet_stderr<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: plain descriptor calls; fd 2 is restored before returning, whatever `f` returns.
+    unsafe {
+        let saved = libc::dup(2);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if saved < 0 || null < 0 {
+            if saved >= 0 {
+                libc::close(saved);
+            }
+            if null >= 0 {
+                libc::close(null);
+            }
+            return f();
+        }
+        libc::dup2(null, 2);
+        libc::close(null);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        libc::dup2(saved, 2);
+        libc::close(saved);
+        match r {
+            Ok(r) => r,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn quiet_stderr<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }
 
 fn opencl_devices() -> Vec<DeviceInfo> {
