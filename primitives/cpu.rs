@@ -136,16 +136,72 @@ impl Real for f64 {
 }
 
 /// Inverse hyperbolic cosine, accurate near 1 (std's `ln(x + sqrt(x^2 - 1))` loses the digits
-/// of `x - 1` there): `ln1p(t + sqrt(t * (t + 2)))` with `t = x - 1` below 2. NaN below 1.
+/// of `x - 1` there): `ln1p(t + sqrt(t * (t + 2)))` with `t = x - 1` below 2, `ln(x) + ln 2` for
+/// large `x` (no overflow near the maximum). NaN below 1, however far below.
 #[inline]
 pub fn acosh_accurate<F: num_traits::Float>(x: F) -> F {
     let two = F::one() + F::one();
-    if x < two {
+    if x < F::one() {
+        F::nan()
+    } else if x < two {
         let t = x - F::one();
         (t + (t * (t + two)).sqrt()).ln_1p()
+    } else if x > big_threshold::<F>() {
+        x.ln() + F::from(std::f64::consts::LN_2).unwrap()
     } else {
-        x.acosh()
+        (x + (x - F::one()).sqrt() * (x + F::one()).sqrt()).ln()
     }
+}
+
+/// Past this, `asinh` and `acosh` are `ln(2x)` to the last bit (the next term, `1 / (4x^2)`, is
+/// below half an ulp) while the usual formulas overflow near the type's maximum: 2^12 for f32,
+/// 2^26 for f64 (about `1 / sqrt(eps)`), as the C and GPU sources write it.
+#[inline]
+fn big_threshold<F: num_traits::Float>() -> F {
+    let f32_like = F::epsilon() > F::from(1e-10).unwrap();
+    F::from(if f32_like { 4096.0 } else { 67_108_864.0 }).unwrap()
+}
+
+/// Inverse hyperbolic sine without overflow near the type's maximum (std's formula doubles `x`):
+/// `ln(|x|) + ln 2` for large `|x|`, with the sign of `x`.
+#[inline]
+pub fn asinh_accurate<F: num_traits::Float>(x: F) -> F {
+    let ax = x.abs();
+    let r = if ax > big_threshold::<F>() {
+        ax.ln() + F::from(std::f64::consts::LN_2).unwrap()
+    } else {
+        let ix = ax.recip();
+        (ax + ax / (F::one().hypot(ix) + ix)).ln_1p()
+    };
+    r.copysign(x)
+}
+
+/// Inverse hyperbolic tangent of `|x|` with the sign of `x` (fdlibm's form): std's
+/// `ln1p(2x / (1 - x)) / 2` cancels for `x` near -1 (6e5 ulp at -0.9999999).
+#[inline]
+pub fn atanh_accurate<F: num_traits::Float>(x: F) -> F {
+    let t = x.abs();
+    let (half, two) = (F::from(0.5).unwrap(), F::from(2.0).unwrap());
+    let r = if t < half {
+        half * (two * t + two * t * t / (F::one() - t)).ln_1p()
+    } else {
+        half * ((two * t) / (F::one() - t)).ln_1p()
+    };
+    r.copysign(x)
+}
+
+/// Inverse cosecant, accurate near +-1 (where `asin(1 / x)` amplifies the rounding of `1 / x`):
+/// `atan(1 / sqrt((|x| - 1)(|x| + 1)))` below 2, `asin(1 / |x|)` beyond, with the sign of `x`.
+#[inline]
+pub fn acsc_accurate<F: num_traits::Float>(x: F) -> F {
+    let a = x.abs();
+    let two = F::one() + F::one();
+    let r = if a < two {
+        ((a - F::one()) * (a + F::one())).sqrt().recip().atan()
+    } else {
+        a.recip().asin()
+    };
+    r.copysign(x)
 }
 
 /// Inverse secant, accurate near +-1 (where `acos(1 / x)` amplifies the rounding of `1 / x`):

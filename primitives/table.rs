@@ -8,7 +8,8 @@
 //! GPU targets add their source columns here (issue: GPU executors).
 
 use super::cpu::{
-    IntElem, Real, acosh_accurate, asec_accurate, fmax_nan, fmin_nan, fmod_floor, fsign,
+    IntElem, Real, acosh_accurate, acsc_accurate, asec_accurate, asinh_accurate, atanh_accurate,
+    fmax_nan, fmin_nan, fmod_floor, fsign,
 };
 use crate::ir::DType;
 
@@ -217,7 +218,7 @@ unary_table! {
     Acos  "acos"  25 { float: |x: F| x.acos() }
     Atan  "atan"  25 { float: |x: F| x.atan() }
     Asec  "asec"  27 needs [Asec] { float: asec_accurate::<F> }
-    Acsc  "acsc"  27 { float: |x: F| x.recip().asin() }
+    Acsc  "acsc"  27 { float: acsc_accurate::<F> }
     Acot  "acot"  27 { float: |x: F| x.recip().atan() }
     Sinh  "sinh"  25 { float: |x: F| x.sinh() }
     Cosh  "cosh"  25 { float: |x: F| x.cosh() }
@@ -225,9 +226,9 @@ unary_table! {
     Sech  "sech"  27 { float: |x: F| x.cosh().recip() }
     Csch  "csch"  27 { float: |x: F| x.sinh().recip() }
     Coth  "coth"  27 { float: |x: F| x.tanh().recip() }
-    Asinh "asinh" 30 { float: |x: F| x.asinh() }
+    Asinh "asinh" 30 { float: asinh_accurate::<F> }
     Acosh "acosh" 30 needs [Acosh] { float: acosh_accurate::<F> }
-    Atanh "atanh" 30 { float: |x: F| x.atanh() }
+    Atanh "atanh" 30 { float: atanh_accurate::<F> }
     Erf "erf" 30 { float: |x: F| x.erf() }
     Erfc "erfc" 30 { float: |x: F| x.erfc() }
     Floor "floor" 1  { float: |x: F| x.floor() }

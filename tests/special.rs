@@ -120,3 +120,86 @@ fn min_max_free_functions_and_axis_norms() {
         assert!((l2[c] - n2).abs() < 1e-12);
     }
 }
+
+/// Relative difference in units of `eps`.
+fn ulps(got: f64, want: f64, eps: f64) -> f64 {
+    (got - want).abs() / (want.abs() * eps)
+}
+
+#[test]
+fn inverse_hyperbolics_hold_at_the_edges_of_their_domains() {
+    // Below the domain of acosh, however far: NaN (was -inf / +inf far below).
+    let x = Array::from_slice(&[-1e8f64, -1e300, -2.0, 0.5, f64::NAN], &[5]);
+    assert!(x.acosh().to_vec().unwrap().iter().all(|v| v.is_nan()));
+    let x = Array::from_slice(&[-1e8f32, -3e38, 0.0], &[3]);
+    assert!(x.acosh().to_vec().unwrap().iter().all(|v| v.is_nan()));
+
+    // Near the type's maximum: ln(2|x|), computed here in f64 from f32 inputs (no overflow), and
+    // from ln x + ln 2 for f64 inputs (exact to an ulp: the next term is 1/(4x^2)).
+    let xs = [-3e38f32, 3.4e38, 1e10, 5000.0];
+    let got_s = Array::from_slice(&xs, &[4]).asinh().to_vec().unwrap();
+    let got_c = Array::from_slice(&xs[1..], &[3]).acosh().to_vec().unwrap();
+    for (g, &x) in got_s.iter().zip(&xs) {
+        let w = (x as f64).asinh();
+        assert!(
+            ulps(*g as f64, w, f32::EPSILON as f64) <= 2.0,
+            "asinh({x}) = {g}, want {w}"
+        );
+    }
+    for (g, &x) in got_c.iter().zip(&xs[1..]) {
+        let w = (x as f64).acosh();
+        assert!(
+            ulps(*g as f64, w, f32::EPSILON as f64) <= 2.0,
+            "acosh({x}) = {g}, want {w}"
+        );
+    }
+    let big = 1.418_955_027_239_329_7e308f64;
+    let want = big.ln() + std::f64::consts::LN_2; // 710.2392...
+    let s = Array::from_slice(&[big, -big], &[2])
+        .asinh()
+        .to_vec()
+        .unwrap();
+    assert!(
+        ulps(s[0], want, f64::EPSILON) <= 2.0 && s[1] == -s[0],
+        "{s:?}"
+    );
+    let c = Array::from_slice(&[big], &[1]).acosh().item().unwrap();
+    assert!(ulps(c, want, f64::EPSILON) <= 2.0, "{c}");
+
+    // atanh near -1: 0.5 ln((1 + x) / (1 - x)), where 1 + x is exact (Sterbenz) and the rest
+    // rounds a few times (was 6e5 ulp off); below 1/2 its series x + x^3/3 + x^5/5 + ...
+    let series = |x: f64| {
+        let (mut p, mut sum) = (x, 0.0f64);
+        for k in 0..200 {
+            sum += p / (2 * k + 1) as f64;
+            p *= x * x;
+        }
+        sum
+    };
+    for x in [-0.9999999f64, 0.9999999, -0.75, -1e-3, 0.3] {
+        let got = Array::from_slice(&[x], &[1]).atanh().item().unwrap();
+        let want = if x.abs() < 0.5 {
+            series(x)
+        } else {
+            0.5 * ((1.0 + x) / (1.0 - x)).ln()
+        };
+        assert!(
+            ulps(got, want, f64::EPSILON) <= 8.0,
+            "atanh({x}) = {got}, want {want}"
+        );
+    }
+
+    // acsc near 1: pi/2 - sqrt(2d) (1 - 5d/12 + 43 d^2/160) for x = 1 + d, d = 1e-7 (a series
+    // with an error of order d^3; was 80 ulp off through asin(1 / x)).
+    let x = 1.0000001f64;
+    let d = x - 1.0; // exact
+    let want = std::f64::consts::FRAC_PI_2
+        - (2.0 * d).sqrt() * (1.0 - 5.0 * d / 12.0 + 43.0 * d * d / 160.0);
+    let got = Array::from_slice(&[x, -x], &[2]).acsc().to_vec().unwrap();
+    assert!(
+        ulps(got[0], want, f64::EPSILON) <= 4.0,
+        "acsc({x}) = {}, want {want}",
+        got[0]
+    );
+    assert_eq!(got[1], -got[0]);
+}

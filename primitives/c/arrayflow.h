@@ -39,7 +39,6 @@ AF_FU(cot, 1.0f / tanf(x), 1.0 / tan(x))
 AF_FU(asin, asinf(x), asin(x))
 AF_FU(acos, acosf(x), acos(x))
 AF_FU(atan, atanf(x), atan(x))
-AF_FU(acsc, asinf(1.0f / x), asin(1.0 / x))
 AF_FU(acot, atanf(1.0f / x), atan(1.0 / x))
 AF_FU(sinh, sinhf(x), sinh(x))
 AF_FU(cosh, coshf(x), cosh(x))
@@ -54,13 +53,18 @@ AF_FU(ceil, ceilf(x), ceil(x))
 AF_FU(trunc, truncf(x), trunc(x))
 AF_FU(round, roundf(x), round(x))
 /* Rust std's formulas, so both CPU tiers agree bit for bit. */
-static inline f32 af_asinh_f32(f32 x) { f32 ax = fabsf(x), ix = 1.0f / ax; return copysignf(log1pf(ax + ax / (hypotf(1.0f, ix) + ix)), x); }
-static inline f64 af_asinh_f64(f64 x) { f64 ax = fabs(x), ix = 1.0 / ax; return copysign(log1p(ax + ax / (hypot(1.0, ix) + ix)), x); }
-static inline f32 af_atanh_f32(f32 x) { return 0.5f * log1pf((2.0f * x) / (1.0f - x)); }
-static inline f64 af_atanh_f64(f64 x) { return 0.5 * log1p((2.0 * x) / (1.0 - x)); }
+/* Inverse hyperbolics and acsc as primitives/cpu.rs writes them (asinh_accurate, atanh_accurate,
+ * acsc_accurate): ln(2|x|) past 1/sqrt(eps) (no overflow near the maximum), atanh of |x| (no
+ * cancellation near -1), acsc through atan near |x| = 1. */
+static inline f32 af_asinh_f32(f32 x) { f32 ax = fabsf(x), ix = 1.0f / ax; return copysignf(ax > 4096.0f ? logf(ax) + 0.693147180559945309f : log1pf(ax + ax / (hypotf(1.0f, ix) + ix)), x); }
+static inline f64 af_asinh_f64(f64 x) { f64 ax = fabs(x), ix = 1.0 / ax; return copysign(ax > 67108864.0 ? log(ax) + 0.693147180559945309 : log1p(ax + ax / (hypot(1.0, ix) + ix)), x); }
+static inline f32 af_atanh_f32(f32 x) { f32 t = fabsf(x); return copysignf(t < 0.5f ? 0.5f * log1pf(2.0f * t + 2.0f * t * t / (1.0f - t)) : 0.5f * log1pf((2.0f * t) / (1.0f - t)), x); }
+static inline f64 af_atanh_f64(f64 x) { f64 t = fabs(x); return copysign(t < 0.5 ? 0.5 * log1p(2.0 * t + 2.0 * t * t / (1.0 - t)) : 0.5 * log1p((2.0 * t) / (1.0 - t)), x); }
+static inline f32 af_acsc_f32(f32 x) { f32 a = fabsf(x); return copysignf(a < 2.0f ? atanf(1.0f / sqrtf((a - 1.0f) * (a + 1.0f))) : asinf(1.0f / a), x); }
+static inline f64 af_acsc_f64(f64 x) { f64 a = fabs(x); return copysign(a < 2.0 ? atan(1.0 / sqrt((a - 1.0) * (a + 1.0))) : asin(1.0 / a), x); }
 /* acosh accurate near 1 (primitives/cpu.rs acosh_accurate), Rust's formula from 2 up. */
-static inline f32 af_acosh_f32(f32 x) { if (x < 2.0f) { f32 t = x - 1.0f; return log1pf(t + sqrtf(t * (t + 2.0f))); } return x < 1.0f ? NAN : logf(x + sqrtf(x - 1.0f) * sqrtf(x + 1.0f)); }
-static inline f64 af_acosh_f64(f64 x) { if (x < 2.0) { f64 t = x - 1.0; return log1p(t + sqrt(t * (t + 2.0))); } return x < 1.0 ? NAN : log(x + sqrt(x - 1.0) * sqrt(x + 1.0)); }
+static inline f32 af_acosh_f32(f32 x) { if (x < 1.0f) return NAN; if (x < 2.0f) { f32 t = x - 1.0f; return log1pf(t + sqrtf(t * (t + 2.0f))); } return x > 4096.0f ? logf(x) + 0.693147180559945309f : logf(x + sqrtf(x - 1.0f) * sqrtf(x + 1.0f)); }
+static inline f64 af_acosh_f64(f64 x) { if (x < 1.0) return NAN; if (x < 2.0) { f64 t = x - 1.0; return log1p(t + sqrt(t * (t + 2.0))); } return x > 67108864.0 ? log(x) + 0.693147180559945309 : log(x + sqrt(x - 1.0) * sqrt(x + 1.0)); }
 /* asec accurate near +-1 (primitives/cpu.rs asec_accurate). */
 static inline f32 af_asec_f32(f32 x) { f32 r = atanf(sqrtf((x - 1.0f) * (x + 1.0f))); return x < 0.0f ? (f32)M_PI - r : r; }
 static inline f64 af_asec_f64(f64 x) { f64 r = atan(sqrt((x - 1.0) * (x + 1.0))); return x < 0.0 ? M_PI - r : r; }

@@ -35,7 +35,7 @@ static inline f32 af_cot_f32(f32 x) { return 1.0f / tan(x); }
 static inline f32 af_asin_f32(f32 x) { return asin(x); }
 static inline f32 af_acos_f32(f32 x) { return acos(x); }
 static inline f32 af_atan_f32(f32 x) { return atan(x); }
-static inline f32 af_acsc_f32(f32 x) { return asin(1.0f / x); }
+static inline f32 af_acsc_f32(f32 x) { f32 a = fabs(x); return copysign(a < 2.0f ? atan(1.0f / sqrt((a - 1.0f) * (a + 1.0f))) : asin(1.0f / a), x); }
 static inline f32 af_acot_f32(f32 x) { return atan(1.0f / x); }
 static inline f32 af_sinh_f32(f32 x) { return sinh(x); }
 static inline f32 af_cosh_f32(f32 x) { return cosh(x); }
@@ -49,9 +49,9 @@ static inline f32 af_floor_f32(f32 x) { return floor(x); }
 static inline f32 af_ceil_f32(f32 x) { return ceil(x); }
 static inline f32 af_trunc_f32(f32 x) { return trunc(x); }
 static inline f32 af_round_f32(f32 x) { return round(x); }
-static inline f32 af_asinh_f32(f32 x) { f32 ax = fabs(x), ix = 1.0f / ax; return copysign(log1p(ax + ax / (hypot(1.0f, ix) + ix)), x); }
-static inline f32 af_atanh_f32(f32 x) { return 0.5f * log1p((2.0f * x) / (1.0f - x)); }
-static inline f32 af_acosh_f32(f32 x) { if (x < 2.0f) { f32 t = x - 1.0f; return log1p(t + sqrt(t * (t + 2.0f))); } return x < 1.0f ? (f32)NAN : log(x + sqrt(x - 1.0f) * sqrt(x + 1.0f)); }
+static inline f32 af_asinh_f32(f32 x) { f32 ax = fabs(x), ix = 1.0f / ax; return copysign(ax > 4096.0f ? log(ax) + 0.693147180559945309f : log1p(ax + ax / (hypot(1.0f, ix) + ix)), x); }
+static inline f32 af_atanh_f32(f32 x) { f32 t = fabs(x); return copysign(t < 0.5f ? 0.5f * log1p(2.0f * t + 2.0f * t * t / (1.0f - t)) : 0.5f * log1p((2.0f * t) / (1.0f - t)), x); }
+static inline f32 af_acosh_f32(f32 x) { if (x < 1.0f) return (f32)NAN; if (x < 2.0f) { f32 t = x - 1.0f; return log1p(t + sqrt(t * (t + 2.0f))); } return x > 4096.0f ? log(x) + 0.693147180559945309f : log(x + sqrt(x - 1.0f) * sqrt(x + 1.0f)); }
 static inline f32 af_asec_f32(f32 x) { f32 r = atan(sqrt((x - 1.0f) * (x + 1.0f))); return x < 0.0f ? M_PI_F - r : r; }
 static inline b8 af_is_nan_f32(f32 x) { return isnan(x) != 0; }
 static inline b8 af_is_inf_f32(f32 x) { return isinf(x) != 0; }
@@ -218,7 +218,7 @@ static inline f64 af_cot_f64(f64 x) { return 1.0 / tan(x); }
 static inline f64 af_asin_f64(f64 x) { return asin(x); }
 static inline f64 af_acos_f64(f64 x) { return acos(x); }
 static inline f64 af_atan_f64(f64 x) { return atan(x); }
-static inline f64 af_acsc_f64(f64 x) { return asin(1.0 / x); }
+static inline f64 af_acsc_f64(f64 x) { f64 a = fabs(x); return copysign(a < 2.0 ? atan(1.0 / sqrt((a - 1.0) * (a + 1.0))) : asin(1.0 / a), x); }
 static inline f64 af_acot_f64(f64 x) { return atan(1.0 / x); }
 static inline f64 af_sinh_f64(f64 x) { return sinh(x); }
 static inline f64 af_cosh_f64(f64 x) { return cosh(x); }
@@ -232,9 +232,9 @@ static inline f64 af_floor_f64(f64 x) { return floor(x); }
 static inline f64 af_ceil_f64(f64 x) { return ceil(x); }
 static inline f64 af_trunc_f64(f64 x) { return trunc(x); }
 static inline f64 af_round_f64(f64 x) { return round(x); }
-static inline f64 af_asinh_f64(f64 x) { f64 ax = fabs(x), ix = 1.0 / ax; return copysign(log1p(ax + ax / (hypot(1.0, ix) + ix)), x); }
-static inline f64 af_atanh_f64(f64 x) { return 0.5 * log1p((2.0 * x) / (1.0 - x)); }
-static inline f64 af_acosh_f64(f64 x) { if (x < 2.0) { f64 t = x - 1.0; return log1p(t + sqrt(t * (t + 2.0))); } return x < 1.0 ? (f64)NAN : log(x + sqrt(x - 1.0) * sqrt(x + 1.0)); }
+static inline f64 af_asinh_f64(f64 x) { f64 ax = fabs(x), ix = 1.0 / ax; return copysign(ax > 67108864.0 ? log(ax) + 0.693147180559945309 : log1p(ax + ax / (hypot(1.0, ix) + ix)), x); }
+static inline f64 af_atanh_f64(f64 x) { f64 t = fabs(x); return copysign(t < 0.5 ? 0.5 * log1p(2.0 * t + 2.0 * t * t / (1.0 - t)) : 0.5 * log1p((2.0 * t) / (1.0 - t)), x); }
+static inline f64 af_acosh_f64(f64 x) { if (x < 1.0) return (f64)NAN; if (x < 2.0) { f64 t = x - 1.0; return log1p(t + sqrt(t * (t + 2.0))); } return x > 67108864.0 ? log(x) + 0.693147180559945309 : log(x + sqrt(x - 1.0) * sqrt(x + 1.0)); }
 static inline f64 af_asec_f64(f64 x) { f64 r = atan(sqrt((x - 1.0) * (x + 1.0))); return x < 0.0 ? M_PI - r : r; }
 static inline b8 af_is_nan_f64(f64 x) { return isnan(x) != 0; }
 static inline b8 af_is_inf_f64(f64 x) { return isinf(x) != 0; }

@@ -271,7 +271,11 @@ fn af_asec_f32(x: f32) -> f32 {
   let r = af_atan_f32(af_sqrt_f32((x - 1.0f) * (x + 1.0f)));
   return select(r, AF_PI - r, x < 0.0f);
 }
-fn af_acsc_f32(x: f32) -> f32 { return af_asin_f32(1.0f / x); }
+fn af_acsc_f32(x: f32) -> f32 {
+  let a = abs(x);
+  if (a < 2.0f) { return af_copysign(af_atan_f32(1.0f / af_sqrt_f32((a - 1.0f) * (a + 1.0f))), x); }
+  return af_copysign(af_asin_f32(1.0f / a), x);
+}
 fn af_acot_f32(x: f32) -> f32 { return af_atan_f32(1.0f / x); }
 
 // ---- hyperbolic functions ----
@@ -311,16 +315,23 @@ fn af_coth_f32(x: f32) -> f32 { return 1.0f / af_tanh_f32(x); }
 fn af_asinh_f32(x: f32) -> f32 {
   let ax = abs(x);
   let ix = 1.0f / ax;
+  if (ax > 4096.0f) { return af_copysign(af_ln_f32(ax) + 0.6931471805599453f, x); }
   return af_copysign(af_log1p(ax + ax / (af_sqrt_f32(1.0f + ix * ix) + ix)), x);
 }
 fn af_acosh_f32(x: f32) -> f32 {
+  if (x < 1.0f) { return af_nan(); }
+  if (x > 4096.0f) { return af_ln_f32(x) + 0.6931471805599453f; }
   if (x < 2.0f) {
     let t = x - 1.0f;
     return af_log1p(t + af_sqrt_f32(t * (t + 2.0f)));
   }
   return af_ln_f32(x + af_sqrt_f32(x - 1.0f) * af_sqrt_f32(x + 1.0f));
 }
-fn af_atanh_f32(x: f32) -> f32 { return 0.5f * af_log1p((2.0f * x) / (1.0f - x)); }
+fn af_atanh_f32(x: f32) -> f32 {
+  let t = abs(x);
+  if (t < 0.5f) { return af_copysign(0.5f * af_log1p(2.0f * t + 2.0f * t * t / (1.0f - t)), x); }
+  return af_copysign(0.5f * af_log1p((2.0f * t) / (1.0f - t)), x);
+}
 
 // ---- error functions (FreeBSD msun s_erff.c, as in musl) ----
 // Copyright (C) 1993 by Sun Microsystems, Inc. All rights reserved.
