@@ -139,7 +139,7 @@ fn af_log1p(x: f32) -> f32 {
 }
 
 // ---- trigonometric functions (Cephes sinf, cosf, tanf, atanf, asinf, acosf) ----
-// The reduction by multiples of pi/4 is exact below 8192; above, the built-ins take over.
+// The reduction by multiples of pi/4 is exact below 8192; above, af_trig_reduce_large.
 fn af_sin_poly(x: f32) -> f32 {
   let z = x * x;
   return ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * x + x;
@@ -157,11 +157,47 @@ fn af_trig_reduce(ax: f32) -> vec2<f32> {
   let r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
   return vec2<f32>(r, f32(j & 7u));
 }
+// The 32 x 32 -> 64-bit product (lo, hi) from 16-bit halves.
+fn af_mul_wide(a: u32, b: u32) -> vec2<u32> {
+  let a0 = a & 0xffffu;
+  let a1 = a >> 16u;
+  let b0 = b & 0xffffu;
+  let b1 = b >> 16u;
+  let p00 = a0 * b0;
+  let t = a1 * b0 + (p00 >> 16u);
+  let w1 = (t & 0xffffu) + a0 * b1;
+  return vec2<u32>((w1 << 16u) | (p00 & 0xffffu), a1 * b1 + (t >> 16u) + (w1 >> 16u));
+}
+// |x| > 8192 (its bits in xi): (x - j pi/4, j) with j even, as af_trig_reduce returns, exact for
+// every f32 (Payne-Hanek: the 24-bit significand times a 96-bit window of 4/pi, chosen by the
+// exponent, gives the 2.62-bit fixed-point remainder; the GPU's own sin/cos lose all accuracy
+// there). The table holds 4/pi to 192 bits, 8 new bits per entry.
+fn af_trig_reduce_large(xi: u32) -> vec2<f32> {
+  var tbl = array<u32, 24>(
+    0xa2u, 0xa2f9u, 0xa2f983u, 0xa2f9836eu, 0xf9836e4eu, 0x836e4e44u, 0x6e4e4415u, 0x4e441529u,
+    0x441529fcu, 0x1529fc27u, 0x29fc2757u, 0xfc2757d1u, 0x2757d1f5u, 0x57d1f534u, 0xd1f534ddu,
+    0xf534ddc0u, 0x34ddc0dbu, 0xddc0db62u, 0xc0db6295u, 0xdb629599u, 0x6295993cu, 0x95993c43u,
+    0x993c4390u, 0x3c439041u);
+  let k = (xi >> 26u) & 15u;
+  let m = ((xi & 0xffffffu) | 0x800000u) << ((xi >> 23u) & 7u);
+  let r1 = af_mul_wide(m, tbl[k + 4u]);
+  let r2 = af_mul_wide(m, tbl[k + 8u]);
+  // (m * tbl[k] << 32 | (m * tbl[k + 8]) >> 32) + m * tbl[k + 4], modulo 2^64.
+  let lo = r2.y + r1.x;
+  var hi = m * tbl[k] + r1.y + select(0u, 1u, lo < r2.y);
+  let n = (hi + 0x20000000u) >> 30u;
+  hi -= n << 30u;
+  let v = f32(bitcast<i32>(hi)) * 4294967296.0f + f32(lo);
+  return vec2<f32>(v * 3.4061215800865545e-19f, f32((2u * n) & 7u));
+}
+fn af_trig_reduce_any(ax: f32) -> vec2<f32> {
+  if (ax > 8192.0f) { return af_trig_reduce_large(bitcast<u32>(ax)); }
+  return af_trig_reduce(ax);
+}
 fn af_sin_f32(x: f32) -> f32 {
   let ax = abs(x);
   if (!af_finite(x)) { return af_nan(); }
-  if (ax > 8192.0f) { return sin(x); }
-  let q = af_trig_reduce(ax);
+  let q = af_trig_reduce_any(ax);
   var j = u32(q.y);
   var neg = af_signbit(x);
   if (j > 3u) {
@@ -174,8 +210,7 @@ fn af_sin_f32(x: f32) -> f32 {
 fn af_cos_f32(x: f32) -> f32 {
   let ax = abs(x);
   if (!af_finite(x)) { return af_nan(); }
-  if (ax > 8192.0f) { return cos(x); }
-  let q = af_trig_reduce(ax);
+  let q = af_trig_reduce_any(ax);
   var j = u32(q.y);
   var neg = false;
   if (j > 3u) {
@@ -189,8 +224,7 @@ fn af_cos_f32(x: f32) -> f32 {
 fn af_tan_f32(x: f32) -> f32 {
   let ax = abs(x);
   if (!af_finite(x)) { return af_nan(); }
-  if (ax > 8192.0f) { return tan(x); }
-  let q = af_trig_reduce(ax);
+  let q = af_trig_reduce_any(ax);
   let z = q.x;
   let zz = z * z;
   var y = (((((9.38540185543e-3f * zz + 3.11992232697e-3f) * zz + 2.44301354525e-2f) * zz
