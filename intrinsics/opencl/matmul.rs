@@ -88,6 +88,7 @@ fn kernel(el: &str, m: usize, k: usize, n: usize, split: Option<(usize, usize)>)
     let (parts, chunk) = split.unwrap_or((1, k.max(1)));
     let items = tiles * parts;
     let mn = m * n;
+    let tiles_div = tiles.max(1);
     format!(
         r#"
 {ENTRY_ATTR}
@@ -96,7 +97,7 @@ void af_matmul(__global const {el} *a, __global const {el} *b, __global {el} *c)
   __local {el} bt[16][64];
   const u32 lid = get_local_id(0), tx = lid % 16u, ty = lid / 16u;
   for (ulong item = get_group_id(0); item < {items}UL; item += get_num_groups(0)) {{
-    const ulong tile = item % {tiles}UL, part = item / {tiles}UL;
+    const ulong tile = item % {tiles_div}UL, part = item / {tiles_div}UL;
     const ulong kb = part * {chunk}UL, ke = min(kb + {chunk}UL, (ulong){k}UL);
     const ulong row0 = (tile / {tiles_n}UL) * 64UL, col0 = (tile % {tiles_n}UL) * 64UL;
     {el} acc[4][4];

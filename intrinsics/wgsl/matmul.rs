@@ -42,8 +42,8 @@ fn af_matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
   let tx = tid % 16u;
   let ty = tid / 16u;
   for (var item = wid.x; item < {items}u; item += {g}u) {{
-    let tile = item % {tiles}u;
-    let part = item / {tiles}u;
+    let tile = item % {tiles_div}u;
+    let part = item / {tiles_div}u;
     let kb = part * {chunk}u;
     let ke = min(kb + {chunk}u, {k}u);
     let row0 = (tile / {tiles_n}u) * 64u;
@@ -91,6 +91,7 @@ fn af_matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 ",
         g = groups.max(1),
         tiles_n = tiles_n.max(1),
+        tiles_div = tiles.max(1),
     );
     if split.is_none() {
         return Ok(GpuPlan::single_pass(
