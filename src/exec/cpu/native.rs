@@ -495,3 +495,79 @@ pub fn run(
     };
     super::vm::finish(k, results, outputs)
 }
+
+/// Runs a permuted-reduction kernel natively in its input's row order (`nk` compiled from
+/// `g.kernel`); same contract as [`run`] for the original kernel.
+pub fn run_rows(
+    nk: &NativeKernel,
+    g: &super::rows::RowPlan,
+    inputs: &[&TypedVec],
+    outputs: &mut [TypedVec],
+    external: &[Option<OutPtr>],
+    params: &[u64],
+) -> Result<(), Error> {
+    LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    let k = &g.kernel;
+    let ins: Vec<*const c_void> = inputs.iter().map(|v| ptr_of(v)).collect();
+    let outs: Vec<OutPtr> = outputs
+        .iter_mut()
+        .zip(external)
+        .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
+        .collect();
+    // The kernel stores nothing element-wise: its outputs are reached only through `outs`.
+    let ptrs = &Ptrs(ins, Vec::new());
+    let red_types: Vec<_> = k
+        .reductions
+        .iter()
+        .map(|r| k.reg_dtypes[r.reg as usize])
+        .collect();
+    let results = super::rows::drive(
+        g,
+        CHUNK,
+        || {
+            red_types
+                .iter()
+                .map(|&d| TypedVec::zeros(d, CHUNK))
+                .collect::<Vec<_>>()
+        },
+        |scratch, t0, n, sink| {
+            let reds: Vec<*mut c_void> = scratch
+                .iter_mut()
+                .map(|v| ptr_of(v) as *mut c_void)
+                .collect();
+            // SAFETY: `af_kernel` reads inputs at domain indices t0..t0+n (in bounds by
+            // construction of the kernel) and writes n elements of each scratch tile.
+            let code = unsafe {
+                (nk.f)(
+                    ptrs.0.as_ptr(),
+                    ptrs.1.as_ptr(),
+                    reds.as_ptr(),
+                    params.as_ptr(),
+                    t0 as u64,
+                    n as u64,
+                )
+            };
+            if code != 0 {
+                return Err(Fault {
+                    instr: code as usize - 1,
+                    message: "integer division by zero",
+                });
+            }
+            for (ri, v) in scratch.iter().enumerate() {
+                sink(ri, Src::of(v, 0, n));
+            }
+            Ok(())
+        },
+    );
+    super::vm::finish_rows(k, results, &outs)
+}
+
+fn ptr_of(v: &TypedVec) -> *const c_void {
+    match v {
+        TypedVec::F32(v) => v.as_ptr() as _,
+        TypedVec::F64(v) => v.as_ptr() as _,
+        TypedVec::I32(v) => v.as_ptr() as _,
+        TypedVec::U32(v) => v.as_ptr() as _,
+        TypedVec::Bool(v) => v.as_ptr() as _,
+    }
+}

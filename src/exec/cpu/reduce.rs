@@ -55,7 +55,7 @@ impl AsF64 for u32 {
     }
 }
 
-fn identity(op: ReduceOp, int: bool) -> Partial {
+pub(super) fn identity(op: ReduceOp, int: bool) -> Partial {
     match op {
         ReduceOp::Sum if int => Partial::W(0),
         ReduceOp::Prod if int => Partial::W(1),
@@ -71,7 +71,7 @@ fn identity(op: ReduceOp, int: bool) -> Partial {
 }
 
 /// Combines two partials; `a` comes first in element order.
-fn combine(op: ReduceOp, a: Partial, b: Partial) -> Partial {
+pub(super) fn combine(op: ReduceOp, a: Partial, b: Partial) -> Partial {
     match (a, b) {
         (Partial::F(x), Partial::F(y)) => Partial::F(match op {
             ReduceOp::Sum => x + y,
@@ -231,7 +231,7 @@ pub fn partials(op: ReduceOp, v: Src, t0: usize, inner: usize, out: OutPtr) -> P
 }
 
 /// Writes the final value of output element `i` from its combined partial.
-fn write(out: &mut TypedVec, i: usize, p: Partial) {
+pub(super) fn write(out: &mut TypedVec, i: usize, p: Partial) {
     match p {
         Partial::Arg(_, idx) => {
             let TypedVec::U32(o) = out else {

@@ -186,6 +186,55 @@ pub fn run_fused(
     finish(k, results, outputs)
 }
 
+/// Runs a permuted-reduction kernel in its input's row order (see `rows`); same contract as
+/// [`run_fused`] for the original kernel.
+pub fn run_rows(
+    g: &super::rows::RowPlan,
+    tile: usize,
+    inputs: &[&TypedVec],
+    outputs: &mut [TypedVec],
+    external: &[Option<OutPtr>],
+    params: &[u64],
+) -> Result<(), Error> {
+    let k = &g.kernel;
+    let outs: Vec<OutPtr> = outputs
+        .iter_mut()
+        .zip(external)
+        .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
+        .collect();
+    let plan = Plan::new(k);
+    let results = super::rows::drive(
+        g,
+        tile,
+        || Worker::new(k, tile, params),
+        |w, t0, n, sink| {
+            run_tile(k, &plan, inputs, &outs, params, w, t0, n)?;
+            for (ri, r) in k.reductions.iter().enumerate() {
+                sink(ri, src(r.reg, w, inputs, &outs, t0, n));
+            }
+            Ok(())
+        },
+    );
+    finish_rows(k, results, &outs)
+}
+
+/// The end of a row-order launch on either tier: as [`finish`], with the row-order final stage.
+pub fn finish_rows(
+    k: &FusedKernel,
+    results: Result<Vec<TaskPartials>, Fault>,
+    outs: &[OutPtr],
+) -> Result<(), Error> {
+    let partials = results.map_err(|f| {
+        Error::new(
+            ErrorKind::Execution,
+            format!("{} in this operation", f.message),
+        )
+        .origin(k.instr_sites[f.instr])
+    })?;
+    super::rows::finish(k, &partials, outs);
+    Ok(())
+}
+
 /// One task's reduction partials: per reduction, (output element, partial) pairs.
 pub type TaskPartials = Vec<Partials>;
 
