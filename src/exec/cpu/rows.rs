@@ -6,14 +6,19 @@
 //! This module owns the row-order form of such a kernel ([`RowPlan`]: the same instructions over
 //! the input's axes), the split of its domain into tasks, the accumulators and the final stage.
 //!
-//! Grouping (the rounding of sums and products): the input is `[A, R, B]` (kept axes before the
-//! reduced ones, the reduced extent, kept axes after). For output element `o = a * B + b`, the
-//! reduced index `r` is cut into blocks `[0, BLOCK)`, `[BLOCK, 2 BLOCK)`, ...; each block is
-//! accumulated one `r` after another (in f64 for float sums and products, wrapping u64 for integer
-//! ones) starting from the identity, and the block partials are combined in order starting from
-//! the identity. A block never crosses a task, so the result depends neither on the tile size nor
-//! on the thread count, and both tiers share this code (they only differ in how the kernel's
-//! values are computed), so they agree bit for bit.
+//! Grouping (the rounding of float sums and products) is exactly the one of the domain order
+//! (see `reduce`): the input is `[A, R, B]` (kept axes before the reduced ones, the reduced
+//! extent `R`, kept axes after); output element `o = a * B + b` reduces domain elements
+//! `o * R .. (o + 1) * R`, cut into pieces at multiples of [`BLOCK`] of the domain's linear index;
+//! each piece is summed in eight lanes (lane `(r - start) % 8` over whole chunks of 8, lanes added
+//! in order, the rest one by one, in f64) and pieces combine in order from the identity. Walking
+//! rows, each output element keeps its eight lanes (indexed by `r % 8`, so one row updates the same
+//! lane of every element, vectorised) and its own piece boundaries and tails are handled as events.
+//! A task covers rows `r0 .. r1` of one `a` (or whole `a`s) and computes every piece that *starts*
+//! there, reading on past `r1` to finish them, so no piece is split between tasks. Other
+//! reductions (extrema, arg-extrema, integer sums, any/all) are exact whatever the order; the final
+//! stage combines the tasks' partials per output element in task order. Results depend neither on
+//! the tile size nor on the thread count, and both tiers share this code, so they agree bit for bit.
 
 use super::reduce::{BLOCK, Partial, Partials, combine, identity, write};
 use super::slices::{OutPtr, Src, copy};
@@ -26,9 +31,6 @@ use smallvec::SmallVec;
 
 /// Domains up to this many elements run on the executor thread alone.
 const INLINE_MAX: usize = 1 << 16;
-
-/// Elements each task covers at least (whole blocks of rows).
-const MIN_TASK_ELEMENTS: usize = 1 << 15;
 
 /// A permuted-reduction kernel in the input's row order.
 pub struct RowPlan {
@@ -130,36 +132,59 @@ impl RowPlan {
         })
     }
 
-    fn blocks(&self) -> usize {
-        self.r.div_ceil(BLOCK)
-    }
-
-    /// Element range of unit `u` (one block of rows of one `a`).
-    fn unit(&self, u: usize) -> (usize, usize) {
-        let nb = self.blocks();
-        let (a, k) = (u / nb, u % nb);
-        let r0 = a * self.r + k * BLOCK;
-        let r1 = a * self.r + ((k + 1) * BLOCK).min(self.r);
-        (r0 * self.b, r1 * self.b)
-    }
-
-    /// Tasks: element ranges of whole units, in order.
-    fn tasks(&self) -> Vec<(usize, usize)> {
-        let units = self.a * self.blocks();
+    /// Tasks, in order: whole `a`s together while an `a` is small, else row bands of one `a`.
+    fn tasks(&self) -> Vec<Task> {
+        let per_a = self.r * self.b;
         let mut tasks = Vec::new();
-        let mut start = 0;
-        for u in 0..units {
-            let (_, e) = self.unit(u);
-            if e - start >= MIN_TASK_ELEMENTS || u + 1 == units {
-                tasks.push((start, e));
-                start = e;
+        if per_a >= 2 * TASK_ELEMENTS {
+            let rows = (TASK_ELEMENTS / self.b).max(TASK_ROWS);
+            for a in 0..self.a {
+                let mut r0 = 0;
+                while r0 < self.r {
+                    let r1 = (r0 + rows).min(self.r);
+                    tasks.push(Task { a0: a, a1: a + 1, r0, r1 });
+                    r0 = r1;
+                }
+            }
+        } else {
+            let group = TASK_ELEMENTS.div_ceil(per_a.max(1));
+            let mut a0 = 0;
+            while a0 < self.a {
+                let a1 = (a0 + group).min(self.a);
+                tasks.push(Task { a0, a1, r0: 0, r1: self.r });
+                a0 = a1;
             }
         }
         tasks
     }
+
+    /// The last row (exclusive) of `a`'s rows that task `t` reads: past `r1` to finish the pieces
+    /// of float sums that start before it.
+    fn end_row(&self, t: &Task, lanes: bool) -> usize {
+        if lanes {
+            (t.r1 + BLOCK - 1).min(self.r)
+        } else {
+            t.r1
+        }
+    }
 }
 
-/// One reduction's accumulators for the unit being walked: one per element of a row.
+/// Rows `r0 .. r1` of `a0 .. a1` (whole rows when several `a`s).
+#[derive(Debug, Clone, Copy)]
+struct Task {
+    a0: usize,
+    a1: usize,
+    r0: usize,
+    r1: usize,
+}
+
+/// Elements a task covers at least.
+const TASK_ELEMENTS: usize = 1 << 17;
+/// Rows a row band covers at least (so reading on past it for float sums costs little).
+const TASK_ROWS: usize = 16 * BLOCK;
+
+/// One reduction's accumulators (extrema, arg-extrema, integer sums, any/all) for the `a` being
+/// walked: one per element of a row.
 enum Acc {
     F(Vec<f64>),
     W(Vec<u64>),
@@ -169,8 +194,8 @@ enum Acc {
 
 struct RowAcc {
     op: crate::ir::ReduceOp,
-    /// The unit being accumulated (`usize::MAX`: none).
-    unit: usize,
+    /// The `a` being accumulated (`usize::MAX`: none).
+    cur: usize,
     acc: Acc,
     out: Partials,
 }
@@ -295,7 +320,7 @@ impl RowAcc {
         };
         RowAcc {
             op,
-            unit: usize::MAX,
+            cur: usize::MAX,
             acc,
             out: Vec::new(),
         }
@@ -330,32 +355,27 @@ impl RowAcc {
                     .map(|(j, &(x, i))| (o + j, Partial::Arg(x, i))),
             ),
         }
-        self.unit = usize::MAX;
+        self.cur = usize::MAX;
     }
 
-    /// Accumulates the kernel's values for row-order elements `t0 .. t0 + v.len()`.
-    fn feed(&mut self, g: &RowPlan, int: bool, v: Src, t0: usize) {
-        let n = match v {
-            Src::F32(v) => v.len(),
-            Src::F64(v) => v.len(),
-            Src::I32(v) => v.len(),
-            Src::U32(v) => v.len(),
-            Src::Bool(v) => v.len(),
-        };
-        let nb = g.blocks();
+    /// Accumulates the kernel's values for row-order elements `t0 .. t0 + v.len()` of task `t`
+    /// (rows of an `a` from `t.r1` on are ignored).
+    fn feed(&mut self, g: &RowPlan, t: &Task, int: bool, v: Src, t0: usize) {
+        let n = src_len(&v);
         let mut i = 0;
         while i < n {
             let pos = t0 + i;
             let (rowlin, b) = (pos / g.b, pos % g.b);
             let (a, row) = (rowlin / g.r, rowlin % g.r);
-            let k = row / BLOCK;
-            let unit = a * nb + k;
-            if unit != self.unit {
-                self.reset(int);
-                self.unit = unit;
+            if row >= t.r1 {
+                i += (g.r - row) * g.b - b;
+                continue;
             }
-            let end_row = ((k + 1) * BLOCK).min(g.r);
-            let left = (end_row - row) * g.b - b;
+            if a != self.cur {
+                self.reset(int);
+                self.cur = a;
+            }
+            let left = (t.r1 - row) * g.b - b;
             let m = left.min(n - i);
             let r = i..i + m;
             match v {
@@ -382,6 +402,235 @@ impl RowAcc {
     }
 }
 
+fn src_len(v: &Src) -> usize {
+    match v {
+        Src::F32(v) => v.len(),
+        Src::F64(v) => v.len(),
+        Src::I32(v) => v.len(),
+        Src::U32(v) => v.len(),
+        Src::Bool(v) => v.len(),
+    }
+}
+
+/// Where an output element of a float sum or product stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Before its first piece in this task (at row `s`).
+    Skip,
+    Active,
+    /// Past its last piece in this task.
+    Done,
+}
+
+/// A float sum or product in the domain order's grouping (see the module comment), for the `a`
+/// being walked.
+struct LaneAcc {
+    prod: bool,
+    /// The `a` being accumulated (`usize::MAX`: none).
+    cur: usize,
+    /// Lane `l` of element `b` at `l * B + b` (lane of row `r`: `r % 8`).
+    lanes: Vec<f64>,
+    /// Per element: its piece's start, end and first tail row, the tail values, its mode, and the
+    /// next row at which something happens to it.
+    s: Vec<usize>,
+    e: Vec<usize>,
+    w: Vec<usize>,
+    tails: Vec<[f64; 8]>,
+    ntail: Vec<u8>,
+    mode: Vec<Mode>,
+    next: Vec<usize>,
+    /// The least of `next`: rows before it are plain lane updates for every element.
+    min_next: usize,
+    out: Partials,
+}
+
+impl LaneAcc {
+    fn new(prod: bool, b: usize) -> LaneAcc {
+        LaneAcc {
+            prod,
+            cur: usize::MAX,
+            lanes: vec![0.0; 8 * b],
+            s: vec![0; b],
+            e: vec![0; b],
+            w: vec![0; b],
+            tails: vec![[0.0; 8]; b],
+            ntail: vec![0; b],
+            mode: vec![Mode::Done; b],
+            next: vec![usize::MAX; b],
+            min_next: usize::MAX,
+            out: Vec::new(),
+        }
+    }
+
+    fn id(&self) -> f64 {
+        if self.prod { 1.0 } else { 0.0 }
+    }
+
+    /// The cut offset of output element `o`: pieces start at 0 and at `c + k * BLOCK`.
+    fn cut(g: &RowPlan, o: usize) -> usize {
+        (BLOCK - (o * g.r) % BLOCK) % BLOCK
+    }
+
+    /// Starts walking `a` (task `t`): every element waits for its first piece starting at or
+    /// after `t.r0`, before `t.r1`.
+    fn begin(&mut self, g: &RowPlan, t: &Task, a: usize) {
+        self.cur = a;
+        let lim = t.r1.min(g.r);
+        for b in 0..g.b {
+            let c = Self::cut(g, a * g.b + b) as isize;
+            let s = if t.r0 == 0 {
+                0
+            } else {
+                t.r0 + (c - t.r0 as isize).rem_euclid(BLOCK as isize) as usize
+            };
+            if s < lim {
+                self.mode[b] = Mode::Skip;
+                self.s[b] = s;
+                self.next[b] = s;
+            } else {
+                self.mode[b] = Mode::Done;
+                self.next[b] = usize::MAX;
+            }
+        }
+        self.min_next = self.next.iter().copied().min().unwrap_or(usize::MAX);
+    }
+
+    fn start(&mut self, g: &RowPlan, b: usize, s: usize) {
+        let c = Self::cut(g, self.cur * g.b + b) as isize;
+        let e = (s + (c - s as isize - 1).rem_euclid(BLOCK as isize) as usize + 1).min(g.r);
+        self.s[b] = s;
+        self.e[b] = e;
+        self.w[b] = s + (e - s) / 8 * 8;
+        self.ntail[b] = 0;
+        let id = self.id();
+        let bw = g.b;
+        for l in 0..8 {
+            self.lanes[l * bw + b] = id;
+        }
+        self.mode[b] = Mode::Active;
+    }
+
+    /// Leaves the partial of element `b`'s piece: lanes in order from its start, then the tail.
+    fn complete(&mut self, g: &RowPlan, b: usize) {
+        let (s, bw, prod) = (self.s[b], g.b, self.prod);
+        let op = |x: f64, y: f64| if prod { x * y } else { x + y };
+        let mut p = self.lanes[(s % 8) * bw + b];
+        for j in 1..8 {
+            p = op(p, self.lanes[((s + j) % 8) * bw + b]);
+        }
+        for &x in &self.tails[b][..self.ntail[b] as usize] {
+            p = op(p, x);
+        }
+        self.out.push((self.cur * bw + b, Partial::F(p)));
+    }
+
+    /// Element `b` of row `row` when `row == next[b]`.
+    fn step(&mut self, g: &RowPlan, t: &Task, b: usize, row: usize, x: f64) {
+        if self.mode[b] == Mode::Active && row == self.e[b] {
+            self.complete(g, b);
+            if row < t.r1 {
+                self.start(g, b, row);
+            } else {
+                self.mode[b] = Mode::Done;
+                self.next[b] = usize::MAX;
+                return;
+            }
+        }
+        if self.mode[b] == Mode::Skip {
+            self.start(g, b, row);
+        }
+        if row < self.w[b] {
+            let l = &mut self.lanes[(row % 8) * g.b + b];
+            *l = if self.prod { *l * x } else { *l + x };
+        } else {
+            self.tails[b][self.ntail[b] as usize] = x;
+            self.ntail[b] += 1;
+        }
+        self.next[b] = if row + 1 < self.w[b] {
+            self.w[b]
+        } else {
+            row + 1
+        };
+    }
+
+    /// Ends walking the current `a`: pieces that reach its last row read are complete.
+    fn end(&mut self, g: &RowPlan) {
+        for b in 0..g.b {
+            if self.mode[b] == Mode::Active {
+                self.complete(g, b);
+                self.mode[b] = Mode::Done;
+            }
+        }
+        self.cur = usize::MAX;
+    }
+
+    fn feed(&mut self, g: &RowPlan, t: &Task, end_row: usize, v: Src, t0: usize) {
+        match v {
+            Src::F32(v) => self.feed_t(g, t, end_row, v, t0),
+            Src::F64(v) => self.feed_t(g, t, end_row, v, t0),
+            Src::I32(v) => self.feed_t(g, t, end_row, v, t0),
+            Src::U32(v) => self.feed_t(g, t, end_row, v, t0),
+            Src::Bool(_) => unreachable!("float sums of numbers"),
+        }
+    }
+
+    fn feed_t<T: Num>(&mut self, g: &RowPlan, t: &Task, end_row: usize, v: &[T], t0: usize) {
+        let n = v.len();
+        let bw = g.b;
+        let mut i = 0;
+        while i < n {
+            let pos = t0 + i;
+            let (rowlin, mut b) = (pos / bw, pos % bw);
+            let (a, mut row) = (rowlin / g.r, rowlin % g.r);
+            if a != self.cur {
+                self.begin(g, t, a);
+            }
+            let left = (end_row - row) * bw - b;
+            let stop = i + left.min(n - i);
+            while i < stop {
+                if b == 0 && stop - i >= bw && row < self.min_next {
+                    // A whole row without events: lane `row % 8` of every element.
+                    let lanes = &mut self.lanes[(row % 8) * bw..(row % 8 + 1) * bw];
+                    let vals = &v[i..i + bw];
+                    if self.prod {
+                        lanes.iter_mut().zip(vals).for_each(|(l, &x)| *l *= x.f());
+                    } else {
+                        lanes.iter_mut().zip(vals).for_each(|(l, &x)| *l += x.f());
+                    }
+                    i += bw;
+                    row += 1;
+                    continue;
+                }
+                let seg = (bw - b).min(stop - i);
+                let mut event = false;
+                for j in 0..seg {
+                    let x = v[i + j].f();
+                    let bb = b + j;
+                    if row == self.next[bb] {
+                        self.step(g, t, bb, row, x);
+                        event = true;
+                    } else {
+                        let l = &mut self.lanes[(row % 8) * bw + bb];
+                        *l = if self.prod { *l * x } else { *l + x };
+                    }
+                }
+                if event {
+                    self.min_next = self.next.iter().copied().min().unwrap_or(usize::MAX);
+                }
+                i += seg;
+                b += seg;
+                if b == bw {
+                    b = 0;
+                    row += 1;
+                }
+            }
+            if row == end_row && b == 0 {
+                self.end(g);
+            }
+        }
+    }
+}
+
 /// Whether reduction `ri` of `k` accumulates wrapping integers.
 fn is_int(k: &FusedKernel, ri: usize) -> bool {
     let r = &k.reductions[ri];
@@ -402,20 +651,55 @@ pub fn drive<W>(
 ) -> Result<Vec<TaskPartials>, Fault> {
     let k = &g.kernel;
     let ints: Vec<bool> = (0..k.reductions.len()).map(|ri| is_int(k, ri)).collect();
-    let task = |w: &mut W, (s, e): (usize, usize)| -> Result<TaskPartials, Fault> {
-        let mut accs: Vec<RowAcc> = k
+    // Float sums and products keep the domain order's grouping (`LaneAcc`).
+    let lane: Vec<bool> = k
+        .reductions
+        .iter()
+        .zip(&ints)
+        .map(|(r, &int)| {
+            !int && matches!(r.op, crate::ir::ReduceOp::Sum | crate::ir::ReduceOp::Prod)
+        })
+        .collect();
+    let lanes = lane.iter().any(|&l| l);
+    enum A {
+        Row(RowAcc),
+        Lane(LaneAcc),
+    }
+    let task = |w: &mut W, t: Task| -> Result<TaskPartials, Fault> {
+        let mut accs: Vec<A> = k
             .reductions
             .iter()
-            .zip(&ints)
-            .map(|(r, &int)| RowAcc::new(r.op, int, g.b))
+            .enumerate()
+            .map(|(ri, r)| {
+                if lane[ri] {
+                    A::Lane(LaneAcc::new(r.op == crate::ir::ReduceOp::Prod, g.b))
+                } else {
+                    A::Row(RowAcc::new(r.op, ints[ri], g.b))
+                }
+            })
             .collect();
+        let end_row = g.end_row(&t, lanes);
+        let (s, e) = if t.a1 - t.a0 > 1 {
+            (t.a0 * g.r * g.b, t.a1 * g.r * g.b)
+        } else {
+            ((t.a0 * g.r + t.r0) * g.b, (t.a0 * g.r + end_row) * g.b)
+        };
         let mut t0 = s;
         while t0 < e {
             let n = chunk.min(e - t0);
-            eval(w, t0, n, &mut |ri, v| accs[ri].feed(g, ints[ri], v, t0))?;
+            eval(w, t0, n, &mut |ri, v| match &mut accs[ri] {
+                A::Row(a) => a.feed(g, &t, ints[ri], v, t0),
+                A::Lane(a) => a.feed(g, &t, end_row, v, t0),
+            })?;
             t0 += n;
         }
-        Ok(accs.into_iter().map(|a| a.out).collect())
+        Ok(accs
+            .into_iter()
+            .map(|a| match a {
+                A::Row(a) => a.out,
+                A::Lane(a) => a.out,
+            })
+            .collect())
     };
     let tasks = g.tasks();
     if k.domain.len() <= INLINE_MAX {
