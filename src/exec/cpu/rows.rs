@@ -32,6 +32,12 @@ use smallvec::SmallVec;
 /// Domains up to this many elements run on the executor thread alone.
 const INLINE_MAX: usize = 1 << 16;
 
+/// Whether row order is used (`ARRAYFLOW_ROW_ORDER=off` keeps the domain order, for comparisons).
+fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("ARRAYFLOW_ROW_ORDER").map_or(true, |v| v != "off"))
+}
+
 /// A permuted-reduction kernel in the input's row order.
 pub struct RowPlan {
     /// The same kernel over the input's axes (its maps rewritten; contiguous ones found again).
@@ -47,6 +53,9 @@ impl RowPlan {
     /// not the innermost and it stores nothing element-wise.
     pub fn of(k: &FusedKernel) -> Option<RowPlan> {
         let perm = k.domain.perm.as_ref()?;
+        if !enabled() {
+            return None;
+        }
         if k.reductions.is_empty() || !k.stores.is_empty() || k.domain.is_empty() {
             return None;
         }
