@@ -215,7 +215,8 @@ fn axis0_8(rows: &mut Vec<Row>) {
     l.eval().unwrap();
     let ks = Array::from_slice(&(0..cols).map(|k| k as f32).collect::<Vec<_>>(), &[1, cols]);
     ks.eval().unwrap();
-    let onehot_nd = Array2::from_shape_fn((ROWS, cols), |(i, k)| (labels[i] == k as f32) as u8 as f32);
+    let onehot_nd =
+        Array2::from_shape_fn((ROWS, cols), |(i, k)| (labels[i] == k as f32) as u8 as f32);
     let col = |f: &dyn Fn(&[f32]) -> f64| -> Vec<f64> {
         (0..cols)
             .map(|c| f(&x.iter().skip(c).step_by(cols).copied().collect::<Vec<_>>()))

@@ -269,7 +269,11 @@ fn outer_axis_reductions_agree_bit_for_bit() {
         let e = (&a * &b + 1.0).sin() + &noise;
         let f = e.cast::<f32>();
         let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
-        let bits32 = |v: Vec<f32>| v.into_iter().map(|x| x.to_bits() as u64).collect::<Vec<_>>();
+        let bits32 = |v: Vec<f32>| {
+            v.into_iter()
+                .map(|x| x.to_bits() as u64)
+                .collect::<Vec<_>>()
+        };
         vec![
             bits(e.sum_axis(axis).to_vec().unwrap()),
             bits(e.prod_axis(axis).to_vec().unwrap()),

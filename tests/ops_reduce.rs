@@ -1393,17 +1393,37 @@ fn outer_axis_floats<T: TestFloat>(seed: u64) {
             let mean: Vec<T> = sum.iter().map(|&s| T::of(s.to() / nr as f64)).collect();
             assert_bits_f(&read(&a.mean_axis(axis)), &mean, &format!("{ctx}: mean"));
             let two = a.clone() * T::of(2.0) + T::of(1.0);
-            assert_bits_f(&read(&two.sum_axis(axis)), &expr, &format!("{ctx}: expr sum"));
+            assert_bits_f(
+                &read(&two.sum_axis(axis)),
+                &expr,
+                &format!("{ctx}: expr sum"),
+            );
         }
         for (arr, d, what) in [(&a, dx.clone(), "plain"), (&nan, to64(&nn), "with NaN")] {
             let e = seg_extrema(&d, nr);
             let col = |k: usize| -> Vec<f64> { e.iter().map(|v| v[k]).collect() };
             let idx = |k: usize| -> Vec<u32> { e.iter().map(|v| v[k] as u32).collect() };
             let c = format!("{ctx} {what}");
-            assert_exact_f(&read(&arr.max_axis(axis)), &conv::<T>(&col(0)), &format!("{c}: max"));
-            assert_exact_f(&read(&arr.min_axis(axis)), &conv::<T>(&col(1)), &format!("{c}: min"));
-            assert_same(&read(&arr.argmax_axis(axis)), &idx(2), &format!("{c}: argmax"));
-            assert_same(&read(&arr.argmin_axis(axis)), &idx(3), &format!("{c}: argmin"));
+            assert_exact_f(
+                &read(&arr.max_axis(axis)),
+                &conv::<T>(&col(0)),
+                &format!("{c}: max"),
+            );
+            assert_exact_f(
+                &read(&arr.min_axis(axis)),
+                &conv::<T>(&col(1)),
+                &format!("{c}: min"),
+            );
+            assert_same(
+                &read(&arr.argmax_axis(axis)),
+                &idx(2),
+                &format!("{c}: argmax"),
+            );
+            assert_same(
+                &read(&arr.argmin_axis(axis)),
+                &idx(3),
+                &format!("{c}: argmin"),
+            );
         }
     }
 }
@@ -1454,14 +1474,46 @@ fn outer_and_middle_axis_ints_bools_and_onehot() {
         let mul_i = |a: i64, b: i64| (a as i32).wrapping_mul(b as i32) as i64;
         let add_u = |a: i64, b: i64| (a as u32).wrapping_add(b as u32) as i64;
         let mul_u = |a: i64, b: i64| (a as u32).wrapping_mul(b as u32) as i64;
-        assert_same(&read(&ai.sum_axis(axis)), &as_i32(seg(&wi, &add_i)), &format!("{ctx}: i32 sum"));
-        assert_same(&read(&ai.prod_axis(axis)), &as_i32(seg(&wi, &mul_i)), &format!("{ctx}: i32 prod"));
-        assert_same(&read(&ai.max_axis(axis)), &as_i32(seg(&wi, &i64::max)), &format!("{ctx}: i32 max"));
-        assert_same(&read(&ai.min_axis(axis)), &as_i32(seg(&wi, &i64::min)), &format!("{ctx}: i32 min"));
-        assert_same(&read(&au.sum_axis(axis)), &as_u32(seg(&wu, &add_u)), &format!("{ctx}: u32 sum"));
-        assert_same(&read(&au.prod_axis(axis)), &as_u32(seg(&wu, &mul_u)), &format!("{ctx}: u32 prod"));
-        assert_same(&read(&au.max_axis(axis)), &as_u32(seg(&wu, &i64::max)), &format!("{ctx}: u32 max"));
-        assert_same(&read(&au.min_axis(axis)), &as_u32(seg(&wu, &i64::min)), &format!("{ctx}: u32 min"));
+        assert_same(
+            &read(&ai.sum_axis(axis)),
+            &as_i32(seg(&wi, &add_i)),
+            &format!("{ctx}: i32 sum"),
+        );
+        assert_same(
+            &read(&ai.prod_axis(axis)),
+            &as_i32(seg(&wi, &mul_i)),
+            &format!("{ctx}: i32 prod"),
+        );
+        assert_same(
+            &read(&ai.max_axis(axis)),
+            &as_i32(seg(&wi, &i64::max)),
+            &format!("{ctx}: i32 max"),
+        );
+        assert_same(
+            &read(&ai.min_axis(axis)),
+            &as_i32(seg(&wi, &i64::min)),
+            &format!("{ctx}: i32 min"),
+        );
+        assert_same(
+            &read(&au.sum_axis(axis)),
+            &as_u32(seg(&wu, &add_u)),
+            &format!("{ctx}: u32 sum"),
+        );
+        assert_same(
+            &read(&au.prod_axis(axis)),
+            &as_u32(seg(&wu, &mul_u)),
+            &format!("{ctx}: u32 prod"),
+        );
+        assert_same(
+            &read(&au.max_axis(axis)),
+            &as_u32(seg(&wu, &i64::max)),
+            &format!("{ctx}: u32 max"),
+        );
+        assert_same(
+            &read(&au.min_axis(axis)),
+            &as_u32(seg(&wu, &i64::min)),
+            &format!("{ctx}: u32 min"),
+        );
         let first = |d: &[i64], max: bool| -> Vec<u32> {
             d.chunks(nr)
                 .map(|s| {
@@ -1475,10 +1527,26 @@ fn outer_and_middle_axis_ints_bools_and_onehot() {
                 })
                 .collect()
         };
-        assert_same(&read(&ai.argmax_axis(axis)), &first(&wi, true), &format!("{ctx}: i32 argmax"));
-        assert_same(&read(&ai.argmin_axis(axis)), &first(&wi, false), &format!("{ctx}: i32 argmin"));
-        assert_same(&read(&au.argmax_axis(axis)), &first(&wu, true), &format!("{ctx}: u32 argmax"));
-        assert_same(&read(&au.argmin_axis(axis)), &first(&wu, false), &format!("{ctx}: u32 argmin"));
+        assert_same(
+            &read(&ai.argmax_axis(axis)),
+            &first(&wi, true),
+            &format!("{ctx}: i32 argmax"),
+        );
+        assert_same(
+            &read(&ai.argmin_axis(axis)),
+            &first(&wi, false),
+            &format!("{ctx}: i32 argmin"),
+        );
+        assert_same(
+            &read(&au.argmax_axis(axis)),
+            &first(&wu, true),
+            &format!("{ctx}: u32 argmax"),
+        );
+        assert_same(
+            &read(&au.argmin_axis(axis)),
+            &first(&wu, false),
+            &format!("{ctx}: u32 argmin"),
+        );
         let any: Vec<bool> = db.chunks(nr).map(|s| s.iter().any(|&b| b)).collect();
         let all: Vec<bool> = db.chunks(nr).map(|s| s.iter().all(|&b| b)).collect();
         assert_same(&read(&ab.any_axis(axis)), &any, &format!("{ctx}: any"));
@@ -1489,6 +1557,10 @@ fn outer_and_middle_axis_ints_bools_and_onehot() {
             .chunks(nr)
             .map(|s| s.iter().filter(|&&v| v == 3).count() as f32)
             .collect();
-        assert_same(&read(&onehot.sum_axis(axis)), &want, &format!("{ctx}: one-hot count"));
+        assert_same(
+            &read(&onehot.sum_axis(axis)),
+            &want,
+            &format!("{ctx}: one-hot count"),
+        );
     }
 }

@@ -768,6 +768,7 @@ mod tests {
             shape: shape.iter().copied().collect(),
             inner,
             outer: len / inner,
+            perm: None,
         };
         let n_inputs = 1 + rng.below(4);
         let inputs: Vec<DType> = (0..n_inputs).map(|_| rng.pick(&DType::ALL)).collect();

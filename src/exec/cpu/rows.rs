@@ -151,7 +151,12 @@ impl RowPlan {
                 let mut r0 = 0;
                 while r0 < self.r {
                     let r1 = (r0 + rows).min(self.r);
-                    tasks.push(Task { a0: a, a1: a + 1, r0, r1 });
+                    tasks.push(Task {
+                        a0: a,
+                        a1: a + 1,
+                        r0,
+                        r1,
+                    });
                     r0 = r1;
                 }
             }
@@ -160,7 +165,12 @@ impl RowPlan {
             let mut a0 = 0;
             while a0 < self.a {
                 let a1 = (a0 + group).min(self.a);
-                tasks.push(Task { a0, a1, r0: 0, r1: self.r });
+                tasks.push(Task {
+                    a0,
+                    a1,
+                    r0: 0,
+                    r1: self.r,
+                });
                 a0 = a1;
             }
         }
@@ -246,13 +256,7 @@ fn walk<T: Copy, A>(
 
 /// `walk` with the row width known at compile time for common widths.
 #[inline(always)]
-fn walk_w<T: Copy, A>(
-    acc: &mut [A],
-    vals: &[T],
-    b: usize,
-    row: usize,
-    f: impl Fn(&mut A, T, u64),
-) {
+fn walk_w<T: Copy, A>(acc: &mut [A], vals: &[T], b: usize, row: usize, f: impl Fn(&mut A, T, u64)) {
     macro_rules! fixed {
         ($n:literal) => {{
             let acc: &mut [A; $n] = acc.try_into().unwrap();
@@ -644,10 +648,7 @@ impl LaneAcc {
 fn is_int(k: &FusedKernel, ri: usize) -> bool {
     let r = &k.reductions[ri];
     k.outputs[r.output as usize].is_int()
-        && matches!(
-            r.op,
-            crate::ir::ReduceOp::Sum | crate::ir::ReduceOp::Prod
-        )
+        && matches!(r.op, crate::ir::ReduceOp::Sum | crate::ir::ReduceOp::Prod)
 }
 
 /// Runs a row plan: `eval(worker, t0, n, sink)` computes the kernel's values for row-order elements
@@ -737,6 +738,8 @@ pub fn finish(k: &FusedKernel, partials: &[TaskPartials], outs: &[OutPtr]) {
             write(&mut out, o, p);
         }
         // SAFETY: the output has `outer` elements and nothing else refers to it now.
-        copy(Src::of(&out, 0, n), unsafe { outs[r.output as usize].dst(0, n) });
+        copy(Src::of(&out, 0, n), unsafe {
+            outs[r.output as usize].dst(0, n)
+        });
     }
 }
