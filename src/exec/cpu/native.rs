@@ -496,6 +496,9 @@ pub fn run(
     super::vm::finish(k, results, outputs)
 }
 
+/// Elements per call of a row-order kernel: its values stay in L1 until accumulated.
+const ROW_CHUNK: usize = 1 << 12;
+
 /// Runs a permuted-reduction kernel natively in its input's row order (`nk` compiled from
 /// `g.kernel`); same contract as [`run`] for the original kernel.
 pub fn run_rows(
@@ -523,11 +526,11 @@ pub fn run_rows(
         .collect();
     let results = super::rows::drive(
         g,
-        CHUNK,
+        ROW_CHUNK,
         || {
             red_types
                 .iter()
-                .map(|&d| TypedVec::zeros(d, CHUNK))
+                .map(|&d| TypedVec::zeros(d, ROW_CHUNK))
                 .collect::<Vec<_>>()
         },
         |scratch, t0, n, sink| {

@@ -601,6 +601,23 @@ impl LaneAcc {
             let left = (end_row - row) * bw - b;
             let stop = i + left.min(n - i);
             while i < stop {
+                if b == 0 && row % 8 == 0 && row + 8 <= self.min_next && stop - i >= 8 * bw {
+                    // Whole groups of eight rows from a multiple of 8: row `row + l` goes to lane
+                    // `l`, so the group adds element-wise onto all the lanes (laid out alike).
+                    let groups = ((stop - i) / (8 * bw)).min((self.min_next - row) / 8);
+                    let vals = &v[i..i + groups * 8 * bw];
+                    let lanes = &mut self.lanes[..];
+                    for c in vals.chunks_exact(8 * bw) {
+                        if self.prod {
+                            lanes.iter_mut().zip(c).for_each(|(l, &x)| *l *= x.f());
+                        } else {
+                            lanes.iter_mut().zip(c).for_each(|(l, &x)| *l += x.f());
+                        }
+                    }
+                    i += groups * 8 * bw;
+                    row += groups * 8;
+                    continue;
+                }
                 if b == 0 && stop - i >= bw && row < self.min_next {
                     // A whole row without events: lane `row % 8` of every element.
                     let lanes = &mut self.lanes[(row % 8) * bw..(row % 8 + 1) * bw];

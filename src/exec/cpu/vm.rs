@@ -4,7 +4,7 @@
 //! loads read the input in place, and an instruction whose result is stored writes it straight into
 //! the output buffer. Reductions leave per-tile partials that `reduce` combines.
 
-use super::index::for_each_index;
+use super::index::{for_each_index, for_each_row};
 use super::reduce::{self, Partials};
 use super::slices::{Dst, OutPtr, Src, copy};
 use crate::error::{Error, ErrorKind};
@@ -378,6 +378,20 @@ fn load(src: &TypedVec, map: &IndexMap, shape: &[usize], t0: usize, n: usize, ou
             let (s, o) = ($s, $o);
             match map {
                 IndexMap::Contiguous => o.copy_from_slice(&s[t0..t0 + n]),
+                // Rows: a broadcast value, a contiguous run or a strided gather each.
+                IndexMap::Strided { offset, strides } if !shape.is_empty() => {
+                    for_each_row(*offset, strides, shape, t0, n, |i, base, step, seg| {
+                        let (o, b) = (&mut o[i..i + seg], base as usize);
+                        match step {
+                            0 => o.fill(s[b]),
+                            1 => o.copy_from_slice(&s[b..b + seg]),
+                            _ => o
+                                .iter_mut()
+                                .enumerate()
+                                .for_each(|(j, o)| *o = s[(base + step * j as isize) as usize]),
+                        }
+                    })
+                }
                 _ => for_each_index(map, shape, t0, n, |i, j| o[i] = s[j]),
             }
         }};
