@@ -1,6 +1,7 @@
 //! The CPU's native tier: fused kernels rendered to C (`proggen::codegen::c`), compiled by the
 //! system C compiler into a shared library, loaded with `libloading`, and run over the domain in
-//! parallel. Compiled kernels are cached in memory by source and on disk (the file name is a
+//! parallel (a reduction over outer axes as its row-order form, accumulated by `rows`, as on the
+//! tile VM). Compiled kernels are cached in memory by source and on disk (the file name is a
 //! checksum of source, compiler and flags; a file that fails to load is rebuilt, never trusted).
 //!
 //! Policy (`ARRAYFLOW_NATIVE`, or `Runtime::set_native`): `auto` (default) compiles kernels of at

@@ -2,7 +2,8 @@
 //! instruction a tight monomorphic loop over one tile (which the compiler vectorises), tiles in
 //! parallel with rayon. Tiles are small enough that a kernel's registers stay in L1. Contiguous
 //! loads read the input in place, and an instruction whose result is stored writes it straight into
-//! the output buffer. Reductions leave per-tile partials that `reduce` combines.
+//! the output buffer. Reductions leave per-tile partials that `reduce` combines; a reduction over
+//! outer axes runs over its input's rows instead ([`run_rows`], accumulated by `rows`).
 
 use super::index::{for_each_index, for_each_row};
 use super::reduce::{self, Partials};
