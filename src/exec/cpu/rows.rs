@@ -56,6 +56,19 @@ impl RowPlan {
         if !enabled() {
             return None;
         }
+        // Only worth it when some load gathers along the reduced axis (a stride over a cache
+        // line); loads that run along it or broadcast already read memory in order.
+        let gathers = k.instrs.iter().any(|i| match i {
+            crate::proggen::kernel::Instr::Load { map, .. } => match map {
+                IndexMap::Contiguous => false,
+                IndexMap::Strided { strides, .. } => strides.last().is_some_and(|s| s.abs() > 1),
+                IndexMap::Periodic { .. } => true,
+            },
+            _ => false,
+        });
+        if !gathers {
+            return None;
+        }
         if k.reductions.is_empty() || !k.stores.is_empty() || k.domain.is_empty() {
             return None;
         }
@@ -601,18 +614,26 @@ impl LaneAcc {
             let left = (end_row - row) * bw - b;
             let stop = i + left.min(n - i);
             while i < stop {
-                if b == 0 && row % 8 == 0 && row + 8 <= self.min_next && stop - i >= 8 * bw {
-                    // Whole groups of eight rows from a multiple of 8: row `row + l` goes to lane
-                    // `l`, so the group adds element-wise onto all the lanes (laid out alike).
+                if b == 0 && row + 8 <= self.min_next && stop - i >= 8 * bw {
+                    // Whole groups of eight rows: row `row + j` goes to lane `(row + j) % 8`, so
+                    // a group adds element-wise onto all the lanes (laid out alike), rotated by
+                    // `row % 8`: its first rows onto lanes `q ..`, the others onto lanes `.. q`.
                     let groups = ((stop - i) / (8 * bw)).min((self.min_next - row) / 8);
                     let vals = &v[i..i + groups * 8 * bw];
-                    let lanes = &mut self.lanes[..];
-                    for c in vals.chunks_exact(8 * bw) {
-                        if self.prod {
-                            lanes.iter_mut().zip(c).for_each(|(l, &x)| *l *= x.f());
+                    let q = (row % 8) * bw;
+                    let (low, high) = self.lanes.split_at_mut(q);
+                    let prod = self.prod;
+                    let add = |l: &mut [f64], c: &[T]| {
+                        if prod {
+                            l.iter_mut().zip(c).for_each(|(l, &x)| *l *= x.f());
                         } else {
-                            lanes.iter_mut().zip(c).for_each(|(l, &x)| *l += x.f());
+                            l.iter_mut().zip(c).for_each(|(l, &x)| *l += x.f());
                         }
+                    };
+                    for c in vals.chunks_exact(8 * bw) {
+                        let (first, second) = c.split_at(8 * bw - q);
+                        add(high, first);
+                        add(low, second);
                     }
                     i += groups * 8 * bw;
                     row += groups * 8;

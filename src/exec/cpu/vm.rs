@@ -187,6 +187,9 @@ pub fn run_fused(
     finish(k, results, outputs)
 }
 
+/// The least tile of a row-order reduction.
+const ROW_TILE: usize = 4096;
+
 /// Runs a permuted-reduction kernel in its input's row order (see `rows`); same contract as
 /// [`run_fused`] for the original kernel.
 pub fn run_rows(
@@ -198,6 +201,9 @@ pub fn run_rows(
     params: &[u64],
 ) -> Result<(), Error> {
     let k = &g.kernel;
+    // Larger tiles than element-wise kernels: rows are short, and the result does not depend on
+    // the tile size.
+    let tile = tile.max(ROW_TILE);
     let outs: Vec<OutPtr> = outputs
         .iter_mut()
         .zip(external)
