@@ -525,6 +525,19 @@ pub fn run_rows(
         .iter()
         .map(|r| k.reg_dtypes[r.reg as usize])
         .collect();
+    // When every reduction reads an input contiguously and there is nothing else to compute,
+    // the values are read where they are (the compiled kernel would only copy them).
+    let direct: Option<Vec<u32>> = if g.reads_in_place() {
+        k.reductions
+            .iter()
+            .map(|r| match k.instrs.iter().rev().find(|i| i.dst() == r.reg) {
+                Some(crate::proggen::kernel::Instr::Load { input, .. }) => Some(*input),
+                _ => None,
+            })
+            .collect()
+    } else {
+        None
+    };
     let results = super::rows::drive(
         g,
         ROW_CHUNK,
@@ -535,6 +548,13 @@ pub fn run_rows(
                 .collect::<Vec<_>>()
         },
         |scratch, t0, n, sink| {
+            if let Some(direct) = &direct {
+                // Nothing to compute: the reductions read their inputs in place.
+                for (ri, &input) in direct.iter().enumerate() {
+                    sink(ri, Src::of(inputs[input as usize], t0, n));
+                }
+                return Ok(());
+            }
             let reds: Vec<*mut c_void> = scratch
                 .iter_mut()
                 .map(|v| ptr_of(v) as *mut c_void)

@@ -154,6 +154,19 @@ impl RowPlan {
         })
     }
 
+    /// Whether every instruction is a contiguous load (the reductions read the input in place).
+    pub fn reads_in_place(&self) -> bool {
+        self.kernel.instrs.iter().all(|i| {
+            matches!(
+                i,
+                crate::proggen::kernel::Instr::Load {
+                    map: IndexMap::Contiguous,
+                    ..
+                }
+            )
+        })
+    }
+
     /// Tasks, in order: whole `a`s together while an `a` is small, else row bands of one `a`.
     fn tasks(&self) -> Vec<Task> {
         let per_a = self.r * self.b;
