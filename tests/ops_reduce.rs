@@ -1341,6 +1341,9 @@ fn outer_cases() -> Vec<(Vec<usize>, usize, [usize; 3])> {
     v.push((vec![4, 7, 5], 1, [4, 7, 5]));
     v.push((vec![2, 40_000, 9], 1, [2, 40_000, 9]));
     v.push((vec![2, 3, 5, 7], 1, [2, 3, 35]));
+    // Wide rows (up to and past the widest walked in row order).
+    v.push((vec![20, 4096], 0, [1, 20, 4096]));
+    v.push((vec![17, 5000], 0, [1, 17, 5000]));
     v
 }
 

@@ -32,6 +32,11 @@ use smallvec::SmallVec;
 /// Domains up to this many elements run on the executor thread alone.
 const INLINE_MAX: usize = 1 << 16;
 
+/// Row elements (kept extent after the reduced axes) up to which row order is used.
+const MAX_ROW: usize = 4096;
+/// Reduced extents from which row order is used.
+const MIN_REDUCED: usize = 16;
+
 /// Whether row order is used (`ARRAYFLOW_ROW_ORDER=off` keeps the domain order, for comparisons).
 fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -94,7 +99,10 @@ impl RowPlan {
         }
         let a: usize = in_shape[..first].iter().product();
         let b: usize = in_shape[first + (rank - nk)..].iter().product();
-        if b == 1 {
+        // Short reduced extents read memory locally in the domain order already (a tile spans
+        // many output elements), and a task keeps accumulators for whole rows: wide rows keep
+        // the domain order, which splits them between threads.
+        if b == 1 || b > MAX_ROW || k.domain.inner < MIN_REDUCED {
             return None;
         }
         let dcs = crate::ir::contiguous_strides(shape);
