@@ -201,6 +201,105 @@ fn reductions_8(rows: &mut Vec<Row>) {
     });
 }
 
+/// Reductions over axis 0 of [200000, 8] f32 (k-means' cluster counts and friends), each checked
+/// against a plain-Rust oracle.
+fn axis0_8(rows: &mut Vec<Row>) {
+    let cols = 8;
+    let x = random_vec(ROWS * cols, 13, -1.0, 1.0);
+    let a = Array::from_slice(&x, &[ROWS, cols]);
+    a.eval().unwrap();
+    let nd = Array2::from_shape_vec((ROWS, cols), x.clone()).unwrap();
+    // One-hot rows: a comparison with a column index, cast to f32 (fused into the reduction).
+    let labels: Vec<f32> = (0..ROWS).map(|i| ((i * 7919) % cols) as f32).collect();
+    let l = Array::from_slice(&labels, &[ROWS, 1]);
+    l.eval().unwrap();
+    let ks = Array::from_slice(&(0..cols).map(|k| k as f32).collect::<Vec<_>>(), &[1, cols]);
+    ks.eval().unwrap();
+    let onehot_nd =
+        Array2::from_shape_fn((ROWS, cols), |(i, k)| (labels[i] == k as f32) as u8 as f32);
+    let col = |f: &dyn Fn(&[f32]) -> f64| -> Vec<f64> {
+        (0..cols)
+            .map(|c| f(&x.iter().skip(c).step_by(cols).copied().collect::<Vec<_>>()))
+            .collect()
+    };
+    type Case<'a> = (
+        &'static str,
+        Box<dyn FnMut() -> Vec<f64> + 'a>,
+        Vec<f64>,
+        f64,
+        Box<dyn FnMut() + 'a>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "sum_axis(0) [200000,8] f32",
+            Box::new(|| f64s(a.sum_axis(0).to_vec().unwrap())),
+            col(&|c| c.iter().map(|&v| v as f64).sum()),
+            1e-6,
+            Box::new(|| {
+                black_box(nd.sum_axis(Axis(0)));
+            }),
+        ),
+        (
+            "mean_axis(0) [200000,8] f32",
+            Box::new(|| f64s(a.mean_axis(0).to_vec().unwrap())),
+            col(&|c| c.iter().map(|&v| v as f64).sum::<f64>() / ROWS as f64),
+            1e-6,
+            Box::new(|| {
+                black_box(nd.mean_axis(Axis(0)));
+            }),
+        ),
+        (
+            "max_axis(0) [200000,8] f32",
+            Box::new(|| f64s(a.max_axis(0).to_vec().unwrap())),
+            col(&|c| c.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64),
+            0.0,
+            Box::new(|| {
+                black_box(nd.fold_axis(Axis(0), f32::NEG_INFINITY, |&m, &v| m.max(v)));
+            }),
+        ),
+        (
+            "argmax_axis(0) [200000,8] f32",
+            Box::new(|| f64s(a.argmax_axis(0).to_vec().unwrap())),
+            col(&|c| {
+                let mut best = 0;
+                for (j, &v) in c.iter().enumerate() {
+                    if v > c[best] {
+                        best = j;
+                    }
+                }
+                best as f64
+            }),
+            0.0,
+            Box::new(|| {}),
+        ),
+        (
+            "onehot sum_axis(0) [200000,8] f32",
+            Box::new(|| f64s(l.eq(&ks).cast::<f32>().sum_axis(0).to_vec().unwrap())),
+            (0..cols)
+                .map(|k| labels.iter().filter(|&&v| v == k as f32).count() as f64)
+                .collect(),
+            0.0,
+            Box::new(|| {
+                black_box(onehot_nd.sum_axis(Axis(0)));
+            }),
+        ),
+    ];
+    for (case, mut af, want, tol, mut peer) in cases {
+        let [vm, native] = both_tiers(&mut *af, &want, tol, case);
+        let peers = if case.starts_with("argmax") {
+            vec![]
+        } else {
+            vec![("ndarray", time(&mut *peer))]
+        };
+        rows.push(Row {
+            case: case.into(),
+            vm,
+            native,
+            peers,
+        });
+    }
+}
+
 fn sums_16(rows: &mut Vec<Row>) {
     let cols = 16;
     let x: Vec<f64> = random_vec(ROWS * cols, 11, -1.0, 1.0)
@@ -443,9 +542,16 @@ fn main() {
         return;
     }
     let mut rows = Vec::new();
-    reductions_8(&mut rows);
+    // `CPU_KERNELS_AXIS0=1`: only the reductions over axis 0.
+    let axis0_only = std::env::var_os("CPU_KERNELS_AXIS0").is_some();
+    if !axis0_only {
+        reductions_8(&mut rows);
+    }
+    axis0_8(&mut rows);
     sums_16(&mut rows);
-    random(&mut rows);
+    if !axis0_only {
+        random(&mut rows);
+    }
     println!(
         "| case | arrayflow tile VM | arrayflow native | plain Rust (1 thread) | rayon | ndarray |"
     );

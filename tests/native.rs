@@ -251,3 +251,60 @@ fn random_draws_agree_bit_for_bit() {
         );
     }
 }
+
+/// Reductions over outer and middle axes (walked in the input's row order on the CPU) of fused
+/// expressions, a random draw and a one-hot cast: the same bits on both tiers.
+#[test]
+fn outer_axis_reductions_agree_bit_for_bit() {
+    if !native_tier_runs() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let run = |shape: &[usize], axis: usize| -> Vec<Vec<u64>> {
+        let n: usize = shape.iter().product();
+        let a = Array::from_slice(&data(n, 3), shape);
+        let b = Array::from_slice(&data(n, 4), shape);
+        let mut rng = Rng::new(17);
+        let noise = rng.normal::<f64>(shape);
+        let e = (&a * &b + 1.0).sin() + &noise;
+        let f = e.cast::<f32>();
+        let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+        let bits32 = |v: Vec<f32>| {
+            v.into_iter()
+                .map(|x| x.to_bits() as u64)
+                .collect::<Vec<_>>()
+        };
+        vec![
+            bits(e.sum_axis(axis).to_vec().unwrap()),
+            bits(e.prod_axis(axis).to_vec().unwrap()),
+            bits(e.mean_axis(axis).to_vec().unwrap()),
+            bits(e.max_axis(axis).to_vec().unwrap()),
+            bits32(f.sum_axis(axis).to_vec().unwrap()),
+            bits32(f.min_axis(axis).to_vec().unwrap()),
+            e.argmax_axis(axis)
+                .to_vec()
+                .unwrap()
+                .into_iter()
+                .map(u64::from)
+                .collect(),
+            bits32(a.gt(0.0).cast::<f32>().sum_axis(axis).to_vec().unwrap()),
+        ]
+    };
+    for (shape, axis) in [
+        (&[20_001usize, 16][..], 0),
+        (&[3, 5][..], 0),
+        (&[1025, 7][..], 0),
+        (&[50, 3000, 7][..], 1),
+        (&[4, 9, 3][..], 1),
+    ] {
+        Runtime::set_native(NativeMode::Off);
+        let vm = run(shape, axis);
+        Runtime::set_native(NativeMode::Require);
+        let before = Runtime::stats();
+        let native = run(shape, axis);
+        let s = Runtime::stats().since(&before);
+        Runtime::set_native(NativeMode::Auto);
+        assert!(s.native_launches > 0, "{s:?}");
+        assert_eq!(vm, native, "{shape:?} axis {axis}");
+    }
+}

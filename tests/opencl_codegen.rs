@@ -242,6 +242,7 @@ impl Kb {
                 outer: len
                     .checked_div(inner)
                     .unwrap_or_else(|| shape[..shape.len() - 1].iter().product()),
+                perm: None,
             },
             inputs: inputs.to_vec(),
             outputs: Vec::new(),

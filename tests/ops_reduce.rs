@@ -1308,3 +1308,262 @@ fn short_and_long_axis_ints_and_bools() {
         }
     }
 }
+
+// Reductions over outer and middle axes ([A, R, B] reducing R with B > 1), which the CPU walks in
+// the input's row order: the same grouping rule as above, bit for bit, on odd extents; extrema,
+// positions, integer sums and any/all exact; fused producers (an expression, a one-hot cast).
+
+/// The domain order of reducing the middle axis of [a, r, b]: kept elements (a, b) in order, each
+/// with its `r` values.
+fn middle_order<T: Copy>(x: &[T], a: usize, r: usize, b: usize) -> Vec<T> {
+    let mut d = Vec::with_capacity(x.len());
+    for i in 0..a {
+        for j in 0..b {
+            d.extend((0..r).map(|k| x[(i * r + k) * b + j]));
+        }
+    }
+    d
+}
+
+/// The shapes and axes tested: axis 0 of [rows, cols] for each extent, and middle axes.
+fn outer_cases() -> Vec<(Vec<usize>, usize, [usize; 3])> {
+    let mut v = Vec::new();
+    for &rows in EXTENTS {
+        for cols in [2, 3, 8, 16, 33] {
+            v.push((vec![rows, cols], 0, [1, rows, cols]));
+        }
+    }
+    // Large enough for several tasks and threads (row bands of one `a`).
+    v.push((vec![40_000, 5], 0, [1, 40_000, 5]));
+    v.push((vec![70_001, 16], 0, [1, 70_001, 16]));
+    v.push((vec![50, 3000, 7], 1, [50, 3000, 7]));
+    v.push((vec![3, 1025, 2], 1, [3, 1025, 2]));
+    v.push((vec![4, 7, 5], 1, [4, 7, 5]));
+    v.push((vec![2, 40_000, 9], 1, [2, 40_000, 9]));
+    v.push((vec![2, 3, 5, 7], 1, [2, 3, 35]));
+    // Wide rows (up to and past the widest walked in row order).
+    v.push((vec![20, 4096], 0, [1, 20, 4096]));
+    v.push((vec![17, 5000], 0, [1, 17, 5000]));
+    v
+}
+
+fn outer_axis_floats<T: TestFloat>(seed: u64) {
+    let mut r = rng(seed);
+    for (shape, axis, [na, nr, nb]) in outer_cases() {
+        let n = na * nr * nb;
+        let mut xf = rand_f64(&mut r, n, -4.0, 4.0);
+        for v in xf.iter_mut().step_by(5) {
+            *v = v.round();
+        }
+        let pf = rand_f64(&mut r, n, 0.995, 1.005);
+        let mut nf = xf.clone();
+        for k in 0..(n / 997).max(1) {
+            nf[(k * 7919 + 3) % n] = f64::NAN;
+        }
+        let (x, p, nn): (Vec<T>, Vec<T>, Vec<T>) = (conv(&xf), conv(&pf), conv(&nf));
+        let ctx = format!("{} {shape:?} axis {axis}", T::name());
+        let to64 = |v: &[T]| -> Vec<f64> {
+            middle_order(&v.iter().map(|t| t.to()).collect::<Vec<_>>(), na, nr, nb)
+        };
+        let (a, pa, nan) = (
+            Array::from_slice(&x, &shape),
+            Array::from_slice(&p, &shape),
+            Array::from_slice(&nn, &shape),
+        );
+        let (dx, dp) = (to64(&x), to64(&p));
+        let sum: Vec<T> = conv(&grouped(&dx, nr, false));
+        let prod: Vec<T> = conv(&grouped(&dp, nr, true));
+        // A fused producer: (x * 2 + 1) summed, grouped the same way.
+        let dx2: Vec<f64> = x
+            .iter()
+            .map(|&v| {
+                let t: T = T::of(v.to() * 2.0);
+                T::of(t.to() + 1.0).to()
+            })
+            .collect();
+        let expr: Vec<T> = conv(&grouped(&middle_order(&dx2, na, nr, nb), nr, false));
+        if on_device() {
+            let exact = grouped(&dx, nr, false);
+            let got = read(&a.sum_axis(axis));
+            for (o, w) in exact.iter().enumerate() {
+                let s: f64 = dx[o * nr..(o + 1) * nr].iter().map(|v| v.abs()).sum();
+                let tol = 2.0 * T::EPS * w.abs() + 8.0 * nr as f64 * T::EPS * s;
+                assert!((got[o].to() - w).abs() <= tol, "{ctx}: sum [{o}]");
+            }
+        } else {
+            assert_bits_f(&read(&a.sum_axis(axis)), &sum, &format!("{ctx}: sum"));
+            assert_bits_f(&read(&pa.prod_axis(axis)), &prod, &format!("{ctx}: prod"));
+            let mean: Vec<T> = sum.iter().map(|&s| T::of(s.to() / nr as f64)).collect();
+            assert_bits_f(&read(&a.mean_axis(axis)), &mean, &format!("{ctx}: mean"));
+            let two = a.clone() * T::of(2.0) + T::of(1.0);
+            assert_bits_f(
+                &read(&two.sum_axis(axis)),
+                &expr,
+                &format!("{ctx}: expr sum"),
+            );
+        }
+        for (arr, d, what) in [(&a, dx.clone(), "plain"), (&nan, to64(&nn), "with NaN")] {
+            let e = seg_extrema(&d, nr);
+            let col = |k: usize| -> Vec<f64> { e.iter().map(|v| v[k]).collect() };
+            let idx = |k: usize| -> Vec<u32> { e.iter().map(|v| v[k] as u32).collect() };
+            let c = format!("{ctx} {what}");
+            assert_exact_f(
+                &read(&arr.max_axis(axis)),
+                &conv::<T>(&col(0)),
+                &format!("{c}: max"),
+            );
+            assert_exact_f(
+                &read(&arr.min_axis(axis)),
+                &conv::<T>(&col(1)),
+                &format!("{c}: min"),
+            );
+            assert_same(
+                &read(&arr.argmax_axis(axis)),
+                &idx(2),
+                &format!("{c}: argmax"),
+            );
+            assert_same(
+                &read(&arr.argmin_axis(axis)),
+                &idx(3),
+                &format!("{c}: argmin"),
+            );
+        }
+    }
+}
+
+#[test]
+fn outer_and_middle_axis_floats_f32() {
+    outer_axis_floats::<f32>(911);
+}
+
+#[test]
+fn outer_and_middle_axis_floats_f64() {
+    outer_axis_floats::<f64>(912);
+}
+
+#[test]
+fn outer_and_middle_axis_ints_bools_and_onehot() {
+    let mut r = rng(913);
+    for (shape, axis, [na, nr, nb]) in outer_cases() {
+        let n = na * nr * nb;
+        let ctx = format!("{shape:?} axis {axis}");
+        let xi: Vec<i32> = rand_i32_any(&mut r, n)
+            .into_iter()
+            .enumerate()
+            .map(|(k, v)| if k % 3 == 0 { v % 4 } else { v })
+            .collect();
+        let xu: Vec<u32> = rand_u32(&mut r, n, 0, 9);
+        let xb = rand_bool(&mut r, n, if nr > 100 { 0.999 } else { 0.5 });
+        let (di, du, db) = (
+            middle_order(&xi, na, nr, nb),
+            middle_order(&xu, na, nr, nb),
+            middle_order(&xb, na, nr, nb),
+        );
+        let (ai, au, ab) = (
+            Array::from_slice(&xi, &shape),
+            Array::from_slice(&xu, &shape),
+            Array::from_slice(&xb, &shape),
+        );
+        let seg = |d: &[i64], f: &dyn Fn(i64, i64) -> i64| -> Vec<i64> {
+            d.chunks(nr)
+                .map(|s| s[1..].iter().fold(s[0], |a, &b| f(a, b)))
+                .collect()
+        };
+        let wi: Vec<i64> = di.iter().map(|&v| v as i64).collect();
+        let wu: Vec<i64> = du.iter().map(|&v| v as i64).collect();
+        let as_i32 = |v: Vec<i64>| -> Vec<i32> { v.into_iter().map(|x| x as i32).collect() };
+        let as_u32 = |v: Vec<i64>| -> Vec<u32> { v.into_iter().map(|x| x as u32).collect() };
+        let add_i = |a: i64, b: i64| (a as i32).wrapping_add(b as i32) as i64;
+        let mul_i = |a: i64, b: i64| (a as i32).wrapping_mul(b as i32) as i64;
+        let add_u = |a: i64, b: i64| (a as u32).wrapping_add(b as u32) as i64;
+        let mul_u = |a: i64, b: i64| (a as u32).wrapping_mul(b as u32) as i64;
+        assert_same(
+            &read(&ai.sum_axis(axis)),
+            &as_i32(seg(&wi, &add_i)),
+            &format!("{ctx}: i32 sum"),
+        );
+        assert_same(
+            &read(&ai.prod_axis(axis)),
+            &as_i32(seg(&wi, &mul_i)),
+            &format!("{ctx}: i32 prod"),
+        );
+        assert_same(
+            &read(&ai.max_axis(axis)),
+            &as_i32(seg(&wi, &i64::max)),
+            &format!("{ctx}: i32 max"),
+        );
+        assert_same(
+            &read(&ai.min_axis(axis)),
+            &as_i32(seg(&wi, &i64::min)),
+            &format!("{ctx}: i32 min"),
+        );
+        assert_same(
+            &read(&au.sum_axis(axis)),
+            &as_u32(seg(&wu, &add_u)),
+            &format!("{ctx}: u32 sum"),
+        );
+        assert_same(
+            &read(&au.prod_axis(axis)),
+            &as_u32(seg(&wu, &mul_u)),
+            &format!("{ctx}: u32 prod"),
+        );
+        assert_same(
+            &read(&au.max_axis(axis)),
+            &as_u32(seg(&wu, &i64::max)),
+            &format!("{ctx}: u32 max"),
+        );
+        assert_same(
+            &read(&au.min_axis(axis)),
+            &as_u32(seg(&wu, &i64::min)),
+            &format!("{ctx}: u32 min"),
+        );
+        let first = |d: &[i64], max: bool| -> Vec<u32> {
+            d.chunks(nr)
+                .map(|s| {
+                    let mut b = 0;
+                    for (k, &v) in s.iter().enumerate() {
+                        if (max && v > s[b]) || (!max && v < s[b]) {
+                            b = k;
+                        }
+                    }
+                    b as u32
+                })
+                .collect()
+        };
+        assert_same(
+            &read(&ai.argmax_axis(axis)),
+            &first(&wi, true),
+            &format!("{ctx}: i32 argmax"),
+        );
+        assert_same(
+            &read(&ai.argmin_axis(axis)),
+            &first(&wi, false),
+            &format!("{ctx}: i32 argmin"),
+        );
+        assert_same(
+            &read(&au.argmax_axis(axis)),
+            &first(&wu, true),
+            &format!("{ctx}: u32 argmax"),
+        );
+        assert_same(
+            &read(&au.argmin_axis(axis)),
+            &first(&wu, false),
+            &format!("{ctx}: u32 argmin"),
+        );
+        let any: Vec<bool> = db.chunks(nr).map(|s| s.iter().any(|&b| b)).collect();
+        let all: Vec<bool> = db.chunks(nr).map(|s| s.iter().all(|&b| b)).collect();
+        assert_same(&read(&ab.any_axis(axis)), &any, &format!("{ctx}: any"));
+        assert_same(&read(&ab.all_axis(axis)), &all, &format!("{ctx}: all"));
+        // One-hot counts (k-means): a comparison with the values, cast to f32, summed; exact.
+        let onehot = au.eq(3u32).cast::<f32>();
+        let want: Vec<f32> = du
+            .chunks(nr)
+            .map(|s| s.iter().filter(|&&v| v == 3).count() as f32)
+            .collect();
+        assert_same(
+            &read(&onehot.sum_axis(axis)),
+            &want,
+            &format!("{ctx}: one-hot count"),
+        );
+    }
+}

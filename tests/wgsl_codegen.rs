@@ -143,6 +143,7 @@ impl K {
                 } else {
                     len
                 },
+                perm: None,
             },
             inputs: self.inputs,
             outputs: self.outputs,

@@ -486,6 +486,7 @@ impl<'a> KernelBuilder<'a> {
                 shape: self.shape,
                 inner,
                 outer,
+                perm: if self.has_reduction { self.perm } else { None },
             },
             inputs: inputs.iter().map(|i| nodes[i].dtype).collect(),
             outputs: outputs.iter().map(|o| nodes[o].dtype).collect(),

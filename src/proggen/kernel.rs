@@ -15,6 +15,9 @@ pub struct Domain {
     pub inner: usize,
     /// Number of reduction results (the kept extent); the domain's length without reductions.
     pub outer: usize,
+    /// For a reduction over axes that are not its input's innermost: domain axis `k` is input axis
+    /// `perm[k]` (the CPU may then walk the domain in the input's row order); `None` otherwise.
+    pub perm: Option<SmallVec<[usize; 4]>>,
 }
 
 impl Domain {

@@ -114,6 +114,7 @@ mod tests {
                 shape: Shape::from_slice(shape),
                 inner: 1,
                 outer: len,
+                perm: None,
             },
             inputs: vec![d],
             outputs: vec![d],

@@ -263,6 +263,7 @@ fn build(k: &FusedKernel, c: usize) -> Split {
             shape: k.domain.shape.clone(),
             inner: 1,
             outer: k.domain.len(),
+            perm: None,
         },
         first_inputs.iter().map(|&i| k.inputs[i as usize]).collect(),
         outputs1,
@@ -767,6 +768,7 @@ mod tests {
             shape: shape.iter().copied().collect(),
             inner,
             outer: len / inner,
+            perm: None,
         };
         let n_inputs = 1 + rng.below(4);
         let inputs: Vec<DType> = (0..n_inputs).map(|_| rng.pick(&DType::ALL)).collect();
@@ -940,6 +942,7 @@ mod tests {
                     shape: shape.iter().copied().collect(),
                     inner: 1,
                     outer: len,
+                    perm: None,
                 }
             },
             inputs,
@@ -1057,6 +1060,7 @@ mod tests {
                 shape: shape.iter().copied().collect(),
                 inner: 41,
                 outer: 33,
+                perm: None,
             },
             inputs: vec![DType::F64, DType::F64],
             outputs: vec![DType::F64, DType::F64],
@@ -1139,6 +1143,7 @@ mod tests {
                 shape: smallvec::smallvec![5000],
                 inner: 1,
                 outer: 5000,
+                perm: None,
             },
             inputs: vec![DType::F32, DType::F32],
             outputs: vec![DType::F32],
@@ -1170,6 +1175,7 @@ mod tests {
                 shape: smallvec::smallvec![10],
                 inner: 1,
                 outer: 10,
+                perm: None,
             },
             inputs: vec![DType::F32],
             outputs: vec![DType::F32],

@@ -26,30 +26,11 @@ pub fn for_each_index(
                 }
                 return;
             }
-            let rank = shape.len();
-            let mut idx = unravel(t0, shape);
-            let inner = shape[rank - 1];
-            let s_inner = strides[rank - 1];
-            let mut i = 0;
-            while i < len {
-                let seg = (inner - idx[rank - 1]).min(len - i);
-                let mut base = *offset;
-                for k in 0..rank {
-                    base += strides[k] * idx[k] as isize;
-                }
+            for_each_row(*offset, strides, shape, t0, len, |i, base, step, seg| {
                 for j in 0..seg {
-                    f(i + j, (base + s_inner * j as isize) as usize);
+                    f(i + j, (base + step * j as isize) as usize);
                 }
-                i += seg;
-                // Advance the multi-index by `seg` (to the start of the next row).
-                idx[rank - 1] += seg;
-                let mut k = rank - 1;
-                while k > 0 && idx[k] >= shape[k] {
-                    idx[k] = 0;
-                    idx[k - 1] += 1;
-                    k -= 1;
-                }
-            }
+            });
         }
         IndexMap::Periodic { dims } => {
             let rank = shape.len();
@@ -74,6 +55,46 @@ pub fn for_each_index(
                     k -= 1;
                 }
             }
+        }
+    }
+}
+
+/// Calls `f(i, base, step, seg)` for each run of the `len` domain elements from `t0` along the
+/// innermost axis: elements `t0 + i .. t0 + i + seg` read `base + step * j` of a strided map.
+#[inline]
+pub fn for_each_row(
+    offset: isize,
+    strides: &[isize],
+    shape: &[usize],
+    t0: usize,
+    len: usize,
+    mut f: impl FnMut(usize, isize, isize, usize),
+) {
+    let rank = shape.len();
+    let mut idx = unravel(t0, shape);
+    let inner = shape[rank - 1];
+    let s_inner = strides[rank - 1];
+    // The source index of the current row's first element, kept up to date as the multi-index
+    // advances (short rows cost a few additions each).
+    let mut base = offset;
+    for k in 0..rank {
+        base += strides[k] * idx[k] as isize;
+    }
+    let mut i = 0;
+    while i < len {
+        let seg = (inner - idx[rank - 1]).min(len - i);
+        f(i, base, s_inner, seg);
+        i += seg;
+        // Advance the multi-index by `seg` (to the start of the next row).
+        idx[rank - 1] += seg;
+        base += s_inner * seg as isize;
+        let mut k = rank - 1;
+        while k > 0 && idx[k] >= shape[k] {
+            base -= strides[k] * shape[k] as isize;
+            idx[k] = 0;
+            idx[k - 1] += 1;
+            base += strides[k - 1];
+            k -= 1;
         }
     }
 }

@@ -5,6 +5,7 @@
 mod index;
 pub mod native;
 pub(crate) mod reduce;
+mod rows;
 pub use reduce::BLOCK as REDUCE_BLOCK;
 pub mod slices;
 pub mod vm;
@@ -215,28 +216,32 @@ pub(crate) fn run_program(
     outputs: &mut [TypedVec],
     external: &[Option<slices::OutPtr>],
 ) -> Result<(), Error> {
-    let run =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            match &*task.program.kernel {
-                Kernel::Fused(k) => match native::lookup(&task.program.kernel, k) {
-                    Ok(Some(nk)) => native::run(&nk, k, refs, outputs, external, &task.params),
-                    Ok(None) => vm::run_fused(
-                        k,
-                        task.program.launch.tile,
-                        refs,
-                        outputs,
-                        external,
-                        &task.params,
-                    ),
-                    Err(e) => Err(e),
-                },
-                Kernel::Intrinsic(c) => crate::intrinsics::cpu::run(c, refs, &mut outputs[0])
-                    .map_err(|e| match task.program.sites.first() {
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        match &*task.program.kernel {
+            Kernel::Fused(k) => {
+                // A reduction over outer axes runs in its input's row order.
+                let rows = rows::RowPlan::of(k);
+                let kr = rows.as_ref().map_or(k, |g| &g.kernel);
+                let tile = task.program.launch.tile;
+                let p = &task.params;
+                match (native::lookup(&task.program.kernel, kr), &rows) {
+                    (Ok(Some(nk)), Some(g)) => native::run_rows(&nk, g, refs, outputs, external, p),
+                    (Ok(Some(nk)), None) => native::run(&nk, k, refs, outputs, external, p),
+                    (Ok(None), Some(g)) => vm::run_rows(g, tile, refs, outputs, external, p),
+                    (Ok(None), None) => vm::run_fused(k, tile, refs, outputs, external, p),
+                    (Err(e), _) => Err(e),
+                }
+            }
+            Kernel::Intrinsic(c) => {
+                crate::intrinsics::cpu::run(c, refs, &mut outputs[0]).map_err(|e| {
+                    match task.program.sites.first() {
                         Some(&s) => e.origin(s),
                         None => e,
-                    }),
+                    }
+                })
             }
-        }));
+        }
+    }));
     match run {
         Ok(r) => r,
         Err(panic) => {

@@ -1,6 +1,7 @@
 //! The CPU's native tier: fused kernels rendered to C (`proggen::codegen::c`), compiled by the
 //! system C compiler into a shared library, loaded with `libloading`, and run over the domain in
-//! parallel. Compiled kernels are cached in memory by source and on disk (the file name is a
+//! parallel (a reduction over outer axes as its row-order form, accumulated by `rows`, as on the
+//! tile VM). Compiled kernels are cached in memory by source and on disk (the file name is a
 //! checksum of source, compiler and flags; a file that fails to load is rebuilt, never trusted).
 //!
 //! Policy (`ARRAYFLOW_NATIVE`, or `Runtime::set_native`): `auto` (default) compiles kernels of at
@@ -494,4 +495,103 @@ pub fn run(
             .collect()
     };
     super::vm::finish(k, results, outputs)
+}
+
+/// Elements per call of a row-order kernel: its values stay in L1 until accumulated.
+const ROW_CHUNK: usize = 1 << 12;
+
+/// Runs a permuted-reduction kernel natively in its input's row order (`nk` compiled from
+/// `g.kernel`); same contract as [`run`] for the original kernel.
+pub fn run_rows(
+    nk: &NativeKernel,
+    g: &super::rows::RowPlan,
+    inputs: &[&TypedVec],
+    outputs: &mut [TypedVec],
+    external: &[Option<OutPtr>],
+    params: &[u64],
+) -> Result<(), Error> {
+    LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    let k = &g.kernel;
+    let ins: Vec<*const c_void> = inputs.iter().map(|v| ptr_of(v)).collect();
+    let outs: Vec<OutPtr> = outputs
+        .iter_mut()
+        .zip(external)
+        .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
+        .collect();
+    // The kernel stores nothing element-wise: its outputs are reached only through `outs`.
+    let ptrs = &Ptrs(ins, Vec::new());
+    let red_types: Vec<_> = k
+        .reductions
+        .iter()
+        .map(|r| k.reg_dtypes[r.reg as usize])
+        .collect();
+    // When every reduction reads an input contiguously and there is nothing else to compute,
+    // the values are read where they are (the compiled kernel would only copy them).
+    let direct: Option<Vec<u32>> = if g.reads_in_place() {
+        k.reductions
+            .iter()
+            .map(|r| match k.instrs.iter().rev().find(|i| i.dst() == r.reg) {
+                Some(crate::proggen::kernel::Instr::Load { input, .. }) => Some(*input),
+                _ => None,
+            })
+            .collect()
+    } else {
+        None
+    };
+    let results = super::rows::drive(
+        g,
+        ROW_CHUNK,
+        || {
+            red_types
+                .iter()
+                .map(|&d| TypedVec::zeros(d, ROW_CHUNK))
+                .collect::<Vec<_>>()
+        },
+        |scratch, t0, n, sink| {
+            if let Some(direct) = &direct {
+                // Nothing to compute: the reductions read their inputs in place.
+                for (ri, &input) in direct.iter().enumerate() {
+                    sink(ri, Src::of(inputs[input as usize], t0, n));
+                }
+                return Ok(());
+            }
+            let reds: Vec<*mut c_void> = scratch
+                .iter_mut()
+                .map(|v| ptr_of(v) as *mut c_void)
+                .collect();
+            // SAFETY: `af_kernel` reads inputs at domain indices t0..t0+n (in bounds by
+            // construction of the kernel) and writes n elements of each scratch tile.
+            let code = unsafe {
+                (nk.f)(
+                    ptrs.0.as_ptr(),
+                    ptrs.1.as_ptr(),
+                    reds.as_ptr(),
+                    params.as_ptr(),
+                    t0 as u64,
+                    n as u64,
+                )
+            };
+            if code != 0 {
+                return Err(Fault {
+                    instr: code as usize - 1,
+                    message: "integer division by zero",
+                });
+            }
+            for (ri, v) in scratch.iter().enumerate() {
+                sink(ri, Src::of(v, 0, n));
+            }
+            Ok(())
+        },
+    );
+    super::vm::finish_rows(k, results, &outs)
+}
+
+fn ptr_of(v: &TypedVec) -> *const c_void {
+    match v {
+        TypedVec::F32(v) => v.as_ptr() as _,
+        TypedVec::F64(v) => v.as_ptr() as _,
+        TypedVec::I32(v) => v.as_ptr() as _,
+        TypedVec::U32(v) => v.as_ptr() as _,
+        TypedVec::Bool(v) => v.as_ptr() as _,
+    }
 }

@@ -1,6 +1,14 @@
 //! Reductions on the CPU: the first stage reduces each tile's segments to partials (fused with the
 //! kernel's producers); the final stage combines the partials of all tiles, in tile order, so the
 //! result does not depend on thread timing. Float sums and products accumulate in f64.
+//!
+//! Grouping rule (the rounding of float sums and products): output element `o` reduces domain
+//! elements `o * inner .. (o + 1) * inner`, cut into pieces at multiples of [`BLOCK`] of the
+//! domain's linear index; each piece is summed in eight f64 lanes (chunks of 8 from the piece's
+//! start, lanes added in order, the rest one by one) and pieces combine in order from the
+//! identity. It depends neither on the tile size nor on the tier. Reductions over axes that are
+//! not their input's innermost are walked in the input's row order instead (`rows`), with the
+//! same rule, bit for bit.
 
 use super::slices::{OutPtr, Src};
 use crate::exec::TypedVec;
@@ -55,7 +63,7 @@ impl AsF64 for u32 {
     }
 }
 
-fn identity(op: ReduceOp, int: bool) -> Partial {
+pub(super) fn identity(op: ReduceOp, int: bool) -> Partial {
     match op {
         ReduceOp::Sum if int => Partial::W(0),
         ReduceOp::Prod if int => Partial::W(1),
@@ -71,7 +79,7 @@ fn identity(op: ReduceOp, int: bool) -> Partial {
 }
 
 /// Combines two partials; `a` comes first in element order.
-fn combine(op: ReduceOp, a: Partial, b: Partial) -> Partial {
+pub(super) fn combine(op: ReduceOp, a: Partial, b: Partial) -> Partial {
     match (a, b) {
         (Partial::F(x), Partial::F(y)) => Partial::F(match op {
             ReduceOp::Sum => x + y,
@@ -231,7 +239,7 @@ pub fn partials(op: ReduceOp, v: Src, t0: usize, inner: usize, out: OutPtr) -> P
 }
 
 /// Writes the final value of output element `i` from its combined partial.
-fn write(out: &mut TypedVec, i: usize, p: Partial) {
+pub(super) fn write(out: &mut TypedVec, i: usize, p: Partial) {
     match p {
         Partial::Arg(_, idx) => {
             let TypedVec::U32(o) = out else {

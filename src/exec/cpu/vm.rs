@@ -2,9 +2,10 @@
 //! instruction a tight monomorphic loop over one tile (which the compiler vectorises), tiles in
 //! parallel with rayon. Tiles are small enough that a kernel's registers stay in L1. Contiguous
 //! loads read the input in place, and an instruction whose result is stored writes it straight into
-//! the output buffer. Reductions leave per-tile partials that `reduce` combines.
+//! the output buffer. Reductions leave per-tile partials that `reduce` combines; a reduction over
+//! outer axes runs over its input's rows instead ([`run_rows`], accumulated by `rows`).
 
-use super::index::for_each_index;
+use super::index::{for_each_index, for_each_row};
 use super::reduce::{self, Partials};
 use super::slices::{Dst, OutPtr, Src, copy};
 use crate::error::{Error, ErrorKind};
@@ -186,6 +187,61 @@ pub fn run_fused(
     finish(k, results, outputs)
 }
 
+/// The least tile of a row-order reduction.
+const ROW_TILE: usize = 4096;
+
+/// Runs a permuted-reduction kernel in its input's row order (see `rows`); same contract as
+/// [`run_fused`] for the original kernel.
+pub fn run_rows(
+    g: &super::rows::RowPlan,
+    tile: usize,
+    inputs: &[&TypedVec],
+    outputs: &mut [TypedVec],
+    external: &[Option<OutPtr>],
+    params: &[u64],
+) -> Result<(), Error> {
+    let k = &g.kernel;
+    // Larger tiles than element-wise kernels: rows are short, and the result does not depend on
+    // the tile size.
+    let tile = tile.max(ROW_TILE);
+    let outs: Vec<OutPtr> = outputs
+        .iter_mut()
+        .zip(external)
+        .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
+        .collect();
+    let plan = Plan::new(k);
+    let results = super::rows::drive(
+        g,
+        tile,
+        || Worker::new(k, tile, params),
+        |w, t0, n, sink| {
+            run_tile(k, &plan, inputs, &outs, params, w, t0, n)?;
+            for (ri, r) in k.reductions.iter().enumerate() {
+                sink(ri, src(r.reg, w, inputs, &outs, t0, n));
+            }
+            Ok(())
+        },
+    );
+    finish_rows(k, results, &outs)
+}
+
+/// The end of a row-order launch on either tier: as [`finish`], with the row-order final stage.
+pub fn finish_rows(
+    k: &FusedKernel,
+    results: Result<Vec<TaskPartials>, Fault>,
+    outs: &[OutPtr],
+) -> Result<(), Error> {
+    let partials = results.map_err(|f| {
+        Error::new(
+            ErrorKind::Execution,
+            format!("{} in this operation", f.message),
+        )
+        .origin(k.instr_sites[f.instr])
+    })?;
+    super::rows::finish(k, &partials, outs);
+    Ok(())
+}
+
 /// One task's reduction partials: per reduction, (output element, partial) pairs.
 pub type TaskPartials = Vec<Partials>;
 
@@ -329,6 +385,20 @@ fn load(src: &TypedVec, map: &IndexMap, shape: &[usize], t0: usize, n: usize, ou
             let (s, o) = ($s, $o);
             match map {
                 IndexMap::Contiguous => o.copy_from_slice(&s[t0..t0 + n]),
+                // Rows: a broadcast value, a contiguous run or a strided gather each.
+                IndexMap::Strided { offset, strides } if !shape.is_empty() => {
+                    for_each_row(*offset, strides, shape, t0, n, |i, base, step, seg| {
+                        let (o, b) = (&mut o[i..i + seg], base as usize);
+                        match step {
+                            0 => o.fill(s[b]),
+                            1 => o.copy_from_slice(&s[b..b + seg]),
+                            _ => o
+                                .iter_mut()
+                                .enumerate()
+                                .for_each(|(j, o)| *o = s[(base + step * j as isize) as usize]),
+                        }
+                    })
+                }
                 _ => for_each_index(map, shape, t0, n, |i, j| o[i] = s[j]),
             }
         }};
