@@ -229,7 +229,8 @@ fn trigonometric_functions_reduce_large_arguments_exactly() {
         xs.push(sign * m * 2f32.powi(((s >> 40) % 114) as i32 + 13));
     }
     let a = Array::from_slice(&xs, &[xs.len()]);
-    let cases: [(&str, Vec<f32>, fn(f64) -> f64); 3] = [
+    type Case = (&'static str, Vec<f32>, fn(f64) -> f64);
+    let cases: [Case; 3] = [
         ("sin", a.sin().to_vec().unwrap(), f64::sin),
         ("cos", a.cos().to_vec().unwrap(), f64::cos),
         ("tan", a.tan().to_vec().unwrap(), f64::tan),
