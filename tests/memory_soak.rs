@@ -28,8 +28,13 @@ const MB: usize = 1 << 20;
 const ALLOWED: usize = 50 * MB;
 
 /// Runs `step` `warm` times, then `n` times more, and checks RSS grew by less than [`ALLOWED`]
-/// over the second part.
+/// over the second part. Not under comparison mode, which keeps a reference copy of every array
+/// it checks and interprets every op again (the soak measures the runtime as programs use it).
 fn soak(warm: usize, n: usize, mut step: impl FnMut(usize)) {
+    if std::env::var("ARRAYFLOW_COMPARE").is_ok_and(|v| !v.is_empty() && v != "off") {
+        eprintln!("memory soak: not run under comparison mode");
+        return;
+    }
     for i in 0..warm {
         step(i);
     }
