@@ -1013,6 +1013,26 @@ fn reductions_with_special_values() {
 
 const EXTENTS: &[usize] = &[1, 2, 3, 7, 8, 16, 1000, 1023, 1025, 5000];
 
+/// The extents a test walks: all of them on the CPU executor, whose short-axis and row-order
+/// paths they exercise; a few on a device executor, where each shape is a program the driver
+/// compiles (PoCL takes about a second each) and the device's reductions have their own tests.
+fn extents() -> &'static [usize] {
+    if arrayflow::Runtime::backend() == arrayflow::Backend::Cpu {
+        EXTENTS
+    } else {
+        &[1, 3, 8, 1025]
+    }
+}
+
+/// Columns of the axis-0 cases (fewer on a device executor, as [`extents`]).
+fn columns() -> &'static [usize] {
+    if arrayflow::Runtime::backend() == arrayflow::Backend::Cpu {
+        &[2, 3, 8, 16, 33]
+    } else {
+        &[3, 16]
+    }
+}
+
 /// The grouping rule over `d` (the domain's values in order), segments of `inner`, in f64.
 fn grouped(d: &[f64], inner: usize, prod: bool) -> Vec<f64> {
     let id = if prod { 1.0 } else { 0.0 };
@@ -1089,7 +1109,7 @@ fn extent_cases(inner: usize) -> Vec<(usize, usize, usize)> {
 
 fn short_axis_floats<T: TestFloat>(seed: u64) {
     let mut r = rng(seed);
-    for &inner in EXTENTS {
+    for &inner in extents() {
         for (rows, cols, axis) in extent_cases(inner) {
             let n = rows * cols;
             let outer = n / inner;
@@ -1197,7 +1217,7 @@ fn short_and_long_axis_floats_f64() {
 #[test]
 fn short_and_long_axis_ints_and_bools() {
     let mut r = rng(903);
-    for &inner in EXTENTS {
+    for &inner in extents() {
         for (rows, cols, axis) in extent_cases(inner) {
             let n = rows * cols;
             let ctx = format!("[{rows}, {cols}] axis {axis}");
@@ -1328,8 +1348,8 @@ fn middle_order<T: Copy>(x: &[T], a: usize, r: usize, b: usize) -> Vec<T> {
 /// The shapes and axes tested: axis 0 of [rows, cols] for each extent, and middle axes.
 fn outer_cases() -> Vec<(Vec<usize>, usize, [usize; 3])> {
     let mut v = Vec::new();
-    for &rows in EXTENTS {
-        for cols in [2, 3, 8, 16, 33] {
+    for &rows in extents() {
+        for &cols in columns() {
             v.push((vec![rows, cols], 0, [1, rows, cols]));
         }
     }
