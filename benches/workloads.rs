@@ -438,7 +438,7 @@ fn main() {
         let w2 = d.vec_f32(h * o, -0.1, 0.1);
         let b2 = d.vec_f32(o, -0.1, 0.1);
         let w = |v: &[f32]| v.iter().map(|&v| v as f64).collect::<Vec<f64>>();
-        let want = peers::mlp_oracle(&w(&xs), &w(&w1), &w(&b1), &w(&w2), &w(&b2), dims);
+        let want = peers::mlp_ndarray(&w(&xs), &w(&w1), &w(&b1), &w(&w2), &w(&b2), dims);
         let (af_got, af_first) = timed(|| af::mlp(&xs, &w1, &b1, &w2, &b2, dims));
         for (who, got) in [
             ("arrayflow", af_got),

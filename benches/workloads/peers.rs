@@ -427,24 +427,6 @@ pub fn mlp_plain<F: Real>(x: &[F], w1: &[F], b1: &[F], w2: &[F], b2: &[F], dims:
     y
 }
 
-/// The MLP in f64 through ndarray's GEMM (the oracle at sizes a plain loop takes too long for).
-pub fn mlp_oracle(
-    x: &[f64],
-    w1: &[f64],
-    b1: &[f64],
-    w2: &[f64],
-    b2: &[f64],
-    dims: Dims,
-) -> Vec<f64> {
-    let (n, d, h, o) = dims;
-    let x = Array2::from_shape_vec((n, d), x.to_vec()).unwrap();
-    let w1 = Array2::from_shape_vec((d, h), w1.to_vec()).unwrap();
-    let w2 = Array2::from_shape_vec((h, o), w2.to_vec()).unwrap();
-    let (b1, b2) = (Array1::from(b1.to_vec()), Array1::from(b2.to_vec()));
-    let hid = (x.dot(&w1) + &b1).mapv_into(|v| v.max(0.0));
-    (hid.dot(&w2) + &b2).into_raw_vec_and_offset().0
-}
-
 pub fn mlp_rayon(
     x: &[f32],
     w1: &[f32],
@@ -467,20 +449,21 @@ pub fn mlp_rayon(
         .collect()
 }
 
-pub fn mlp_ndarray(
-    x: &[f32],
-    w1: &[f32],
-    b1: &[f32],
-    w2: &[f32],
-    b2: &[f32],
+/// ndarray's GEMM; its f64 instance is also the oracle at sizes a plain loop takes too long for.
+pub fn mlp_ndarray<F: Real + ndarray::LinalgScalar>(
+    x: &[F],
+    w1: &[F],
+    b1: &[F],
+    w2: &[F],
+    b2: &[F],
     dims: Dims,
-) -> Vec<f32> {
+) -> Vec<F> {
     let (n, d, h, o) = dims;
     let x = Array2::from_shape_vec((n, d), x.to_vec()).unwrap();
     let w1 = Array2::from_shape_vec((d, h), w1.to_vec()).unwrap();
     let w2 = Array2::from_shape_vec((h, o), w2.to_vec()).unwrap();
     let (b1, b2) = (Array1::from(b1.to_vec()), Array1::from(b2.to_vec()));
-    let hid = (x.dot(&w1) + &b1).mapv_into(|v| v.max(0.0));
+    let hid = (x.dot(&w1) + &b1).mapv_into(|v| v.max(F::zero()));
     (hid.dot(&w2) + &b2).into_raw_vec_and_offset().0
 }
 
