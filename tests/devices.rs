@@ -208,3 +208,55 @@ fn discovery_prints_nothing_on_standard_error() {
         "stray lines on stderr: {err}"
     );
 }
+
+#[test]
+fn exit_with_work_in_flight_is_orderly() {
+    // GitHub issue 18 item 9: a wgpu process crashed after its last line. The child runs a mix of
+    // programs, leaves a long one queued and returns; at exit the runtime's threads must leave the
+    // drivers before those tear down (the exit handler logs that they ended).
+    if std::env::var("ARRAYFLOW_TEST_CHILD").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("arrayflow::exec=debug")
+            .with_writer(std::io::stderr)
+            .try_init();
+        let mut r = rng(9);
+        let a = Array::from_vec(rand_f32(&mut r, 128 * 128, -1.0, 1.0), &[128, 128]);
+        let m = a.matmul(&a.transpose());
+        let e = (&m - m.max_axis(1).reshape(&[128, 1])).exp();
+        let soft = &e / e.sum_axis(1).reshape(&[128, 1]);
+        let cols = soft.sum_axis(0);
+        let total = cols.sum().item().unwrap();
+        assert!((total - 128.0).abs() < 1e-2, "softmax rows sum to {total}");
+        let mut x = Array::<f32>::zeros(&[1 << 16]);
+        for _ in 0..50 {
+            x = (&x * 0.5 + 1.0).sqrt();
+        }
+        x.eval().unwrap();
+        Runtime::execute();
+        return;
+    }
+    // Once on a device executor (on PoCL each child compiles its kernels again), three times on
+    // the CPU.
+    let runs = if on_device() { 1 } else { 3 };
+    for run in 0..runs {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "exit_with_work_in_flight_is_orderly",
+                "--test-threads=1",
+            ])
+            .env("ARRAYFLOW_TEST_CHILD", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "run {run}: the child failed ({:?}): {err}",
+            out.status
+        );
+        assert!(
+            err.contains("the runtime's threads have ended"),
+            "run {run}: the exit handler did not report that the runtime's threads ended: {err}"
+        );
+    }
+}

@@ -108,3 +108,21 @@ fn uploads_of_changing_sizes_keep_host_memory_flat() {
         Runtime::execute();
     });
 }
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "10^5 iterations take minutes unoptimised: CI runs it with --release"
+)]
+fn a_hundred_thousand_small_iterations_keep_host_memory_flat() {
+    // Issue 18: RSS flat over 10^5 iterations of upload, compute and read. Small arrays, so the
+    // per-iteration bookkeeping (nodes, buffers, programs, replies) is what would pile up: 512
+    // bytes kept per iteration would already exceed the allowance.
+    let _g = SERIAL.lock();
+    soak(2000, 100_000, |i| {
+        let v = (i % 13) as f32;
+        let b = Array::from_vec(vec![v; 256], &[256]);
+        let s = (&b * 2.0 + 1.0).sum().item().unwrap();
+        assert_eq!(s, (v * 2.0 + 1.0) * 256.0, "iteration {i}");
+    });
+}

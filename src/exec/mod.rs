@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod device;
 pub mod gpu;
 pub mod host_memory;
+pub(crate) mod lifetime;
 mod scheduler;
 pub(crate) mod wait;
 

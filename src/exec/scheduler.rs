@@ -209,10 +209,10 @@ impl Scheduler {
                 }
             }
         }
-        let thread = std::thread::Builder::new()
-            .name("arrayflow-scheduler".into())
-            .spawn(move || SchedulerLoop::new(executors, counters, flow).run(rx, spin))
-            .expect("arrayflow: cannot start the scheduler thread");
+        let thread = super::lifetime::spawn("arrayflow-scheduler", move || {
+            SchedulerLoop::new(executors, counters, flow).run(rx, spin)
+        })
+        .expect("arrayflow: cannot start the scheduler thread");
         Scheduler {
             tx,
             spin,
@@ -269,6 +269,13 @@ impl Scheduler {
             ))
         })
     }
+    /// Stops the scheduler thread (which stops the executors) and waits for it; at process exit.
+    pub(crate) fn stop(&self) {
+        let _ = self.tx.send(SchedMsg::Shutdown);
+        if let Some(t) = self.thread.lock().take() {
+            let _ = t.join();
+        }
+    }
     /// Blocks until all work submitted so far has completed.
     pub fn barrier(&self) {
         let (reply, rx) = crossbeam_channel::bounded(1);
@@ -279,10 +286,7 @@ impl Scheduler {
 
 impl Drop for Scheduler {
     fn drop(&mut self) {
-        let _ = self.tx.send(SchedMsg::Shutdown);
-        if let Some(t) = self.thread.lock().take() {
-            let _ = t.join();
-        }
+        self.stop();
     }
 }
 

@@ -206,6 +206,15 @@ pub type ErrorHandler = Arc<dyn Fn(&crate::Error) -> ErrorHandling + Send + Sync
 
 static RUNTIME: OnceLock<Inner> = OnceLock::new();
 
+/// The process is exiting: stop the scheduler and executors and wait for their threads.
+extern "C" fn stop_at_exit() {
+    crate::exec::lifetime::stop_at_exit(|| {
+        if let Some(rt) = RUNTIME.get() {
+            rt.sched.stop();
+        }
+    });
+}
+
 impl Inner {
     fn new(config: Config) -> Inner {
         let counters = Arc::new(Counters::default());
@@ -220,6 +229,9 @@ impl Inner {
             tile: config.tile,
             ..GenConfig::default()
         };
+        // Registered after the executors opened their devices, so it runs before the drivers'
+        // own exit handlers: the runtime's threads leave the drivers before those tear down.
+        crate::exec::lifetime::register_exit(stop_at_exit);
         tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");
         Inner {
             fe: Mutex::new(FrontEnd::new(&config)),

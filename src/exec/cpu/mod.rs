@@ -27,21 +27,19 @@ pub struct CpuExecutor;
 impl CpuExecutor {
     pub(crate) fn start(sched: Sender<SchedMsg>, counters: Arc<Counters>) -> ExecHandle {
         let (tx, rx) = unbounded();
-        std::thread::Builder::new()
-            .name("arrayflow-cpu".into())
-            .spawn(move || {
-                CpuLoop {
-                    sched,
-                    counters,
-                    store: AHashMap::new(),
-                    failed: AHashMap::new(),
-                    external: AHashMap::new(),
-                    foreign: Default::default(),
-                    pool: BufferPool::new(POOL_LIMIT),
-                }
-                .run(rx)
-            })
-            .expect("arrayflow: cannot start the CPU executor thread");
+        super::lifetime::spawn("arrayflow-cpu", move || {
+            CpuLoop {
+                sched,
+                counters,
+                store: AHashMap::new(),
+                failed: AHashMap::new(),
+                external: AHashMap::new(),
+                foreign: Default::default(),
+                pool: BufferPool::new(POOL_LIMIT),
+            }
+            .run(rx)
+        })
+        .expect("arrayflow: cannot start the CPU executor thread");
         ExecHandle {
             tx,
             caps: Caps { fp64: true },
@@ -68,6 +66,10 @@ struct CpuLoop {
 impl CpuLoop {
     fn run(mut self, rx: Receiver<ExecMsg>) {
         while let Ok(msg) = rx.recv() {
+            if super::lifetime::stopping() && !matches!(msg, ExecMsg::Shutdown) {
+                // The process is exiting: queued work is dropped, not run.
+                continue;
+            }
             match msg {
                 ExecMsg::MoveDataIn { buf, data } => {
                     // Data from outside (an upload, a copy from a device): freed, not pooled.

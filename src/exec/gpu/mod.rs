@@ -196,34 +196,32 @@ fn spawn<A: DeviceApi>(
     let limit = limits
         .memory
         .unwrap_or_else(|| memory.map(|m| m / 10 * 9).unwrap_or(u64::MAX));
-    std::thread::Builder::new()
-        .name(thread_name)
-        .spawn(move || {
-            let api = match open() {
-                Ok(api) => api,
-                Err(e) => {
-                    let _ = opened_tx.send(Err(e));
-                    return;
-                }
-            };
-            // f64 work goes to this executor only when its code generator renders f64 for the
-            // device.
-            let _ = opened_tx.send(Ok(api.target().fp64));
-            GpuLoop {
-                watch: spin != Spin::OFF,
-                store: Store::new(limit),
-                plans: plans::Plans::new(limits.kernel_instructions),
-                api,
-                sched,
-                me,
-                counters,
-                failed: AHashMap::new(),
-                external: AHashMap::new(),
-                launched: Vec::new(),
+    super::lifetime::spawn(&thread_name, move || {
+        let api = match open() {
+            Ok(api) => api,
+            Err(e) => {
+                let _ = opened_tx.send(Err(e));
+                return;
             }
-            .run(rx, spin)
-        })
-        .map_err(|e| format!("cannot start a GPU executor thread: {e}"))?;
+        };
+        // f64 work goes to this executor only when its code generator renders f64 for the
+        // device.
+        let _ = opened_tx.send(Ok(api.target().fp64));
+        GpuLoop {
+            watch: spin != Spin::OFF,
+            store: Store::new(limit),
+            plans: plans::Plans::new(limits.kernel_instructions),
+            api,
+            sched,
+            me,
+            counters,
+            failed: AHashMap::new(),
+            external: AHashMap::new(),
+            launched: Vec::new(),
+        }
+        .run(rx, spin)
+    })
+    .map_err(|e| format!("cannot start a GPU executor thread: {e}"))?;
     let fp64 = opened_rx
         .recv()
         .map_err(|_| "the GPU executor thread stopped while opening the device".to_string())??;
@@ -258,6 +256,10 @@ struct GpuLoop<A: DeviceApi> {
 impl<A: DeviceApi> GpuLoop<A> {
     fn run(mut self, rx: Receiver<ExecMsg>, spin: Spin) {
         while let Some(msg) = self.next(&rx, spin) {
+            if super::lifetime::stopping() && !matches!(msg, ExecMsg::Shutdown) {
+                // The process is exiting: queued work is dropped, not run.
+                continue;
+            }
             match msg {
                 ExecMsg::MoveDataIn { buf, data } => self.move_in(buf, data),
                 ExecMsg::ComputeData(task) => {

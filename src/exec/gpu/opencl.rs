@@ -121,19 +121,17 @@ impl OpenClApi {
         let (tx, rx) = crossbeam_channel::unbounded::<(Event, Completion)>();
         let parked = Arc::new(AtomicUsize::new(0));
         let left = parked.clone();
-        std::thread::Builder::new()
-            .name("arrayflow-opencl-done".into())
-            .spawn(move || {
-                while let Ok((event, done)) = spin.recv(&rx) {
-                    // Poll the event's status for the spin budget (a blocking wait sleeps, and
-                    // the wake-up after a long kernel is slow), then block on it.
-                    let status = || event.command_execution_status().map_or(-1, |s| s.0);
-                    spin.until(|| status() <= CL_COMPLETE);
-                    done(event.wait().map_err(|e| e.to_string()));
-                    left.fetch_sub(1, Ordering::AcqRel);
-                }
-            })
-            .map_err(|e| e.to_string())?;
+        crate::exec::lifetime::spawn("arrayflow-opencl-done", move || {
+            while let Ok((event, done)) = spin.recv(&rx) {
+                // Poll the event's status for the spin budget (a blocking wait sleeps, and
+                // the wake-up after a long kernel is slow), then block on it.
+                let status = || event.command_execution_status().map_or(-1, |s| s.0);
+                spin.until(|| status() <= CL_COMPLETE);
+                done(event.wait().map_err(|e| e.to_string()));
+                left.fetch_sub(1, Ordering::AcqRel);
+            }
+        })
+        .map_err(|e| e.to_string())?;
         Ok(OpenClApi {
             context,
             queue,

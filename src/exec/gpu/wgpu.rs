@@ -172,26 +172,24 @@ impl WgpuApi {
         });
         let (poll, rx) = crossbeam_channel::unbounded::<()>();
         let dev = device.clone();
-        std::thread::Builder::new()
-            .name("arrayflow-wgpu-poll".into())
-            .spawn(move || {
-                while spin.recv(&rx).is_ok() {
-                    while rx.try_recv().is_ok() {}
-                    // Poll without blocking for the spin budget (a blocking wait sleeps, and the
-                    // wake-up after a long kernel is slow), then wait for what is left.
-                    spin.until(|| {
-                        matches!(
-                            dev.poll(wgpu::PollType::Poll),
-                            Ok(wgpu::PollStatus::QueueEmpty)
-                        )
-                    });
-                    let _ = dev.poll(wgpu::PollType::Wait {
-                        submission_index: None,
-                        timeout: None,
-                    });
-                }
-            })
-            .map_err(|e| e.to_string())?;
+        crate::exec::lifetime::spawn("arrayflow-wgpu-poll", move || {
+            while spin.recv(&rx).is_ok() {
+                while rx.try_recv().is_ok() {}
+                // Poll without blocking for the spin budget (a blocking wait sleeps, and the
+                // wake-up after a long kernel is slow), then wait for what is left.
+                spin.until(|| {
+                    matches!(
+                        dev.poll(wgpu::PollType::Poll),
+                        Ok(wgpu::PollStatus::QueueEmpty)
+                    )
+                });
+                let _ = dev.poll(wgpu::PollType::Wait {
+                    submission_index: None,
+                    timeout: None,
+                });
+            }
+        })
+        .map_err(|e| e.to_string())?;
         Ok(WgpuApi {
             device,
             queue,
