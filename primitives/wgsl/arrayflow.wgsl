@@ -342,8 +342,18 @@ fn af_tanh_f32(x: f32) -> f32 {
   if (a > 9.1f) { return af_copysign(1.0f, x); }
   return af_copysign(1.0f - 2.0f / (af_exp_f32(2.0f * a) + 1.0f), x);
 }
-fn af_sech_f32(x: f32) -> f32 { return 1.0f / af_cosh_f32(x); }
-fn af_csch_f32(x: f32) -> f32 { return 1.0f / af_sinh_f32(x); }
+// 2 e^-|x| past 88, where 1 / cosh gives 0 instead of a subnormal value (primitives/cpu.rs
+// sech_accurate, csch_accurate).
+fn af_sech_f32(x: f32) -> f32 {
+  let a = abs(x);
+  if (a > 88.0f) { return 2.0f * af_exp_f32(-a); }
+  return 1.0f / af_cosh_f32(x);
+}
+fn af_csch_f32(x: f32) -> f32 {
+  let a = abs(x);
+  if (a > 88.0f) { return af_copysign(2.0f * af_exp_f32(-a), x); }
+  return 1.0f / af_sinh_f32(x);
+}
 fn af_coth_f32(x: f32) -> f32 { return 1.0f / af_tanh_f32(x); }
 // Rust std's formulas (as arrayflow.h).
 fn af_asinh_f32(x: f32) -> f32 {
