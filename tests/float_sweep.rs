@@ -211,7 +211,8 @@ fn sweep_f64() {
 
 /// Every f32 input of every unary function (2^32 each, in arrays of 2^24) against the f64
 /// reference computed with rayon. For a GPU machine; run with `FLOAT_SWEEP=exhaustive` (and
-/// `FLOAT_SWEEP_FUNCS=sin,erfc` to pick functions).
+/// `FLOAT_SWEEP_FUNCS=sin,erfc` to pick functions, `FLOAT_SWEEP_CHUNKS=n` to walk only the first
+/// n arrays of each).
 #[test]
 #[ignore = "hours on a CPU; FLOAT_SWEEP=exhaustive cargo test --release --test float_sweep -- --ignored"]
 fn exhaustive_f32() {
@@ -222,6 +223,11 @@ fn exhaustive_f32() {
     let only = std::env::var("FLOAT_SWEEP_FUNCS").ok();
     let dev = on_device::<f32>();
     let chunk: u64 = 1 << 24;
+    // FLOAT_SWEEP_CHUNKS=n walks only the first n chunks of each function (a trial run).
+    let chunks = std::env::var("FLOAT_SWEEP_CHUNKS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or((1u64 << 32) / chunk);
     let mut stats = Vec::new();
     for &name in UNARY {
         if only
@@ -232,7 +238,7 @@ fn exhaustive_f32() {
         }
         let t = std::time::Instant::now();
         let mut total = Stat::new(name, "f32");
-        for c in 0..(1u64 << 32) / chunk {
+        for c in 0..chunks {
             let x: Vec<f32> = (c * chunk..(c + 1) * chunk)
                 .into_par_iter()
                 .map(|b| f32::from_bits(b as u32))
