@@ -75,8 +75,8 @@ fn centres(name: &str, single: bool) -> Vec<f64> {
     let mut c: Vec<f64> = match name {
         "sin" | "cos" | "tan" | "sec" | "csc" | "cot" => {
             let mut c: Vec<f64> = (-24..=24).map(|k| k as f64 * FRAC_PI_2).collect();
-            for k in [1e3, 1e5, 1e6, 1e9, 1e15, 1e20, 1e30] {
-                c.push((k as f64).round() * FRAC_PI_2);
+            for k in [1e3f64, 1e5, 1e6, 1e9, 1e15, 1e20, 1e30] {
+                c.push(k.round() * FRAC_PI_2);
             }
             c.extend([8192.0, 1.6e6, 1e38]);
             c
