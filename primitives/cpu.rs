@@ -176,6 +176,39 @@ pub fn asinh_accurate<F: num_traits::Float>(x: F) -> F {
     r.copysign(x)
 }
 
+/// Past this `|x|`, `sech` and `csch` are `2 e^-|x|` (`e^-2|x|` is far below an ulp) and `1 / cosh`
+/// would soon divide by an overflowed infinity and give 0 where the value is subnormal: 88 for
+/// f32, 709 for f64 (just below where `cosh` overflows), as the C and GPU sources write it.
+#[inline]
+fn hyperbolic_tail<F: num_traits::Float>() -> F {
+    let f32_like = F::epsilon() > F::from(1e-10).unwrap();
+    F::from(if f32_like { 88.0 } else { 709.0 }).unwrap()
+}
+
+/// Hyperbolic secant: `1 / cosh(x)`, and `2 e^-|x|` past [`hyperbolic_tail`] (where `1 / cosh`
+/// gave 0 instead of a subnormal value).
+#[inline]
+pub fn sech_accurate<F: num_traits::Float>(x: F) -> F {
+    let a = x.abs();
+    if a > hyperbolic_tail::<F>() {
+        (F::one() + F::one()) * (-a).exp()
+    } else {
+        x.cosh().recip()
+    }
+}
+
+/// Hyperbolic cosecant: `1 / sinh(x)`, and `2 e^-|x|` with the sign of `x` past
+/// [`hyperbolic_tail`] (where `1 / sinh` gave 0 instead of a subnormal value).
+#[inline]
+pub fn csch_accurate<F: num_traits::Float>(x: F) -> F {
+    let a = x.abs();
+    if a > hyperbolic_tail::<F>() {
+        ((F::one() + F::one()) * (-a).exp()).copysign(x)
+    } else {
+        x.sinh().recip()
+    }
+}
+
 /// Inverse hyperbolic tangent of `|x|` with the sign of `x` (fdlibm's form): std's
 /// `ln1p(2x / (1 - x)) / 2` cancels for `x` near -1 (6e5 ulp at -0.9999999).
 #[inline]

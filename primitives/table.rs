@@ -9,7 +9,7 @@
 
 use super::cpu::{
     IntElem, Real, acosh_accurate, acsc_accurate, asec_accurate, asinh_accurate, atanh_accurate,
-    fmax_nan, fmin_nan, fmod_floor, fsign,
+    csch_accurate, fmax_nan, fmin_nan, fmod_floor, fsign, sech_accurate,
 };
 use crate::ir::DType;
 
@@ -223,8 +223,8 @@ unary_table! {
     Sinh  "sinh"  25 { float: |x: F| x.sinh() }
     Cosh  "cosh"  25 { float: |x: F| x.cosh() }
     Tanh  "tanh"  25 { float: |x: F| x.tanh() }
-    Sech  "sech"  27 { float: |x: F| x.cosh().recip() }
-    Csch  "csch"  27 { float: |x: F| x.sinh().recip() }
+    Sech  "sech"  27 { float: sech_accurate::<F> }
+    Csch  "csch"  27 { float: csch_accurate::<F> }
     Coth  "coth"  27 { float: |x: F| x.tanh().recip() }
     Asinh "asinh" 30 { float: asinh_accurate::<F> }
     Acosh "acosh" 30 needs [Acosh] { float: acosh_accurate::<F> }

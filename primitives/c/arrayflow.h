@@ -43,8 +43,10 @@ AF_FU(acot, atanf(1.0f / x), atan(1.0 / x))
 AF_FU(sinh, sinhf(x), sinh(x))
 AF_FU(cosh, coshf(x), cosh(x))
 AF_FU(tanh, tanhf(x), tanh(x))
-AF_FU(sech, 1.0f / coshf(x), 1.0 / cosh(x))
-AF_FU(csch, 1.0f / sinhf(x), 1.0 / sinh(x))
+/* sech and csch as primitives/cpu.rs writes them (sech_accurate, csch_accurate): 2 e^-|x| past
+ * 88 (f32) or 709 (f64), where 1 / cosh gave 0 instead of a subnormal value. */
+AF_FU(sech, fabsf(x) > 88.0f ? 2.0f * expf(-fabsf(x)) : 1.0f / coshf(x), fabs(x) > 709.0 ? 2.0 * exp(-fabs(x)) : 1.0 / cosh(x))
+AF_FU(csch, fabsf(x) > 88.0f ? copysignf(2.0f * expf(-fabsf(x)), x) : 1.0f / sinhf(x), fabs(x) > 709.0 ? copysign(2.0 * exp(-fabs(x)), x) : 1.0 / sinh(x))
 AF_FU(coth, 1.0f / tanhf(x), 1.0 / tanh(x))
 AF_FU(erf, erff(x), erf(x))
 AF_FU(erfc, erfcf(x), erfc(x))

@@ -40,8 +40,10 @@ static inline f32 af_acot_f32(f32 x) { return atan(1.0f / x); }
 static inline f32 af_sinh_f32(f32 x) { return sinh(x); }
 static inline f32 af_cosh_f32(f32 x) { return cosh(x); }
 static inline f32 af_tanh_f32(f32 x) { return tanh(x); }
-static inline f32 af_sech_f32(f32 x) { return 1.0f / cosh(x); }
-static inline f32 af_csch_f32(f32 x) { return 1.0f / sinh(x); }
+/* 2 e^-|x| past 88 (f32) or 709 (f64), where 1 / cosh gives 0 instead of a subnormal value
+ * (primitives/cpu.rs sech_accurate, csch_accurate). */
+static inline f32 af_sech_f32(f32 x) { f32 a = fabs(x); return a > 88.0f ? 2.0f * exp(-a) : 1.0f / cosh(x); }
+static inline f32 af_csch_f32(f32 x) { f32 a = fabs(x); return a > 88.0f ? copysign(2.0f * exp(-a), x) : 1.0f / sinh(x); }
 static inline f32 af_coth_f32(f32 x) { return 1.0f / tanh(x); }
 static inline f32 af_erf_f32(f32 x) { return erf(x); }
 static inline f32 af_erfc_f32(f32 x) { return erfc(x); }
@@ -204,7 +206,11 @@ static inline f64 af_sign_f64(f64 x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 
 static inline f64 af_sqrt_f64(f64 x) { return sqrt(x); }
 static inline f64 af_rsqrt_f64(f64 x) { return 1.0 / sqrt(x); }
 static inline f64 af_cbrt_f64(f64 x) { return cbrt(x); }
-static inline f64 af_exp_f64(f64 x) { return exp(x); }
+/* e^x, e^|x| / 2 past 709 as e^(x - c) times a constant, where c = 0.693359375 has so few bits
+ * that x - c is exact (the WGSL library's af_exp_half): PoCL's exp, sinh and cosh gave inf or
+ * NaN for finite results just below the overflow edge (709.78, 710.47). */
+static inline f64 af_exp_f64(f64 x) { return x > 709.0 ? exp(x - 0.693359375) * 2.0004244339097745 : exp(x); }
+static inline f64 af_exp_half_f64(f64 a) { return exp(a - 0.693359375) * 1.0002122169548873; }
 static inline f64 af_exp2_f64(f64 x) { return exp2(x); }
 static inline f64 af_ln_f64(f64 x) { return log(x); }
 static inline f64 af_log10_f64(f64 x) { return log10(x); }
@@ -220,11 +226,11 @@ static inline f64 af_acos_f64(f64 x) { return acos(x); }
 static inline f64 af_atan_f64(f64 x) { return atan(x); }
 static inline f64 af_acsc_f64(f64 x) { f64 a = fabs(x); return copysign(a < 2.0 ? atan(1.0 / sqrt((a - 1.0) * (a + 1.0))) : asin(1.0 / a), x); }
 static inline f64 af_acot_f64(f64 x) { return atan(1.0 / x); }
-static inline f64 af_sinh_f64(f64 x) { return sinh(x); }
-static inline f64 af_cosh_f64(f64 x) { return cosh(x); }
+static inline f64 af_sinh_f64(f64 x) { return fabs(x) > 709.0 ? copysign(af_exp_half_f64(fabs(x)), x) : sinh(x); }
+static inline f64 af_cosh_f64(f64 x) { return fabs(x) > 709.0 ? af_exp_half_f64(fabs(x)) : cosh(x); }
 static inline f64 af_tanh_f64(f64 x) { return tanh(x); }
-static inline f64 af_sech_f64(f64 x) { return 1.0 / cosh(x); }
-static inline f64 af_csch_f64(f64 x) { return 1.0 / sinh(x); }
+static inline f64 af_sech_f64(f64 x) { f64 a = fabs(x); return a > 709.0 ? 2.0 * exp(-a) : 1.0 / cosh(x); }
+static inline f64 af_csch_f64(f64 x) { f64 a = fabs(x); return a > 709.0 ? copysign(2.0 * exp(-a), x) : 1.0 / sinh(x); }
 static inline f64 af_coth_f64(f64 x) { return 1.0 / tanh(x); }
 static inline f64 af_erf_f64(f64 x) { return erf(x); }
 static inline f64 af_erfc_f64(f64 x) { return erfc(x); }

@@ -78,14 +78,15 @@ fn af_logsplit(x: f32) -> vec2<f32> {
   }
   return vec2<f32>(m, f32(k));
 }
-// ln(1 + t) - t for t = m - 1, m in [sqrt(1/2), sqrt(2)).
-fn af_log_tail(t: f32) -> f32 {
+// ln(1 + t) - t + t^2 / 2 (about t^3 / 3) for t = m - 1, m in [sqrt(1/2), sqrt(2)).
+fn af_log_tail3(t: f32) -> f32 {
   let z = t * t;
-  let p = ((((((((7.0376836292e-2f * t - 1.1514610310e-1f) * t + 1.1676998740e-1f) * t
+  return ((((((((7.0376836292e-2f * t - 1.1514610310e-1f) * t + 1.1676998740e-1f) * t
     - 1.2420140846e-1f) * t + 1.4249322787e-1f) * t - 1.6668057665e-1f) * t
     + 2.0000714765e-1f) * t - 2.4999993993e-1f) * t + 3.3333331174e-1f) * t * z;
-  return p - 0.5f * z;
 }
+// ln(1 + t) - t for t = m - 1, m in [sqrt(1/2), sqrt(2)).
+fn af_log_tail(t: f32) -> f32 { return af_log_tail3(t) - 0.5f * (t * t); }
 // The result of a logarithm for x <= 0, +inf or NaN (the others are ordinary).
 fn af_log_special(x: f32) -> f32 {
   let b = bitcast<u32>(x);
@@ -342,8 +343,18 @@ fn af_tanh_f32(x: f32) -> f32 {
   if (a > 9.1f) { return af_copysign(1.0f, x); }
   return af_copysign(1.0f - 2.0f / (af_exp_f32(2.0f * a) + 1.0f), x);
 }
-fn af_sech_f32(x: f32) -> f32 { return 1.0f / af_cosh_f32(x); }
-fn af_csch_f32(x: f32) -> f32 { return 1.0f / af_sinh_f32(x); }
+// 2 e^-|x| past 88, where 1 / cosh gives 0 instead of a subnormal value (primitives/cpu.rs
+// sech_accurate, csch_accurate).
+fn af_sech_f32(x: f32) -> f32 {
+  let a = abs(x);
+  if (a > 88.0f) { return 2.0f * af_exp_f32(-a); }
+  return 1.0f / af_cosh_f32(x);
+}
+fn af_csch_f32(x: f32) -> f32 {
+  let a = abs(x);
+  if (a > 88.0f) { return af_copysign(2.0f * af_exp_f32(-a), x); }
+  return 1.0f / af_sinh_f32(x);
+}
 fn af_coth_f32(x: f32) -> f32 { return 1.0f / af_tanh_f32(x); }
 // Rust std's formulas (as arrayflow.h).
 fn af_asinh_f32(x: f32) -> f32 {
@@ -412,7 +423,9 @@ fn af_erfc_tail(a: f32) -> f32 {
       + s * (3.1998581543e+03f + s * (2.5530502930e+03f + s * (4.7452853394e+02f
       + s * -2.2440952301e+01f))))));
   }
-  let z = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
+  // z keeps 11 significant bits (s_erff.c's mask), so z * z + 0.5625 is exact below 28; with 12
+  // bits the sum rounded from a = 8 up (63 ulp there, issue 18's sweep).
+  let z = bitcast<f32>(bitcast<u32>(a) & 0xffffe000u);
   return af_exp_f32(-z * z - 0.5625f) * af_exp_f32((z - a) * (z + a) + r / q) / a;
 }
 fn af_erf_f32(x: f32) -> f32 {
@@ -651,9 +664,39 @@ fn af_mod_f32(x: f32, y: f32) -> f32 {
   if (!(r == 0.0f) && ((r < 0.0f) != (y < 0.0f))) { return r + y; }
   return r;
 }
+// a * b as p + e exactly (Dekker's product from 12-bit halves, as in af_residual; p is opaque).
+fn af_two_prod(a: f32, b: f32) -> vec2<f32> {
+  let p = bitcast<f32>(bitcast<u32>(a * b) | af_zero);
+  let ah = af_mask12(a);
+  let al = a - ah;
+  let bh = af_mask12(b);
+  let bl = b - bh;
+  return vec2<f32>(p, ((ah * bh - p) + ah * bl + al * bh) + al * bl);
+}
+// x through an opaque bit operation (as af_mul_f32's product): a driver's algebraic rewrites
+// (Mesa's turn (s - t) - s into -t) cannot see through it, so error-free sums keep their error.
+fn af_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | af_zero); }
+// log2(m) for m in [sqrt(1/2), sqrt(2)) as hi + lo to about 2^-28 relative: ln m = t - t^2 / 2 + p
+// with t = m - 1 exact, t^2 an exact pair and p = af_log_tail3(t) (about t^3 / 3) the only rounded
+// term, times log2(e) as a pair. pow needs it: y log2(m) reaches 150 in magnitude, and a rounded
+// f32 log2(m) put 116 ulp into x^y there (issue 18's sweep).
+fn af_log2_mant_pair(m: f32) -> vec2<f32> {
+  let t = m - 1.0f;
+  let z = af_two_prod(t, t);
+  let h = -0.5f * z.x;
+  let s = af_opaque(t + h);
+  let bb = af_opaque(s - t);
+  let e = (t - (s - bb)) + (h - bb);
+  let lo = e + (af_log_tail3(t) - 0.5f * z.y);
+  let lnh = af_opaque(s + lo);
+  let lnl = lo - (lnh - s);
+  let q = af_two_prod(lnh, 1.4426950216293335f);
+  return vec2<f32>(q.x, q.y + (lnh * 1.925963033500011e-8f + lnl * 1.4426950216293335f));
+}
 // C powf, including its special cases and negative bases with integral exponents.
-// |x|^y = 2^(y log2|x|) with log2|x| = k + log2(m): y k is formed exactly (split products), so the
-// error follows |y log2(m)| <= |y| / 2, not |y log2|x||.
+// |x|^y = 2^(y log2|x|) with log2|x| = k + log2(m): y k is formed exactly (split products), and
+// y log2(m) as an exact product of y and the pair of af_log2_mant_pair, whose integer part is split
+// off before the fractions are summed, so the error stays a few ulp where |y log2|x|| nears 150.
 fn af_pow_f32(x: f32, y: f32) -> f32 {
   if (y == 0.0f || x == 1.0f) { return 1.0f; }
   if (af_is_nan_f32(x) || af_is_nan_f32(y)) { return af_nan(); }
@@ -679,9 +722,12 @@ fn af_pow_f32(x: f32, y: f32) -> f32 {
   let yh = af_mask12(y);
   let a = yh * k;
   let n = floor(a + 0.5f);
-  let f = ((a - n) + (y - yh) * k) + y * af_log2_mant(s.x);
+  let l = af_log2_mant_pair(s.x);
+  let q = af_two_prod(y, l.x);
+  let n3 = floor(q.x + 0.5f);
+  let f = ((a - n) + (q.x - n3)) + ((y - yh) * k + (q.y + y * l.y));
   let n2 = floor(f + 0.5f);
-  let m = af_ldexp(af_exp2_core(f - n2), i32(clamp(n + n2, -400.0f, 400.0f)));
+  let m = af_ldexp(af_exp2_core(f - n2), i32(clamp(n + n3 + n2, -400.0f, 400.0f)));
   return select(m, -m, flip);
 }
 // Two zeros give the first, tested on the bits: drivers may compile the select to a min/max
