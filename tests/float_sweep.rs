@@ -158,29 +158,52 @@ fn points_per_function() -> usize {
         .unwrap_or(1 << 18)
 }
 
-/// The sampled sweep of every function of type `T`: one stat per function.
+/// `v` made `len` long by repeating its values (so every function's inputs have one shape).
+fn padded<T: Bits>(v: &[T], len: usize) -> Vec<T> {
+    v.iter().copied().cycle().take(len).collect()
+}
+
+/// The sampled sweep of every function of type `T`: one stat per function. Every function is
+/// recorded on inputs of one common length before anything is read, so a device executor
+/// compiles a few fused kernels for the whole sweep rather than one per function (on PoCL and
+/// lavapipe the compiles are most of the time); only each function's own points are compared.
 fn sweep<T: Bits>() -> Vec<Stat> {
     let n = points_per_function();
     let dev = on_device::<T>();
+    let unary: Vec<Vec<T>> = UNARY.iter().map(|&f| points::unary::<T>(f, n)).collect();
+    let binary: Vec<(Vec<T>, Vec<T>)> = BINARY.iter().map(|&f| points::binary::<T>(f, n)).collect();
+    let len = unary
+        .iter()
+        .map(Vec::len)
+        .chain(binary.iter().map(|(x, _)| x.len()))
+        .max()
+        .unwrap_or(0);
+    let array = |v: &[T]| Array::from_vec(padded(v, len), &[len]);
+    let results: Vec<Array<T>> = UNARY
+        .iter()
+        .zip(&unary)
+        .map(|(&f, x)| apply(f, &array(x)))
+        .chain(
+            BINARY
+                .iter()
+                .zip(&binary)
+                .map(|(&f, (x, y))| apply2(f, &array(x), &array(y))),
+        )
+        .collect();
+    let mut results = results.iter().map(read);
     let mut stats = Vec::new();
-    for &name in UNARY {
-        let x = points::unary::<T>(name, n);
-        let got = read(&apply(name, &Array::from_slice(&x, &[x.len()])));
-        let want = reference_unary(name, &x);
+    for (&name, x) in UNARY.iter().zip(&unary) {
+        let got = results.next().expect("one result per function");
+        let want = reference_unary(name, x);
         let mut s = Stat::new(name, T::NAME);
-        s.add(dev, &[&x], &got, &want, LIMIT);
+        s.add(dev, &[x], &got[..x.len()], &want, LIMIT);
         stats.push(s);
     }
-    for &name in BINARY {
-        let (x, y) = points::binary::<T>(name, n);
-        let (a, b) = (
-            Array::from_slice(&x, &[x.len()]),
-            Array::from_slice(&y, &[y.len()]),
-        );
-        let got = read(&apply2(name, &a, &b));
-        let want = reference_binary(name, &x, &y);
+    for (&name, (x, y)) in BINARY.iter().zip(&binary) {
+        let got = results.next().expect("one result per function");
+        let want = reference_binary(name, x, y);
         let mut s = Stat::new(name, T::NAME);
-        s.add(dev, &[&x, &y], &got, &want, LIMIT);
+        s.add(dev, &[x, y], &got[..x.len()], &want, LIMIT);
         stats.push(s);
     }
     stats
