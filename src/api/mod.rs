@@ -13,6 +13,7 @@ mod random;
 mod reduce;
 mod reuse;
 mod runtime;
+mod slicing;
 mod view;
 
 pub use crate::debug::{
@@ -31,4 +32,5 @@ pub use runtime::{
     Backend, CacheStats, DeviceChoice, DeviceInfo, DeviceKind, DeviceLimits, ErrorHandling,
     FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats,
 };
+pub use slicing::{AxisArg, RangeArg, SliceInt};
 pub use view::Slice;

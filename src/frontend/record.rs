@@ -609,12 +609,14 @@ pub fn permute(a: &Handle, perm: &[usize], site: Site) -> Result<Handle> {
 }
 
 /// One axis of a slice: Python semantics (negative indices count from the end; `end: None` is the
-/// end in the step's direction).
+/// end in the step's direction). With `index` set, `start` is a single index (NumPy's `a[i]`): the
+/// axis keeps that element and is dropped from the result's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SliceSpec {
     pub start: Option<isize>,
     pub end: Option<isize>,
     pub step: isize,
+    pub index: bool,
 }
 
 pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
@@ -637,7 +639,27 @@ pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
             start: None,
             end: None,
             step: 1,
+            index: false,
         });
+        let n = n as isize;
+        if s.index {
+            let i = s.start.unwrap_or(0);
+            if i < -n || i >= n {
+                return Err(Error::new(
+                    ErrorKind::Argument,
+                    format!("index {i} out of range for axis {d} of length {n}"),
+                )
+                .at(site)
+                .hint(format!(
+                    "an index runs from -{n} to {} (negative ones count from the end)",
+                    n - 1
+                )));
+            }
+            start.push(if i < 0 { i + n } else { i });
+            step.push(1);
+            shape.push(1);
+            continue;
+        }
         if s.step == 0 {
             return Err(
                 Error::new(ErrorKind::Argument, format!("slice step 0 on axis {d}"))
@@ -645,7 +667,6 @@ pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
                     .hint("use a step of 1 or more, or negative to reverse"),
             );
         }
-        let n = n as isize;
         // Indices run from -n to n (negative ones count from the end); a reversed slice starts at
         // an element (-n to n - 1). Out-of-range indices are errors, as `&v[2..10]` panics.
         let start_hi = if s.step > 0 { n } else { n - 1 };
@@ -692,7 +713,22 @@ pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
         step.push(s.step);
         shape.push(len as usize);
     }
-    Ok(Inner::get().record(Op::Slice { start, step }, &[a], shape, a.dtype, site))
+    let sliced = Inner::get().record(
+        Op::Slice { start, step },
+        &[a],
+        shape.clone(),
+        a.dtype,
+        site,
+    );
+    if !spec.iter().any(|s| s.index) {
+        return Ok(sliced);
+    }
+    // Indexed axes are dropped (a reshape: the sliced elements are stored once and reinterpreted).
+    let kept: Shape = (0..shape.len())
+        .filter(|&d| !spec.get(d).is_some_and(|s| s.index))
+        .map(|d| shape[d])
+        .collect();
+    reshape(&sliced, kept, site)
 }
 
 pub fn broadcast_to(a: &Handle, shape: Shape, site: Site) -> Result<Handle> {
