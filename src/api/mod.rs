@@ -8,6 +8,8 @@ mod dynarray;
 mod element;
 mod inspect;
 mod math;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 mod ops;
 mod random;
 mod reduce;
