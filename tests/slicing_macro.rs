@@ -110,7 +110,7 @@ fn via_macro(e: Entry) -> Slice {
 
 fn random_entry(r: &mut StdRng, n: usize) -> Entry {
     let lim = n as i64 + 2;
-    let mut bound = |r: &mut StdRng| -> Option<isize> {
+    let bound = |r: &mut StdRng| -> Option<isize> {
         if r.random_bool(0.25) {
             None
         } else {

@@ -35,10 +35,11 @@ impl Inner {
             _ => None,
         };
         // Comparison mode: the reference value, before the node can be flushed.
-        let reference = if self.compare_on.load(std::sync::atomic::Ordering::Relaxed) {
+        let (reference, magnitude) = if self.compare_on.load(std::sync::atomic::Ordering::Relaxed) {
             self.reference_of(&op, inputs, &shape, dtype, site)
+                .map_or((None, None), |(r, m)| (Some(r), m))
         } else {
-            None
+            (None, None)
         };
         let fusible = op.is_fusible();
         let queued = !matches!(op, Op::Const(_) | Op::Generate(_));
@@ -71,6 +72,7 @@ impl Inner {
                 queued,
                 lazy_cost,
                 reference,
+                magnitude,
                 tolerance_op,
                 tolerance_dtype,
                 ..NodeInfo::new(
@@ -119,7 +121,9 @@ impl Inner {
 
     /// The reference value of an op about to be recorded (comparison mode): the sequential
     /// interpreter on its inputs' reference values, or on their optimised values where an input
-    /// has none (it was recorded before comparison was switched on).
+    /// has none (it was recorded before comparison was switched on); and the magnitude each
+    /// element's allowance scales with (`debug::conditioning`).
+    #[allow(clippy::type_complexity)]
     fn reference_of(
         &self,
         op: &Op,
@@ -127,13 +131,37 @@ impl Inner {
         shape: &Shape,
         dtype: DType,
         site: Site,
-    ) -> Option<Arc<TypedVec>> {
+    ) -> Option<(Arc<TypedVec>, Option<Arc<Vec<f64>>>)> {
+        use crate::debug::conditioning;
+        let cfg = self.compare.read().clone();
         let mut vals = Vec::with_capacity(inputs.len());
-        for h in inputs {
-            let (r, buf, in_section) = {
+        // The output's allowance follows the same rule as `record`'s tolerance op and type.
+        let (mut tol_op, mut tol_dtype) = (op.base_name(), dtype);
+        for (k, h) in inputs.iter().enumerate() {
+            let (r, mag, tol, buf, in_section) = {
                 let fe = self.fe.lock();
                 let n = fe.nodes.get(&h.id)?;
-                (n.reference.clone(), n.buffer(), !fe.sections.is_empty())
+                if k == 0 && op.moves_data() {
+                    (tol_op, tol_dtype) = (n.tolerance_op, n.tolerance_dtype);
+                }
+                if dtype == DType::F64 && n.tolerance_dtype == DType::F32 {
+                    tol_dtype = DType::F32;
+                }
+                let mag = match (&n.magnitude, &n.reference) {
+                    (Some(m), _) => Some(m.clone()),
+                    (None, Some(r)) => Some(Arc::new(conditioning::leaf(&n.op, r))),
+                    (None, None) => None,
+                };
+                let tol = cfg
+                    .as_ref()
+                    .map(|c| c.tolerance_for(n.tolerance_op, n.tolerance_dtype));
+                (
+                    n.reference.clone(),
+                    mag,
+                    tol,
+                    n.buffer(),
+                    !fe.sections.is_empty(),
+                )
             };
             let r = match r {
                 Some(r) => r,
@@ -143,7 +171,11 @@ impl Inner {
                 None if in_section => return None,
                 None => self.read_node(h.id, site).ok()?,
             };
-            vals.push((r, h.shape.clone()));
+            // Values computed before comparison was on: their own size.
+            let mag = mag.unwrap_or_else(|| {
+                Arc::new((0..r.len()).map(|i| r.get(i).as_f64().abs()).collect())
+            });
+            vals.push((r, h.shape.clone(), mag, tol));
         }
         let info = NodeInfo::new(
             op.clone(),
@@ -153,10 +185,25 @@ impl Inner {
             site,
             NodeState::Pending,
         );
-        let refs: Vec<(&TypedVec, &[usize])> = vals.iter().map(|(v, s)| (&**v, &s[..])).collect();
-        crate::debug::reference::eval(&info, &refs)
-            .ok()
-            .map(Arc::new)
+        let refs: Vec<(&TypedVec, &[usize])> =
+            vals.iter().map(|(v, s, _, _)| (&**v, &s[..])).collect();
+        let value = crate::debug::reference::eval(&info, &refs).ok()?;
+        let magnitude = cfg.map(|c| {
+            let ins: Vec<conditioning::CondInput> = vals
+                .iter()
+                .map(|(v, s, m, t)| conditioning::CondInput {
+                    value: v,
+                    shape: s,
+                    magnitude: m,
+                    tolerance: t.unwrap_or(crate::debug::Tolerance::EXACT),
+                })
+                .collect();
+            let out = c.tolerance_for(tol_op, tol_dtype);
+            Arc::new(conditioning::magnitudes(
+                op, shape, dtype, &ins, &value, out, site,
+            ))
+        });
+        Some((Arc::new(value), magnitude))
     }
 
     /// Records data written by the application; it gets a buffer at once.
