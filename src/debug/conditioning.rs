@@ -154,6 +154,11 @@ fn elementwise(n: &NodeInfo, inputs: &[CondInput], result: &TypedVec, out: Toler
             *c += w;
         }
     }
+    if let Op::Binary(crate::ir::BinaryOp::Rem) = n.op
+        && matches!(inputs[0].value.dtype(), DType::F32 | DType::F64)
+    {
+        rem_steps(n, inputs, &mut change);
+    }
     (0..len)
         .map(|i| {
             if anything[i] {
@@ -167,6 +172,30 @@ fn elementwise(n: &NodeInfo, inputs: &[CondInput], result: &TypedVec, out: Toler
             }
         })
         .collect()
+}
+
+/// `x % y` jumps by `|y|` where `x / y` crosses an integer: inside `x`'s allowed interval (which
+/// its ends alone may not show: every f32 beyond 2^24 is even), the change includes the step.
+fn rem_steps(n: &NodeInfo, inputs: &[CondInput], change: &mut [f64]) {
+    let f64s = |v: &TypedVec| TypedVec::F64((0..v.len()).map(|i| v.get(i).as_f64()).collect());
+    let allowed: Vec<f64> = inputs[0]
+        .magnitude
+        .iter()
+        .map(|&m| allowance(inputs[0].tolerance, m))
+        .collect();
+    let x = reference::broadcast(&f64s(inputs[0].value), inputs[0].shape, &n.shape);
+    let a = reference::broadcast(&TypedVec::F64(allowed), inputs[0].shape, &n.shape);
+    let y = reference::broadcast(&f64s(inputs[1].value), inputs[1].shape, &n.shape);
+    for (i, c) in change.iter_mut().enumerate() {
+        let (x, a, y) = (
+            x.get(i).as_f64(),
+            a.get(i).as_f64(),
+            y.get(i).as_f64().abs(),
+        );
+        if a > 0.0 && y > 0.0 && ((x - a) / y).trunc() != ((x + a) / y).trunc() {
+            *c += y;
+        }
+    }
 }
 
 /// `v + sign * allowed` per element, in `v`'s type (elements that may be anything stay).

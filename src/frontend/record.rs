@@ -138,7 +138,7 @@ impl Inner {
         // The output's allowance follows the same rule as `record`'s tolerance op and type.
         let (mut tol_op, mut tol_dtype) = (op.base_name(), dtype);
         for (k, h) in inputs.iter().enumerate() {
-            let (r, mag, tol, buf, in_section) = {
+            let (r, mag, tol, buf, in_section, exact) = {
                 let fe = self.fe.lock();
                 let n = fe.nodes.get(&h.id)?;
                 if k == 0 && op.moves_data() {
@@ -155,13 +155,9 @@ impl Inner {
                 let tol = cfg
                     .as_ref()
                     .map(|c| c.tolerance_for(n.tolerance_op, n.tolerance_dtype));
-                (
-                    n.reference.clone(),
-                    mag,
-                    tol,
-                    n.buffer(),
-                    !fe.sections.is_empty(),
-                )
+                let exact = matches!(n.op, Op::Source | Op::Const(_));
+                let sections = !fe.sections.is_empty();
+                (n.reference.clone(), mag, tol, n.buffer(), sections, exact)
             };
             let r = match r {
                 Some(r) => r,
@@ -171,9 +167,11 @@ impl Inner {
                 None if in_section => return None,
                 None => self.read_node(h.id, site).ok()?,
             };
-            // Values computed before comparison was on: their own size.
+            // Values recorded before comparison was on: uploads and constants are exact, computed
+            // values carry their own size.
             let mag = mag.unwrap_or_else(|| {
-                Arc::new((0..r.len()).map(|i| r.get(i).as_f64().abs()).collect())
+                let size = |i: usize| if exact { 0.0 } else { r.get(i).as_f64().abs() };
+                Arc::new((0..r.len()).map(size).collect())
             });
             vals.push((r, h.shape.clone(), mag, tol));
         }
