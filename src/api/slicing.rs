@@ -37,12 +37,17 @@ macro_rules! s {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __s_axis {
-    ($r:expr) => {
-        $crate::AxisArg::axis($r)
-    };
-    ($r:expr ; $st:expr) => {
-        $crate::RangeArg::stepped($r, $crate::SliceInt::to_isize($st))
-    };
+    // `1..-1` is NumPy's `1:-1`, not an empty Rust range: clippy's lint on it is off here.
+    ($r:expr) => {{
+        #[allow(clippy::reversed_empty_ranges)]
+        let r = $r;
+        $crate::AxisArg::axis(r)
+    }};
+    ($r:expr ; $st:expr) => {{
+        #[allow(clippy::reversed_empty_ranges)]
+        let r = $r;
+        $crate::RangeArg::stepped(r, $crate::SliceInt::to_isize($st))
+    }};
 }
 
 /// Integer types accepted as slice bounds, indices and steps.
