@@ -318,3 +318,120 @@ fn a_replayed_code_reuse_section_is_checked_too() {
     // The reference of the replayed output equals the correct (recorded, fault-free) result.
     assert_eq!(replayed.reference().unwrap(), first);
 }
+
+/// Comparison on copy-out with errors, for the conditioning tests.
+fn copy_out_errors() {
+    Runtime::clear_mismatches();
+    Runtime::set_compare(Some(
+        CompareConfig::new(CompareMode::OnCopyOut).action(MismatchAction::Error),
+    ));
+}
+
+/// GitHub issue 18 item 7: an f32 `a.matmul(&a.transpose())` whose products (about ±6.6e15)
+/// cancel rounds far from the f64 reference (within f32's accumulation error); the allowance
+/// scales with the sum of the products' magnitudes, so it is no mismatch.
+#[test]
+fn a_cancelling_matmul_is_not_a_mismatch() {
+    let _g = SERIAL.lock();
+    copy_out_errors();
+    // s^2 (6.6e15) is exact in f64 and below 2^53, so the f64 reference is exact; f32 loses the 3.
+    let s = 81_234_568.0f32;
+    let a = Array::from_slice(&[s, 1.0, s, s, 3.0, -s], &[2, 3]);
+    let p = a.matmul(&a.transpose());
+    let got = p.to_vec();
+    let reference = p.reference().unwrap();
+    Runtime::set_compare(None);
+    let got = got.expect("a correct ill-conditioned matmul is no mismatch");
+    assert!(
+        Runtime::mismatches().is_empty(),
+        "{:?}",
+        Runtime::mismatches()
+    );
+    // The f64 oracle: element [0, 1] is s^2 + 3 - s^2 = 3 exactly.
+    let (sd, want01) = (s as f64, 3.0f64);
+    assert_eq!(reference[1] as f64, want01);
+    // The optimised f32 result may be off by the products' rounding, but no more.
+    let bound = 3.0 * f32::EPSILON as f64 * (2.0 * sd * sd + 3.0);
+    assert!(
+        (got[1] as f64 - want01).abs() <= bound,
+        "{} vs {want01}",
+        got[1]
+    );
+    println!(
+        "matmul [0, 1]: optimised {}, reference {}",
+        got[1], reference[1]
+    );
+}
+
+/// GitHub issue 18 item 7: `x % d` amplifies a difference within `x`'s allowance (here `x` is a
+/// dot product accumulated in f32 by the optimised path and in f64 by the reference: 2^24 + 1 - 1
+/// rounds to 2^24 - 1 in f32 and is 2^24 in f64); the result steps by `d` and is no mismatch.
+#[test]
+fn mod_of_values_within_their_allowance_is_not_a_mismatch() {
+    let _g = SERIAL.lock();
+    copy_out_errors();
+    let a = Array::from_slice(&[16_777_216.0f32, 1.0, -1.0], &[1, 3]);
+    let ones = Array::<f32>::ones(&[3, 1]);
+    let x = a.matmul(&ones);
+    let m = &x % 2.0;
+    let (gx, gm) = (x.to_vec(), m.to_vec());
+    let (rx, rm) = (x.reference().unwrap(), m.reference().unwrap());
+    Runtime::set_compare(None);
+    let (gx, gm) = (
+        gx.unwrap(),
+        gm.expect("mod of an ill-conditioned input is no mismatch"),
+    );
+    assert!(
+        Runtime::mismatches().is_empty(),
+        "{:?}",
+        Runtime::mismatches()
+    );
+    // The oracle: exactly 2^24 in f64, so 0 after `% 2`.
+    assert_eq!((rx[0], rm[0]), (16_777_216.0, 0.0));
+    // Whichever way the optimised path rounded, `% 2` is consistent with it.
+    assert_eq!(gm[0], gx[0] % 2.0, "optimised x {}", gx[0]);
+    println!(
+        "x: optimised {}, reference {}; x % 2: {} vs {}",
+        gx[0], rx[0], gm[0], rm[0]
+    );
+}
+
+/// A wrong value in an ill-conditioned sum is still caught when its error is beyond the sum's
+/// conditioned allowance (1e-5 of the terms' magnitudes): the injected fault doubles one term of
+/// 1e8 in a sum that cancels to a few units.
+#[test]
+fn a_wrong_ill_conditioned_sum_is_still_caught() {
+    let Some(_scope) = fault_scope() else {
+        return;
+    };
+    let n = 64;
+    let mut v: Vec<f32> = data(n, 9);
+    v[0] = 1e8;
+    v[1] = -1e8;
+    let a = Array::from_slice(&v, &[n]);
+    let z = Array::<f32>::zeros(&[n]);
+    copy_out_errors();
+    // Correct first: the cancelling sum matches its reference.
+    let ok = (&a + &z).sum().item();
+    assert!(ok.is_ok(), "a correct cancelling sum: {ok:?}");
+    inject_fault(Some(BinaryOp::Add));
+    let l0 = line!();
+    let s = (&a + &z).sum();
+    let e = s.item().expect_err("a sum off by 1e8 is a mismatch");
+    inject_fault(None);
+    Runtime::set_compare(None);
+    assert_eq!(e.kind(), ErrorKind::Mismatch, "{e}");
+    let ms = Runtime::mismatches();
+    assert_eq!(ms.len(), 1, "{ms:?}");
+    assert_eq!(ms[0].op, "sum", "{}", ms[0]);
+    assert_eq!(ms[0].site.line(), l0 + 1, "{}", ms[0]);
+    // The allowance is the conditioned one: 1e-5 of the terms' magnitudes (about 2e8), far
+    // above the old 1e-5 of the result, and the error far above it.
+    let mags: f64 = v.iter().map(|&x| (x as f64).abs()).sum();
+    assert!(
+        (ms[0].allowed - (1e-5 * mags + 1e-6)).abs() <= 1e-9 * mags,
+        "{}",
+        ms[0]
+    );
+    assert!(ms[0].error > 1e7, "{}", ms[0]);
+}

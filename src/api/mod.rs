@@ -8,11 +8,14 @@ mod dynarray;
 mod element;
 mod inspect;
 mod math;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 mod ops;
 mod random;
 mod reduce;
 mod reuse;
 mod runtime;
+mod slicing;
 mod view;
 
 pub use crate::debug::{
@@ -31,4 +34,5 @@ pub use runtime::{
     Backend, CacheStats, DeviceChoice, DeviceInfo, DeviceKind, DeviceLimits, ErrorHandling,
     FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats,
 };
+pub use slicing::{AxisArg, RangeArg, SliceInt};
 pub use view::Slice;

@@ -6,18 +6,23 @@ use super::element::{Element, Float, Index};
 use crate::error::Result;
 use crate::frontend::{self, SliceSpec};
 use crate::ir::Shape;
-use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo};
 
 /// One axis of a slice. Negative indices count from the end; a negative step walks backwards.
 /// Indices outside the axis (beyond `-len..=len`, or a reversed slice starting past the last
 /// element) are errors naming your line, as `&v[2..10]` panics for a `Vec` of 5.
+/// [`Slice::index`] (an integer in [`s!`](crate::s)) selects one element and drops the axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slice(pub(crate) SliceSpec);
 
 impl Slice {
     /// `start..end` with `step` (`None` = to the end in the step's direction).
     pub fn new(start: Option<isize>, end: Option<isize>, step: isize) -> Slice {
-        Slice(SliceSpec { start, end, step })
+        Slice(SliceSpec {
+            start,
+            end,
+            step,
+            index: false,
+        })
     }
     /// The whole axis.
     pub fn all() -> Slice {
@@ -33,30 +38,15 @@ impl Slice {
     pub fn at(i: isize) -> Slice {
         Slice::new(Some(i), if i == -1 { None } else { Some(i + 1) }, 1)
     }
-}
-impl From<Range<usize>> for Slice {
-    fn from(r: Range<usize>) -> Slice {
-        Slice::new(Some(r.start as isize), Some(r.end as isize), 1)
-    }
-}
-impl From<RangeInclusive<usize>> for Slice {
-    fn from(r: RangeInclusive<usize>) -> Slice {
-        Slice::new(Some(*r.start() as isize), Some(*r.end() as isize + 1), 1)
-    }
-}
-impl From<RangeFrom<usize>> for Slice {
-    fn from(r: RangeFrom<usize>) -> Slice {
-        Slice::new(Some(r.start as isize), None, 1)
-    }
-}
-impl From<RangeTo<usize>> for Slice {
-    fn from(r: RangeTo<usize>) -> Slice {
-        Slice::new(None, Some(r.end as isize), 1)
-    }
-}
-impl From<RangeFull> for Slice {
-    fn from(_: RangeFull) -> Slice {
-        Slice::all()
+    /// A single index that drops the axis, as NumPy's `a[i]` (negative counts from the end; an
+    /// index outside `-len..len` is an error naming your line).
+    pub fn index(i: isize) -> Slice {
+        Slice(SliceSpec {
+            start: Some(i),
+            end: None,
+            step: 1,
+            index: true,
+        })
     }
 }
 
@@ -85,8 +75,9 @@ impl<T: Element> Array<T> {
     pub fn permute(&self, perm: &[usize]) -> Array<T> {
         ok(frontend::permute(&self.h, perm, site()).map(Array::wrap))
     }
-    /// A sub-array: one [`Slice`] per leading axis (`(2..10).into()`, `Slice::step(.., 2)`, ...).
-    /// An index out of range panics with the error (through the error-handler stack); see
+    /// A sub-array: one [`Slice`] per leading axis (`(2..10).into()`, `Slice::step(.., 2)`, ...,
+    /// or NumPy's notation with [`s!`](crate::s): `a.slice(s![1..-1, ..;2, -1])` is NumPy's
+    /// `a[1:-1, ::2, -1]`). An index out of range panics with the error (through the error-handler stack); see
     /// [`Array::try_slice`].
     #[track_caller]
     pub fn slice(&self, ranges: &[Slice]) -> Array<T> {

@@ -96,6 +96,7 @@ pub fn flush_into(
                     bindings[f as usize],
                     crate::debug::checker::Check {
                         reference,
+                        magnitude: n.magnitude.clone(),
                         op,
                         site,
                         order,

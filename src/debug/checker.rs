@@ -13,6 +13,8 @@ use std::sync::Arc;
 /// What to check a result against.
 pub struct Check {
     pub reference: Arc<TypedVec>,
+    /// The magnitude each element's allowance scales with (`conditioning.rs`), if known.
+    pub magnitude: Option<Arc<Vec<f64>>>,
     pub op: String,
     pub site: Site,
     pub order: u64,
@@ -106,8 +108,15 @@ pub fn start(report: Arc<Report>) -> Sender<CheckJob> {
                 if let Ok(Ok(data)) = data.recv() {
                     let tol = job.tolerance;
                     let values = (0..data.len()).map(|i| data.get(i).as_f64());
-                    let (m, checked, max_rel) =
-                        check(&job.op, job.site, job.order, values, &job.reference, tol);
+                    let (m, checked, max_rel) = check(
+                        &job.op,
+                        job.site,
+                        job.order,
+                        values,
+                        &job.reference,
+                        job.magnitude.as_deref().map(|m| &m[..]),
+                        tol,
+                    );
                     report.summarise(&job.op, job.site, checked, max_rel, m.is_some());
                     if let Some(m) = m {
                         report.record(m, &job.config);

@@ -7,6 +7,7 @@
 
 pub mod checker;
 pub mod compare;
+pub mod conditioning;
 pub mod reference;
 
 pub use compare::{Tolerance, Verdict};
@@ -174,7 +175,8 @@ pub struct OpSummary {
     pub mismatches: usize,
 }
 
-/// Compares optimised values with reference values: the first failing element, if any, how many
+/// Compares optimised values with reference values (allowances scaled by `magnitude` where
+/// given, see [`Tolerance`]): the first failing element, if any, how many
 /// elements were checked, and the largest relative error among finite values.
 pub fn check(
     op: &str,
@@ -182,6 +184,7 @@ pub fn check(
     order: u64,
     optimised: impl Iterator<Item = f64>,
     reference: &crate::exec::TypedVec,
+    magnitude: Option<&[f64]>,
     tol: Tolerance,
 ) -> (Option<Mismatch>, usize, f64) {
     let mut first: Option<Mismatch> = None;
@@ -192,7 +195,8 @@ pub fn check(
         if o.is_finite() && r.is_finite() && o != r {
             max_rel = max_rel.max((o - r).abs() / r.abs().max(f64::MIN_POSITIVE));
         }
-        if let Verdict::Fail { error, allowed } = compare::compare(o, r, tol) {
+        let m = magnitude.and_then(|m| m.get(i).copied()).unwrap_or(0.0);
+        if let Verdict::Fail { error, allowed } = compare::compare_conditioned(o, r, m, tol) {
             count += 1;
             first.get_or_insert(Mismatch {
                 op: op.into(),

@@ -14,7 +14,7 @@ use crate::primitives::{
 };
 
 /// The multi-index of `lin` in `shape`.
-fn unravel(mut lin: usize, shape: &[usize]) -> Vec<usize> {
+pub(crate) fn unravel(mut lin: usize, shape: &[usize]) -> Vec<usize> {
     let mut idx = vec![0; shape.len()];
     for k in (0..shape.len()).rev() {
         if shape[k] > 0 {
@@ -25,7 +25,7 @@ fn unravel(mut lin: usize, shape: &[usize]) -> Vec<usize> {
     idx
 }
 
-fn ravel(idx: &[usize], shape: &[usize]) -> usize {
+pub(crate) fn ravel(idx: &[usize], shape: &[usize]) -> usize {
     idx.iter()
         .zip(contiguous_strides(shape).iter())
         .map(|(i, s)| i * s)
@@ -56,7 +56,7 @@ fn collect(dtype: DType, n: usize, f: impl Fn(usize) -> Scalar) -> TypedVec {
 }
 
 /// `v` (of `from` shape) broadcast NumPy-style to `to`.
-fn broadcast(v: &TypedVec, from: &[usize], to: &[usize]) -> TypedVec {
+pub(crate) fn broadcast(v: &TypedVec, from: &[usize], to: &[usize]) -> TypedVec {
     let n: usize = to.iter().product();
     let lead = to.len() - from.len();
     collect(v.dtype(), n, |i| {

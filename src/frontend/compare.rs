@@ -44,7 +44,7 @@ impl Inner {
                 first_new
             }
             CompareMode::OnCopyOut => {
-                let (reference, op, op_site, order, tol) = {
+                let (reference, magnitude, op, op_site, order, tol) = {
                     let fe = self.fe.lock();
                     let Some(n) = fe.nodes.get(&h.id) else {
                         return Ok(());
@@ -54,13 +54,22 @@ impl Inner {
                     };
                     (
                         r,
+                        n.magnitude.clone(),
                         n.op.name(),
                         n.site,
                         h.id.0,
                         cfg.tolerance_for(n.tolerance_op, n.tolerance_dtype),
                     )
                 };
-                let (m, checked, max_rel) = check(&op, op_site, order, values, &reference, tol);
+                let (m, checked, max_rel) = check(
+                    &op,
+                    op_site,
+                    order,
+                    values,
+                    &reference,
+                    magnitude.as_deref().map(|m| &m[..]),
+                    tol,
+                );
                 self.report
                     .summarise(&op, op_site, checked, max_rel, m.is_some());
                 if let Some(m) = &m {

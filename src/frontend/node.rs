@@ -39,6 +39,9 @@ pub struct NodeInfo {
     pub recomputed: bool,
     /// The reference value (comparison mode), from the sequential interpreter.
     pub reference: Option<std::sync::Arc<crate::exec::TypedVec>>,
+    /// The magnitude each reference element's allowance scales with (comparison mode, see
+    /// `debug::conditioning`); `None`: the reference's own size.
+    pub magnitude: Option<std::sync::Arc<Vec<f64>>>,
     /// The op whose allowance comparison mode applies to this result: its own, or for ops that
     /// only move data, their input's.
     pub tolerance_op: &'static str,
@@ -72,6 +75,7 @@ impl NodeInfo {
             lazy_cost: 0,
             recomputed: false,
             reference: None,
+            magnitude: None,
             tolerance_op,
             tolerance_dtype: dtype,
         }

@@ -35,10 +35,11 @@ impl Inner {
             _ => None,
         };
         // Comparison mode: the reference value, before the node can be flushed.
-        let reference = if self.compare_on.load(std::sync::atomic::Ordering::Relaxed) {
+        let (reference, magnitude) = if self.compare_on.load(std::sync::atomic::Ordering::Relaxed) {
             self.reference_of(&op, inputs, &shape, dtype, site)
+                .map_or((None, None), |(r, m)| (Some(r), m))
         } else {
-            None
+            (None, None)
         };
         let fusible = op.is_fusible();
         let queued = !matches!(op, Op::Const(_) | Op::Generate(_));
@@ -71,6 +72,7 @@ impl Inner {
                 queued,
                 lazy_cost,
                 reference,
+                magnitude,
                 tolerance_op,
                 tolerance_dtype,
                 ..NodeInfo::new(
@@ -119,7 +121,9 @@ impl Inner {
 
     /// The reference value of an op about to be recorded (comparison mode): the sequential
     /// interpreter on its inputs' reference values, or on their optimised values where an input
-    /// has none (it was recorded before comparison was switched on).
+    /// has none (it was recorded before comparison was switched on); and the magnitude each
+    /// element's allowance scales with (`debug::conditioning`).
+    #[allow(clippy::type_complexity)]
     fn reference_of(
         &self,
         op: &Op,
@@ -127,13 +131,33 @@ impl Inner {
         shape: &Shape,
         dtype: DType,
         site: Site,
-    ) -> Option<Arc<TypedVec>> {
+    ) -> Option<(Arc<TypedVec>, Option<Arc<Vec<f64>>>)> {
+        use crate::debug::conditioning;
+        let cfg = self.compare.read().clone();
         let mut vals = Vec::with_capacity(inputs.len());
-        for h in inputs {
-            let (r, buf, in_section) = {
+        // The output's allowance follows the same rule as `record`'s tolerance op and type.
+        let (mut tol_op, mut tol_dtype) = (op.base_name(), dtype);
+        for (k, h) in inputs.iter().enumerate() {
+            let (r, mag, tol, buf, in_section, exact) = {
                 let fe = self.fe.lock();
                 let n = fe.nodes.get(&h.id)?;
-                (n.reference.clone(), n.buffer(), !fe.sections.is_empty())
+                if k == 0 && op.moves_data() {
+                    (tol_op, tol_dtype) = (n.tolerance_op, n.tolerance_dtype);
+                }
+                if dtype == DType::F64 && n.tolerance_dtype == DType::F32 {
+                    tol_dtype = DType::F32;
+                }
+                let mag = match (&n.magnitude, &n.reference) {
+                    (Some(m), _) => Some(m.clone()),
+                    (None, Some(r)) => Some(Arc::new(conditioning::leaf(&n.op, r))),
+                    (None, None) => None,
+                };
+                let tol = cfg
+                    .as_ref()
+                    .map(|c| c.tolerance_for(n.tolerance_op, n.tolerance_dtype));
+                let exact = matches!(n.op, Op::Source | Op::Const(_));
+                let sections = !fe.sections.is_empty();
+                (n.reference.clone(), mag, tol, n.buffer(), sections, exact)
             };
             let r = match r {
                 Some(r) => r,
@@ -143,7 +167,13 @@ impl Inner {
                 None if in_section => return None,
                 None => self.read_node(h.id, site).ok()?,
             };
-            vals.push((r, h.shape.clone()));
+            // Values recorded before comparison was on: uploads and constants are exact, computed
+            // values carry their own size.
+            let mag = mag.unwrap_or_else(|| {
+                let size = |i: usize| if exact { 0.0 } else { r.get(i).as_f64().abs() };
+                Arc::new((0..r.len()).map(size).collect())
+            });
+            vals.push((r, h.shape.clone(), mag, tol));
         }
         let info = NodeInfo::new(
             op.clone(),
@@ -153,10 +183,25 @@ impl Inner {
             site,
             NodeState::Pending,
         );
-        let refs: Vec<(&TypedVec, &[usize])> = vals.iter().map(|(v, s)| (&**v, &s[..])).collect();
-        crate::debug::reference::eval(&info, &refs)
-            .ok()
-            .map(Arc::new)
+        let refs: Vec<(&TypedVec, &[usize])> =
+            vals.iter().map(|(v, s, _, _)| (&**v, &s[..])).collect();
+        let value = crate::debug::reference::eval(&info, &refs).ok()?;
+        let magnitude = cfg.map(|c| {
+            let ins: Vec<conditioning::CondInput> = vals
+                .iter()
+                .map(|(v, s, m, t)| conditioning::CondInput {
+                    value: v,
+                    shape: s,
+                    magnitude: m,
+                    tolerance: t.unwrap_or(crate::debug::Tolerance::EXACT),
+                })
+                .collect();
+            let out = c.tolerance_for(tol_op, tol_dtype);
+            Arc::new(conditioning::magnitudes(
+                op, shape, dtype, &ins, &value, out, site,
+            ))
+        });
+        Some((Arc::new(value), magnitude))
     }
 
     /// Records data written by the application; it gets a buffer at once.
@@ -609,12 +654,14 @@ pub fn permute(a: &Handle, perm: &[usize], site: Site) -> Result<Handle> {
 }
 
 /// One axis of a slice: Python semantics (negative indices count from the end; `end: None` is the
-/// end in the step's direction).
+/// end in the step's direction). With `index` set, `start` is a single index (NumPy's `a[i]`): the
+/// axis keeps that element and is dropped from the result's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SliceSpec {
     pub start: Option<isize>,
     pub end: Option<isize>,
     pub step: isize,
+    pub index: bool,
 }
 
 pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
@@ -637,7 +684,27 @@ pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
             start: None,
             end: None,
             step: 1,
+            index: false,
         });
+        let n = n as isize;
+        if s.index {
+            let i = s.start.unwrap_or(0);
+            if i < -n || i >= n {
+                return Err(Error::new(
+                    ErrorKind::Argument,
+                    format!("index {i} out of range for axis {d} of length {n}"),
+                )
+                .at(site)
+                .hint(format!(
+                    "an index runs from -{n} to {} (negative ones count from the end)",
+                    n - 1
+                )));
+            }
+            start.push(if i < 0 { i + n } else { i });
+            step.push(1);
+            shape.push(1);
+            continue;
+        }
         if s.step == 0 {
             return Err(
                 Error::new(ErrorKind::Argument, format!("slice step 0 on axis {d}"))
@@ -645,7 +712,6 @@ pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
                     .hint("use a step of 1 or more, or negative to reverse"),
             );
         }
-        let n = n as isize;
         // Indices run from -n to n (negative ones count from the end); a reversed slice starts at
         // an element (-n to n - 1). Out-of-range indices are errors, as `&v[2..10]` panics.
         let start_hi = if s.step > 0 { n } else { n - 1 };
@@ -692,7 +758,22 @@ pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
         step.push(s.step);
         shape.push(len as usize);
     }
-    Ok(Inner::get().record(Op::Slice { start, step }, &[a], shape, a.dtype, site))
+    let sliced = Inner::get().record(
+        Op::Slice { start, step },
+        &[a],
+        shape.clone(),
+        a.dtype,
+        site,
+    );
+    if !spec.iter().any(|s| s.index) {
+        return Ok(sliced);
+    }
+    // Indexed axes are dropped (a reshape: the sliced elements are stored once and reinterpreted).
+    let kept: Shape = (0..shape.len())
+        .filter(|&d| !spec.get(d).is_some_and(|s| s.index))
+        .map(|d| shape[d])
+        .collect();
+    reshape(&sliced, kept, site)
 }
 
 pub fn broadcast_to(a: &Handle, shape: Shape, site: Site) -> Result<Handle> {

@@ -545,6 +545,7 @@ impl Inner {
             for (h, r) in outputs.iter().zip(refs) {
                 if let Some(n) = fe.nodes.get_mut(&h.id) {
                     n.reference = r;
+                    n.magnitude = None;
                 }
             }
         }
@@ -558,6 +559,7 @@ impl Inner {
                         &prog.steps[prog.outputs[outputs.iter().position(|o| o.id == h.id)?]];
                     let check = crate::debug::checker::Check {
                         reference: n.reference.clone()?,
+                        magnitude: n.magnitude.clone(),
                         op: step.node.op.name(),
                         site: step.node.site,
                         order: h.id.0,

@@ -1,0 +1,288 @@
+//! How well conditioned each reference element is (comparison mode): the magnitude its allowance
+//! scales with (see [`Tolerance`]), computed beside the reference value from the inputs' values,
+//! magnitudes and allowances. Sums, products and matrix products scale with the sum of the
+//! magnitudes of their terms; element-wise ops carry their inputs' allowed differences through
+//! the op by evaluating it at the ends of each input's allowed interval (so `mod`, `floor`, casts
+//! and comparisons near a discontinuity get the step as allowance); data movement moves the
+//! magnitudes with the data. An infinite magnitude means any optimised value matches.
+
+use super::Tolerance;
+use super::reference::{self, ravel, unravel};
+use crate::exec::TypedVec;
+use crate::frontend::{NodeInfo, NodeState};
+use crate::ir::{DType, Intrinsic, Op, ReduceOp, Site};
+use smallvec::SmallVec;
+
+/// One input of an op: its reference value, shape, magnitudes and the allowance of its op.
+pub struct CondInput<'a> {
+    pub value: &'a TypedVec,
+    pub shape: &'a [usize],
+    pub magnitude: &'a [f64],
+    pub tolerance: Tolerance,
+}
+
+/// The magnitudes of a leaf's elements: exact data (an upload, a constant) has none to carry
+/// (0), generated values carry their own size.
+pub fn leaf(op: &Op, value: &TypedVec) -> Vec<f64> {
+    match op {
+        Op::Source | Op::Const(_) => vec![0.0; value.len()],
+        _ => abs(value),
+    }
+}
+
+fn abs(v: &TypedVec) -> Vec<f64> {
+    (0..v.len()).map(|i| v.get(i).as_f64().abs()).collect()
+}
+
+/// The allowed difference of one input element: `scale * magnitude + floor` (infinite when the
+/// element may be anything).
+fn allowance(t: Tolerance, magnitude: f64) -> f64 {
+    if magnitude.is_infinite() {
+        f64::INFINITY
+    } else {
+        t.scale * magnitude + t.floor
+    }
+}
+
+/// The magnitude of each element of `result`, the reference value of an op with `op`, `shape`
+/// and `dtype` on `inputs`, whose own allowance is `out`.
+pub fn magnitudes(
+    op: &Op,
+    shape: &[usize],
+    dtype: DType,
+    inputs: &[CondInput],
+    result: &TypedVec,
+    out: Tolerance,
+    site: Site,
+) -> Vec<f64> {
+    let node = |d: DType| {
+        NodeInfo::new(
+            op.clone(),
+            SmallVec::new(),
+            shape.into(),
+            d,
+            site,
+            NodeState::Pending,
+        )
+    };
+    let mags = |k: usize| TypedVec::F64(inputs[k].magnitude.to_vec());
+    match op {
+        Op::Source | Op::Const(_) | Op::Generate(_) => leaf(op, result),
+        Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Cast(_) => {
+            elementwise(&node(dtype), inputs, result, out)
+        }
+        Op::Reshape | Op::Broadcast | Op::Permute(_) | Op::Slice { .. } | Op::Tile => {
+            let m = mags(0);
+            moved(&node(DType::F64), &[(&m, inputs[0].shape)], result)
+        }
+        Op::Intrinsic(Intrinsic::Gather { .. }) => {
+            let m = mags(0);
+            moved(
+                &node(DType::F64),
+                &[(&m, inputs[0].shape), (inputs[1].value, inputs[1].shape)],
+                result,
+            )
+        }
+        Op::Intrinsic(Intrinsic::Concat { .. }) => {
+            let ms: Vec<TypedVec> = (0..inputs.len()).map(mags).collect();
+            let parts: Vec<(&TypedVec, &[usize])> =
+                ms.iter().zip(inputs).map(|(m, i)| (m, i.shape)).collect();
+            moved(&node(DType::F64), &parts, result)
+        }
+        Op::Intrinsic(Intrinsic::Matmul) => matmul(inputs, result),
+        Op::Reduce { op, axes } => reduce(*op, axes, &inputs[0], result),
+    }
+}
+
+/// Data movement: the magnitudes move as the data does.
+fn moved(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])], result: &TypedVec) -> Vec<f64> {
+    match reference::eval(n, inputs) {
+        Ok(TypedVec::F64(m)) => m,
+        _ => abs(result),
+    }
+}
+
+/// An element-wise op: each float input is moved to both ends of its allowed interval in turn;
+/// the largest change of the result per input is summed over inputs (a first-order bound that
+/// also sees discontinuities). The magnitude is `|result| + change / out.scale`; an output type
+/// compared exactly (a comparison, a cast to an integer) whose result can change matches anything.
+fn elementwise(n: &NodeInfo, inputs: &[CondInput], result: &TypedVec, out: Tolerance) -> Vec<f64> {
+    let len = result.len();
+    let r: Vec<f64> = (0..len).map(|i| result.get(i).as_f64()).collect();
+    let mut change = vec![0.0f64; len];
+    let mut anything = vec![false; len];
+    let values: Vec<(&TypedVec, &[usize])> = inputs.iter().map(|i| (i.value, i.shape)).collect();
+    for (k, input) in inputs.iter().enumerate() {
+        // An input element that may be anything makes the result anything.
+        if input.magnitude.iter().any(|m| m.is_infinite()) {
+            let m = reference::broadcast(
+                &TypedVec::F64(input.magnitude.to_vec()),
+                input.shape,
+                &n.shape,
+            );
+            for (i, a) in anything.iter_mut().enumerate() {
+                *a |= m.get(i).as_f64().is_infinite();
+            }
+        }
+        if !matches!(input.value.dtype(), DType::F32 | DType::F64) {
+            continue;
+        }
+        let allowed: Vec<f64> = input
+            .magnitude
+            .iter()
+            .map(|&m| allowance(input.tolerance, m))
+            .collect();
+        if allowed.iter().all(|&a| a == 0.0 || a.is_infinite()) {
+            continue;
+        }
+        let mut worst = vec![0.0f64; len];
+        for sign in [-1.0, 1.0] {
+            let moved_input = shifted(input.value, &allowed, sign);
+            let mut args = values.clone();
+            args[k] = (&moved_input, input.shape);
+            let Ok(v) = reference::eval(n, &args) else {
+                continue;
+            };
+            for (i, w) in worst.iter_mut().enumerate() {
+                let d = (v.get(i).as_f64() - r[i]).abs();
+                if d.is_finite() {
+                    *w = w.max(d);
+                }
+            }
+        }
+        for (c, w) in change.iter_mut().zip(worst) {
+            *c += w;
+        }
+    }
+    if let Op::Binary(crate::ir::BinaryOp::Rem) = n.op
+        && matches!(inputs[0].value.dtype(), DType::F32 | DType::F64)
+    {
+        rem_steps(n, inputs, &mut change);
+    }
+    (0..len)
+        .map(|i| {
+            if anything[i] {
+                f64::INFINITY
+            } else if change[i] == 0.0 {
+                r[i].abs()
+            } else if out.scale > 0.0 {
+                r[i].abs() + change[i] / out.scale
+            } else {
+                f64::INFINITY
+            }
+        })
+        .collect()
+}
+
+/// `x % y` jumps by `|y|` where `x / y` crosses an integer: inside `x`'s allowed interval (which
+/// its ends alone may not show: every f32 beyond 2^24 is even), the change includes the step.
+fn rem_steps(n: &NodeInfo, inputs: &[CondInput], change: &mut [f64]) {
+    let f64s = |v: &TypedVec| TypedVec::F64((0..v.len()).map(|i| v.get(i).as_f64()).collect());
+    let allowed: Vec<f64> = inputs[0]
+        .magnitude
+        .iter()
+        .map(|&m| allowance(inputs[0].tolerance, m))
+        .collect();
+    let x = reference::broadcast(&f64s(inputs[0].value), inputs[0].shape, &n.shape);
+    let a = reference::broadcast(&TypedVec::F64(allowed), inputs[0].shape, &n.shape);
+    let y = reference::broadcast(&f64s(inputs[1].value), inputs[1].shape, &n.shape);
+    for (i, c) in change.iter_mut().enumerate() {
+        let (x, a, y) = (
+            x.get(i).as_f64(),
+            a.get(i).as_f64(),
+            y.get(i).as_f64().abs(),
+        );
+        if a > 0.0 && y > 0.0 && ((x - a) / y).trunc() != ((x + a) / y).trunc() {
+            *c += y;
+        }
+    }
+}
+
+/// `v + sign * allowed` per element, in `v`'s type (elements that may be anything stay).
+fn shifted(v: &TypedVec, allowed: &[f64], sign: f64) -> TypedVec {
+    let at = |i: usize| {
+        let a = if allowed[i].is_finite() {
+            allowed[i]
+        } else {
+            0.0
+        };
+        v.get(i).as_f64() + sign * a
+    };
+    match v {
+        TypedVec::F32(x) => TypedVec::F32((0..x.len()).map(|i| at(i) as f32).collect()),
+        _ => TypedVec::F64((0..v.len()).map(at).collect()),
+    }
+}
+
+/// `sum_p max(|a_ip|, m_ip) * max(|b_pj|, m_pj)`: the matrix product's rounding scales with its
+/// products' sizes.
+fn matmul(inputs: &[CondInput], result: &TypedVec) -> Vec<f64> {
+    let (a, b) = (&inputs[0], &inputs[1]);
+    let (k, nn) = (a.shape[1], b.shape[1]);
+    let size = |x: &CondInput, i: usize| x.value.get(i).as_f64().abs().max(x.magnitude[i]);
+    (0..result.len())
+        .map(|i| {
+            let (r, c) = (i / nn.max(1), i % nn.max(1));
+            (0..k)
+                .map(|p| size(a, r * k + p) * size(b, p * nn + c))
+                .sum()
+        })
+        .collect()
+}
+
+/// Reductions, per output element over the elements it combines: sums `sum max(|x|, m)`,
+/// products `n * prod max(|x|, m)`, min/max `|result| + max m`; argmin/argmax and any/all match
+/// anything when another element is within the allowances of the winner (or may be anything).
+fn reduce(op: ReduceOp, axes: &[usize], input: &CondInput, result: &TypedVec) -> Vec<f64> {
+    let from = input.shape;
+    let kept: Vec<usize> = (0..from.len()).filter(|a| !axes.contains(a)).collect();
+    let order: Vec<usize> = kept.iter().chain(axes.iter()).copied().collect();
+    let domain: Vec<usize> = order.iter().map(|&a| from[a]).collect();
+    let inner: usize = axes.iter().map(|&a| from[a]).product();
+    let src = |lin: usize| {
+        let d = unravel(lin, &domain);
+        let mut s = vec![0; from.len()];
+        for (k, &a) in order.iter().enumerate() {
+            s[a] = d[k];
+        }
+        ravel(&s, from)
+    };
+    let x = |j: usize| input.value.get(j).as_f64();
+    let size = |j: usize| x(j).abs().max(input.magnitude[j]);
+    (0..result.len())
+        .map(|o| {
+            let group: Vec<usize> = (o * inner..(o + 1) * inner).map(src).collect();
+            let r = result.get(o).as_f64();
+            match op {
+                ReduceOp::Sum => group.iter().map(|&j| size(j)).sum(),
+                ReduceOp::Prod => {
+                    group.len() as f64 * group.iter().map(|&j| size(j)).product::<f64>()
+                }
+                ReduceOp::Max | ReduceOp::Min => {
+                    r.abs()
+                        + group
+                            .iter()
+                            .map(|&j| input.magnitude[j])
+                            .fold(0.0, f64::max)
+                }
+                ReduceOp::Any | ReduceOp::All => {
+                    if group.iter().any(|&j| input.magnitude[j].is_infinite()) {
+                        f64::INFINITY
+                    } else {
+                        0.0
+                    }
+                }
+                ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                    let Some(&best) = group.get(r as usize) else {
+                        return 0.0;
+                    };
+                    let a = |j: usize| allowance(input.tolerance, input.magnitude[j]);
+                    let close = group
+                        .iter()
+                        .any(|&j| j != best && (x(j) - x(best)).abs() <= a(j) + a(best));
+                    if close { f64::INFINITY } else { 0.0 }
+                }
+            }
+        })
+        .collect()
+}
