@@ -68,6 +68,7 @@ impl<T: Element> Array<T> {
     pub fn shape(&self) -> &[usize] {
         &self.h.shape
     }
+    /// Number of dimensions (0 for a scalar).
     pub fn ndim(&self) -> usize {
         self.h.shape.len()
     }
@@ -75,9 +76,11 @@ impl<T: Element> Array<T> {
     pub fn len(&self) -> usize {
         self.h.shape.iter().product()
     }
+    /// Whether the array has no elements (some dimension is 0).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The element type, as a run-time value.
     pub fn dtype(&self) -> crate::ir::DType {
         T::DTYPE
     }
@@ -237,10 +240,12 @@ impl<T: Element> Array<T> {
 }
 
 impl<T: super::Numeric> Array<T> {
+    /// An array of `shape` filled with 0.
     #[track_caller]
     pub fn zeros(shape: &[usize]) -> Self {
         Self::full(shape, T::ZERO)
     }
+    /// An array of `shape` filled with 1.
     #[track_caller]
     pub fn ones(shape: &[usize]) -> Self {
         Self::full(shape, T::ONE)

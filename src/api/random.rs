@@ -13,7 +13,9 @@ use std::sync::Arc;
 /// The state behind an [`Rng`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RngState {
+    /// The Philox key: the seed's low and high 32 bits.
     pub key: [u32; 2],
+    /// The position: the counter the next draw's first element uses.
     pub counter: u64,
 }
 
@@ -40,6 +42,7 @@ impl PartialEq for Rng {
 impl Eq for Rng {}
 
 impl Rng {
+    /// A generator at position 0 of the stream of `seed`.
     pub fn new(seed: u64) -> Rng {
         Rng {
             state: Arc::new(Mutex::new(RngState {

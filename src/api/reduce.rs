@@ -106,6 +106,7 @@ impl<T: Float> Array<T> {
     pub fn mean(&self) -> Array<T> {
         self.mean_of(None)
     }
+    /// Arithmetic mean along `axis` (the axis is removed).
     #[track_caller]
     pub fn mean_axis(&self, axis: usize) -> Array<T> {
         self.mean_of(Some(&[axis]))
@@ -115,6 +116,7 @@ impl<T: Float> Array<T> {
     pub fn variance(&self) -> Array<T> {
         self.variance_of(None)
     }
+    /// Population variance along `axis` (the axis is removed).
     #[track_caller]
     pub fn variance_axis(&self, axis: usize) -> Array<T> {
         self.variance_of(Some(&[axis]))
@@ -124,6 +126,7 @@ impl<T: Float> Array<T> {
     pub fn stddev(&self) -> Array<T> {
         self.variance_of(None).sqrt()
     }
+    /// Population standard deviation along `axis` (the axis is removed).
     #[track_caller]
     pub fn stddev_axis(&self, axis: usize) -> Array<T> {
         self.variance_of(Some(&[axis])).sqrt()

@@ -80,6 +80,8 @@ impl RuntimeBuilder {
 }
 
 impl Runtime {
+    /// Settings for the runtime, applied by [`RuntimeBuilder::start`] before the first array
+    /// operation (the runtime otherwise starts itself with the environment's settings).
     pub fn builder() -> RuntimeBuilder {
         RuntimeBuilder::default()
     }

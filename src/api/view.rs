@@ -66,6 +66,7 @@ impl<T: Element> Array<T> {
     pub fn reshape(&self, shape: &[usize]) -> Array<T> {
         ok(self.try_reshape(shape))
     }
+    /// Like [`Array::reshape`], returning an error when the element counts differ.
     #[track_caller]
     pub fn try_reshape(&self, shape: &[usize]) -> Result<Array<T>> {
         Ok(Array::wrap(frontend::reshape(
@@ -104,6 +105,7 @@ impl<T: Element> Array<T> {
     pub fn broadcast_to(&self, shape: &[usize]) -> Array<T> {
         ok(self.try_broadcast_to(shape))
     }
+    /// Like [`Array::broadcast_to`], returning an error when the shapes do not broadcast.
     #[track_caller]
     pub fn try_broadcast_to(&self, shape: &[usize]) -> Result<Array<T>> {
         Ok(Array::wrap(frontend::broadcast_to(
@@ -128,6 +130,8 @@ impl<T: Element> Array<T> {
     pub fn concat(parts: &[&Array<T>], axis: usize) -> Array<T> {
         ok(Self::try_concat(parts, axis))
     }
+    /// Like [`Array::concat`], returning an error when the other dimensions differ or `axis` is out
+    /// of range.
     #[track_caller]
     pub fn try_concat(parts: &[&Array<T>], axis: usize) -> Result<Array<T>> {
         let hs: Vec<&frontend::Handle> = parts.iter().map(|p| &p.h).collect();
@@ -141,6 +145,8 @@ impl<T: Float> Array<T> {
     pub fn matmul(&self, other: &Array<T>) -> Array<T> {
         ok(self.try_matmul(other))
     }
+    /// Like [`Array::matmul`], returning an error when the shapes do not fit.
+    ///
     #[track_caller]
     pub fn try_matmul(&self, other: &Array<T>) -> Result<Array<T>> {
         Ok(Array::wrap(frontend::matmul(&self.h, &other.h, site())?))
