@@ -11,6 +11,31 @@ use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo};
 /// One axis of a slice. Negative indices count from the end; a negative step walks backwards.
 /// Indices outside the axis (beyond `-len..=len`, or a reversed slice starting past the last
 /// element) are errors naming your line, as `&v[2..10]` panics for a `Vec` of 5.
+///
+/// Views (slices, transposes, broadcasts) fuse into the kernels that use them without copies.
+///
+/// ```
+/// use arrayflow::{Array, Slice};
+///
+/// let a = Array::from_vec((0..12).collect::<Vec<i32>>(), &[3, 4]); // [[0, 1, 2, 3], [4, 5, ...
+/// let rows = a.slice(&[(1..3).into()]); // rows 1 and 2, every column
+/// assert_eq!(rows.to_vec()?, vec![4, 5, 6, 7, 8, 9, 10, 11]);
+/// let s = a.slice(&[Slice::all(), Slice::step(.., 2)]); // every other column
+/// assert_eq!(s.to_vec()?, vec![0, 2, 4, 6, 8, 10]);
+/// let last = a.slice(&[Slice::at(-1), Slice::step(.., -1)]); // last row, reversed
+/// assert_eq!((last.shape(), last.to_vec()?), (&[1, 4][..], vec![11, 10, 9, 8]));
+///
+/// let t = a.transpose(); // shape [4, 3]
+/// assert_eq!(t.get(&[3, 1])?, 7);
+/// assert_eq!(a.reshape(&[2, 6]).get(&[1, 0])?, 6);
+/// let b = Array::from_vec(vec![100, 200, 300], &[3, 1]).broadcast_to(&[3, 4]);
+/// assert_eq!((&a + &b).get(&[2, 3])?, 311);
+/// let idx = Array::from_vec(vec![2u32, 0], &[2]);
+/// assert_eq!(a.gather(&idx, 0).to_vec()?, vec![8, 9, 10, 11, 0, 1, 2, 3]);
+/// assert_eq!(Array::concat(&[&a, &a], 0).shape(), &[6, 4]);
+/// assert!(a.try_slice(&[(2..10).into()]).is_err()); // out of range: an error naming this line
+/// # Ok::<(), arrayflow::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slice(pub(crate) SliceSpec);
 
@@ -141,6 +166,23 @@ impl<T: Element> Array<T> {
 
 impl<T: Float> Array<T> {
     /// Matrix product of `[m, k]` and `[k, n]` (an intrinsic: a tuned GEMM, not fused).
+    ///
+    /// ```
+    /// use arrayflow::Array;
+    ///
+    /// let a = Array::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    /// let b = Array::from_vec(vec![1.0f64, 0.0, -1.0, 2.0, 0.5, 1.0], &[3, 2]);
+    /// // row i of a times column j of b
+    /// let oracle = vec![
+    ///     1.0 * 1.0 + 2.0 * -1.0 + 3.0 * 0.5,
+    ///     1.0 * 0.0 + 2.0 * 2.0 + 3.0 * 1.0,
+    ///     4.0 * 1.0 + 5.0 * -1.0 + 6.0 * 0.5,
+    ///     4.0 * 0.0 + 5.0 * 2.0 + 6.0 * 1.0,
+    /// ];
+    /// assert_eq!(a.matmul(&b).to_vec()?, oracle);
+    /// assert!(a.try_matmul(&a).is_err()); // [2, 3] x [2, 3]
+    /// # Ok::<(), arrayflow::Error>(())
+    /// ```
     #[track_caller]
     pub fn matmul(&self, other: &Array<T>) -> Array<T> {
         ok(self.try_matmul(other))
