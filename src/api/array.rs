@@ -14,6 +14,30 @@ use std::panic::Location;
 /// not run; a read (`to_vec`, `item`, `read_into`, `get`) computes what it needs. `Clone` shares
 /// the data. `{}` and `{:?}` print the values (NumPy style; reading the array), `describe()` the
 /// element type and shape only.
+///
+/// ```
+/// use arrayflow::Array;
+///
+/// // From host data (row-major), or from a generator.
+/// let a = Array::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]);
+/// let z = Array::<f64>::zeros(&[2, 3]);
+/// let i = Array::<f32>::iota(&[2, 3], 1); // each element's index along axis 1
+/// let x = Array::<f64>::linspace(0.0, 1.0, 5);
+/// assert_eq!((a.shape(), a.ndim(), a.len()), (&[2, 3][..], 2, 6));
+///
+/// // Reads compute what they need and wait; they are the calls that return `Result`.
+/// assert_eq!(a.to_vec()?, vec![1, 2, 3, 4, 5, 6]);
+/// assert_eq!(a.get(&[1, 0])?, 4);
+/// assert_eq!(z.sum().item()?, 0.0);
+/// assert_eq!(i.to_vec()?, vec![0.0, 1.0, 2.0, 0.0, 1.0, 2.0]);
+/// assert_eq!(x.to_vec()?, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+/// let mut out = vec![0i32; 6];
+/// (&a * 10).read_into(&mut out)?;
+/// assert_eq!(out, vec![10, 20, 30, 40, 50, 60]);
+/// assert_eq!(a.describe(), "Array<i32>[2, 3]");
+/// assert_eq!(format!("{a}"), "[[1, 2, 3],\n [4, 5, 6]]");
+/// # Ok::<(), arrayflow::Error>(())
+/// ```
 pub struct Array<T: Element> {
     pub(crate) h: Handle,
     _t: PhantomData<T>,
@@ -68,6 +92,7 @@ impl<T: Element> Array<T> {
     pub fn shape(&self) -> &[usize] {
         &self.h.shape
     }
+    /// Number of dimensions (0 for a scalar).
     pub fn ndim(&self) -> usize {
         self.h.shape.len()
     }
@@ -75,9 +100,11 @@ impl<T: Element> Array<T> {
     pub fn len(&self) -> usize {
         self.h.shape.iter().product()
     }
+    /// Whether the array has no elements (some dimension is 0).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The element type, as a run-time value.
     pub fn dtype(&self) -> crate::ir::DType {
         T::DTYPE
     }
@@ -237,10 +264,12 @@ impl<T: Element> Array<T> {
 }
 
 impl<T: super::Numeric> Array<T> {
+    /// An array of `shape` filled with 0.
     #[track_caller]
     pub fn zeros(shape: &[usize]) -> Self {
         Self::full(shape, T::ZERO)
     }
+    /// An array of `shape` filled with 1.
     #[track_caller]
     pub fn ones(shape: &[usize]) -> Self {
         Self::full(shape, T::ONE)

@@ -14,9 +14,11 @@ pub struct DynArray {
 }
 
 impl DynArray {
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.h.dtype
     }
+    /// Dimensions, outermost first.
     pub fn shape(&self) -> &[usize] {
         &self.h.shape
     }
@@ -46,18 +48,23 @@ impl DynArray {
             h: frontend::binary(op, &self.h, &other.h, site())?,
         })
     }
+    /// Element-wise `self + other` (broadcasting); an error when the element types differ or the
+    /// shapes do not broadcast.
     #[track_caller]
     pub fn try_add(&self, other: &DynArray) -> Result<DynArray> {
         self.op(BinaryOp::Add, other)
     }
+    /// Element-wise `self - other`, checked as [`DynArray::try_add`].
     #[track_caller]
     pub fn try_sub(&self, other: &DynArray) -> Result<DynArray> {
         self.op(BinaryOp::Sub, other)
     }
+    /// Element-wise `self * other`, checked as [`DynArray::try_add`].
     #[track_caller]
     pub fn try_mul(&self, other: &DynArray) -> Result<DynArray> {
         self.op(BinaryOp::Mul, other)
     }
+    /// Element-wise `self / other`, checked as [`DynArray::try_add`].
     #[track_caller]
     pub fn try_div(&self, other: &DynArray) -> Result<DynArray> {
         self.op(BinaryOp::Div, other)

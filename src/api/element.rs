@@ -16,6 +16,7 @@ mod sealed {
 pub trait Element:
     Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static + sealed::Sealed
 {
+    /// The run-time tag of this type.
     const DTYPE: DType;
     #[doc(hidden)]
     fn scalar(self) -> Scalar;
@@ -29,7 +30,9 @@ pub trait Element:
 
 /// Number types: `f32`, `f64`, `i32`, `u32` (arithmetic, comparisons, sums).
 pub trait Numeric: Element {
+    /// The additive identity.
     const ZERO: Self;
+    /// The multiplicative identity.
     const ONE: Self;
 }
 /// Floating-point types: `f32`, `f64` (transcendental functions, means, norms, matmul, random).

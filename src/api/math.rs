@@ -84,6 +84,7 @@ impl<T: Float> Array<T> {
 }
 
 impl<T: Numeric> Array<T> {
+    /// Absolute value (integers wrap: `i32::MIN.abs()` stays `i32::MIN`).
     #[track_caller]
     pub fn abs(&self) -> Array<T> {
         self.un(UnaryOp::Abs)
@@ -118,18 +119,22 @@ impl<T: Numeric> Array<T> {
     pub fn clamp(&self, lo: impl Operand<T>, hi: impl Operand<T>) -> Array<T> {
         self.maximum(lo).minimum(hi)
     }
+    /// Element-wise `self < y`.
     #[track_caller]
     pub fn lt(&self, y: impl Operand<T>) -> Array<bool> {
         self.bin(BinaryOp::Lt, y)
     }
+    /// Element-wise `self <= y`.
     #[track_caller]
     pub fn le(&self, y: impl Operand<T>) -> Array<bool> {
         self.bin(BinaryOp::Le, y)
     }
+    /// Element-wise `self > y`.
     #[track_caller]
     pub fn gt(&self, y: impl Operand<T>) -> Array<bool> {
         self.bin(BinaryOp::Gt, y)
     }
+    /// Element-wise `self >= y`.
     #[track_caller]
     pub fn ge(&self, y: impl Operand<T>) -> Array<bool> {
         self.bin(BinaryOp::Ge, y)
@@ -150,18 +155,22 @@ impl<T: Element> Array<T> {
 }
 
 impl<T: Logical> Array<T> {
+    /// Element-wise logical (bool) or bitwise (integer) and; also the `&` operator.
     #[track_caller]
     pub fn and(&self, y: impl Operand<T>) -> Array<T> {
         self.bin(BinaryOp::And, y)
     }
+    /// Element-wise logical (bool) or bitwise (integer) or; also the `|` operator.
     #[track_caller]
     pub fn or(&self, y: impl Operand<T>) -> Array<T> {
         self.bin(BinaryOp::Or, y)
     }
+    /// Element-wise logical (bool) or bitwise (integer) exclusive or; also the `^` operator.
     #[track_caller]
     pub fn xor(&self, y: impl Operand<T>) -> Array<T> {
         self.bin(BinaryOp::Xor, y)
     }
+    /// Element-wise logical (bool) or bitwise (integer) complement; also the `!` operator.
     #[track_caller]
     pub fn not(&self) -> Array<T> {
         self.un(UnaryOp::Not)
@@ -169,10 +178,12 @@ impl<T: Logical> Array<T> {
 }
 
 impl Array<bool> {
+    /// Element-wise `!(self & y)`.
     #[track_caller]
     pub fn nand(&self, y: impl Operand<bool>) -> Array<bool> {
         self.bin(BinaryOp::Nand, y)
     }
+    /// Element-wise `!(self | y)`.
     #[track_caller]
     pub fn nor(&self, y: impl Operand<bool>) -> Array<bool> {
         self.bin(BinaryOp::Nor, y)

@@ -10,6 +10,34 @@ use std::ops;
 
 /// Something usable as the right-hand side of an element-wise operation: an array (owned or
 /// borrowed) or a scalar of the same element type.
+///
+/// The operators take every owned/borrowed combination and scalars on either side; shapes
+/// broadcast as in NumPy. Math functions and comparisons are methods.
+///
+/// ```
+/// use arrayflow::{Array, select};
+///
+/// let a = Array::from_vec(vec![0.5f64, 1.0, 2.0, 4.0], &[4]);
+/// let b = Array::from_vec(vec![1.0f64, 2.0, 3.0], &[3, 1]); // broadcasts against `a`
+/// let c = (&a * &b + 1.0).ln(); // shape [3, 4]
+/// let d = 2.0 - a.pow(0.5) / &a; // scalars on either side
+/// let big = a.gt(1.0); // comparisons give Array<bool>
+/// let e = select(&big, &a, 0.0); // element-wise if/else
+///
+/// let (av, bv) = ([0.5f64, 1.0, 2.0, 4.0], [1.0f64, 2.0, 3.0]);
+/// let c_oracle: Vec<f64> = bv.iter().flat_map(|b| av.iter().map(move |a| (a * b + 1.0).ln())).collect();
+/// arrayflow::assert_allclose(&c, &Array::from_vec(c_oracle, &[3, 4]), 1e-12, 0.0);
+/// let d_oracle: Vec<f64> = av.iter().map(|a| 2.0 - a.powf(0.5) / a).collect();
+/// arrayflow::assert_allclose(&d, &Array::from_vec(d_oracle, &[4]), 1e-12, 0.0);
+/// assert_eq!(e.to_vec()?, vec![0.0, 0.0, 2.0, 4.0]);
+///
+/// // Integers and bools: `%`, bitwise and logical operators.
+/// let n = Array::from_vec(vec![7u32, 12, 5], &[3]);
+/// assert_eq!((&n % 4).to_vec()?, vec![3, 0, 1]);
+/// assert_eq!((&n & 6u32).to_vec()?, vec![6, 4, 4]);
+/// assert_eq!((!n.gt(6)).to_vec()?, vec![false, false, true]);
+/// # Ok::<(), arrayflow::Error>(())
+/// ```
 pub trait Operand<T: Element> {
     #[doc(hidden)]
     fn into_handle(self, site: Site) -> Handle;

@@ -102,10 +102,36 @@ impl<T: Float> Array<T> {
         (&d * &d).red::<T>(ReduceOp::Sum, axes) / n
     }
     /// Arithmetic mean.
+    ///
+    /// Reductions of the whole array give a 0-D array (read it with [`Array::item`]); the
+    /// `_axis` and `_axes` forms reduce along axes and remove them.
+    ///
+    /// ```
+    /// use arrayflow::Array;
+    ///
+    /// let data: Vec<f64> = (0..12).map(|i| (i * i % 7) as f64).collect();
+    /// let a = Array::from_vec(data.clone(), &[3, 4]);
+    /// let n = data.len() as f64;
+    /// let mean = data.iter().sum::<f64>() / n;
+    /// let var = data.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    /// assert!((a.mean().item()? - mean).abs() < 1e-12);
+    /// assert!((a.variance().item()? - var).abs() < 1e-12);
+    /// assert!((a.stddev().item()? - var.sqrt()).abs() < 1e-12);
+    /// assert_eq!(a.max().item()?, 4.0);
+    /// assert_eq!(a.argmax().item()?, 2); // flat index of the first maximum
+    ///
+    /// let rows: Vec<f64> = data.chunks(4).map(|r| r.iter().sum()).collect();
+    /// assert_eq!(a.sum_axis(1).to_vec()?, rows); // shape [3]
+    /// assert_eq!(a.sum_axes(&[0, 1]).item()?, data.iter().sum::<f64>());
+    /// assert_eq!(a.gt(2.0).count().item()?, data.iter().filter(|&&x| x > 2.0).count() as u32);
+    /// assert!(a.ge(0.0).all().item()?);
+    /// # Ok::<(), arrayflow::Error>(())
+    /// ```
     #[track_caller]
     pub fn mean(&self) -> Array<T> {
         self.mean_of(None)
     }
+    /// Arithmetic mean along `axis` (the axis is removed).
     #[track_caller]
     pub fn mean_axis(&self, axis: usize) -> Array<T> {
         self.mean_of(Some(&[axis]))
@@ -115,6 +141,7 @@ impl<T: Float> Array<T> {
     pub fn variance(&self) -> Array<T> {
         self.variance_of(None)
     }
+    /// Population variance along `axis` (the axis is removed).
     #[track_caller]
     pub fn variance_axis(&self, axis: usize) -> Array<T> {
         self.variance_of(Some(&[axis]))
@@ -124,6 +151,7 @@ impl<T: Float> Array<T> {
     pub fn stddev(&self) -> Array<T> {
         self.variance_of(None).sqrt()
     }
+    /// Population standard deviation along `axis` (the axis is removed).
     #[track_caller]
     pub fn stddev_axis(&self, axis: usize) -> Array<T> {
         self.variance_of(Some(&[axis])).sqrt()

@@ -21,6 +21,29 @@ impl Runtime {
     /// first call. Pass scalars that change as parameters with [`Runtime::reuse_with`]. In debug
     /// builds the replay check re-records the second call and every 16th replay and reports a
     /// section whose recording changed (see [`Runtime::set_reuse_check`]).
+    ///
+    /// ```
+    /// use arrayflow::{Array, Runtime};
+    ///
+    /// let a = Array::from_vec(vec![1.0f64, 4.0, 9.0], &[3]);
+    /// let b = Array::<f64>::full(&[3], 2.0);
+    /// let before = Runtime::stats();
+    /// for step in 0..6u64 {
+    ///     // `step % 2` picks the branch, so it is a control value: one entry per branch.
+    ///     let out = Runtime::reuse(&[&a, &b], &[step % 2], |ins| {
+    ///         let y = if step % 2 == 0 { &ins[0] * &ins[1] } else { &ins[0] + &ins[1] };
+    ///         vec![y.sqrt()]
+    ///     })?;
+    ///     let oracle: Vec<f64> = [1.0f64, 4.0, 9.0]
+    ///         .iter()
+    ///         .map(|x| if step % 2 == 0 { x * 2.0 } else { x + 2.0 }.sqrt())
+    ///         .collect();
+    ///     assert_eq!(out[0].to_vec()?, oracle);
+    /// }
+    /// let macros = Runtime::stats().since(&before).macros;
+    /// assert_eq!((macros.misses, macros.hits), (2, 4)); // two recordings, four replays
+    /// # Ok::<(), arrayflow::Error>(())
+    /// ```
     #[track_caller]
     pub fn reuse<T: Element>(
         inputs: &[&Array<T>],

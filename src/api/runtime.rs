@@ -10,6 +10,25 @@ use crate::runtime::{Config, Inner};
 
 /// The process-wide runtime. It starts itself on first use; call [`Runtime::builder`] first to
 /// change its settings.
+///
+/// ```
+/// use arrayflow::{Array, Runtime};
+///
+/// // Before the first array operation (environment variables give the defaults).
+/// Runtime::builder().queue_threshold(256).tile(4096).start()?;
+/// assert_eq!(Runtime::config().queue_threshold, 256);
+/// assert!(Runtime::builder().start().is_err()); // it runs now
+///
+/// // Blocks compile a loop body as one unit; `execute` runs what was recorded and waits.
+/// let before = Runtime::stats();
+/// let acc = Runtime::block(|| (0..10).fold(Array::<f32>::zeros(&[3]), |acc, k| acc + k as f32));
+/// Runtime::execute();
+/// assert_eq!(acc.to_vec()?, vec![45.0; 3]);
+/// let stats = Runtime::stats().since(&before);
+/// assert!(stats.ops_recorded > 0);
+/// println!("{} kernels launched on {}", stats.kernels_launched, Runtime::executor());
+/// # Ok::<(), arrayflow::Error>(())
+/// ```
 pub struct Runtime;
 
 /// Settings for [`Runtime`], applied by [`RuntimeBuilder::start`].
@@ -80,6 +99,8 @@ impl RuntimeBuilder {
 }
 
 impl Runtime {
+    /// Settings for the runtime, applied by [`RuntimeBuilder::start`] before the first array
+    /// operation (the runtime otherwise starts itself with the environment's settings).
     pub fn builder() -> RuntimeBuilder {
         RuntimeBuilder::default()
     }
@@ -194,6 +215,26 @@ impl Runtime {
     }
     /// Switches comparison mode on (with its settings) or off, from the next recorded op on.
     /// Off costs nothing. `ARRAYFLOW_COMPARE=after|copyout[:abort|error|log]` sets it at start-up.
+    ///
+    /// ```
+    /// use arrayflow::{Array, CompareConfig, CompareMode, DType, MismatchAction, Runtime, Tolerance};
+    ///
+    /// let config = CompareConfig::new(CompareMode::AfterComputation)
+    ///     .action(MismatchAction::Error) // the next read returns ErrorKind::Mismatch
+    ///     .tolerance(DType::F32, Tolerance { scale: 1e-6, floor: 1e-7 });
+    /// Runtime::set_compare(Some(config));
+    /// let x = Array::from_vec(vec![0.5f32, 1.5, 2.5], &[3]);
+    /// let y = (x.exp() * &x).sum();
+    /// let v = y.item()?;
+    /// let oracle: f64 = [0.5f64, 1.5, 2.5].iter().map(|x| x.exp() * x).sum();
+    /// assert!((v as f64 - oracle).abs() < 1e-5 * oracle);
+    /// // Every op also got a reference value from the sequential interpreter.
+    /// assert!((y.reference()?[0] - v).abs() <= 1e-6 * v.abs());
+    /// assert!(Runtime::mismatches().is_empty());
+    /// assert!(Runtime::comparison_summary().iter().any(|s| s.op == "exp"));
+    /// Runtime::set_compare(None);
+    /// # Ok::<(), arrayflow::Error>(())
+    /// ```
     pub fn set_compare(config: Option<crate::debug::CompareConfig>) {
         let inner = Inner::get();
         let on = config.is_some();

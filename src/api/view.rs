@@ -11,6 +11,31 @@ use crate::ir::Shape;
 /// Indices outside the axis (beyond `-len..=len`, or a reversed slice starting past the last
 /// element) are errors naming your line, as `&v[2..10]` panics for a `Vec` of 5.
 /// [`Slice::index`] (an integer in [`s!`](crate::s)) selects one element and drops the axis.
+///
+/// Views (slices, transposes, broadcasts) fuse into the kernels that use them without copies.
+///
+/// ```
+/// use arrayflow::{Array, Slice};
+///
+/// let a = Array::from_vec((0..12).collect::<Vec<i32>>(), &[3, 4]); // [[0, 1, 2, 3], [4, 5, ...
+/// let rows = a.slice(&[(1..3).into()]); // rows 1 and 2, every column
+/// assert_eq!(rows.to_vec()?, vec![4, 5, 6, 7, 8, 9, 10, 11]);
+/// let s = a.slice(&[Slice::all(), Slice::step(.., 2)]); // every other column
+/// assert_eq!(s.to_vec()?, vec![0, 2, 4, 6, 8, 10]);
+/// let last = a.slice(&[Slice::at(-1), Slice::step(.., -1)]); // last row, reversed
+/// assert_eq!((last.shape(), last.to_vec()?), (&[1, 4][..], vec![11, 10, 9, 8]));
+///
+/// let t = a.transpose(); // shape [4, 3]
+/// assert_eq!(t.get(&[3, 1])?, 7);
+/// assert_eq!(a.reshape(&[2, 6]).get(&[1, 0])?, 6);
+/// let b = Array::from_vec(vec![100, 200, 300], &[3, 1]).broadcast_to(&[3, 4]);
+/// assert_eq!((&a + &b).get(&[2, 3])?, 311);
+/// let idx = Array::from_vec(vec![2u32, 0], &[2]);
+/// assert_eq!(a.gather(&idx, 0).to_vec()?, vec![8, 9, 10, 11, 0, 1, 2, 3]);
+/// assert_eq!(Array::concat(&[&a, &a], 0).shape(), &[6, 4]);
+/// assert!(a.try_slice(&[(2..10).into()]).is_err()); // out of range: an error naming this line
+/// # Ok::<(), arrayflow::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slice(pub(crate) SliceSpec);
 
@@ -56,6 +81,7 @@ impl<T: Element> Array<T> {
     pub fn reshape(&self, shape: &[usize]) -> Array<T> {
         ok(self.try_reshape(shape))
     }
+    /// Like [`Array::reshape`], returning an error when the element counts differ.
     #[track_caller]
     pub fn try_reshape(&self, shape: &[usize]) -> Result<Array<T>> {
         Ok(Array::wrap(frontend::reshape(
@@ -95,6 +121,7 @@ impl<T: Element> Array<T> {
     pub fn broadcast_to(&self, shape: &[usize]) -> Array<T> {
         ok(self.try_broadcast_to(shape))
     }
+    /// Like [`Array::broadcast_to`], returning an error when the shapes do not broadcast.
     #[track_caller]
     pub fn try_broadcast_to(&self, shape: &[usize]) -> Result<Array<T>> {
         Ok(Array::wrap(frontend::broadcast_to(
@@ -119,6 +146,8 @@ impl<T: Element> Array<T> {
     pub fn concat(parts: &[&Array<T>], axis: usize) -> Array<T> {
         ok(Self::try_concat(parts, axis))
     }
+    /// Like [`Array::concat`], returning an error when the other dimensions differ or `axis` is out
+    /// of range.
     #[track_caller]
     pub fn try_concat(parts: &[&Array<T>], axis: usize) -> Result<Array<T>> {
         let hs: Vec<&frontend::Handle> = parts.iter().map(|p| &p.h).collect();
@@ -128,10 +157,29 @@ impl<T: Element> Array<T> {
 
 impl<T: Float> Array<T> {
     /// Matrix product of `[m, k]` and `[k, n]` (an intrinsic: a tuned GEMM, not fused).
+    ///
+    /// ```
+    /// use arrayflow::Array;
+    ///
+    /// let a = Array::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    /// let b = Array::from_vec(vec![1.0f64, 0.0, -1.0, 2.0, 0.5, 1.0], &[3, 2]);
+    /// // row i of a times column j of b
+    /// let oracle = vec![
+    ///     1.0 * 1.0 + 2.0 * -1.0 + 3.0 * 0.5,
+    ///     1.0 * 0.0 + 2.0 * 2.0 + 3.0 * 1.0,
+    ///     4.0 * 1.0 + 5.0 * -1.0 + 6.0 * 0.5,
+    ///     4.0 * 0.0 + 5.0 * 2.0 + 6.0 * 1.0,
+    /// ];
+    /// assert_eq!(a.matmul(&b).to_vec()?, oracle);
+    /// assert!(a.try_matmul(&a).is_err()); // [2, 3] x [2, 3]
+    /// # Ok::<(), arrayflow::Error>(())
+    /// ```
     #[track_caller]
     pub fn matmul(&self, other: &Array<T>) -> Array<T> {
         ok(self.try_matmul(other))
     }
+    /// Like [`Array::matmul`], returning an error when the shapes do not fit.
+    ///
     #[track_caller]
     pub fn try_matmul(&self, other: &Array<T>) -> Result<Array<T>> {
         Ok(Array::wrap(frontend::matmul(&self.h, &other.h, site())?))

@@ -24,6 +24,7 @@ pub enum FlushReason {
 }
 
 impl FlushReason {
+    /// Every reason, in declaration order.
     pub const ALL: [FlushReason; 7] = [
         FlushReason::Read,
         FlushReason::Threshold,
@@ -33,6 +34,7 @@ impl FlushReason {
         FlushReason::BlockEnd,
         FlushReason::Section,
     ];
+    /// The reason's position in [`FlushReason::ALL`].
     pub fn index(self) -> usize {
         self as usize
     }

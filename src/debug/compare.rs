@@ -37,6 +37,7 @@ pub struct Tolerance {
 }
 
 impl Tolerance {
+    /// No allowance: values must be equal (NaN equals NaN).
     pub const EXACT: Tolerance = Tolerance {
         scale: 0.0,
         floor: 0.0,

@@ -38,7 +38,9 @@ pub enum MismatchAction {
 /// Settings of comparison mode.
 #[derive(Debug, Clone)]
 pub struct CompareConfig {
+    /// When results are compared: after each computation or when a read copies data out.
     pub mode: CompareMode,
+    /// What a mismatch does (default [`MismatchAction::Log`]).
     pub action: MismatchAction,
     /// Allowed error per element type (index by `DType as usize`).
     pub tolerances: [Tolerance; 5],
@@ -51,6 +53,9 @@ pub struct CompareConfig {
 }
 
 impl CompareConfig {
+    /// Comparison in `mode` with the default action ([`MismatchAction::Log`]), the default
+    /// tolerances ([`Tolerance::default_for`] for each type, wider ones for `matmul`) and no log
+    /// file.
     pub fn new(mode: CompareMode) -> CompareConfig {
         CompareConfig {
             mode,
@@ -91,6 +96,7 @@ impl CompareConfig {
             .find(|(o, d, _)| o == op && *d == dtype)
             .map_or(self.tolerances[dtype as usize], |&(_, _, t)| t)
     }
+    /// What a mismatch does.
     pub fn action(mut self, action: MismatchAction) -> Self {
         self.action = action;
         self
@@ -106,6 +112,7 @@ impl CompareConfig {
         self.tolerances[DType::F64 as usize] = tol;
         self
     }
+    /// Also append each mismatch to the file at `path`.
     pub fn log_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.log_file = Some(path.into());
         self
@@ -137,11 +144,15 @@ pub struct Mismatch {
     pub site: Site,
     /// The first element (row-major index) that differs, and how many differ.
     pub element: usize,
+    /// How many elements of the result differ.
     pub count: usize,
+    /// The optimised value of the first differing element (as f64).
     pub optimised: f64,
+    /// The reference value of the first differing element (as f64).
     pub reference: f64,
     /// `|optimised - reference|` and the allowance it exceeded.
     pub error: f64,
+    /// The allowance `error` exceeded: `|reference * scale| + floor`.
     pub allowed: f64,
     /// Creation order of the op (lower = recorded earlier).
     pub order: u64,
@@ -168,10 +179,15 @@ impl std::fmt::Display for Mismatch {
 /// relative error among finite values, and how many results mismatched.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpSummary {
+    /// The op's name (`add`, `sqrt`, `sum`, ...).
     pub op: String,
+    /// Where the op was recorded.
     pub site: Site,
+    /// Elements compared with their references.
     pub checked: usize,
+    /// The largest `|optimised - reference| / |reference|` among finite values.
     pub max_relative_error: f64,
+    /// Results of this op that mismatched.
     pub mismatches: usize,
 }
 

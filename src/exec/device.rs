@@ -12,8 +12,11 @@ use std::sync::OnceLock;
 /// The API an executor drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
+    /// The CPU executor (native tier and tile VM).
     Cpu,
+    /// OpenCL, through the system's ICD loader (`libOpenCL.so`).
     OpenCl,
+    /// wgpu on Vulkan (`libvulkan.so`).
     Wgpu,
 }
 
@@ -30,21 +33,28 @@ impl fmt::Display for Backend {
 /// What kind of processor a device is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeviceKind {
+    /// A discrete GPU.
     Discrete,
+    /// A GPU that shares the host's memory.
     Integrated,
+    /// A CPU device (PoCL's OpenCL device, lavapipe's Vulkan adapter).
     Cpu,
+    /// Anything else the API reports (an accelerator, a virtual device).
     Other,
 }
 
 /// One device of the inventory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// The API that drives it.
     pub backend: Backend,
     /// Position among the backend's devices (`opencl:N`, `wgpu:N`).
     pub index: usize,
+    /// The device's name as the driver reports it.
     pub name: String,
     /// The OpenCL platform or the wgpu driver that offers it.
     pub platform: String,
+    /// What kind of processor it is.
     pub kind: DeviceKind,
     /// Global memory in bytes, where the API tells (wgpu does not).
     pub memory: Option<u64>,
@@ -76,10 +86,13 @@ pub enum DeviceChoice {
     /// A discrete GPU when there is one (OpenCL first), else the CPU.
     #[default]
     Auto,
+    /// The CPU executor only; the GPU drivers are not touched.
     Cpu,
     /// The OpenCL device of that index (without one: a discrete GPU first, then integrated, then
     /// any other).
     OpenCl(Option<usize>),
+    /// The wgpu adapter of that index (without one: a discrete GPU first, then integrated, then
+    /// any other).
     Wgpu(Option<usize>),
 }
 

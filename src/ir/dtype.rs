@@ -5,14 +5,20 @@ use std::fmt;
 /// The element types an array can hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// `f32`: 32-bit IEEE float.
     F32,
+    /// `f64`: 64-bit IEEE float.
     F64,
+    /// `i32`: 32-bit signed integer.
     I32,
+    /// `u32`: 32-bit unsigned integer.
     U32,
+    /// `bool`: one byte per element in memory.
     Bool,
 }
 
 impl DType {
+    /// Every element type, in declaration order (`DType as usize` indexes it).
     pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::U32, DType::Bool];
 
     /// Bytes per element in memory.
@@ -23,15 +29,19 @@ impl DType {
             DType::Bool => 1,
         }
     }
+    /// Whether this is `f32` or `f64`.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64)
     }
+    /// Whether this is `i32` or `u32`.
     pub fn is_int(self) -> bool {
         matches!(self, DType::I32 | DType::U32)
     }
+    /// Whether arithmetic applies (every type but `bool`).
     pub fn is_numeric(self) -> bool {
         self != DType::Bool
     }
+    /// The Rust name of the type (`"f32"`, `"bool"`, ...), as `Display` prints it.
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",

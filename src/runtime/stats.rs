@@ -43,15 +43,18 @@ pub struct Counters {
 /// Declares the device executor's counters once: the atomic struct, the snapshot and `since`.
 macro_rules! device_counters {
     ($($(#[$doc:meta])* $f:ident),* $(,)?) => {
+        /// The device executor's counters, updated as it works.
         #[derive(Debug, Default)]
         pub struct DeviceCounters { $(pub $f: AtomicU64),* }
         /// What the device executor (OpenCL or wgpu) did.
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
         pub struct DeviceStats { $($(#[$doc])* pub $f: u64),* }
         impl DeviceCounters {
+            /// The counters' values now.
             pub fn snapshot(&self) -> DeviceStats { DeviceStats { $($f: self.$f.load(Relaxed)),* } }
         }
         impl DeviceStats {
+            /// What happened between the snapshot `e` and this one.
             pub fn since(&self, e: &DeviceStats) -> DeviceStats { DeviceStats { $($f: self.$f - e.$f),* } }
         }
     };
@@ -76,26 +79,34 @@ device_counters! {
     intrinsics,
     /// Device allocations that failed (or would pass the memory budget).
     alloc_failures,
-    /// Buffers moved to the host backing store to free device memory, and brought back.
+    /// Buffers moved to the host backing store to free device memory.
     swapped_out,
+    /// Buffers brought back from the host backing store.
     swapped_in,
-    /// Bytes moved from the CPU executor to the device and back.
+    /// Bytes moved from the CPU executor to the device.
     bytes_to_device,
+    /// Bytes moved from the device to the CPU executor.
     bytes_from_device,
-    /// Device programs compiled from source, loaded from the on-disk binary cache, found in memory.
+    /// Device programs compiled from source.
     compiles,
+    /// Device programs loaded from the on-disk binary cache (OpenCL binaries, the wgpu pipeline
+    /// cache).
     disk_hits,
+    /// Device programs found compiled in memory.
     memory_hits,
     /// Nanoseconds spent compiling or loading device programs.
     compile_ns,
     /// Host time from the start of the flush (or section replay) that made a device program to
     /// the submission that hands its kernels to the device (OpenCL `clFlush`, wgpu
-    /// `queue.submit`), summed in nanoseconds, and the number of programs it sums.
+    /// `queue.submit`), summed in nanoseconds over `launches`.
     launch_ns,
+    /// The number of programs `launch_ns` sums.
     launches,
-    /// Of `launch_ns`: the time until the scheduler took the flush's programs, and until the
-    /// device executor took each program (both from the same start, summed over `launches`).
+    /// Of `launch_ns`: the time until the scheduler took the flush's programs (from the same
+    /// start, summed over `launches`).
     scheduled_ns,
+    /// Of `launch_ns`: the time until the device executor took each program (from the same
+    /// start, summed over `launches`).
     received_ns,
     /// Of `launch_ns`: host time inside the device API's submission (OpenCL: the markers and
     /// `clFlush`; wgpu: finishing the command buffer and `queue.submit`), summed in nanoseconds
@@ -138,6 +149,7 @@ pub struct Stats {
     pub final_stages_launched: u64,
     /// Buffers newly allocated (not taken from the pool).
     pub buffers_allocated: u64,
+    /// Bytes of the buffers newly allocated.
     pub bytes_allocated: u64,
     /// Buffers taken from the pool of released ones.
     pub buffers_reused: u64,
@@ -173,17 +185,24 @@ pub struct Stats {
     pub device: DeviceStats,
 }
 
-/// Counters of one cache.
+/// Counters of one cache ([`Stats::trace`], [`Stats::programs`], [`Stats::macros`]; each field of
+/// [`Stats`] says what the counters mean for its cache).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Lookups that found an entry.
     pub hits: u64,
+    /// Lookups that found none.
     pub misses: u64,
+    /// Entries added.
     pub insertions: u64,
+    /// Entries removed to make room.
     pub evictions: u64,
+    /// Time spent looking entries up, in nanoseconds.
     pub lookup_ns: u64,
 }
 
 impl CacheStats {
+    /// What happened between the snapshot `e` and this one.
     pub fn since(&self, e: &CacheStats) -> CacheStats {
         CacheStats {
             hits: self.hits - e.hits,
@@ -198,16 +217,24 @@ impl CacheStats {
 /// Flush counts by [`FlushReason`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FlushCounts {
+    /// The application read a pending result.
     pub read: u64,
+    /// The queue grew past its threshold (`ARRAYFLOW_QUEUE_THRESHOLD`).
     pub threshold: u64,
+    /// A non-fusible operation (an intrinsic) entered an empty queue.
     pub non_fusible: u64,
+    /// `hint_read` on a pending array.
     pub hint: u64,
+    /// `Runtime::execute()`.
     pub execute: u64,
+    /// The end of the outermost block.
     pub block_end: u64,
+    /// Entering or ending a code reuse section.
     pub section: u64,
 }
 
 impl FlushCounts {
+    /// Flushes for every reason.
     pub fn total(&self) -> u64 {
         self.read
             + self.threshold
@@ -217,6 +244,7 @@ impl FlushCounts {
             + self.block_end
             + self.section
     }
+    /// Flushes for reason `r`.
     pub fn get(&self, r: FlushReason) -> u64 {
         match r {
             FlushReason::Read => self.read,

@@ -1,14 +1,14 @@
-//! The GPU executors (the seed's 900-1) on their own threads: one loop, [`GpuLoop`], written once
-//! over a small device API ([`DeviceApi`]) that `opencl.rs` and `wgpu.rs` implement.
+//! The GPU executors (the seed's 900-1) on their own threads: one loop, `GpuLoop`, written once
+//! over a small device API (`DeviceApi`) that `opencl.rs` and `wgpu.rs` implement.
 //!
 //! The loop owns the device's buffers (`store.rs`: allocation with a pool, the host backing store
 //! and swap when memory runs out), turns each task's kernel into a [`GpuPlan`] once per kernel
 //! (`plans.rs`), and runs the seed's Move_Data_In / Compute_Data / Move_Data_Out requests.
 //! Completion is asynchronous: the device API calls back when work is done and the callback tells
 //! the scheduler. When the runtime's threads spin, the loop itself polls for finished work between
-//! messages and while it waits ([`DeviceApi::poll`]), so the driver sees one thread; before it
+//! messages and while it waits (`DeviceApi::poll`), so the driver sees one thread; before it
 //! blocks, and after every submission when the threads do not spin, it hands what is left to the
-//! API's completion thread ([`DeviceApi::park`]). A kernel the device cannot run — unsupported,
+//! API's completion thread (`DeviceApi::park`). A kernel the device cannot run — unsupported,
 //! failing to compile even split, or out of memory after swapping — runs on the CPU from the
 //! executor's host copies (`fallback.rs`), so no computed value is lost.
 

@@ -6,7 +6,7 @@
 //! after it. On NVIDIA's driver a kernel that carries an event costs the device about 1.5 µs
 //! more per launch than one without, and 0.9 µs more than one followed by a marker (the
 //! hand-written chain of `benches/gpu.rs`, run A of session 10 in BENCHMARKS.md). While the
-//! device is busy (at least [`BUSY`] markers not yet seen complete), one marker covers up to
+//! device is busy (at least `BUSY` markers not yet seen complete), one marker covers up to
 //! `ARRAYFLOW_OPENCL_DEFER` pieces of work (default 8): it goes in once that many wait, or as soon
 //! as the device is less busy, or before the executor blocks or reads. A marker still costs the
 //! device about 0.5 µs: sharing them took the chain at 2^27, launched back to back, from
@@ -18,7 +18,7 @@
 //!
 //! Completion: when the runtime's threads spin (a GPU on a host with spare cores, `exec/wait.rs`)
 //! the executor's own thread polls the submitted events between messages and runs their
-//! completions ([`DeviceApi::poll`]), so every driver call comes from that one thread: on NVIDIA's
+//! completions (`DeviceApi::poll`), so every driver call comes from that one thread: on NVIDIA's
 //! driver a launch takes about 3 µs longer when another thread has just waited on an event (run C
 //! of session 9 in BENCHMARKS.md). Before the executor blocks, and always when the threads do not
 //! spin, a completion thread waits for the events instead (polling an event's status for the

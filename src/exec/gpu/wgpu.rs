@@ -6,7 +6,7 @@
 //! submitted together (off by default, see `WgpuApi::hold_at`; an upload after recorded work is
 //! a copy recorded in the encoder, so it stays in order with it); completion through
 //! `on_submitted_work_done` and `map_async`, fired by `device.poll`: from the executor's own
-//! thread between messages when the runtime's threads spin ([`DeviceApi::poll`], so one thread
+//! thread between messages when the runtime's threads spin (`DeviceApi::poll`, so one thread
 //! makes every call into wgpu), else and before the executor blocks by a polling thread (which
 //! polls without blocking for the spin budget first, `exec/wait.rs`). bool is stored as one u32
 //! per element (WGSL has no 8-bit storage).

@@ -7,12 +7,12 @@
 //! [`MAX_GROUPS`] groups; element-wise kernels up to 2^20). Without reductions the plan is one
 //! pass `af_kernel` looping over the domain's quads (four consecutive elements, vector loads and
 //! stores), by default one quad per thread, a work-group per 256 quads (`vector_loop`; the scalar
-//! alternative takes [`UNROLL`] elements a global size apart).
+//! alternative takes `UNROLL` elements a global size apart).
 //! With reductions (O results, each over I elements of the reduced extent):
 //! - `af_kernel` gives each result T threads (a power of two, about I / 8, at most 256), so a
 //!   work-group serves 256 / T results; when T = 256 and there are few results, the extent is also
 //!   cut into C chunks, a work-group per (result, chunk) pair. The T threads of a result stride
-//!   through its chunk, [`UNROLL`] elements per trip into as many running values (lanes) that are
+//!   through its chunk, `UNROLL` elements per trip into as many running values (lanes) that are
 //!   folded together at the end, then combine in a tree in local memory; the first writes one
 //!   partial per reduction: with C = 1 it is the result and goes to the output, with C > 1 it goes
 //!   to scratch at `o * C + c`;

@@ -25,7 +25,7 @@
 //! - reductions over at most [`THREAD_ROW`] elements: one pass `af_kernel`, one thread per result
 //!   (it evaluates the kernel over its row and writes the reduced values itself);
 //! - longer reductions: pass `af_kernel` runs one work-group per chunk `c` of result `o` (`C`
-//!   chunks per result, [`chunks`]); each thread folds its strided share of the chunk into
+//!   chunks per result, `chunks`); each thread folds its strided share of the chunk into
 //!   [`UNROLL`] independent accumulators (elements `i0 + u * LOCAL`, `i0` stepping by
 //!   `UNROLL * LOCAL`, the remainder into the first), folds them into the first in order, then a
 //!   tree in workgroup memory combines the threads. With `C == 1` the group writes the outputs;
