@@ -35,7 +35,10 @@ fn check_seed(seed: u64, verbose: bool) -> Option<String> {
     }
     match run::run(&p, verbose) {
         Outcome::Pass => None,
-        Outcome::Invalid(e) => Some(format!("seed {seed}: fuzzer bug (invalid program): {e}\n{}", program::to_rust(&p))),
+        Outcome::Invalid(e) => Some(format!(
+            "seed {seed}: fuzzer bug (invalid program): {e}\n{}",
+            program::to_rust(&p)
+        )),
         Outcome::Fail(e) => {
             let fails = |q: &program::Program| matches!(run::run(q, false), Outcome::Fail(_));
             let small = shrink::shrink(&p, &fails, Duration::from_secs(60));
@@ -70,18 +73,44 @@ fn fuzz_corpus() {
         return;
     }
     let start = Instant::now();
-    let failures: Vec<String> = corpus().into_iter().filter_map(|s| check_seed(s, false)).collect();
-    eprintln!("fuzz corpus: {} seeds in {:.1?} on {}", corpus().len(), start.elapsed(), arrayflow::Runtime::executor());
-    assert!(failures.is_empty(), "{} corpus seeds failed:\n\n{}", failures.len(), failures.join("\n\n"));
+    let mut failures = vec![];
+    for seed in corpus() {
+        let t = Instant::now();
+        failures.extend(check_seed(seed, false));
+        eprintln!("fuzz corpus: seed {seed} in {:.1?}", t.elapsed());
+    }
+    eprintln!(
+        "fuzz corpus: {} seeds in {:.1?} on {}",
+        corpus().len(),
+        start.elapsed(),
+        arrayflow::Runtime::executor()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} corpus seeds failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]
 #[ignore = "fresh seeds for FUZZ_SECONDS: reported, not blocking"]
 fn fuzz_fresh() {
-    let secs: u64 = std::env::var("FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
-    let base: u64 = std::env::var("FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() % 1_000_000_000 * 1000
-    });
+    let secs: u64 = std::env::var("FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let base: u64 = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                % 1_000_000_000
+                * 1000
+        });
     let start = Instant::now();
     let (mut n, mut failures) = (0u64, vec![]);
     while start.elapsed() < Duration::from_secs(secs) {
@@ -92,6 +121,13 @@ fn fuzz_fresh() {
             failures.push(seed);
         }
     }
-    eprintln!("fuzz_fresh: {n} seeds from {base} in {:.1?}, {} failed: {failures:?}", start.elapsed(), failures.len());
-    assert!(failures.is_empty(), "fresh seeds failed: {failures:?} (reports above)");
+    eprintln!(
+        "fuzz_fresh: {n} seeds from {base} in {:.1?}, {} failed: {failures:?}",
+        start.elapsed(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "fresh seeds failed: {failures:?} (reports above)"
+    );
 }

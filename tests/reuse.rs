@@ -495,7 +495,11 @@ fn constant_inputs_with_other_values_do_not_replay_the_first_calls_code() {
         })
         .unwrap();
         let want: Vec<f64> = data(4, 3).iter().map(|v| k + v).collect();
-        assert_eq!(out[0].to_vec().unwrap(), vec![k * 10.0; 4], "full({k}) * 10");
+        assert_eq!(
+            out[0].to_vec().unwrap(),
+            vec![k * 10.0; 4],
+            "full({k}) * 10"
+        );
         assert_eq!(out[1].to_vec().unwrap(), want, "full({k}) + data");
     }
 }
@@ -510,7 +514,12 @@ fn an_input_passed_twice_does_not_replay_for_distinct_inputs() {
     let (va, vb) = (data(5, 21), data(5, 22));
     let a = Array::from_vec(va.clone(), &[5]);
     let b = Array::from_vec(vb.clone(), &[5]);
-    for (x, y, vx, vy) in [(&a, &a, &va, &va), (&a, &b, &va, &vb), (&b, &a, &vb, &va), (&b, &b, &vb, &vb)] {
+    for (x, y, vx, vy) in [
+        (&a, &a, &va, &va),
+        (&a, &b, &va, &vb),
+        (&b, &a, &vb, &va),
+        (&b, &b, &vb, &vb),
+    ] {
         let out = Runtime::reuse(&[x, y], &[], |ins| vec![&ins[0] * &ins[1] - &ins[1]]).unwrap();
         let want: Vec<f64> = vx.iter().zip(vy).map(|(p, q)| p * q - q).collect();
         assert_eq!(out[0].to_vec().unwrap(), want);

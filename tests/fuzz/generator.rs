@@ -67,10 +67,10 @@ fn acceptable(o: &OArr) -> bool {
             dc += 1;
             continue;
         }
-        if o.ty.is_float() {
-            if v.abs() > limit(o.ty) || (v != 0.0 && v.abs() < 1e-20) || e > 0.51 * v.abs().max(1.0) {
-                return false;
-            }
+        let huge = v.abs() > limit(o.ty);
+        let tiny = v != 0.0 && v.abs() < 1e-20;
+        if o.ty.is_float() && (huge || tiny || e > 0.51 * v.abs().max(1.0)) {
+            return false;
         }
     }
     dc * 2 <= o.v.len()
@@ -89,7 +89,16 @@ impl Gen {
     fn shape(&mut self) -> Vec<usize> {
         if self.large && self.chance(0.3) {
             self.large = self.chance(0.3);
-            return self.pick(&[&[4099][..], &[64, 67], &[5003], &[3, 1500], &[8, 9, 65], &[65600]]).to_vec();
+            return self
+                .pick(&[
+                    &[4099][..],
+                    &[64, 67],
+                    &[5003],
+                    &[3, 1500],
+                    &[8, 9, 65],
+                    &[65600],
+                ])
+                .to_vec();
         }
         let rank = self.pick(&[0, 1, 1, 2, 2, 2, 3, 3, 4]);
         let mut s: Vec<usize> = (0..rank).map(|_| self.pick(&DIMS)).collect();
@@ -102,9 +111,31 @@ impl Gen {
 
     fn scalar(&mut self, ty: Ty) -> f64 {
         let v = match ty {
-            Ty::F32 | Ty::F64 => self.pick(&[0.5, 1.5, 2.0, -3.25, 0.1, 7.0, -0.75, 1e-3, 100.0, 0.0]),
-            Ty::I32 => self.pick(&[0.0, 1.0, 2.0, 3.0, -1.0, -7.0, 100.0, 65535.0, i32::MAX as f64, i32::MIN as f64]),
-            Ty::U32 => self.pick(&[0.0, 1.0, 2.0, 3.0, 7.0, 100.0, u32::MAX as f64, 2147483648.0]),
+            Ty::F32 | Ty::F64 => {
+                self.pick(&[0.5, 1.5, 2.0, -3.25, 0.1, 7.0, -0.75, 1e-3, 100.0, 0.0])
+            }
+            Ty::I32 => self.pick(&[
+                0.0,
+                1.0,
+                2.0,
+                3.0,
+                -1.0,
+                -7.0,
+                100.0,
+                65535.0,
+                i32::MAX as f64,
+                i32::MIN as f64,
+            ]),
+            Ty::U32 => self.pick(&[
+                0.0,
+                1.0,
+                2.0,
+                3.0,
+                7.0,
+                100.0,
+                u32::MAX as f64,
+                2147483648.0,
+            ]),
             Ty::Bool => self.pick(&[0.0, 1.0]),
         };
         ty.round(v)
@@ -112,7 +143,14 @@ impl Gen {
 
     fn range(&mut self, ty: Ty) -> (f64, f64) {
         match ty {
-            Ty::F32 | Ty::F64 => self.pick(&[(-1.0, 1.0), (-10.0, 10.0), (0.0, 1.0), (1.0, 5.0), (-100.0, 100.0), (0.5, 2.0)]),
+            Ty::F32 | Ty::F64 => self.pick(&[
+                (-1.0, 1.0),
+                (-10.0, 10.0),
+                (0.0, 1.0),
+                (1.0, 5.0),
+                (-100.0, 100.0),
+                (0.5, 2.0),
+            ]),
             Ty::I32 => self.pick(&[(-20.0, 20.0), (-2147483648.0, 2147483648.0), (1.0, 9.0)]),
             Ty::U32 => self.pick(&[(0.0, 50.0), (0.0, 4294967296.0), (1.0, 9.0)]),
             Ty::Bool => (0.0, 1.0),
@@ -132,13 +170,27 @@ impl Gen {
 
     fn leaf(&mut self, cx: &mut Ctx, ty: Ty, shape: Vec<usize>) -> Option<usize> {
         let seed = self.rng.random::<u32>() as u64;
-        let k = if cx.section { self.rng.random_range(1..3) } else { self.rng.random_range(0..6) };
+        let k = if cx.section {
+            self.rng.random_range(1..3)
+        } else {
+            self.rng.random_range(0..6)
+        };
         let expr = match k {
             0 | 3 | 4 => {
                 let (lo, hi) = self.range(ty);
-                Expr::Input { ty, shape, seed, lo, hi }
+                Expr::Input {
+                    ty,
+                    shape,
+                    seed,
+                    lo,
+                    hi,
+                }
             }
-            1 => Expr::Full { ty, shape, value: self.scalar(ty) },
+            1 => Expr::Full {
+                ty,
+                shape,
+                value: self.scalar(ty),
+            },
             2 if ty.is_numeric() && !shape.is_empty() => {
                 let axis = self.rng.random_range(0..shape.len());
                 Expr::Iota { ty, shape, axis }
@@ -149,7 +201,13 @@ impl Gen {
                 if cx.section {
                     return None;
                 }
-                Expr::Input { ty, shape, seed, lo, hi }
+                Expr::Input {
+                    ty,
+                    shape,
+                    seed,
+                    lo,
+                    hi,
+                }
             }
         };
         self.try_bind(cx, expr)
@@ -161,14 +219,30 @@ impl Gen {
 
     /// A live variable, optionally of a given type.
     fn var(&mut self, cx: &Ctx, ty: Option<Ty>) -> Option<usize> {
-        let c: Vec<usize> = cx.live.iter().copied().filter(|&v| ty.is_none_or(|t| cx.ty(v) == t)).collect();
-        if c.is_empty() { None } else { Some(self.pick(&c)) }
+        let c: Vec<usize> = cx
+            .live
+            .iter()
+            .copied()
+            .filter(|&v| ty.is_none_or(|t| cx.ty(v) == t))
+            .collect();
+        if c.is_empty() {
+            None
+        } else {
+            Some(self.pick(&c))
+        }
     }
 
     /// A shape `b` that broadcasts with `a` to `a`.
     fn sub_shape(&mut self, a: &[usize]) -> Vec<usize> {
-        let drop = if a.is_empty() { 0 } else { self.rng.random_range(0..=a.len()) };
-        a[drop..].iter().map(|&d| if self.chance(0.3) { 1 } else { d }).collect()
+        let drop = if a.is_empty() {
+            0
+        } else {
+            self.rng.random_range(0..=a.len())
+        };
+        a[drop..]
+            .iter()
+            .map(|&d| if self.chance(0.3) { 1 } else { d })
+            .collect()
     }
 
     /// A second operand for `x`: a scalar, a live variable that broadcasts with it, or a new leaf.
@@ -183,7 +257,11 @@ impl Gen {
                 .live
                 .iter()
                 .copied()
-                .filter(|&v| cx.ty(v) == ty && oracle::broadcast_shape(&cx.arr(v).shape, &shape).is_some_and(|s| s.iter().product::<usize>() <= 70000))
+                .filter(|&v| {
+                    cx.ty(v) == ty
+                        && oracle::broadcast_shape(&cx.arr(v).shape, &shape)
+                            .is_some_and(|s| s.iter().product::<usize>() <= 70000)
+                })
                 .collect();
             if !c.is_empty() {
                 return Some(Opd::Var(self.pick(&c)));
@@ -236,24 +314,62 @@ impl Gen {
                 if self.chance(0.25) {
                     self.pick(&cmp)
                 } else {
-                    self.pick(&[Bin::Add, Bin::Sub, Bin::Mul, Bin::Div, Bin::Rem, Bin::Modulo, Bin::Min, Bin::Max, Bin::Atan2, Bin::Add, Bin::Mul])
+                    self.pick(&[
+                        Bin::Add,
+                        Bin::Sub,
+                        Bin::Mul,
+                        Bin::Div,
+                        Bin::Rem,
+                        Bin::Modulo,
+                        Bin::Min,
+                        Bin::Max,
+                        Bin::Atan2,
+                        Bin::Add,
+                        Bin::Mul,
+                    ])
                 }
             }
             Ty::I32 | Ty::U32 => {
                 if self.chance(0.25) {
                     self.pick(&cmp)
                 } else {
-                    self.pick(&[Bin::Add, Bin::Sub, Bin::Mul, Bin::Div, Bin::Rem, Bin::Modulo, Bin::Min, Bin::Max, Bin::And, Bin::Or, Bin::Xor])
+                    self.pick(&[
+                        Bin::Add,
+                        Bin::Sub,
+                        Bin::Mul,
+                        Bin::Div,
+                        Bin::Rem,
+                        Bin::Modulo,
+                        Bin::Min,
+                        Bin::Max,
+                        Bin::And,
+                        Bin::Or,
+                        Bin::Xor,
+                    ])
                 }
             }
-            Ty::Bool => self.pick(&[Bin::And, Bin::Or, Bin::Xor, Bin::Nand, Bin::Nor, Bin::Eq, Bin::Ne]),
+            Ty::Bool => self.pick(&[
+                Bin::And,
+                Bin::Or,
+                Bin::Xor,
+                Bin::Nand,
+                Bin::Nor,
+                Bin::Eq,
+                Bin::Ne,
+            ]),
         };
         let y = self.operand(cx, x)?;
         let (a, b) = match y {
-            Opd::Scalar(_) if matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div | Bin::Rem) && ty.is_numeric() && self.chance(0.4) => {
+            Opd::Scalar(_)
+                if matches!(op, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div | Bin::Rem)
+                    && ty.is_numeric()
+                    && self.chance(0.4) =>
+            {
                 (y, Opd::Var(x))
             }
-            Opd::Var(_) if self.chance(0.3) && !matches!(op, Bin::Rem | Bin::Modulo) => (y, Opd::Var(x)),
+            Opd::Var(_) if self.chance(0.3) && !matches!(op, Bin::Rem | Bin::Modulo) => {
+                (y, Opd::Var(x))
+            }
             _ => (Opd::Var(x), y),
         };
         if op == Bin::Atan2 && matches!(a, Opd::Scalar(_)) {
@@ -271,11 +387,13 @@ impl Gen {
             }
         };
         let x = self.var(cx, None)?;
-        if oracle::broadcast_shape(&cx.arr(c).shape, &cx.arr(x).shape).is_none() {
-            return None;
-        }
+        oracle::broadcast_shape(&cx.arr(c).shape, &cx.arr(x).shape)?;
         let y = self.operand(cx, x)?;
-        let (a, b) = if self.chance(0.5) { (Opd::Var(x), y) } else { (y, Opd::Var(x)) };
+        let (a, b) = if self.chance(0.5) {
+            (Opd::Var(x), y)
+        } else {
+            (y, Opd::Var(x))
+        };
         self.try_bind(cx, Expr::Select { c, a, b })
     }
 
@@ -284,7 +402,14 @@ impl Gen {
         let (ty, rank) = (cx.ty(x), cx.arr(x).shape.len());
         let op = match ty {
             Ty::Bool => self.pick(&[Red::Any, Red::All, Red::Count]),
-            Ty::I32 | Ty::U32 => self.pick(&[Red::Sum, Red::Prod, Red::Min, Red::Max, Red::ArgMin, Red::ArgMax]),
+            Ty::I32 | Ty::U32 => self.pick(&[
+                Red::Sum,
+                Red::Prod,
+                Red::Min,
+                Red::Max,
+                Red::ArgMin,
+                Red::ArgMax,
+            ]),
             _ => self.pick(&[
                 Red::Sum,
                 Red::Sum,
@@ -330,13 +455,16 @@ impl Gen {
                 let mut m = n;
                 let mut p = 2;
                 while m > 1 {
-                    while m % p == 0 {
+                    while m.is_multiple_of(p) {
                         f.push(p);
                         m /= p;
                     }
                     p += 1;
                 }
-                let r = self.rng.random_range(0..=4usize).max(if n > 1 { 1 } else { 0 });
+                let r = self
+                    .rng
+                    .random_range(0..=4usize)
+                    .max(if n > 1 { 1 } else { 0 });
                 let mut s = vec![1; r];
                 for q in f {
                     let i = self.rng.random_range(0..r);
@@ -358,21 +486,29 @@ impl Gen {
                 Expr::Slice { a: x, axes }
             }
             3 => {
-                let lead = self.rng.random_range(0..=(4usize.saturating_sub(rank)).min(2));
+                let lead = self
+                    .rng
+                    .random_range(0..=(4usize.saturating_sub(rank)).min(2));
                 let mut s: Vec<usize> = (0..lead).map(|_| self.pick(&[1, 2, 3, 5])).collect();
-                s.extend(shape.iter().map(|&d| if d == 1 { self.pick(&[1, 2, 4, 7]) } else { d }));
+                s.extend(
+                    shape
+                        .iter()
+                        .map(|&d| if d == 1 { self.pick(&[1, 2, 4, 7]) } else { d }),
+                );
                 Expr::Broadcast { a: x, shape: s }
             }
             _ => {
                 let extra = self.rng.random_range(0..=1usize);
-                let reps: Vec<usize> = (0..rank + extra).map(|_| self.pick(&[1, 1, 2, 3])).collect();
+                let reps: Vec<usize> = (0..rank + extra)
+                    .map(|_| self.pick(&[1, 1, 2, 3]))
+                    .collect();
                 Expr::Tile { a: x, reps }
             }
         };
-        if let Expr::Broadcast { shape, .. } | Expr::Reshape { shape, .. } = &expr {
-            if shape.iter().product::<usize>() > 70000 {
-                return None;
-            }
+        if let Expr::Broadcast { shape, .. } | Expr::Reshape { shape, .. } = &expr
+            && shape.iter().product::<usize>() > 70000
+        {
+            return None;
         }
         self.try_bind(cx, expr)
     }
@@ -383,13 +519,33 @@ impl Gen {
         if step > 0 {
             let s = self.rng.random_range(0..d) as isize;
             let e = self.rng.random_range(s as i64 + 1..=di as i64) as isize;
-            let start = if self.chance(0.2) { Some(s - di) } else if s == 0 && self.chance(0.5) { None } else { Some(s) };
-            let end = if e == di && self.chance(0.5) { None } else { Some(e) };
+            let start = if self.chance(0.2) {
+                Some(s - di)
+            } else if s == 0 && self.chance(0.5) {
+                None
+            } else {
+                Some(s)
+            };
+            let end = if e == di && self.chance(0.5) {
+                None
+            } else {
+                Some(e)
+            };
             (start, end, step)
         } else {
             let s = self.rng.random_range(0..d) as isize;
-            let start = if s == di - 1 && self.chance(0.5) { None } else if self.chance(0.2) { Some(s - di) } else { Some(s) };
-            let end = if s == 0 || self.chance(0.5) { None } else { Some(self.rng.random_range(0..s as i64) as isize) };
+            let start = if s == di - 1 && self.chance(0.5) {
+                None
+            } else if self.chance(0.2) {
+                Some(s - di)
+            } else {
+                Some(s)
+            };
+            let end = if s == 0 || self.chance(0.5) {
+                None
+            } else {
+                Some(self.rng.random_range(0..s as i64) as isize)
+            };
             (start, end, step)
         }
     }
@@ -398,7 +554,12 @@ impl Gen {
         match self.rng.random_range(0..3) {
             0 => {
                 let ty = self.pick(&[Ty::F32, Ty::F32, Ty::F64]);
-                let c: Vec<usize> = cx.live.iter().copied().filter(|&v| cx.ty(v) == ty && cx.arr(v).shape.len() == 2).collect();
+                let c: Vec<usize> = cx
+                    .live
+                    .iter()
+                    .copied()
+                    .filter(|&v| cx.ty(v) == ty && cx.arr(v).shape.len() == 2)
+                    .collect();
                 let a = if !c.is_empty() && self.chance(0.7) {
                     self.pick(&c)
                 } else {
@@ -406,11 +567,22 @@ impl Gen {
                     self.leaf(cx, ty, s)?
                 };
                 let k = cx.arr(a).shape[1];
-                let c: Vec<usize> = cx.live.iter().copied().filter(|&v| cx.ty(v) == ty && cx.arr(v).shape.len() == 2 && cx.arr(v).shape[0] == k).collect();
+                let c: Vec<usize> = cx
+                    .live
+                    .iter()
+                    .copied()
+                    .filter(|&v| {
+                        cx.ty(v) == ty && cx.arr(v).shape.len() == 2 && cx.arr(v).shape[0] == k
+                    })
+                    .collect();
                 let b = if !c.is_empty() && self.chance(0.5) {
                     self.pick(&c)
                 } else {
-                    let n = if self.large { self.pick(&[64, 100]) } else { self.pick(&DIMS) };
+                    let n = if self.large {
+                        self.pick(&[64, 100])
+                    } else {
+                        self.pick(&DIMS)
+                    };
                     self.leaf(cx, ty, vec![k, n])?
                 };
                 self.try_bind(cx, Expr::Matmul { a, b })
@@ -423,9 +595,20 @@ impl Gen {
                 }
                 let axis = self.rng.random_range(0..shape.len());
                 let ity = self.pick(&[Ty::I32, Ty::U32]);
-                let ishape: Vec<usize> = (0..self.pick(&[0, 1, 1, 2])).map(|_| self.pick(&[1, 2, 3, 5, 8])).collect();
+                let ishape: Vec<usize> = (0..self.pick(&[0, 1, 1, 2]))
+                    .map(|_| self.pick(&[1, 2, 3, 5, 8]))
+                    .collect();
                 let seed = self.rng.random::<u32>() as u64;
-                let idx = self.try_bind(cx, Expr::Input { ty: ity, shape: ishape, seed, lo: 0.0, hi: shape[axis] as f64 })?;
+                let idx = self.try_bind(
+                    cx,
+                    Expr::Input {
+                        ty: ity,
+                        shape: ishape,
+                        seed,
+                        lo: 0.0,
+                        hi: shape[axis] as f64,
+                    },
+                )?;
                 self.try_bind(cx, Expr::Gather { a, idx, axis })
             }
             _ => {
@@ -443,7 +626,9 @@ impl Gen {
                         .copied()
                         .filter(|&v| {
                             let s = &cx.arr(v).shape;
-                            cx.ty(v) == ty && s.len() == shape.len() && (0..s.len()).all(|d| d == axis || s[d] == shape[d])
+                            cx.ty(v) == ty
+                                && s.len() == shape.len()
+                                && (0..s.len()).all(|d| d == axis || s[d] == shape[d])
                         })
                         .collect();
                     let p = if !c.is_empty() && self.chance(0.5) {
@@ -486,12 +671,24 @@ impl Gen {
         }
         let n_params = self.rng.random_range(0..=2);
         let params: Vec<f64> = (0..n_params).map(|_| self.scalar(ty)).collect();
-        let mut sx = Ctx { env: vec![], live: vec![], stmts: vec![], next: 0, section: true, block: false };
+        let mut sx = Ctx {
+            env: vec![],
+            live: vec![],
+            stmts: vec![],
+            next: 0,
+            section: true,
+            block: false,
+        };
         for &i in &inputs {
             sx.env.push(cx.env[i].clone());
         }
         for &p in &params {
-            sx.env.push(Some(OArr { ty, shape: vec![], v: vec![p], e: vec![0.0] }));
+            sx.env.push(Some(OArr {
+                ty,
+                shape: vec![],
+                v: vec![p],
+                e: vec![0.0],
+            }));
         }
         sx.next = sx.env.len();
         sx.live = (0..sx.next).collect();
@@ -502,7 +699,9 @@ impl Gen {
             }
             self.let_stmt(&mut sx);
         }
-        let made: Vec<usize> = (inputs.len() + n_params..sx.next).filter(|&v| sx.ty(v) == ty).collect();
+        let made: Vec<usize> = (inputs.len() + n_params..sx.next)
+            .filter(|&v| sx.ty(v) == ty)
+            .collect();
         if made.is_empty() {
             return None;
         }
@@ -510,7 +709,14 @@ impl Gen {
         if made.len() > 1 && self.chance(0.4) {
             outputs.push(made[0]);
         }
-        let mut sec = Section { ty, n_inputs: inputs.len(), n_params, body: sx.stmts, outputs: outputs.clone(), calls: vec![] };
+        let mut sec = Section {
+            ty,
+            n_inputs: inputs.len(),
+            n_params,
+            body: sx.stmts,
+            outputs: outputs.clone(),
+            calls: vec![],
+        };
         let ncalls = self.pick(&[1, 2, 2, 3]);
         let mut ins = inputs.clone();
         let mut ps = params.clone();
@@ -521,7 +727,12 @@ impl Gen {
                     .iter()
                     .map(|&i| {
                         let s = cx.arr(i).shape.clone();
-                        let c: Vec<usize> = cx.live.iter().copied().filter(|&v| cx.ty(v) == ty && cx.arr(v).shape == s).collect();
+                        let c: Vec<usize> = cx
+                            .live
+                            .iter()
+                            .copied()
+                            .filter(|&v| cx.ty(v) == ty && cx.arr(v).shape == s)
+                            .collect();
                         self.pick(&c)
                     })
                     .collect();
@@ -529,7 +740,14 @@ impl Gen {
             }
             // The oracle for this call; fall back to the first call's arguments.
             let mut local: oracle::Env = ins.iter().map(|&i| cx.env[i].clone()).collect();
-            local.extend(ps.iter().map(|&p| Some(OArr { ty, shape: vec![], v: vec![p], e: vec![0.0] })));
+            local.extend(ps.iter().map(|&p| {
+                Some(OArr {
+                    ty,
+                    shape: vec![],
+                    v: vec![p],
+                    e: vec![0.0],
+                })
+            }));
             let mut ok = true;
             for s in &sec.body {
                 if let Stmt::Let { id, expr, .. } = s {
@@ -628,12 +846,26 @@ impl Gen {
 
 /// The program of `seed`.
 pub fn generate(seed: u64) -> Program {
-    let mut g = Gen { rng: StdRng::seed_from_u64(seed), large: false, elements: 0 };
+    let mut g = Gen {
+        rng: StdRng::seed_from_u64(seed),
+        large: false,
+        elements: 0,
+    };
     g.large = g.chance(0.3);
-    let mut cx = Ctx { env: vec![], live: vec![], stmts: vec![], next: 0, section: false, block: false };
+    let mut cx = Ctx {
+        env: vec![],
+        live: vec![],
+        stmts: vec![],
+        next: 0,
+        section: false,
+        block: false,
+    };
     let n = g.rng.random_range(8..=22);
     while cx.stmts.len() < n && g.elements < 400_000 {
         g.stmt(&mut cx);
     }
-    Program { seed, stmts: cx.stmts }
+    Program {
+        seed,
+        stmts: cx.stmts,
+    }
 }

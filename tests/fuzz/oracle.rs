@@ -47,8 +47,16 @@ pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,
@@ -64,7 +72,13 @@ fn bsrc(out: &[usize], shape: &[usize]) -> usize {
     let st = strides(shape);
     let off = out.len() - shape.len();
     (0..shape.len())
-        .map(|d| if shape[d] == 1 { 0 } else { out[off + d] * st[d] })
+        .map(|d| {
+            if shape[d] == 1 {
+                0
+            } else {
+                out[off + d] * st[d]
+            }
+        })
         .sum()
 }
 
@@ -97,7 +111,12 @@ fn get(env: &Env, id: usize) -> R<&OArr> {
 fn operand(env: &Env, o: &Opd, ty: Ty) -> R<OArr> {
     match o {
         Opd::Var(v) => get(env, *v).cloned(),
-        Opd::Scalar(s) => Ok(OArr { ty, shape: vec![], v: vec![ty.round(*s)], e: vec![0.0] }),
+        Opd::Scalar(s) => Ok(OArr {
+            ty,
+            shape: vec![],
+            v: vec![ty.round(*s)],
+            e: vec![0.0],
+        }),
     }
 }
 
@@ -109,63 +128,64 @@ fn wrap(ty: Ty, x: i64) -> f64 {
     }
 }
 
-/// The type of an expression's result, given its operands' types.
-pub fn result_ty(expr: &Expr, ty_of: &dyn Fn(usize) -> Ty) -> Ty {
-    let opd_ty = |a: &Opd, b: &Opd| match (a, b) {
-        (Opd::Var(v), _) | (_, Opd::Var(v)) => ty_of(*v),
-        _ => unreachable!(),
-    };
-    match expr {
-        Expr::Input { ty, .. } | Expr::Full { ty, .. } | Expr::Iota { ty, .. } | Expr::Uniform { ty, .. } => *ty,
-        Expr::Unary { op: Un::IsNan | Un::IsInf, .. } => Ty::Bool,
-        Expr::Unary { op: Un::Cast(t), .. } => *t,
-        Expr::Unary { a, .. } => ty_of(*a),
-        Expr::Binary { op, a, b } => {
-            if op.is_cmp() {
-                Ty::Bool
-            } else {
-                opd_ty(a, b)
-            }
-        }
-        Expr::Select { a, b, .. } => opd_ty(a, b),
-        Expr::Reduce { op, a, .. } => match op {
-            Red::ArgMin | Red::ArgMax | Red::Count => Ty::U32,
-            _ => ty_of(*a),
-        },
-        Expr::Matmul { a, .. }
-        | Expr::Gather { a, .. }
-        | Expr::Reshape { a, .. }
-        | Expr::Permute { a, .. }
-        | Expr::Slice { a, .. }
-        | Expr::Broadcast { a, .. }
-        | Expr::Tile { a, .. } => ty_of(*a),
-        Expr::Concat { parts, .. } => ty_of(parts[0]),
-    }
-}
-
 /// Evaluates `expr` over `env`.
 pub fn eval(expr: &Expr, env: &Env) -> R<OArr> {
     match expr {
-        Expr::Input { ty, shape, seed, lo, hi } => {
-            let v: Vec<f64> = data(*seed, numel(shape), *lo, *hi).into_iter().map(|x| convert(*ty, x)).collect();
+        Expr::Input {
+            ty,
+            shape,
+            seed,
+            lo,
+            hi,
+        } => {
+            let v: Vec<f64> = data(*seed, numel(shape), *lo, *hi)
+                .into_iter()
+                .map(|x| convert(*ty, x))
+                .collect();
             let e = vec![0.0; v.len()];
-            Ok(OArr { ty: *ty, shape: shape.clone(), v, e })
+            Ok(OArr {
+                ty: *ty,
+                shape: shape.clone(),
+                v,
+                e,
+            })
         }
         Expr::Full { ty, shape, value } => {
             let n = numel(shape);
-            Ok(OArr { ty: *ty, shape: shape.clone(), v: vec![ty.round(*value); n], e: vec![0.0; n] })
+            Ok(OArr {
+                ty: *ty,
+                shape: shape.clone(),
+                v: vec![ty.round(*value); n],
+                e: vec![0.0; n],
+            })
         }
         Expr::Iota { ty, shape, axis } => {
             let n = numel(shape);
-            let v = (0..n).map(|i| ty.round(unravel(i, shape)[*axis] as f64)).collect();
-            Ok(OArr { ty: *ty, shape: shape.clone(), v, e: vec![0.0; n] })
+            let v = (0..n)
+                .map(|i| ty.round(unravel(i, shape)[*axis] as f64))
+                .collect();
+            Ok(OArr {
+                ty: *ty,
+                shape: shape.clone(),
+                v,
+                e: vec![0.0; n],
+            })
         }
         Expr::Uniform { ty, shape, .. } => {
             // Values in [0, 1 - 2^-24] (f32) or [0, 1 - 2^-53] (f64): an interval centred at c
             // of radius c, just inside [0, 1).
-            let c = if *ty == Ty::F32 { 0.5 - 2f64.powi(-26) } else { 0.5 - 2f64.powi(-55) };
+            let c = if *ty == Ty::F32 {
+                0.5 - 2f64.powi(-26)
+            } else {
+                0.5 - 2f64.powi(-55)
+            };
             let n = numel(shape);
-            Ok(OArr { ty: *ty, shape: shape.clone(), v: vec![c; n], e: vec![c; n] })
+            Ok(OArr {
+                ty: *ty,
+                shape: shape.clone(),
+                v: vec![c; n],
+                e: vec![c; n],
+            })
         }
         Expr::Unary { op, a } => unary(*op, get(env, *a)?),
         Expr::Binary { op, a, b } => {
@@ -194,13 +214,20 @@ pub fn eval(expr: &Expr, env: &Env) -> R<OArr> {
             if numel(shape) != x.v.len() {
                 return Err("reshape size".into());
             }
-            Ok(OArr { ty: x.ty, shape: shape.clone(), v: x.v.clone(), e: x.e.clone() })
+            Ok(OArr {
+                ty: x.ty,
+                shape: shape.clone(),
+                v: x.v.clone(),
+                e: x.e.clone(),
+            })
         }
         Expr::Permute { a, perm } => {
             let x = get(env, *a)?;
             let shape: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
             let st = strides(&x.shape);
-            Ok(x.map_idx(x.ty, shape, |o| perm.iter().enumerate().map(|(i, &p)| o[i] * st[p]).sum()))
+            Ok(x.map_idx(x.ty, shape, |o| {
+                perm.iter().enumerate().map(|(i, &p)| o[i] * st[p]).sum()
+            }))
         }
         Expr::Slice { a, axes } => slice(get(env, *a)?, axes),
         Expr::Broadcast { a, shape } => {
@@ -214,12 +241,16 @@ pub fn eval(expr: &Expr, env: &Env) -> R<OArr> {
             let x = get(env, *a)?;
             let rank = reps.len().max(x.shape.len());
             let pad = |v: &[usize]| -> Vec<usize> {
-                std::iter::repeat_n(1, rank - v.len()).chain(v.iter().copied()).collect()
+                std::iter::repeat_n(1, rank - v.len())
+                    .chain(v.iter().copied())
+                    .collect()
             };
             let (s, r) = (pad(&x.shape), pad(reps));
             let shape: Vec<usize> = s.iter().zip(&r).map(|(a, b)| a * b).collect();
             let st = strides(&s);
-            Ok(x.map_idx(x.ty, shape, |o| (0..rank).map(|d| (o[d] % s[d]) * st[d]).sum()))
+            Ok(x.map_idx(x.ty, shape, |o| {
+                (0..rank).map(|d| (o[d] % s[d]) * st[d]).sum()
+            }))
         }
     }
 }
@@ -234,7 +265,13 @@ fn dmax(df: impl Fn(f64) -> f64, lo: f64, hi: f64) -> f64 {
 }
 
 /// A float function with its derivative; `ok` says whether the interval is in the domain.
-fn float_fn(x: &OArr, f: impl Fn(f64) -> f64, df: impl Fn(f64) -> f64, ok: impl Fn(f64, f64, f64) -> bool, k: f64) -> R<OArr> {
+fn float_fn(
+    x: &OArr,
+    f: impl Fn(f64) -> f64,
+    df: impl Fn(f64) -> f64,
+    ok: impl Fn(f64, f64, f64) -> bool,
+    k: f64,
+) -> R<OArr> {
     let mut out = x.clone();
     for i in 0..x.v.len() {
         let (v, e) = (x.v[i], x.e[i]);
@@ -260,7 +297,11 @@ fn step_fn(x: &OArr, f: impl Fn(f64) -> f64) -> OArr {
     let mut out = x.clone();
     for i in 0..x.v.len() {
         out.v[i] = f(x.v[i]);
-        out.e[i] = if x.e[i] == 0.0 || f(x.lo(i)) == f(x.hi(i)) && x.e[i].is_finite() { 0.0 } else { DC };
+        out.e[i] = if x.e[i] == 0.0 || f(x.lo(i)) == f(x.hi(i)) && x.e[i].is_finite() {
+            0.0
+        } else {
+            DC
+        };
     }
     out
 }
@@ -282,13 +323,33 @@ fn unary(op: Un, x: &OArr) -> R<OArr> {
     let unit_open = |lo: f64, _: f64, hi: f64| lo > -0.999 && hi < 0.999;
     if ty.is_float() {
         return match op {
-            Un::Neg => Ok(OArr { v: x.v.iter().map(|v| -v).collect(), ..x.clone() }),
-            Un::Abs => Ok(OArr { v: x.v.iter().map(|v| v.abs()).collect(), ..x.clone() }),
-            Un::Sign => Ok(step_fn(x, |v| if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { 0.0 })),
+            Un::Neg => Ok(OArr {
+                v: x.v.iter().map(|v| -v).collect(),
+                ..x.clone()
+            }),
+            Un::Abs => Ok(OArr {
+                v: x.v.iter().map(|v| v.abs()).collect(),
+                ..x.clone()
+            }),
+            Un::Sign => Ok(step_fn(x, |v| {
+                if v > 0.0 {
+                    1.0
+                } else if v < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            })),
             Un::Exp => float_fn(x, f64::exp, f64::exp, any, fk),
             Un::Exp2 => float_fn(x, f64::exp2, |v| LN_2 * v.exp2(), any, fk),
             Un::Sqrt => {
-                let mut out = float_fn(x, f64::sqrt, |v| 0.5 / v.sqrt(), |lo, v, hi| lo > 0.0 || (lo == hi && v >= 0.0), fk)?;
+                let mut out = float_fn(
+                    x,
+                    f64::sqrt,
+                    |v| 0.5 / v.sqrt(),
+                    |lo, v, hi| lo > 0.0 || (lo == hi && v >= 0.0),
+                    fk,
+                )?;
                 // Hölder: |sqrt(a') - sqrt(a)| <= sqrt(|a' - a|).
                 for i in 0..x.v.len() {
                     let h = tol::rounded(ty, x.e[i].sqrt(), fk, out.v[i]);
@@ -297,7 +358,13 @@ fn unary(op: Un, x: &OArr) -> R<OArr> {
                 Ok(out)
             }
             Un::Rsqrt => float_fn(x, |v| 1.0 / v.sqrt(), |v| 0.5 * v.powf(-1.5), pos, fk),
-            Un::Cbrt => float_fn(x, f64::cbrt, |v| 1.0 / (3.0 * v.cbrt().powi(2)), |lo, _, hi| lo > 0.0 || hi < 0.0 || lo == hi, fk),
+            Un::Cbrt => float_fn(
+                x,
+                f64::cbrt,
+                |v| 1.0 / (3.0 * v.cbrt().powi(2)),
+                |lo, _, hi| lo > 0.0 || hi < 0.0 || lo == hi,
+                fk,
+            ),
             Un::Ln => float_fn(x, f64::ln, |v| 1.0 / v, pos, fk),
             Un::Log2 => float_fn(x, f64::log2, |v| 1.0 / (v * LN_2), pos, fk),
             Un::Log10 => float_fn(x, f64::log10, |v| 1.0 / (v * LN_10), pos, fk),
@@ -307,7 +374,11 @@ fn unary(op: Un, x: &OArr) -> R<OArr> {
                 x,
                 f64::tan,
                 |v| 1.0 / v.cos().powi(2),
-                |lo, _, hi| ((lo + PI / 2.0) / PI).floor() == ((hi + PI / 2.0) / PI).floor() && lo.cos().abs() > 0.01 && hi.cos().abs() > 0.01,
+                |lo, _, hi| {
+                    ((lo + PI / 2.0) / PI).floor() == ((hi + PI / 2.0) / PI).floor()
+                        && lo.cos().abs() > 0.01
+                        && hi.cos().abs() > 0.01
+                },
                 fk,
             ),
             Un::Asin => float_fn(x, f64::asin, |v| 1.0 / (1.0 - v * v).sqrt(), unit_open, fk),
@@ -319,15 +390,24 @@ fn unary(op: Un, x: &OArr) -> R<OArr> {
             Un::Erf => float_fn(x, libm::erf, |v| 2.0 / PI.sqrt() * (-v * v).exp(), any, fk),
             Un::Erfc => float_fn(x, libm::erfc, |v| 2.0 / PI.sqrt() * (-v * v).exp(), any, fk),
             Un::Asinh => float_fn(x, f64::asinh, |v| 1.0 / (v * v + 1.0).sqrt(), any, fk),
-            Un::Acosh => float_fn(x, f64::acosh, |v| 1.0 / (v * v - 1.0).sqrt(), |lo, _, _| lo > 1.001, fk),
+            Un::Acosh => float_fn(
+                x,
+                f64::acosh,
+                |v| 1.0 / (v * v - 1.0).sqrt(),
+                |lo, _, _| lo > 1.001,
+                fk,
+            ),
             Un::Atanh => float_fn(x, f64::atanh, |v| 1.0 / (1.0 - v * v), unit_open, fk),
             Un::Floor => Ok(step_fn(x, f64::floor)),
             Un::Ceil => Ok(step_fn(x, f64::ceil)),
             Un::Trunc => Ok(step_fn(x, f64::trunc)),
             Un::Round => Ok(step_fn(x, f64::round)),
-            Un::IsNan | Un::IsInf => {
-                Ok(OArr { ty: Ty::Bool, shape: x.shape.clone(), v: vec![0.0; x.v.len()], e: vec![0.0; x.v.len()] })
-            }
+            Un::IsNan | Un::IsInf => Ok(OArr {
+                ty: Ty::Bool,
+                shape: x.shape.clone(),
+                v: vec![0.0; x.v.len()],
+                e: vec![0.0; x.v.len()],
+            }),
             Un::Powi(n) => float_fn(
                 x,
                 |v| v.powi(n),
@@ -335,10 +415,19 @@ fn unary(op: Un, x: &OArr) -> R<OArr> {
                 |lo, _, hi| n >= 0 || lo > 0.0 || hi < 0.0,
                 fk + n.abs() as f64,
             ),
-            Un::Pow(y) => float_fn(x, |v| v.powf(ty.round(y)), |v| ty.round(y) * v.powf(ty.round(y) - 1.0), pos, fk),
+            Un::Pow(y) => float_fn(
+                x,
+                |v| v.powf(ty.round(y)),
+                |v| ty.round(y) * v.powf(ty.round(y) - 1.0),
+                pos,
+                fk,
+            ),
             Un::Clamp(lo, hi) => {
                 let (lo, hi) = (ty.round(lo), ty.round(hi));
-                Ok(OArr { v: x.v.iter().map(|v| v.max(lo).min(hi)).collect(), ..x.clone() })
+                Ok(OArr {
+                    v: x.v.iter().map(|v| v.max(lo).min(hi)).collect(),
+                    ..x.clone()
+                })
             }
             Un::Cast(t) => cast(x, t),
             Un::Not => Err("not of a float".into()),
@@ -346,7 +435,10 @@ fn unary(op: Un, x: &OArr) -> R<OArr> {
     }
     if ty == Ty::Bool {
         return match op {
-            Un::Not => Ok(OArr { v: x.v.iter().map(|v| 1.0 - v).collect(), ..x.clone() }),
+            Un::Not => Ok(OArr {
+                v: x.v.iter().map(|v| 1.0 - v).collect(),
+                ..x.clone()
+            }),
             Un::Cast(t) => cast(x, t),
             _ => Err(format!("{op:?} of bool")),
         };
@@ -357,10 +449,19 @@ fn unary(op: Un, x: &OArr) -> R<OArr> {
         Un::Neg => int_map(x, |v| -v),
         Un::Abs => int_map(x, |v| v.abs()),
         Un::Sign => int_map(x, |v| v.signum()),
-        Un::Not => int_map(x, |v| if signed { !(v as i32) as i64 } else { !(v as u32) as i64 }),
+        Un::Not => int_map(x, |v| {
+            if signed {
+                !(v as i32) as i64
+            } else {
+                !(v as u32) as i64
+            }
+        }),
         Un::Clamp(lo, hi) => {
             let (lo, hi) = (ty.round(lo), ty.round(hi));
-            OArr { v: x.v.iter().map(|v| v.max(lo).min(hi)).collect(), ..x.clone() }
+            OArr {
+                v: x.v.iter().map(|v| v.max(lo).min(hi)).collect(),
+                ..x.clone()
+            }
         }
         Un::Cast(t) => cast(x, t)?,
         _ => return Err(format!("{op:?} of an integer")),
@@ -368,22 +469,51 @@ fn unary(op: Un, x: &OArr) -> R<OArr> {
 }
 
 fn cast(x: &OArr, to: Ty) -> R<OArr> {
-    let mut out = OArr { ty: to, ..x.clone() };
+    let mut out = OArr {
+        ty: to,
+        ..x.clone()
+    };
     for i in 0..x.v.len() {
         let (v, e) = (x.v[i], x.e[i]);
         let (r, re) = if e.is_infinite() {
             (0.0, DC)
         } else if to == Ty::Bool {
             let r = (v != 0.0) as u8 as f64;
-            (r, if e > 0.0 && x.lo(i) <= 0.0 && x.hi(i) >= 0.0 { DC } else { 0.0 })
+            (
+                r,
+                if e > 0.0 && x.lo(i) <= 0.0 && x.hi(i) >= 0.0 {
+                    DC
+                } else {
+                    0.0
+                },
+            )
         } else if to.is_float() {
             // From a float: its error plus the rounding; from an integer or bool: the rounding.
-            (v, tol::rounded(to, e, if x.ty == to { 0.0 } else { 1.0 }, v))
+            (
+                v,
+                tol::rounded(to, e, if x.ty == to { 0.0 } else { 1.0 }, v),
+            )
         } else if x.ty.is_float() {
             let r = to.round(v);
-            (r, if e > 0.0 && to.round(x.lo(i)) != to.round(x.hi(i)) { DC } else { 0.0 })
+            (
+                r,
+                if e > 0.0 && to.round(x.lo(i)) != to.round(x.hi(i)) {
+                    DC
+                } else {
+                    0.0
+                },
+            )
         } else {
-            (to.round(if x.ty == Ty::I32 && to == Ty::U32 { v as i32 as u32 as f64 } else if x.ty == Ty::U32 && to == Ty::I32 { v as u32 as i32 as f64 } else { v }), 0.0)
+            (
+                to.round(if x.ty == Ty::I32 && to == Ty::U32 {
+                    v as i32 as u32 as f64
+                } else if x.ty == Ty::U32 && to == Ty::I32 {
+                    v as u32 as i32 as f64
+                } else {
+                    v
+                }),
+                0.0,
+            )
         };
         out.v[i] = r;
         out.e[i] = re;
@@ -424,7 +554,12 @@ fn binary(op: Bin, a: &OArr, b: &OArr) -> R<OArr> {
     let ty = a.ty;
     let n = numel(&shape);
     let out_ty = if op.is_cmp() { Ty::Bool } else { ty };
-    let mut out = OArr { ty: out_ty, shape: shape.clone(), v: vec![0.0; n], e: vec![0.0; n] };
+    let mut out = OArr {
+        ty: out_ty,
+        shape: shape.clone(),
+        v: vec![0.0; n],
+        e: vec![0.0; n],
+    };
     for i in 0..n {
         let o = unravel(i, &shape);
         let (ia, ib) = (bsrc(&o, &a.shape), bsrc(&o, &b.shape));
@@ -472,7 +607,10 @@ fn elem(op: Bin, ty: Ty, x: f64, ex: f64, y: f64, ey: f64) -> R<(f64, f64)> {
                     return Err("integer division by zero".into());
                 }
                 let (d, m) = if signed {
-                    ((p as i32).wrapping_div(q as i32) as i64, (p as i32).wrapping_rem(q as i32) as i64)
+                    (
+                        (p as i32).wrapping_div(q as i32) as i64,
+                        (p as i32).wrapping_rem(q as i32) as i64,
+                    )
                 } else {
                     (p / q, p % q)
                 };
@@ -495,7 +633,11 @@ fn elem(op: Bin, ty: Ty, x: f64, ex: f64, y: f64, ey: f64) -> R<(f64, f64)> {
             Bin::Xor => (bits(p) ^ bits(q)) as i64,
             _ => return Err(format!("{op:?} of integers")),
         };
-        let r = if matches!(op, Bin::And | Bin::Or | Bin::Xor) && signed { r as u32 as i32 as i64 } else { r };
+        let r = if matches!(op, Bin::And | Bin::Or | Bin::Xor) && signed {
+            r as u32 as i32 as i64
+        } else {
+            r
+        };
         return Ok((wrap(ty, r), if dc { DC } else { 0.0 }));
     }
     if dc {
@@ -515,12 +657,22 @@ fn elem(op: Bin, ty: Ty, x: f64, ex: f64, y: f64, ey: f64) -> R<(f64, f64)> {
             if ey != 0.0 || y == 0.0 {
                 return Err("float remainder by an inexact divisor".into());
             }
-            let q = |v: f64| if op == Bin::Rem { (v / y).trunc() } else { (v / y).floor() };
+            let q = |v: f64| {
+                if op == Bin::Rem {
+                    (v / y).trunc()
+                } else {
+                    (v / y).floor()
+                }
+            };
             if ex > 0.0 && q(x - ex) != q(x + ex) {
                 (0.0, DC)
             } else {
                 let r = x % y;
-                let r = if op == Bin::Modulo && r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else { r };
+                let r = if op == Bin::Modulo && r != 0.0 && ((r < 0.0) != (y < 0.0)) {
+                    r + y
+                } else {
+                    r
+                };
                 let k = if op == Bin::Modulo { 1.0 } else { 0.0 };
                 (r, tol::rounded(ty, ex, k, r))
             }
@@ -531,8 +683,20 @@ fn elem(op: Bin, ty: Ty, x: f64, ex: f64, y: f64, ey: f64) -> R<(f64, f64)> {
             // atan2(x, y) (the API's self is the numerator); away from the origin and the cut.
             let (ylo, yhi) = (y - ey, y + ey);
             let (xlo, xhi) = (x - ex, x + ex);
-            let dist_x = if xlo > 0.0 { xlo } else if xhi < 0.0 { -xhi } else { 0.0 };
-            let dist_y = if ylo > 0.0 { ylo } else if yhi < 0.0 { -yhi } else { 0.0 };
+            let dist_x = if xlo > 0.0 {
+                xlo
+            } else if xhi < 0.0 {
+                -xhi
+            } else {
+                0.0
+            };
+            let dist_y = if ylo > 0.0 {
+                ylo
+            } else if yhi < 0.0 {
+                -yhi
+            } else {
+                0.0
+            };
             if ylo <= 0.0 && dist_x == 0.0 || dist_x.max(dist_y) < 1e-3 {
                 return Err("atan2 near the cut or the origin".into());
             }
@@ -548,7 +712,12 @@ fn select(c: &OArr, a: &OArr, b: &OArr) -> R<OArr> {
     let s1 = broadcast_shape(&c.shape, &a.shape).ok_or("broadcast")?;
     let shape = broadcast_shape(&s1, &b.shape).ok_or("broadcast")?;
     let n = numel(&shape);
-    let mut out = OArr { ty: a.ty, shape: shape.clone(), v: vec![0.0; n], e: vec![0.0; n] };
+    let mut out = OArr {
+        ty: a.ty,
+        shape: shape.clone(),
+        v: vec![0.0; n],
+        e: vec![0.0; n],
+    };
     for i in 0..n {
         let o = unravel(i, &shape);
         let (ic, ia, ib) = (bsrc(&o, &c.shape), bsrc(&o, &a.shape), bsrc(&o, &b.shape));
@@ -588,7 +757,11 @@ fn groups(shape: &[usize], axes: &[usize]) -> (Vec<usize>, Vec<Vec<usize>>) {
         let g = (0..numel(&red_shape))
             .map(|r| {
                 let ri = unravel(r, &red_shape);
-                base + axes.iter().zip(&ri).map(|(&d, &i)| i * st[d]).sum::<usize>()
+                base + axes
+                    .iter()
+                    .zip(&ri)
+                    .map(|(&d, &i)| i * st[d])
+                    .sum::<usize>()
             })
             .collect();
         gs.push(g);
@@ -607,7 +780,12 @@ fn reduce(op: Red, x: &OArr, axes: Option<&[usize]>) -> R<OArr> {
         Red::ArgMin | Red::ArgMax | Red::Count => Ty::U32,
         _ => ty,
     };
-    let mut out = OArr { ty: out_ty, shape, v: vec![], e: vec![] };
+    let mut out = OArr {
+        ty: out_ty,
+        shape,
+        v: vec![],
+        e: vec![],
+    };
     for g in gs {
         let n = g.len();
         let vs: Vec<f64> = g.iter().map(|&i| x.v[i]).collect();
@@ -625,7 +803,9 @@ fn reduce(op: Red, x: &OArr, axes: Option<&[usize]>) -> R<OArr> {
                 };
                 let terms: Vec<(f64, f64)> = vs.iter().zip(&es).map(|(&v, &e)| f(v, e)).collect();
                 if ty.is_int() {
-                    let s = vs.iter().fold(0i64, |acc, &v| wrap(ty, acc + v as i64) as i64);
+                    let s = vs
+                        .iter()
+                        .fold(0i64, |acc, &v| wrap(ty, acc + v as i64) as i64);
                     (s as f64, if any_dc { DC } else { 0.0 })
                 } else {
                     let s: f64 = terms.iter().map(|t| t.0).sum();
@@ -639,7 +819,11 @@ fn reduce(op: Red, x: &OArr, axes: Option<&[usize]>) -> R<OArr> {
                         }
                         Red::NormL2 => {
                             let r = s.sqrt();
-                            let d = if s - e > 0.0 { 0.5 / (s - e).sqrt() * e } else { f64::INFINITY };
+                            let d = if s - e > 0.0 {
+                                0.5 / (s - e).sqrt() * e
+                            } else {
+                                f64::INFINITY
+                            };
                             (r, tol::rounded(ty, d.min(e.sqrt()), tol::FN_UNITS, r))
                         }
                         _ => (s, e),
@@ -648,19 +832,31 @@ fn reduce(op: Red, x: &OArr, axes: Option<&[usize]>) -> R<OArr> {
             }
             Red::Prod => {
                 if ty.is_int() {
-                    let p = vs.iter().fold(1i64, |acc, &v| wrap(ty, acc.wrapping_mul(v as i64)) as i64);
+                    let p = vs
+                        .iter()
+                        .fold(1i64, |acc, &v| wrap(ty, acc.wrapping_mul(v as i64)) as i64);
                     (p as f64, if any_dc { DC } else { 0.0 })
                 } else {
                     let p: f64 = vs.iter().product();
                     let pa: f64 = vs.iter().map(|v| v.abs()).product();
                     let ph: f64 = vs.iter().zip(&es).map(|(v, e)| v.abs() + e).product();
-                    let e = (ph - pa) + (n as f64 + 1.0) * tol::unit(ty) * ph + tol::ORACLE_U * (n as f64) * ph;
+                    let e = (ph - pa)
+                        + (n as f64 + 1.0) * tol::unit(ty) * ph
+                        + tol::ORACLE_U * (n as f64) * ph;
                     (p, if any_dc { DC } else { e })
                 }
             }
             Red::Min | Red::Max | Red::NormInf => {
-                let vs: Vec<f64> = if op == Red::NormInf { vs.iter().map(|v| v.abs()).collect() } else { vs };
-                let r = if op == Red::Min { vs.iter().copied().fold(f64::INFINITY, f64::min) } else { vs.iter().copied().fold(f64::NEG_INFINITY, f64::max) };
+                let vs: Vec<f64> = if op == Red::NormInf {
+                    vs.iter().map(|v| v.abs()).collect()
+                } else {
+                    vs
+                };
+                let r = if op == Red::Min {
+                    vs.iter().copied().fold(f64::INFINITY, f64::min)
+                } else {
+                    vs.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                };
                 (r, es.iter().copied().fold(0.0, f64::max))
             }
             Red::ArgMin | Red::ArgMax => {
@@ -676,12 +872,26 @@ fn reduce(op: Red, x: &OArr, axes: Option<&[usize]>) -> R<OArr> {
                     || (0..n).any(|j| {
                         j != best
                             && es[j] + es[best] > 0.0
-                            && if op == Red::ArgMax { vs[j] + es[j] >= vs[best] - es[best] } else { vs[j] - es[j] <= vs[best] + es[best] }
+                            && if op == Red::ArgMax {
+                                vs[j] + es[j] >= vs[best] - es[best]
+                            } else {
+                                vs[j] - es[j] <= vs[best] + es[best]
+                            }
                     });
                 (best as f64, if amb { DC } else { 0.0 })
             }
             Red::Any | Red::All => {
-                let certain: Vec<Option<bool>> = vs.iter().zip(&es).map(|(&v, &e)| if e.is_infinite() { None } else { Some(v != 0.0) }).collect();
+                let certain: Vec<Option<bool>> = vs
+                    .iter()
+                    .zip(&es)
+                    .map(|(&v, &e)| {
+                        if e.is_infinite() {
+                            None
+                        } else {
+                            Some(v != 0.0)
+                        }
+                    })
+                    .collect();
                 let want = op == Red::Any;
                 if certain.contains(&Some(want)) {
                     (want as u8 as f64, 0.0)
@@ -718,8 +928,19 @@ fn reduce(op: Red, x: &OArr, axes: Option<&[usize]>) -> R<OArr> {
                     (var, if any_dc { DC } else { evar })
                 } else {
                     let r = var.sqrt();
-                    let d = if var - evar > 0.0 { 0.5 / (var - evar).sqrt() * evar } else { f64::INFINITY };
-                    (r, if any_dc { DC } else { tol::rounded(ty, d.min(evar.sqrt()), tol::FN_UNITS, r) })
+                    let d = if var - evar > 0.0 {
+                        0.5 / (var - evar).sqrt() * evar
+                    } else {
+                        f64::INFINITY
+                    };
+                    (
+                        r,
+                        if any_dc {
+                            DC
+                        } else {
+                            tol::rounded(ty, d.min(evar.sqrt()), tol::FN_UNITS, r)
+                        },
+                    )
                 }
             }
         };
@@ -735,12 +956,22 @@ fn matmul(a: &OArr, b: &OArr) -> R<OArr> {
     }
     let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
     let u = tol::unit(a.ty);
-    let mut out = OArr { ty: a.ty, shape: vec![m, n], v: vec![0.0; m * n], e: vec![0.0; m * n] };
+    let mut out = OArr {
+        ty: a.ty,
+        shape: vec![m, n],
+        v: vec![0.0; m * n],
+        e: vec![0.0; m * n],
+    };
     for i in 0..m {
         for j in 0..n {
             let (mut s, mut prop, mut mag) = (0.0, 0.0, 0.0);
             for l in 0..k {
-                let (x, ex, y, ey) = (a.v[i * k + l], a.e[i * k + l], b.v[l * n + j], b.e[l * n + j]);
+                let (x, ex, y, ey) = (
+                    a.v[i * k + l],
+                    a.e[i * k + l],
+                    b.v[l * n + j],
+                    b.e[l * n + j],
+                );
                 s += x * y;
                 prop += x.abs() * ey + y.abs() * ex + ex * ey;
                 mag += (x.abs() + ex) * (y.abs() + ey);
@@ -761,10 +992,20 @@ fn gather(a: &OArr, idx: &OArr, axis: usize) -> R<OArr> {
         return Err("gather axis".into());
     }
     let dim = a.shape[axis];
-    if idx.v.iter().zip(&idx.e).any(|(&v, &e)| e != 0.0 || v < 0.0 || v >= dim as f64) {
+    if idx
+        .v
+        .iter()
+        .zip(&idx.e)
+        .any(|(&v, &e)| e != 0.0 || v < 0.0 || v >= dim as f64)
+    {
         return Err("gather index out of range or inexact".into());
     }
-    let shape: Vec<usize> = a.shape[..axis].iter().chain(&idx.shape).chain(&a.shape[axis + 1..]).copied().collect();
+    let shape: Vec<usize> = a.shape[..axis]
+        .iter()
+        .chain(&idx.shape)
+        .chain(&a.shape[axis + 1..])
+        .copied()
+        .collect();
     let st = strides(&a.shape);
     let ir = idx.shape.len();
     let ist = strides(&idx.shape);
@@ -772,7 +1013,9 @@ fn gather(a: &OArr, idx: &OArr, axis: usize) -> R<OArr> {
         let before: usize = (0..axis).map(|d| o[d] * st[d]).sum();
         let ii: usize = (0..ir).map(|d| o[axis + d] * ist[d]).sum();
         let k = idx.v[ii] as usize;
-        let after: usize = (axis + 1..a.shape.len()).map(|d| o[ir + d - 1] * st[d]).sum();
+        let after: usize = (axis + 1..a.shape.len())
+            .map(|d| o[ir + d - 1] * st[d])
+            .sum();
         before + k * st[axis] + after
     }))
 }
@@ -785,7 +1028,12 @@ fn concat(parts: &[&OArr], axis: usize) -> R<OArr> {
     }
     shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
     let n = numel(&shape);
-    let mut out = OArr { ty: first.ty, shape: shape.clone(), v: Vec::with_capacity(n), e: Vec::with_capacity(n) };
+    let mut out = OArr {
+        ty: first.ty,
+        shape: shape.clone(),
+        v: Vec::with_capacity(n),
+        e: Vec::with_capacity(n),
+    };
     for i in 0..n {
         let mut o = unravel(i, &shape);
         let mut p = 0;
@@ -832,5 +1080,7 @@ fn slice(x: &OArr, axes: &[SliceAxis]) -> R<OArr> {
         return Err("empty slice".into());
     }
     let st = strides(&x.shape);
-    Ok(x.map_idx(x.ty, shape, |o| o.iter().enumerate().map(|(d, &i)| idx[d][i] * st[d]).sum()))
+    Ok(x.map_idx(x.ty, shape, |o| {
+        o.iter().enumerate().map(|(d, &i)| idx[d][i] * st[d]).sum()
+    }))
 }

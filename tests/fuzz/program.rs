@@ -14,7 +14,6 @@ pub enum Ty {
 }
 
 impl Ty {
-    pub const ALL: [Ty; 5] = [Ty::F32, Ty::F64, Ty::I32, Ty::U32, Ty::Bool];
     /// The Rust type name.
     pub fn name(self) -> &'static str {
         match self {
@@ -131,7 +130,13 @@ impl Un {
         match self {
             Un::Powi(n) => format!("powi({n})"),
             Un::Cast(t) => format!("cast::<{}>()", t.name()),
-            other => format!("{other:?}").to_lowercase().replace("isnan", "is_nan").replace("isinf", "is_inf") + "()",
+            other => {
+                format!("{other:?}")
+                    .to_lowercase()
+                    .replace("isnan", "is_nan")
+                    .replace("isinf", "is_inf")
+                    + "()"
+            }
         }
     }
 }
@@ -163,7 +168,10 @@ pub enum Bin {
 
 impl Bin {
     pub fn is_cmp(self) -> bool {
-        matches!(self, Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne)
+        matches!(
+            self,
+            Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne
+        )
     }
     /// The operator, for the forms printed as `a op b`.
     fn operator(self) -> Option<&'static str> {
@@ -203,7 +211,14 @@ impl Red {
     pub fn has_axes(self) -> bool {
         matches!(
             self,
-            Red::Sum | Red::Prod | Red::Min | Red::Max | Red::ArgMin | Red::ArgMax | Red::Any | Red::All
+            Red::Sum
+                | Red::Prod
+                | Red::Min
+                | Red::Max
+                | Red::ArgMin
+                | Red::ArgMax
+                | Red::Any
+                | Red::All
         )
     }
     fn base(self) -> &'static str {
@@ -241,23 +256,81 @@ pub type SliceAxis = (Option<isize>, Option<isize>, isize);
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
     /// Host data from [`data`] with `seed` over `[lo, hi)`, converted to `ty`.
-    Input { ty: Ty, shape: Vec<usize>, seed: u64, lo: f64, hi: f64 },
-    Full { ty: Ty, shape: Vec<usize>, value: f64 },
-    Iota { ty: Ty, shape: Vec<usize>, axis: usize },
-    Uniform { ty: Ty, shape: Vec<usize>, seed: u64 },
-    Unary { op: Un, a: usize },
+    Input {
+        ty: Ty,
+        shape: Vec<usize>,
+        seed: u64,
+        lo: f64,
+        hi: f64,
+    },
+    Full {
+        ty: Ty,
+        shape: Vec<usize>,
+        value: f64,
+    },
+    Iota {
+        ty: Ty,
+        shape: Vec<usize>,
+        axis: usize,
+    },
+    Uniform {
+        ty: Ty,
+        shape: Vec<usize>,
+        seed: u64,
+    },
+    Unary {
+        op: Un,
+        a: usize,
+    },
     /// `a op b`; at most one side a scalar (of the other side's type).
-    Binary { op: Bin, a: Opd, b: Opd },
-    Select { c: usize, a: Opd, b: Opd },
-    Reduce { op: Red, a: usize, axes: Option<Vec<usize>> },
-    Matmul { a: usize, b: usize },
-    Gather { a: usize, idx: usize, axis: usize },
-    Concat { parts: Vec<usize>, axis: usize },
-    Reshape { a: usize, shape: Vec<usize> },
-    Permute { a: usize, perm: Vec<usize> },
-    Slice { a: usize, axes: Vec<SliceAxis> },
-    Broadcast { a: usize, shape: Vec<usize> },
-    Tile { a: usize, reps: Vec<usize> },
+    Binary {
+        op: Bin,
+        a: Opd,
+        b: Opd,
+    },
+    Select {
+        c: usize,
+        a: Opd,
+        b: Opd,
+    },
+    Reduce {
+        op: Red,
+        a: usize,
+        axes: Option<Vec<usize>>,
+    },
+    Matmul {
+        a: usize,
+        b: usize,
+    },
+    Gather {
+        a: usize,
+        idx: usize,
+        axis: usize,
+    },
+    Concat {
+        parts: Vec<usize>,
+        axis: usize,
+    },
+    Reshape {
+        a: usize,
+        shape: Vec<usize>,
+    },
+    Permute {
+        a: usize,
+        perm: Vec<usize>,
+    },
+    Slice {
+        a: usize,
+        axes: Vec<SliceAxis>,
+    },
+    Broadcast {
+        a: usize,
+        shape: Vec<usize>,
+    },
+    Tile {
+        a: usize,
+        reps: Vec<usize>,
+    },
 }
 
 impl Expr {
@@ -306,9 +379,16 @@ pub struct Section {
 /// A statement.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
-    Let { id: usize, ty: Ty, expr: Expr },
+    Let {
+        id: usize,
+        ty: Ty,
+        expr: Expr,
+    },
     /// A read in the middle, checked against the oracle: `to_vec`, or `item` when `item`.
-    Read { id: usize, item: bool },
+    Read {
+        id: usize,
+        item: bool,
+    },
     Eval(usize),
     Hint(usize),
     Drop(usize),
@@ -435,7 +515,13 @@ fn list<T: std::fmt::Debug>(v: &[T]) -> String {
 pub fn expr_src(names: Names, expr: &Expr, ty_of: &dyn Fn(usize) -> Ty) -> String {
     let n = |v: &usize| names.var(*v);
     match expr {
-        Expr::Input { ty, shape, seed, lo, hi } => {
+        Expr::Input {
+            ty,
+            shape,
+            seed,
+            lo,
+            hi,
+        } => {
             let len: usize = shape.iter().product();
             format!(
                 "Array::from_vec(data({seed}, {len}, {lo:?}, {hi:?}).iter().map(|&x| {}).collect(), &{})",
@@ -444,17 +530,29 @@ pub fn expr_src(names: Names, expr: &Expr, ty_of: &dyn Fn(usize) -> Ty) -> Strin
             )
         }
         Expr::Full { ty, shape, value } => {
-            format!("Array::<{}>::full(&{}, {})", ty.name(), list(shape), ty.lit(*value))
+            format!(
+                "Array::<{}>::full(&{}, {})",
+                ty.name(),
+                list(shape),
+                ty.lit(*value)
+            )
         }
         Expr::Iota { ty, shape, axis } => {
             format!("Array::<{}>::iota(&{}, {axis})", ty.name(), list(shape))
         }
         Expr::Uniform { ty, shape, seed } => {
-            format!("Rng::new({seed}).uniform::<{}>(&{})", ty.name(), list(shape))
+            format!(
+                "Rng::new({seed}).uniform::<{}>(&{})",
+                ty.name(),
+                list(shape)
+            )
         }
         Expr::Unary { op: Un::Neg, a } => format!("-&{}", n(a)),
         Expr::Unary { op: Un::Pow(y), a } => format!("{}.pow({})", n(a), ty_of(*a).lit(*y)),
-        Expr::Unary { op: Un::Clamp(lo, hi), a } => {
+        Expr::Unary {
+            op: Un::Clamp(lo, hi),
+            a,
+        } => {
             let t = ty_of(*a);
             format!("{}.clamp({}, {})", n(a), t.lit(*lo), t.lit(*hi))
         }
@@ -483,7 +581,12 @@ pub fn expr_src(names: Names, expr: &Expr, ty_of: &dyn Fn(usize) -> Ty) -> Strin
                 (Opd::Var(v), _) | (_, Opd::Var(v)) => ty_of(*v),
                 _ => unreachable!("select of two scalars"),
             };
-            format!("select(&{}, {}, {})", n(c), opd(names, ty, a), opd(names, ty, b))
+            format!(
+                "select(&{}, {}, {})",
+                n(c),
+                opd(names, ty, a),
+                opd(names, ty, b)
+            )
         }
         Expr::Reduce { op, a, axes } => match axes {
             None => format!("{}.{}()", n(a), op.base()),
@@ -532,7 +635,14 @@ pub fn top_types(stmts: &[Stmt], out: &mut std::collections::HashMap<usize, Ty>)
     }
 }
 
-fn stmts_src(out: &mut String, stmts: &[Stmt], names: Names, ind: usize, types: &std::collections::HashMap<usize, Ty>, sec_no: &mut usize) {
+fn stmts_src(
+    out: &mut String,
+    stmts: &[Stmt],
+    names: Names,
+    ind: usize,
+    types: &std::collections::HashMap<usize, Ty>,
+    sec_no: &mut usize,
+) {
     let pad = " ".repeat(ind);
     let ty_of = |v: usize| types[&v];
     for s in stmts {
@@ -565,7 +675,11 @@ fn stmts_src(out: &mut String, stmts: &[Stmt], names: Names, ind: usize, types: 
             Stmt::Block(b) => {
                 let binds = s.binds();
                 let vars: Vec<String> = binds.iter().map(|v| names.var(*v)).collect();
-                let _ = writeln!(out, "{pad}let ({},) = Runtime::block(|| {{", vars.join(", "));
+                let _ = writeln!(
+                    out,
+                    "{pad}let ({},) = Runtime::block(|| {{",
+                    vars.join(", ")
+                );
                 stmts_src(out, b, names, ind + 4, types, sec_no);
                 let _ = writeln!(out, "{pad}    ({},)", vars.join(", "));
                 let _ = writeln!(out, "{pad}}});");
@@ -574,7 +688,10 @@ fn stmts_src(out: &mut String, stmts: &[Stmt], names: Names, ind: usize, types: 
                 let k = *sec_no;
                 *sec_no += 1;
                 let t = sec.ty.name();
-                let inner = Names::Section { inputs: sec.n_inputs, params: sec.n_params };
+                let inner = Names::Section {
+                    inputs: sec.n_inputs,
+                    params: sec.n_params,
+                };
                 let mut itypes = types.clone();
                 for i in 0..sec.n_inputs + sec.n_params {
                     itypes.insert(i, sec.ty);
@@ -587,11 +704,16 @@ fn stmts_src(out: &mut String, stmts: &[Stmt], names: Names, ind: usize, types: 
                 );
                 let _ = writeln!(out, "{pad}    let _ = (&ins, &ps);");
                 stmts_src(out, &sec.body, inner, ind + 4, &itypes, sec_no);
-                let outs: Vec<String> = sec.outputs.iter().map(|o| format!("{}.clone()", inner.var(*o))).collect();
+                let outs: Vec<String> = sec
+                    .outputs
+                    .iter()
+                    .map(|o| format!("{}.clone()", inner.var(*o)))
+                    .collect();
                 let _ = writeln!(out, "{pad}    vec![{}]", outs.join(", "));
                 let _ = writeln!(out, "{pad}}});");
                 for (ins, ps, res) in &sec.calls {
-                    let i: Vec<String> = ins.iter().map(|v| format!("&{}", names.var(*v))).collect();
+                    let i: Vec<String> =
+                        ins.iter().map(|v| format!("&{}", names.var(*v))).collect();
                     let p: Vec<String> = ps.iter().map(|v| sec.ty.lit(*v)).collect();
                     let r: Vec<String> = res.iter().map(|v| names.var(*v)).collect();
                     let _ = writeln!(
@@ -613,7 +735,11 @@ fn stmts_src(out: &mut String, stmts: &[Stmt], names: Names, ind: usize, types: 
 pub fn section_name(sec: &Section) -> String {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    format!("{:?}{:?}{}{}{:?}", sec.ty, sec.body, sec.n_inputs, sec.n_params, sec.outputs).hash(&mut h);
+    format!(
+        "{:?}{:?}{}{}{:?}",
+        sec.ty, sec.body, sec.n_inputs, sec.n_params, sec.outputs
+    )
+    .hash(&mut h);
     format!("fuzz{:016x}", h.finish())
 }
 
@@ -624,7 +750,10 @@ pub fn to_rust(p: &Program) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "// arrayflow fuzzer program, seed {}", p.seed);
     let _ = writeln!(out, "#![allow(unused)]");
-    let _ = writeln!(out, "use arrayflow::{{select, Array, Rng, Runtime, Slice}};\n");
+    let _ = writeln!(
+        out,
+        "use arrayflow::{{select, Array, Rng, Runtime, Slice}};\n"
+    );
     out.push_str(DATA_SRC);
     let _ = writeln!(out, "\nfn main() -> arrayflow::Result<()> {{");
     let mut k = 0;

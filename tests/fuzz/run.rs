@@ -94,7 +94,9 @@ pick!(f32, F32, |x| x as f32, num_lhs!(f32));
 pick!(f64, F64, |x| x, num_lhs!(f64));
 pick!(i32, I32, |x| x as i32, num_lhs!(i32));
 pick!(u32, U32, |x| x as u32, num_lhs!(u32));
-pick!(bool, B, |x| x != 0.0, |op, _, _| panic!("fuzzer: {op:?} with a bool on the left"));
+pick!(bool, B, |x| x != 0.0, |op, _, _| panic!(
+    "fuzzer: {op:?} with a bool on the left"
+));
 
 /// Runs `body` with `$x` the array of `$v` and `$T` its element type, for the listed types.
 macro_rules! dispatch {
@@ -128,10 +130,7 @@ fn ty_of(v: &V) -> Ty {
 }
 
 /// `a op b` for arrays or scalars of type `T`, through the op's API form.
-fn binary<T: Pick>(op: Bin, a: &Opd, b: &Opd, env: &Env) -> V
-where
-    T: Pick,
-{
+fn binary<T: Pick>(op: Bin, a: &Opd, b: &Opd, env: &Env) -> V {
     let arr = |o: &Opd| match o {
         Opd::Var(v) => Some(T::pick(var(env, *v))),
         Opd::Scalar(_) => None,
@@ -170,7 +169,11 @@ fn bin_arrays<T: Pick>(op: Bin, x: &Array<T>, y: Operand2<'_, T>) -> V {
         ($t:ty, $f:ident) => {
             if let Some(x) = any.downcast_ref::<Array<$t>>() {
                 let y: Operand2<'_, $t> = match y {
-                    Operand2::A(a) => Operand2::A((a as &dyn std::any::Any).downcast_ref::<Array<$t>>().unwrap()),
+                    Operand2::A(a) => Operand2::A(
+                        (a as &dyn std::any::Any)
+                            .downcast_ref::<Array<$t>>()
+                            .unwrap(),
+                    ),
                     Operand2::S(s) => Operand2::S(<$t as Pick>::of(s.to())),
                 };
                 return $f(op, x, y);
@@ -389,7 +392,10 @@ fn reduce_bool(op: Red, x: &Array<bool>, axes: Option<&[usize]>) -> V {
 }
 
 fn input<T: Pick>(o: &OArr) -> V {
-    T::wrap(Array::from_vec(o.v.iter().map(|&x| T::of(x)).collect(), &o.shape))
+    T::wrap(Array::from_vec(
+        o.v.iter().map(|&x| T::of(x)).collect(),
+        &o.shape,
+    ))
 }
 
 /// Evaluates an expression through the API. Inputs take the oracle's values (the same numbers
@@ -453,7 +459,9 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
             }
         }
         Expr::Select { c, a, b } => {
-            let V::B(c) = var(env, *c) else { return Err("select condition".into()) };
+            let V::B(c) = var(env, *c) else {
+                return Err("select condition".into());
+            };
             let v = match (a, b) {
                 (Opd::Var(v), _) | (_, Opd::Var(v)) => var(env, *v),
                 _ => return Err("two scalars".into()),
@@ -502,8 +510,12 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
         Expr::Gather { a, idx, axis } => {
             let g = |i: &V| -> Result<V, String> {
                 Ok(match i {
-                    V::I32(i) => dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.gather(i, *axis))),
-                    V::U32(i) => dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.gather(i, *axis))),
+                    V::I32(i) => {
+                        dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.gather(i, *axis)))
+                    }
+                    V::U32(i) => {
+                        dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.gather(i, *axis)))
+                    }
                     _ => return Err("gather index type".into()),
                 })
             };
@@ -516,19 +528,34 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
                 T::wrap(Array::concat(&arrs, *axis))
             })
         }
-        Expr::Reshape { a, shape } => dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.reshape(shape))),
-        Expr::Permute { a, perm } => dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.permute(perm))),
-        Expr::Slice { a, axes } => dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.slice(&sl(axes)))),
-        Expr::Broadcast { a, shape } => dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.broadcast_to(shape))),
-        Expr::Tile { a, reps } => dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.tile(reps))),
+        Expr::Reshape { a, shape } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.reshape(shape)))
+        }
+        Expr::Permute { a, perm } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.permute(perm)))
+        }
+        Expr::Slice { a, axes } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.slice(&sl(axes))))
+        }
+        Expr::Broadcast { a, shape } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.broadcast_to(shape)))
+        }
+        Expr::Tile { a, reps } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.tile(reps)))
+        }
     })
 }
 
 /// Reads a value (`item` for one element) as f64s.
 fn read(v: &V, item: bool) -> Result<Vec<f64>, String> {
     fn go<T: Pick>(a: &Array<T>, item: bool) -> Result<Vec<f64>, String> {
-        let r = if item { a.item().map(|x| vec![x]) } else { a.to_vec() };
-        r.map(|v| v.into_iter().map(Pick::to).collect()).map_err(|e| e.to_string())
+        let r = if item {
+            a.item().map(|x| vec![x])
+        } else {
+            a.to_vec()
+        };
+        r.map(|v| v.into_iter().map(Pick::to).collect())
+            .map_err(|e| e.to_string())
     }
     dispatch!(v; F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => go::<T>(x, item))
 }
@@ -536,15 +563,23 @@ fn read(v: &V, item: bool) -> Result<Vec<f64>, String> {
 /// Compares read values with the oracle's.
 pub fn check(got: &[f64], o: &OArr) -> Result<(), String> {
     if got.len() != o.v.len() {
-        return Err(format!("{} elements read, {} expected", got.len(), o.v.len()));
+        return Err(format!(
+            "{} elements read, {} expected",
+            got.len(),
+            o.v.len()
+        ));
     }
     let mut bad = vec![];
-    for i in 0..got.len() {
-        let (g, v, e) = (got[i], o.v[i], o.e[i]);
+    for (i, &g) in got.iter().enumerate() {
+        let (v, e) = (o.v[i], o.e[i]);
         if e.is_infinite() {
             continue;
         }
-        let ok = if o.ty.is_float() { g == v || (g - v).abs() <= e } else { g == v };
+        let ok = if o.ty.is_float() {
+            g == v || (g - v).abs() <= e
+        } else {
+            g == v
+        };
         if !ok {
             bad.push(i);
         }
@@ -555,9 +590,19 @@ pub fn check(got: &[f64], o: &OArr) -> Result<(), String> {
     let shown: Vec<String> = bad
         .iter()
         .take(4)
-        .map(|&i| format!("[{i}] got {:?}, expected {:?} ± {:e}", got[i], o.v[i], o.e[i]))
+        .map(|&i| {
+            format!(
+                "[{i}] got {:?}, expected {:?} ± {:e}",
+                got[i], o.v[i], o.e[i]
+            )
+        })
         .collect();
-    Err(format!("{} of {} elements differ: {}", bad.len(), got.len(), shown.join("; ")))
+    Err(format!(
+        "{} of {} elements differ: {}",
+        bad.len(),
+        got.len(),
+        shown.join("; ")
+    ))
 }
 
 struct Runner {
@@ -584,9 +629,11 @@ impl Runner {
                 set(&mut self.oenv, *id, o);
             }
             Stmt::Read { id, item } => {
-                let got = read(var(&self.env, *id), *item).map_err(|e| Outcome::Fail(format!("reading v{id}: {e}")))?;
+                let got = read(var(&self.env, *id), *item)
+                    .map_err(|e| Outcome::Fail(format!("reading v{id}: {e}")))?;
                 let o = self.oenv[*id].as_ref().unwrap();
-                check(&got, o).map_err(|e| Outcome::Fail(format!("v{id} (read in the middle): {e}")))?;
+                check(&got, o)
+                    .map_err(|e| Outcome::Fail(format!("v{id} (read in the middle): {e}")))?;
                 if self.verbose {
                     eprintln!("read v{id}: ok ({} elements)", got.len());
                 }
@@ -628,10 +675,17 @@ impl Runner {
             // The oracle: the body over this call's inputs and parameters.
             let mut local: oracle::Env = ins.iter().map(|i| self.oenv[*i].clone()).collect();
             for p in ps {
-                local.push(Some(OArr { ty: sec.ty, shape: vec![], v: vec![sec.ty.round(*p)], e: vec![0.0] }));
+                local.push(Some(OArr {
+                    ty: sec.ty,
+                    shape: vec![],
+                    v: vec![sec.ty.round(*p)],
+                    e: vec![0.0],
+                }));
             }
             for s in &sec.body {
-                let Stmt::Let { id, expr, .. } = s else { return Err(Outcome::Invalid("a section body holds lets only".into())) };
+                let Stmt::Let { id, expr, .. } = s else {
+                    return Err(Outcome::Invalid("a section body holds lets only".into()));
+                };
                 let o = oracle::eval(expr, &local).map_err(Outcome::Invalid)?;
                 set(&mut local, *id, o);
             }
@@ -639,7 +693,11 @@ impl Runner {
             let params: Vec<T> = ps.iter().map(|&p| T::of(p)).collect();
             let mut err = None;
             let out = Runtime::reuse_named_with(&name, &arrays, &params, &[], |ins, ps| {
-                let mut env: Env = ins.iter().chain(ps).map(|a| Some(T::wrap(a.clone()))).collect();
+                let mut env: Env = ins
+                    .iter()
+                    .chain(ps)
+                    .map(|a| Some(T::wrap(a.clone())))
+                    .collect();
                 let oenv = local.clone();
                 for s in &sec.body {
                     if let Stmt::Let { id, expr, .. } = s {
@@ -652,14 +710,21 @@ impl Runner {
                         }
                     }
                 }
-                sec.outputs.iter().map(|o| T::pick(var(&env, *o)).clone()).collect()
+                sec.outputs
+                    .iter()
+                    .map(|o| T::pick(var(&env, *o)).clone())
+                    .collect()
             })
             .map_err(|e| Outcome::Fail(format!("reuse section {name}: {e}")))?;
             if let Some(e) = err {
                 return Err(Outcome::Invalid(e));
             }
             if out.len() != res.len() {
-                return Err(Outcome::Fail(format!("section {name} returned {} arrays, {} expected", out.len(), res.len())));
+                return Err(Outcome::Fail(format!(
+                    "section {name} returned {} arrays, {} expected",
+                    out.len(),
+                    res.len()
+                )));
             }
             for ((a, r), o) in out.into_iter().zip(res).zip(&sec.outputs) {
                 set(&mut self.env, *r, T::wrap(a));
@@ -673,7 +738,11 @@ impl Runner {
 /// Runs a program and checks it; panics inside the API count as failures.
 pub fn run(p: &Program, verbose: bool) -> Outcome {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut r = Runner { env: vec![], oenv: vec![], verbose };
+        let mut r = Runner {
+            env: vec![],
+            oenv: vec![],
+            verbose,
+        };
         for s in &p.stmts {
             if let Err(o) = r.stmt(s) {
                 return o;
@@ -681,7 +750,9 @@ pub fn run(p: &Program, verbose: bool) -> Outcome {
         }
         // Every variable still held, read at the end.
         for id in 0..r.env.len() {
-            let Some(v) = r.env[id].as_ref() else { continue };
+            let Some(v) = r.env[id].as_ref() else {
+                continue;
+            };
             let got = match read(v, false) {
                 Ok(g) => g,
                 Err(e) => return Outcome::Fail(format!("reading v{id}: {e}")),

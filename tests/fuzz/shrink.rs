@@ -54,7 +54,10 @@ fn without(p: &Program, from: usize, to: usize) -> Program {
             kept.push(s.clone());
         }
     }
-    Program { seed: p.seed, stmts: cascade(kept, &mut gone) }
+    Program {
+        seed: p.seed,
+        stmts: cascade(kept, &mut gone),
+    }
 }
 
 /// Simpler forms of statement `i`: a block's body inline, a section with fewer calls.

@@ -77,12 +77,6 @@ pub fn div(ty: Ty, a: f64, ea: f64, b: f64, eb: f64, r: f64) -> f64 {
     rounded(ty, prop, 1.0, r)
 }
 
-/// A function with `|f'| <= dmax` over the input interval.
-pub fn func(ty: Ty, dmax: f64, e: f64, r: f64) -> f64 {
-    let prop = if e == 0.0 { 0.0 } else { dmax * e };
-    rounded(ty, prop, FN_UNITS, r)
-}
-
 /// A sum of `n` terms with `sum_e = Σ ei` and `sum_abs = Σ (|xi| + ei)`.
 pub fn sum(ty: Ty, n: usize, sum_e: f64, sum_abs: f64, r: f64) -> f64 {
     if sum_e.is_infinite() {
