@@ -25,7 +25,11 @@ mod shrink;
 mod tol;
 
 use run::Outcome;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// One test at a time: the fault-injection test changes the runtime for every thread.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Runs one seed; on a failure returns the report: seed, error and the shrunk program.
 fn check_seed(seed: u64, verbose: bool) -> Option<String> {
@@ -65,6 +69,7 @@ fn corpus() -> Vec<u64> {
 
 #[test]
 fn fuzz_corpus() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Ok(one) = std::env::var("FUZZ_ONE") {
         let seed: u64 = one.parse().expect("FUZZ_ONE is a seed");
         if let Some(r) = check_seed(seed, true) {
@@ -96,6 +101,7 @@ fn fuzz_corpus() {
 #[test]
 #[ignore = "fresh seeds for FUZZ_SECONDS: reported, not blocking"]
 fn fuzz_fresh() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let secs: u64 = std::env::var("FUZZ_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -129,5 +135,42 @@ fn fuzz_fresh() {
     assert!(
         failures.is_empty(),
         "fresh seeds failed: {failures:?} (reports above)"
+    );
+}
+
+/// The fuzzer is not vacuous: with the tile VM computing `add` wrongly (the crate's test-only
+/// fault injection), some corpus-sized run of seeds fails, and its shrunk program still does.
+/// CPU executor only (a device runs its own kernels); skipped in comparison mode, whose
+/// reference would report the fault first.
+#[test]
+fn fuzz_catches_an_injected_fault() {
+    use arrayflow::debug::inject_fault;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if arrayflow::Runtime::backend() != arrayflow::Backend::Cpu
+        || std::env::var("ARRAYFLOW_COMPARE").is_ok()
+    {
+        return;
+    }
+    struct Off;
+    impl Drop for Off {
+        fn drop(&mut self) {
+            inject_fault(None);
+        }
+    }
+    let _off = Off;
+    inject_fault(Some(arrayflow::ir::BinaryOp::Add));
+    let caught = (1..=40u64).find_map(|seed| {
+        let p = generator::generate(seed);
+        matches!(run::run(&p, false), Outcome::Fail(_)).then_some(p)
+    });
+    let p = caught.expect("40 seeds ran with a wrong `add` and none failed");
+    let fails = |q: &program::Program| matches!(run::run(q, false), Outcome::Fail(_));
+    let small = shrink::shrink(&p, &fails, Duration::from_secs(20));
+    assert!(fails(&small) && small.stmts.len() <= p.stmts.len());
+    inject_fault(None);
+    assert!(
+        matches!(run::run(&p, false), Outcome::Pass),
+        "seed {} fails without the fault",
+        p.seed
     );
 }
