@@ -478,3 +478,50 @@ fn a_panic_while_a_section_records_leaves_the_runtime_usable() {
     assert!(r.is_err());
     assert_eq!((&a * 0.0).sum().item().unwrap(), 0.0);
 }
+
+/// A constant array passed as a section input is folded into the recording, so a later call
+/// with another constant must not replay the first call's code (found by the fuzzer: with the
+/// replay check off, `full(k) * 10` returned 10 for every k; with it on, the second call was an
+/// error naming a constant the caller never captured).
+#[test]
+fn constant_inputs_with_other_values_do_not_replay_the_first_calls_code() {
+    init();
+    let _g = SERIAL.lock();
+    for k in [1.0f64, 2.0, -3.5, 1.0] {
+        let x = Array::<f64>::full(&[4], k);
+        let y = Array::from_vec(data(4, 3), &[4]);
+        let out = Runtime::reuse(&[&x, &y], &[], |ins| {
+            vec![&ins[0] * 10.0, &ins[0] + &ins[1]]
+        })
+        .unwrap();
+        let want: Vec<f64> = data(4, 3).iter().map(|v| k + v).collect();
+        assert_eq!(
+            out[0].to_vec().unwrap(),
+            vec![k * 10.0; 4],
+            "full({k}) * 10"
+        );
+        assert_eq!(out[1].to_vec().unwrap(), want, "full({k}) + data");
+    }
+}
+
+/// The same array passed as two inputs is one node in the recording; a later call with two
+/// different arrays must not replay it (found by the fuzzer: with the replay check off, `(a, b)`
+/// after `(a, a)` computed `a * a`).
+#[test]
+fn an_input_passed_twice_does_not_replay_for_distinct_inputs() {
+    init();
+    let _g = SERIAL.lock();
+    let (va, vb) = (data(5, 21), data(5, 22));
+    let a = Array::from_vec(va.clone(), &[5]);
+    let b = Array::from_vec(vb.clone(), &[5]);
+    for (x, y, vx, vy) in [
+        (&a, &a, &va, &va),
+        (&a, &b, &va, &vb),
+        (&b, &a, &vb, &va),
+        (&b, &b, &vb, &vb),
+    ] {
+        let out = Runtime::reuse(&[x, y], &[], |ins| vec![&ins[0] * &ins[1] - &ins[1]]).unwrap();
+        let want: Vec<f64> = vx.iter().zip(vy).map(|(p, q)| p * q - q).collect();
+        assert_eq!(out[0].to_vec().unwrap(), want);
+    }
+}

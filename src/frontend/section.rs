@@ -136,7 +136,8 @@ fn reference_program(
     Some(RefProgram { steps, outputs })
 }
 
-/// The macro cache key: call site, name, inputs' types, shapes and kinds, control values.
+/// The macro cache key: call site, name, inputs' types, shapes and kinds (a constant's value,
+/// which inputs are the same array), control values.
 fn section_key(
     site: Site,
     name: &str,
@@ -151,11 +152,23 @@ fn section_key(
     ];
     k.extend(name.bytes().map(|b| b as u64));
     k.push(inputs.len() as u64);
-    for h in inputs {
-        let kind = nodes
-            .get(&h.id)
-            .map_or(0, |n| matches!(n.op, Op::Source) as u64);
+    for (i, h) in inputs.iter().enumerate() {
+        // The same array passed twice is one node in the recording: which earlier input each
+        // input repeats (if any) is part of the key, so `(a, a)` and `(a, b)` record apart.
+        let alias = inputs[..i].iter().position(|g| g.id == h.id);
+        k.push(alias.map_or(u64::MAX, |p| p as u64));
+        // A constant input is folded into the recording, so its value is part of the key: a
+        // call with another constant records its own entry instead of replaying the first's.
+        let node = nodes.get(&h.id);
+        let kind = node.map_or(0, |n| match n.op {
+            Op::Source => 1,
+            Op::Const(_) => 2,
+            _ => 0,
+        });
         k.extend([h.dtype as u64, kind, h.shape.len() as u64]);
+        if let Some(Op::Const(c)) = node.map(|n| &n.op) {
+            k.push(c.bits());
+        }
         k.extend(h.shape.iter().map(|&d| d as u64));
     }
     k.push(params.len() as u64);
