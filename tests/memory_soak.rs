@@ -110,10 +110,6 @@ fn uploads_of_changing_sizes_keep_host_memory_flat() {
 }
 
 #[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "10^5 iterations take minutes unoptimised: CI runs it with --release"
-)]
 fn a_hundred_thousand_small_iterations_keep_host_memory_flat() {
     // Issue 18: RSS flat over 10^5 iterations of upload, compute and read. Small arrays, so the
     // per-iteration bookkeeping (nodes, buffers, programs, replies) is what would pile up: 512

@@ -187,6 +187,12 @@ pub fn same_value(a: f64, b: f64) -> bool {
 /// and the WGSL library's pow reaches about 20 (see README, "Accuracy on GPU executors").
 pub const DEVICE_ULPS: u64 = 32;
 
+/// Whether comparison mode is on for this process (`ARRAYFLOW_COMPARE`, as CI's comparison stage
+/// sets it): every op is interpreted again, so tests that walk many shapes walk fewer.
+pub fn comparison_mode() -> bool {
+    std::env::var("ARRAYFLOW_COMPARE").is_ok_and(|v| !v.is_empty() && v != "off")
+}
+
 /// Whether kernels run on a device executor (OpenCL or wgpu) in this process.
 pub fn on_device() -> bool {
     arrayflow::Runtime::backend() != arrayflow::Backend::Cpu
