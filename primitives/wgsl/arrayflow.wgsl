@@ -140,7 +140,10 @@ fn af_log1p(x: f32) -> f32 {
 }
 
 // ---- trigonometric functions (Cephes sinf, cosf, tanf, atanf, asinf, acosf) ----
-// The reduction by multiples of pi/4 is exact below 8192; above, af_trig_reduce_large.
+// Below 2 the reduction by multiples of pi/4 is Cephes' three-part one (within half an ulp of the
+// remainder there); above, af_trig_reduce_large. Cephes' reduction loses the remainder's low bits
+// near multiples of pi/4 further out (up to 975 ulp below 8192, an exhaustive sweep found on an
+// H200), where the Payne-Hanek one stays within 2.5.
 fn af_sin_poly(x: f32) -> f32 {
   let z = x * x;
   return ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * x + x;
@@ -150,7 +153,7 @@ fn af_cos_poly(x: f32) -> f32 {
   return ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z
     - 0.5f * z + 1.0f;
 }
-// |x| <= 8192: (x - j pi/4, j) with j even.
+// |x| <= 2: (x - j pi/4, j) with j even.
 fn af_trig_reduce(ax: f32) -> vec2<f32> {
   var j = u32(ax * 1.27323954473516f);
   j += j & 1u;
@@ -169,8 +172,8 @@ fn af_mul_wide(a: u32, b: u32) -> vec2<u32> {
   let w1 = (t & 0xffffu) + a0 * b1;
   return vec2<u32>((w1 << 16u) | (p00 & 0xffffu), a1 * b1 + (t >> 16u) + (w1 >> 16u));
 }
-// |x| > 8192 (its bits in xi): (x - j pi/4, j) with j even, as af_trig_reduce returns, exact for
-// every f32 (Payne-Hanek: the 24-bit significand times a 96-bit window of 4/pi, chosen by the
+// |x| > 2 (its bits in xi): (x - j pi/4, j) with j even, as af_trig_reduce returns, exact for
+// every f32 from 2 (exponents from 128: the window index below starts at 0 there) (Payne-Hanek: the 24-bit significand times a 96-bit window of 4/pi, chosen by the
 // exponent, gives the 2.62-bit fixed-point remainder; the GPU's own sin/cos lose all accuracy
 // there). The table holds 4/pi to 192 bits, 8 new bits per entry.
 fn af_trig_reduce_large(xi: u32) -> vec2<f32> {
@@ -192,7 +195,7 @@ fn af_trig_reduce_large(xi: u32) -> vec2<f32> {
   return vec2<f32>(v * 3.4061215800865545e-19f, f32((2u * n) & 7u));
 }
 fn af_trig_reduce_any(ax: f32) -> vec2<f32> {
-  if (ax > 8192.0f) { return af_trig_reduce_large(bitcast<u32>(ax)); }
+  if (ax > 2.0f) { return af_trig_reduce_large(bitcast<u32>(ax)); }
   return af_trig_reduce(ax);
 }
 fn af_sin_f32(x: f32) -> f32 {
@@ -296,7 +299,9 @@ fn af_atan2_f32(y: f32, x: f32) -> f32 {
   } else if (!af_finite(ay)) {
     r = AF_PIO2;
   } else {
-    let t = af_atan_pos(ay / ax);
+    // The exact quotient: WGSL's `/` may be a product with 1 / ax, which a device that flushes
+    // subnormal values (NVIDIA) makes 0 for ax past 2^126.
+    let t = af_atan_pos(af_div_f32(ay, ax));
     r = select(t, (AF_PI - t) + AF_PI_LO, west);
   }
   return select(r, -r, af_signbit(y));
@@ -344,21 +349,28 @@ fn af_tanh_f32(x: f32) -> f32 {
   return af_copysign(1.0f - 2.0f / (af_exp_f32(2.0f * a) + 1.0f), x);
 }
 // 2 e^-|x| past 88, where 1 / cosh gives 0 instead of a subnormal value (primitives/cpu.rs
-// sech_accurate, csch_accurate).
+// sech_accurate, csch_accurate), written e^(1 - |x|) (2 / e): e^-|x| itself is subnormal there,
+// which a device that flushes subnormal values (NVIDIA) makes 0 although 2 e^-|x| is normal up to
+// 88.7. 1 - |x| is exact (it stays in |x|'s binade, [64, 128), below 128; past it the result is 0).
+fn af_two_exp_neg(a: f32) -> f32 { return af_exp_f32(1.0f - a) * 7.357588823428847e-1f; }
 fn af_sech_f32(x: f32) -> f32 {
   let a = abs(x);
-  if (a > 88.0f) { return 2.0f * af_exp_f32(-a); }
+  if (a > 88.0f) { return af_two_exp_neg(a); }
   return 1.0f / af_cosh_f32(x);
 }
 fn af_csch_f32(x: f32) -> f32 {
   let a = abs(x);
-  if (a > 88.0f) { return af_copysign(2.0f * af_exp_f32(-a), x); }
+  if (a > 88.0f) { return af_copysign(af_two_exp_neg(a), x); }
   return 1.0f / af_sinh_f32(x);
 }
 fn af_coth_f32(x: f32) -> f32 { return 1.0f / af_tanh_f32(x); }
 // Rust std's formulas (as arrayflow.h).
 fn af_asinh_f32(x: f32) -> f32 {
   let ax = abs(x);
+  // asinh(x) = x (1 - x^2 / 6 + ...): x itself below 2^-12. The formula below passes through
+  // 1 / x^2, which overflows there, and a device that flushes subnormal values (NVIDIA) then
+  // gives 0 for the smallest normal x.
+  if (ax < 2.44140625e-4f) { return x; }
   let ix = 1.0f / ax;
   if (ax > 4096.0f) { return af_copysign(af_ln_f32(ax) + 0.6931471805599453f, x); }
   return af_copysign(af_log1p(ax + ax / (af_sqrt_f32(1.0f + ix * ix) + ix)), x);
@@ -374,6 +386,9 @@ fn af_acosh_f32(x: f32) -> f32 {
 }
 fn af_atanh_f32(x: f32) -> f32 {
   let t = abs(x);
+  // NaN past 1 explicitly: (2t) / (1 - t) there is a product with a subnormal 1 / (1 - t) for
+  // huge t, which a device that flushes subnormal values (NVIDIA) makes 0 (atanh would give -0).
+  if (!(t <= 1.0f)) { return af_nan(); }
   if (t < 0.5f) { return af_copysign(0.5f * af_log1p(2.0f * t + 2.0f * t * t / (1.0f - t)), x); }
   return af_copysign(0.5f * af_log1p((2.0f * t) / (1.0f - t)), x);
 }
