@@ -185,7 +185,7 @@ fn hyperbolic_tail<F: num_traits::Float>() -> F {
     F::from(if f32_like { 88.0 } else { 709.0 }).unwrap()
 }
 
-/// Hyperbolic secant: `1 / cosh(x)`, and `2 e^-|x|` past [`hyperbolic_tail`] (where `1 / cosh`
+/// Hyperbolic secant: `1 / cosh(x)`, and `2 e^-|x|` past `hyperbolic_tail` (where `1 / cosh`
 /// gave 0 instead of a subnormal value).
 #[inline]
 pub fn sech_accurate<F: num_traits::Float>(x: F) -> F {
@@ -198,7 +198,7 @@ pub fn sech_accurate<F: num_traits::Float>(x: F) -> F {
 }
 
 /// Hyperbolic cosecant: `1 / sinh(x)`, and `2 e^-|x|` with the sign of `x` past
-/// [`hyperbolic_tail`] (where `1 / sinh` gave 0 instead of a subnormal value).
+/// `hyperbolic_tail` (where `1 / sinh` gave 0 instead of a subnormal value).
 #[inline]
 pub fn csch_accurate<F: num_traits::Float>(x: F) -> F {
     let a = x.abs();
