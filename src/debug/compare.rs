@@ -75,9 +75,15 @@ pub enum Verdict {
 }
 
 /// Compares one optimised value with its reference under the FIG. 9C rule, the allowance scaled
-/// by `|reference|`.
+/// by `|reference|` (an infinite reference must be matched exactly: its magnitude is not the
+/// "matches anything" of [`compare_conditioned`]).
 pub fn compare(optimised: f64, reference: f64, tol: Tolerance) -> Verdict {
-    compare_conditioned(optimised, reference, reference.abs(), tol)
+    let magnitude = if reference.is_finite() {
+        reference.abs()
+    } else {
+        0.0
+    };
+    compare_conditioned(optimised, reference, magnitude, tol)
 }
 
 /// Compares one optimised value with its reference, the allowance scaled by
