@@ -248,6 +248,7 @@ fn exit_with_work_in_flight_is_orderly() {
                 "--test-threads=1",
             ])
             .env("ARRAYFLOW_TEST_CHILD", "1")
+            .env("ARRAYFLOW_ORDERLY_EXIT", "1")
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
