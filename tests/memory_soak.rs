@@ -6,6 +6,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use arrayflow::{Array, Runtime};
 use parking_lot::Mutex;
 
@@ -31,7 +33,7 @@ const ALLOWED: usize = 50 * MB;
 /// over the second part. Not under comparison mode, which keeps a reference copy of every array
 /// it checks and interprets every op again (the soak measures the runtime as programs use it).
 fn soak(warm: usize, n: usize, mut step: impl FnMut(usize)) {
-    if std::env::var("ARRAYFLOW_COMPARE").is_ok_and(|v| !v.is_empty() && v != "off") {
+    if common::comparison_mode() {
         eprintln!("memory soak: not run under comparison mode");
         return;
     }
