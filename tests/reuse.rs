@@ -4,7 +4,7 @@
 //! writes and foreign arrays inside a section are errors naming the caller's line; the cache's
 //! LRU limit holds; declared scalar parameters take each call's values; the replay check reports a
 //! section whose captured scalar changed; a panic inside a recording section leaves the runtime
-//! usable. The runtime starts with a small macro cache and the replay check off (tests that count
+//! usable; another thread's calls wait while a section records. The runtime starts with a small macro cache and the replay check off (tests that count
 //! closure calls), tests that need the check switch it on; tests run one at a time.
 
 use arrayflow::{Array, ErrorKind, Rng, Runtime};
@@ -524,4 +524,46 @@ fn an_input_passed_twice_does_not_replay_for_distinct_inputs() {
         let want: Vec<f64> = vx.iter().zip(vy).map(|(p, q)| p * q - q).collect();
         assert_eq!(out[0].to_vec().unwrap(), want);
     }
+}
+
+#[test]
+fn another_threads_work_while_a_section_records_is_neither_refused_nor_recorded() {
+    init();
+    let _g = SERIAL.lock();
+    let (inside_tx, inside_rx) = std::sync::mpsc::channel::<()>();
+    let n = 64;
+    let (av, bv) = (data(n, 31), data(n, 32));
+    let other = std::thread::spawn(move || {
+        inside_rx.recv().unwrap();
+        // The section on the main thread is recording now: this thread's read waits for it to
+        // end, then computes its own values.
+        let x = Array::from_slice(&bv, &[n]);
+        let got = (&x * 3.0).to_vec().unwrap();
+        let want: Vec<f64> = bv.iter().map(|v| v * 3.0).collect();
+        assert_eq!(got, want);
+    });
+    let a = Array::from_slice(&av, &[n]);
+    let calls = Cell::new(0);
+    let run = |a: &Array<f64>, signal: bool| {
+        Runtime::reuse(&[a], &[], |ins| {
+            calls.set(calls.get() + 1);
+            if signal {
+                inside_tx.send(()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            vec![(&ins[0] - 1.0).exp()]
+        })
+        .unwrap()
+        .remove(0)
+        .to_vec()
+        .unwrap()
+    };
+    let want: Vec<f64> = av.iter().map(|v| (v - 1.0).exp()).collect();
+    assert_eq!(run(&a, true), want);
+    other.join().expect("the other thread's read succeeds");
+    // The recording holds only the section's own operation: a replay computes the same.
+    let before = Runtime::stats();
+    assert_eq!(run(&a, false), want);
+    assert_eq!(Runtime::stats().since(&before).macros.hits, 1);
+    assert_eq!(calls.get(), 1);
 }

@@ -133,7 +133,7 @@ impl<T: Element> Array<T> {
         precision: Option<usize>,
         indent: usize,
     ) -> std::result::Result<String, String> {
-        if !Inner::get().fe.lock().sections.is_empty() {
+        if !Inner::get().front().sections.is_empty() {
             // A read would end the section with an error.
             return Err(format!(
                 "{} (values are not read inside a code reuse section)",

@@ -136,10 +136,10 @@ impl Runtime {
 
     /// Code reuse sections the macro cache holds now.
     pub fn macro_cache_len() -> usize {
-        Inner::get().fe.lock().macros.len()
+        Inner::get().front().macros.len()
     }
     /// Empties the macro cache.
     pub fn clear_macro_cache() {
-        Inner::get().fe.lock().macros.clear();
+        Inner::get().front().macros.clear();
     }
 }

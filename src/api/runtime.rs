@@ -186,12 +186,12 @@ impl Runtime {
     }
     /// Empties the trace cache.
     pub fn clear_trace_cache() {
-        Inner::get().fe.lock().traces.clear();
+        Inner::get().front().traces.clear();
     }
     /// Entries the trace cache holds now, in all and for the bucket of the call site `site`
     /// (the site of a key's first entry).
     pub fn trace_cache_len(site: Option<&'static std::panic::Location<'static>>) -> usize {
-        let fe = Inner::get().fe.lock();
+        let fe = Inner::get().front();
         match site {
             None => fe.traces.len(),
             Some(s) => fe

@@ -45,7 +45,7 @@ impl Inner {
             }
             CompareMode::OnCopyOut => {
                 let (reference, magnitude, op, op_site, order, tol) = {
-                    let fe = self.fe.lock();
+                    let fe = self.front();
                     let Some(n) = fe.nodes.get(&h.id) else {
                         return Ok(());
                     };
@@ -91,7 +91,7 @@ impl Inner {
         h: &Handle,
         site: Site,
     ) -> Result<std::sync::Arc<crate::exec::TypedVec>> {
-        self.fe.lock().nodes.get(&h.id).and_then(|n| n.reference.clone()).ok_or_else(|| {
+        self.front().nodes.get(&h.id).and_then(|n| n.reference.clone()).ok_or_else(|| {
             Error::new(ErrorKind::Argument, "this array has no reference value")
                 .at(site)
                 .hint("switch comparison mode on (Runtime::set_compare or ARRAYFLOW_COMPARE) before recording it")

@@ -44,7 +44,7 @@ impl Inner {
         let fusible = op.is_fusible();
         let queued = !matches!(op, Op::Const(_) | Op::Generate(_));
         let id = {
-            let mut fe = self.fe.lock();
+            let mut fe = self.front();
             fe.next_id += 1;
             let id = NodeId(fe.next_id);
             let mut lazy_cost = 0u32;
@@ -139,7 +139,7 @@ impl Inner {
         let (mut tol_op, mut tol_dtype) = (op.base_name(), dtype);
         for (k, h) in inputs.iter().enumerate() {
             let (r, mag, tol, buf, in_section, exact) = {
-                let fe = self.fe.lock();
+                let fe = self.front();
                 let n = fe.nodes.get(&h.id)?;
                 if k == 0 && op.moves_data() {
                     (tol_op, tol_dtype) = (n.tolerance_op, n.tolerance_dtype);
@@ -213,7 +213,7 @@ impl Inner {
             .then(|| Arc::new(data.clone()));
         let buf = self.sched.new_buffer();
         let id = {
-            let mut fe = self.fe.lock();
+            let mut fe = self.front();
             if let Some(e) = self.section_violation(&mut fe, "writing data into the runtime", site)
             {
                 return Err(e);
@@ -246,6 +246,7 @@ impl Inner {
 
     /// The application dropped its last handle to `id`.
     pub fn release(&self, id: NodeId) {
+        // Not `front()`: a drop on another thread never waits for a section (it records nothing).
         let mut fe = self.fe.lock();
         let Some(n) = fe.nodes.get_mut(&id) else {
             return;
@@ -272,7 +273,7 @@ impl Inner {
     /// Computes node `id` if needed and returns its data.
     pub fn read_node(&self, id: NodeId, site: Site) -> Result<Arc<TypedVec>> {
         let buf = {
-            let mut fe = self.fe.lock();
+            let mut fe = self.front();
             if let Some(e) = self.section_violation(&mut fe, "a read", site) {
                 return Err(e);
             }
@@ -302,7 +303,7 @@ impl Inner {
             return Ok(false);
         }
         let buf = {
-            let mut fe = self.fe.lock();
+            let mut fe = self.front();
             if let Some(e) = self.section_violation(&mut fe, "a read", site) {
                 return Err(e);
             }
@@ -327,7 +328,7 @@ impl Inner {
     /// it; nothing is copied to the host).
     pub fn eval(&self, h: &Handle, site: Site) -> Result<()> {
         let buf = {
-            let mut fe = self.fe.lock();
+            let mut fe = self.front();
             if let Some(e) = self.section_violation(&mut fe, "an evaluation", site) {
                 return Err(e);
             }
@@ -351,7 +352,7 @@ impl Inner {
 
     /// The application will read `h` soon: start computing it now.
     pub fn hint_read(&self, h: &Handle) {
-        let mut fe = self.fe.lock();
+        let mut fe = self.front();
         if !fe.sections.is_empty() {
             return; // inside a code reuse section the whole section runs together
         }
@@ -369,7 +370,7 @@ impl Inner {
     /// Flushes the queue and waits until everything recorded so far has run.
     pub fn execute(&self) {
         {
-            let mut fe = self.fe.lock();
+            let mut fe = self.front();
             if !fe.sections.is_empty() {
                 return; // inside a code reuse section the whole section runs together
             }
@@ -381,7 +382,7 @@ impl Inner {
     }
 
     pub fn begin_block(&self) {
-        let mut fe = self.fe.lock();
+        let mut fe = self.front();
         fe.block_depth += 1;
         fe.queue.push(Entry::BlockBegin);
         fe.key.push_block(true);
@@ -389,7 +390,7 @@ impl Inner {
 
     /// Closes a block whose body panicked, without flushing (the next flush runs its work).
     pub fn unwind_block(&self) {
-        let mut fe = self.fe.lock();
+        let mut fe = self.front();
         if fe.block_depth > 0 {
             fe.block_depth -= 1;
             fe.queue.push(Entry::BlockEnd);
@@ -398,7 +399,7 @@ impl Inner {
     }
 
     pub fn end_block(&self, site: Site) -> Result<()> {
-        let mut fe = self.fe.lock();
+        let mut fe = self.front();
         if fe.block_depth == 0 {
             return Err(Error::new(
                 ErrorKind::Argument,

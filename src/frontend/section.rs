@@ -62,6 +62,8 @@ impl Drop for SectionGuard<'_> {
         fe.sections.pop();
         if self.outermost {
             fe.block_depth -= 1;
+            fe.section_owner = None;
+            self.inner.section_done.notify_all();
             if std::thread::panicking() {
                 // The section's ops stay queued and run with the next flush as ordinary work;
                 // the trace-cache key never saw them, so that flush must not use the cache.
@@ -255,7 +257,7 @@ impl Inner {
 
     /// Registers a random draw made while a section records.
     pub fn section_draw(&self, id: NodeId, state: &Arc<Mutex<RngState>>, counter: u64) {
-        let mut fe = self.fe.lock();
+        let mut fe = self.front();
         let Some(rec) = fe.sections.first_mut() else {
             return;
         };
@@ -284,7 +286,7 @@ impl Inner {
     ) -> Result<Vec<Handle>> {
         let mut verify: Option<Arc<MacroEntry>> = None;
         let key = {
-            let mut fe = self.fe.lock();
+            let mut fe = self.front();
             let key = section_key(site, name, inputs, &fe.nodes, params, controls);
             if let Some(outer) = fe.sections.iter().find(|s| s.key == key) {
                 return Err(Error::new(
@@ -332,6 +334,7 @@ impl Inner {
             }
             fe.sections.push(Recording::new(key.clone(), site));
             fe.block_depth += 1;
+            fe.section_owner = Some(std::thread::current().id());
             key
         };
         let outputs = {
@@ -341,14 +344,14 @@ impl Inner {
             };
             let ps = parameters(params, site);
             {
-                let mut fe = self.fe.lock();
+                let mut fe = self.front();
                 let rec = fe.sections.last_mut().expect("the section being recorded");
                 rec.params = ps.iter().map(|h| h.id).collect();
             }
             let outputs = f(inputs, &ps);
             // Taken before the guard pops the section.
             let rec = {
-                let mut fe = self.fe.lock();
+                let mut fe = self.front();
                 let rec = fe.sections.last_mut().expect("the section being recorded");
                 std::mem::replace(rec, Recording::new(Vec::new(), site))
             };
@@ -356,7 +359,7 @@ impl Inner {
             (outputs, rec)
         };
         let (outputs, rec) = outputs;
-        let mut fe = self.fe.lock();
+        let mut fe = self.front();
         fe.capture = Some(None);
         let out_ids: Vec<NodeId> = outputs.iter().map(|h| h.id).collect();
         let reference = reference_program(&fe, inputs, &out_ids, &rec);

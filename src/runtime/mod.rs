@@ -106,6 +106,9 @@ pub struct FrontEnd {
     pub capture: Option<Option<(crate::proggen::Generated, Vec<Vec<u64>>)>>,
     pub next_id: u64,
     pub block_depth: u32,
+    /// The thread recording the outermost code reuse section: other threads' calls wait until it
+    /// ends (`Inner::front`), so their operations are neither recorded into it nor refused by it.
+    pub section_owner: Option<std::thread::ThreadId>,
 }
 
 impl FrontEnd {
@@ -123,6 +126,7 @@ impl FrontEnd {
             capture: None,
             next_id: 0,
             block_depth: 0,
+            section_owner: None,
         }
     }
 }
@@ -172,7 +176,10 @@ impl FlowControl {
 pub struct Inner {
     pub config: Config,
     pub gen_config: GenConfig,
+    /// The front end; application calls lock it through [`Inner::front`].
     pub fe: Mutex<FrontEnd>,
+    /// Signalled when a code reuse section's recording ends (threads in `front` wait on it).
+    pub section_done: parking_lot::Condvar,
     pub sched: Scheduler,
     pub counters: Arc<Counters>,
     pub flow: Arc<FlowControl>,
@@ -216,6 +223,18 @@ extern "C" fn stop_at_exit() {
 }
 
 impl Inner {
+    /// The front end for an application call. While another thread records a code reuse section
+    /// this waits for it to end: a section's queue holds only its own operations, and a read on
+    /// another thread is not a read inside the section.
+    pub fn front(&self) -> parking_lot::MutexGuard<'_, FrontEnd> {
+        let me = std::thread::current().id();
+        let mut fe = self.fe.lock();
+        while fe.section_owner.is_some_and(|t| t != me) {
+            self.section_done.wait(&mut fe);
+        }
+        fe
+    }
+
     fn new(config: Config) -> Inner {
         let counters = Arc::new(Counters::default());
         let flow = Arc::new(FlowControl::new(config.max_outstanding));
@@ -239,6 +258,7 @@ impl Inner {
         tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");
         Inner {
             fe: Mutex::new(FrontEnd::new(&config)),
+            section_done: parking_lot::Condvar::new(),
             trace_cache_on: std::sync::atomic::AtomicBool::new(config.trace_cache),
             reuse_check: std::sync::atomic::AtomicU32::new(config.reuse_check),
             config,
@@ -285,7 +305,7 @@ impl Inner {
         dtype: crate::ir::DType,
     ) -> crate::frontend::Handle {
         let buf = self.sched.new_buffer();
-        let mut fe = self.fe.lock();
+        let mut fe = self.front();
         fe.next_id += 1;
         let id = crate::ir::NodeId(fe.next_id);
         let site = e.site.unwrap_or(std::panic::Location::caller());
