@@ -1,11 +1,12 @@
 //! A flush: the whole work queue goes to the program generator; the sequence it returns is
 //! instantiated on fresh buffers, the port table is updated (every processed node ends stored,
-//! lazy or gone), and the instance goes to the execution scheduler. Each flush is logged with its
-//! reason and counted.
+//! lazy or gone), and the instance goes to the hand-off (`handoff.rs`). Each flush is logged with
+//! its reason and counted. When a flush happens is decided in `triggers.rs`.
 
+use super::handoff::{Origin, Submission};
 use super::work_queue::FlushReason;
+use crate::exec::BufferId;
 use crate::exec::cpu::slices::OutPtr;
-use crate::exec::{BufferId, Instance};
 use crate::frontend::NodeState;
 use crate::ir::NodeId;
 use crate::proggen::liveness::StorePolicy;
@@ -33,12 +34,7 @@ pub fn flush_into(
     let entries = fe.queue.take();
     let start = std::time::Instant::now();
     Counters::add(&rt.counters.flushes[reason.index()], 1);
-    let compare = rt
-        .compare_on
-        .load(std::sync::atomic::Ordering::Relaxed)
-        .then(|| rt.compare.read().clone())
-        .flatten()
-        .filter(|c| c.mode == crate::debug::CompareMode::AfterComputation);
+    let compare = rt.after_computation();
     let policy = StorePolicy {
         target,
         all_live: matches!(reason, FlushReason::Execute | FlushReason::Section),
@@ -48,15 +44,13 @@ pub fn flush_into(
     let seq = generated.sequence.clone();
 
     // Instantiate: bind formals to buffers.
-    let mut bindings = vec![BufferId(0); seq.formals.len()];
-    for (f, formal) in seq.formals.iter().enumerate() {
-        if formal.role != FormalRole::Input {
-            bindings[f] = rt.sched.new_buffer();
-        }
-    }
-    for &(f, id) in &generated.inputs {
-        bindings[f as usize] = fe.nodes[&id].buffer().expect("input node has a buffer");
-    }
+    let bindings = rt.bind_formals(
+        &seq,
+        generated
+            .inputs
+            .iter()
+            .map(|&(f, id)| (f, fe.nodes[&id].buffer().expect("input node has a buffer"))),
+    );
     // A read into the application's memory: the target's kernel writes there directly, unless
     // another program of this sequence reads the target (then it is stored as usual).
     let external = dest.and_then(|ptr| {
@@ -81,31 +75,17 @@ pub fn flush_into(
         .collect();
     // Comparison after computation: each stored result with a reference is checked once its
     // program has run (the read below keeps its buffer alive until then).
-    let checks: Vec<_> = match &compare {
+    let checks = match &compare {
         None => Vec::new(),
-        Some(cfg) => generated
-            .stored
-            .iter()
-            .filter(|(_, id)| Some(*id) != external_node)
-            .filter_map(|&(f, id)| {
-                let n = fe.nodes.get(&id)?;
-                let reference = n.reference.clone()?;
-                let tolerance = cfg.tolerance_for(n.tolerance_op, n.tolerance_dtype);
-                let (op, site, order, config) = (n.op.name(), n.site, id.0, cfg.clone());
-                Some((
-                    bindings[f as usize],
-                    crate::debug::checker::Check {
-                        reference,
-                        magnitude: n.magnitude.clone(),
-                        op,
-                        site,
-                        order,
-                        tolerance,
-                        config,
-                    },
-                ))
-            })
-            .collect(),
+        Some(cfg) => rt.flush_checks(
+            fe,
+            cfg,
+            generated
+                .stored
+                .iter()
+                .filter(|(_, id)| Some(*id) != external_node)
+                .map(|&(f, id)| (bindings[f as usize], id)),
+        ),
     };
     let stored: AHashSet<NodeId> = generated
         .stored
@@ -221,21 +201,15 @@ pub fn flush_into(
     }
     *rt.last_sequence.lock() = Some(seq.clone());
     Counters::add(&rt.counters.flush_ns, start.elapsed().as_nanos() as u64);
-    if !seq.programs.is_empty() {
-        rt.flow.acquire(seq.programs.len());
-        rt.sched.submit(Instance {
-            seq,
-            bindings,
-            params,
-            started: start,
-        });
-    }
-    for (buf, check) in checks {
-        rt.schedule_check(buf, check);
-    }
-    for b in freed {
-        rt.sched.release(b);
-    }
+    rt.hand_off(Submission {
+        origin: Origin::Flush(reason),
+        seq,
+        bindings,
+        params,
+        checks,
+        release: freed,
+        started: start,
+    });
     external.map(|(_, b)| b)
 }
 

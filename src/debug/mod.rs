@@ -8,6 +8,7 @@
 pub mod checker;
 pub mod compare;
 pub mod conditioning;
+mod hooks;
 pub mod reference;
 
 pub use compare::{Tolerance, Verdict};

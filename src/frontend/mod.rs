@@ -3,7 +3,6 @@
 //! and hands nodes to the work queue. Handles are reference-counted; the last one dropped queues a
 //! release entry.
 
-mod compare;
 mod fold;
 mod node;
 mod record;

@@ -5,19 +5,16 @@
 //! outermost); entering a section that is already being recorded, reading or writing data inside a
 //! section, and using an array that is neither an input nor computed in the section are errors.
 
-use super::{Handle, NodeHandle, NodeInfo, NodeState};
+use super::Handle;
 use crate::api::RngState;
 use crate::compile::macro_cache::{MacroEntry, ParamSource, RefInput, RefProgram, RefStep};
-use crate::compile::{FlushReason, flush};
 use crate::error::{Error, ErrorKind, Result};
-use crate::exec::{BufferId, Instance};
 use crate::ir::{NodeId, Op, Site};
-use crate::proggen::sequence::{FormalRole, Kernel};
+use crate::proggen::sequence::Kernel;
 use crate::runtime::stats::Counters;
 use crate::runtime::{FrontEnd, Inner};
 use ahash::AHashMap;
 use parking_lot::Mutex;
-use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// A section being recorded (the outermost) or entered inside one (inlined into it).
@@ -310,12 +307,8 @@ impl Inner {
                 return Ok(out);
             }
             // Inputs must be stored, and earlier work flushed, before the section.
-            for h in inputs {
-                super::record::enqueue_pending(&mut fe, h.id);
-            }
-            if !fe.queue.is_empty() {
-                flush(self, &mut fe, FlushReason::Section, None);
-            }
+            let ids: Vec<NodeId> = inputs.iter().map(|h| h.id).collect();
+            self.flush_for_section(&mut fe, &ids);
             let before = fe.macros.counts;
             let found = fe.macros.lookup(&key);
             let after = fe.macros.counts;
@@ -371,12 +364,7 @@ impl Inner {
             _ => None,
         };
         // Store every output (and anything else still held): the section's results.
-        for &id in &out_ids {
-            super::record::enqueue_pending(&mut fe, id);
-        }
-        if !fe.queue.is_empty() {
-            flush(self, &mut fe, FlushReason::Section, None);
-        }
+        self.flush_for_section(&mut fe, &out_ids);
         let generated = fe.capture.take().flatten();
         if let Some(e) = rec.violation {
             return Err(e);
@@ -473,189 +461,4 @@ impl Inner {
         Counters::add(&c.macro_evictions, after.evictions - before.evictions);
         Counters::add(&c.macro_lookup_ns, after.lookup_ns - before.lookup_ns);
     }
-
-    /// Sends a recorded section's sequence to the execution scheduler bound to new inputs.
-    fn replay(
-        &self,
-        fe: &mut FrontEnd,
-        entry: &MacroEntry,
-        inputs: &[Handle],
-        values: &[crate::ir::Scalar],
-        site: Site,
-    ) -> Result<Vec<Handle>> {
-        let started = std::time::Instant::now();
-        let seq = &entry.seq;
-        let mut bindings = vec![BufferId(0); seq.formals.len()];
-        let mut temps = Vec::new();
-        for (f, formal) in seq.formals.iter().enumerate() {
-            if formal.role != FormalRole::Input {
-                bindings[f] = self.sched.new_buffer();
-                temps.push(bindings[f]);
-            }
-        }
-        for &(f, pos) in &entry.inputs {
-            let b = fe.nodes.get(&inputs[pos].id).and_then(NodeInfo::buffer);
-            bindings[f as usize] = b.ok_or_else(|| {
-                Error::new(ErrorKind::Runtime, "a section input has no buffer").at(site)
-            })?;
-        }
-        // Generators advance as a normal run would have advanced them.
-        let bases: Vec<u64> = entry
-            .rngs
-            .iter()
-            .map(|(s, advance)| {
-                let mut s = s.lock();
-                let base = s.counter;
-                s.counter += advance;
-                base
-            })
-            .collect();
-        let params = entry
-            .params
-            .iter()
-            .map(|srcs| {
-                srcs.iter()
-                    .map(|p| match *p {
-                        ParamSource::Fixed(v) => v,
-                        ParamSource::RandomKey(r) => {
-                            let k = entry.rngs[r].0.lock().key;
-                            ((k[1] as u64) << 32) | k[0] as u64
-                        }
-                        ParamSource::RandomCounter(r, off) => bases[r] + off,
-                        ParamSource::Param(i) => values[i].bits(),
-                    })
-                    .collect()
-            })
-            .collect();
-        let mut outputs = Vec::new();
-        for (f, dtype, shape) in &entry.outputs {
-            let b = bindings[*f as usize];
-            temps.retain(|t| *t != b);
-            fe.next_id += 1;
-            let id = NodeId(fe.next_id);
-            fe.nodes.insert(
-                id,
-                NodeInfo::new(
-                    Op::Source,
-                    SmallVec::new(),
-                    shape.clone(),
-                    *dtype,
-                    site,
-                    NodeState::Stored(b),
-                ),
-            );
-            outputs.push(Arc::new(NodeHandle {
-                id,
-                shape: shape.clone(),
-                dtype: *dtype,
-                konst: None,
-            }));
-        }
-        // Comparison mode: the outputs' reference values from the recorded ops (the closure is not
-        // called on a replay), and, after computation, their checks.
-        if self.compare_on.load(std::sync::atomic::Ordering::Relaxed)
-            && let Some(prog) = &entry.reference
-        {
-            let read = |b: BufferId| self.sched.read(b).ok();
-            let refs = reference_replay(fe, prog, inputs, values, &entry.rngs, &bases, &read);
-            for (h, r) in outputs.iter().zip(refs) {
-                if let Some(n) = fe.nodes.get_mut(&h.id) {
-                    n.reference = r;
-                    n.magnitude = None;
-                }
-            }
-        }
-        let checks: Vec<_> = match self.compare.read().clone() {
-            Some(cfg) if cfg.mode == crate::debug::CompareMode::AfterComputation => outputs
-                .iter()
-                .filter_map(|h| {
-                    let n = fe.nodes.get(&h.id)?;
-                    let prog = entry.reference.as_ref()?;
-                    let step =
-                        &prog.steps[prog.outputs[outputs.iter().position(|o| o.id == h.id)?]];
-                    let check = crate::debug::checker::Check {
-                        reference: n.reference.clone()?,
-                        magnitude: n.magnitude.clone(),
-                        op: step.node.op.name(),
-                        site: step.node.site,
-                        order: h.id.0,
-                        tolerance: cfg
-                            .tolerance_for(step.node.tolerance_op, step.node.tolerance_dtype),
-                        config: cfg.clone(),
-                    };
-                    Some((n.buffer()?, check))
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        self.flow.acquire(seq.programs.len());
-        self.sched.submit(Instance {
-            seq: seq.clone(),
-            bindings,
-            params,
-            started,
-        });
-        for (buf, check) in checks {
-            self.schedule_check(buf, check);
-        }
-        for t in temps {
-            self.sched.release(t);
-        }
-        Ok(outputs)
-    }
-}
-
-type Value = Arc<crate::exec::TypedVec>;
-
-/// Evaluates a recorded section's ops with the reference interpreter on the new inputs' reference
-/// values (or their data, where they have none), with random draws at this replay's positions.
-fn reference_replay(
-    fe: &FrontEnd,
-    prog: &RefProgram,
-    inputs: &[Handle],
-    values: &[crate::ir::Scalar],
-    rngs: &[(Arc<Mutex<RngState>>, u64)],
-    bases: &[u64],
-    read: &dyn Fn(BufferId) -> Option<Arc<crate::exec::TypedVec>>,
-) -> Vec<Option<Arc<crate::exec::TypedVec>>> {
-    // Inputs recorded before comparison was on have no reference: their data stands in.
-    let input_vals: Vec<Option<Arc<crate::exec::TypedVec>>> = inputs
-        .iter()
-        .map(|h| {
-            let n = fe.nodes.get(&h.id)?;
-            n.reference.clone().or_else(|| read(n.buffer()?))
-        })
-        .collect();
-    let mut vals: Vec<Option<Arc<crate::exec::TypedVec>>> = Vec::with_capacity(prog.steps.len());
-    for step in &prog.steps {
-        let mut node = step.node.clone();
-        if let (Some((r, off)), Op::Generate(crate::ir::GenKind::Random { key, counter, .. })) =
-            (step.random, &mut node.op)
-        {
-            *key = rngs[r].0.lock().key;
-            *counter = bases[r] + off;
-        }
-        if let Some(i) = step.param {
-            node.op = Op::Const(values[i]);
-        }
-        let ins: Option<Vec<(Value, crate::ir::Shape)>> = step
-            .inputs
-            .iter()
-            .map(|i| match *i {
-                RefInput::Input(p) => input_vals[p].clone().map(|v| (v, inputs[p].shape.clone())),
-                RefInput::Step(s) => vals[s]
-                    .clone()
-                    .map(|v| (v, prog.steps[s].node.shape.clone())),
-            })
-            .collect();
-        let v = ins.and_then(|ins| {
-            let refs: Vec<(&crate::exec::TypedVec, &[usize])> =
-                ins.iter().map(|(v, s)| (&**v, &s[..])).collect();
-            crate::debug::reference::eval(&node, &refs)
-                .ok()
-                .map(Arc::new)
-        });
-        vals.push(v);
-    }
-    prog.outputs.iter().map(|&o| vals[o].clone()).collect()
 }

@@ -277,17 +277,6 @@ impl Inner {
         }
     }
 
-    /// Comparison after computation: checks `buf` against `check` once its program has run (the
-    /// read keeps the buffer alive until then).
-    pub fn schedule_check(&self, buf: crate::exec::BufferId, check: crate::debug::checker::Check) {
-        let (reply, data) = crossbeam_channel::bounded(1);
-        self.sched.send(crate::exec::SchedMsg::Read { buf, reply });
-        self.report.begin();
-        let _ = self
-            .checker()
-            .send(crate::debug::checker::CheckJob { data, check });
-    }
-
     /// Runs the error-handler stack, newest first; `true` if one handled the error.
     pub fn handle_error(&self, e: &crate::Error) -> bool {
         let handlers = self.error_handlers.lock().clone();

@@ -2,9 +2,9 @@
 //! with the array's reference first; after computation, mismatches the checker found since the
 //! last read are surfaced by the chosen action.
 
-use super::Handle;
 use crate::debug::{CompareMode, Mismatch, MismatchAction, check};
 use crate::error::{Error, ErrorKind, Result};
+use crate::frontend::Handle;
 use crate::ir::Site;
 use crate::runtime::Inner;
 

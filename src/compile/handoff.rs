@@ -1,0 +1,85 @@
+//! The hand-off (the seed's C-Scheduler passing an instantiated program sequence to the
+//! E-Scheduler, FIG. 1): the one place that submits work to the execution scheduler. A flush
+//! (`flush.rs`) and a replayed code reuse section (`replay.rs`) both bind their sequence's formals
+//! with [`Inner::bind_formals`] and end in [`Inner::hand_off`].
+//!
+//! **The hook point.** Every program sequence that runs passes through `hand_off` exactly once,
+//! with its buffers, parameter values, why it runs ([`Origin`]) and when its generation started:
+//! comparison mode's after-computation checks are attached here, and this is where a profiler or a
+//! debugger observes (or holds) the work of the application.
+
+use super::FlushReason;
+use crate::debug::checker::Check;
+use crate::exec::{BufferId, Instance};
+use crate::proggen::sequence::{FormalRole, ProgramSequence};
+use crate::runtime::Inner;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Why a sequence runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A flush of the work queue, for this reason.
+    Flush(FlushReason),
+    /// A replay of a recorded code reuse section.
+    Replay,
+}
+
+/// An instantiated program sequence, ready to run.
+pub struct Submission {
+    pub origin: Origin,
+    pub seq: Arc<ProgramSequence>,
+    /// The buffer bound to each formal.
+    pub bindings: Vec<BufferId>,
+    /// Each program's parameter values (raw bits per slot).
+    pub params: Vec<Arc<[u64]>>,
+    /// Comparison after computation: buffers to check against their reference once computed.
+    pub checks: Vec<(BufferId, Check)>,
+    /// Buffers to release once the sequence is submitted (dropped arrays, unused temporaries).
+    pub release: Vec<BufferId>,
+    /// When the flush or replay began (the scheduler times the sequence from here).
+    pub started: Instant,
+}
+
+impl Inner {
+    /// The bindings of `seq`'s formals: a fresh buffer for every output and temporary, `inputs`'
+    /// buffers (formal, buffer) for its inputs.
+    pub(crate) fn bind_formals(
+        &self,
+        seq: &ProgramSequence,
+        inputs: impl IntoIterator<Item = (u32, BufferId)>,
+    ) -> Vec<BufferId> {
+        let mut bindings = vec![BufferId(0); seq.formals.len()];
+        for (f, formal) in seq.formals.iter().enumerate() {
+            if formal.role != FormalRole::Input {
+                bindings[f] = self.sched.new_buffer();
+            }
+        }
+        for (f, b) in inputs {
+            bindings[f as usize] = b;
+        }
+        bindings
+    }
+
+    /// Submits `s` to the execution scheduler (waiting for capacity first: flow control), then
+    /// schedules its comparison checks and releases its dropped buffers. The only caller of
+    /// `Scheduler::submit`.
+    pub(crate) fn hand_off(&self, s: Submission) {
+        tracing::trace!(target: "arrayflow::jit", origin = ?s.origin, programs = s.seq.programs.len(), "hand-off");
+        if !s.seq.programs.is_empty() {
+            self.flow.acquire(s.seq.programs.len());
+            self.sched.submit(Instance {
+                seq: s.seq,
+                bindings: s.bindings,
+                params: s.params,
+                started: s.started,
+            });
+        }
+        for (buf, check) in s.checks {
+            self.schedule_check(buf, check);
+        }
+        for b in s.release {
+            self.sched.release(b);
+        }
+    }
+}

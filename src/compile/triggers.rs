@@ -1,0 +1,237 @@
+//! The flush triggers (the seed's C-Scheduler deciding when the work queue is compiled): after
+//! each recorded op (a non-fusible op entering an empty queue, the queue threshold), a read, a read
+//! into the application's memory, an evaluation, a hint, `execute`, the end of the outermost block,
+//! and a code reuse section's boundaries. Every flush starts here; `flush.rs` compiles the queue
+//! and `handoff.rs` submits the result.
+
+use super::{Entry, FlushReason, flush};
+use crate::error::{Error, ErrorKind, Result};
+use crate::exec::TypedVec;
+use crate::frontend::Handle;
+use crate::ir::{NodeId, Site};
+use crate::runtime::stats::Counters;
+use crate::runtime::{FrontEnd, Inner};
+use std::sync::Arc;
+
+impl Inner {
+    /// Decides, after an op was queued, whether the queue is compiled now: a non-fusible op
+    /// (an intrinsic) alone in the queue runs at once (nothing could fuse with it), and a queue of
+    /// `queue_threshold` compute entries is flushed so it does not grow without bound. Inside a
+    /// block (and a recording section, which holds one) neither applies.
+    pub(crate) fn after_record(&self, fe: &mut FrontEnd, fusible: bool) {
+        if fe.block_depth > 0 {
+            return;
+        }
+        if !fusible && fe.queue.computes() == 1 {
+            flush(self, fe, FlushReason::NonFusible, None);
+        } else if fe.queue.computes() >= self.config.queue_threshold {
+            flush(self, fe, FlushReason::Threshold, None);
+        }
+    }
+
+    /// A code reuse section's boundary: `ids` (its inputs when it starts, its outputs when it
+    /// ends) are stored and everything queued before is compiled.
+    pub(crate) fn flush_for_section(&self, fe: &mut FrontEnd, ids: &[NodeId]) {
+        for &id in ids {
+            enqueue_pending(fe, id);
+        }
+        if !fe.queue.is_empty() {
+            flush(self, fe, FlushReason::Section, None);
+        }
+    }
+
+    /// Computes `h` if needed and returns its data.
+    pub fn read(&self, h: &Handle, site: Site) -> Result<Arc<TypedVec>> {
+        self.read_node(h.id, site)
+    }
+
+    /// Computes node `id` if needed and returns its data.
+    pub fn read_node(&self, id: NodeId, site: Site) -> Result<Arc<TypedVec>> {
+        let buf = {
+            let mut fe = self.front();
+            if let Some(e) = self.section_violation(&mut fe, "a read", site) {
+                return Err(e);
+            }
+            if fe.nodes.get(&id).is_some_and(|n| n.is_pending()) {
+                enqueue_leaf(&mut fe, id);
+                flush(self, &mut fe, FlushReason::Read, Some(id));
+            }
+            fe.nodes.get(&id).and_then(|n| n.buffer())
+        };
+        let buf = buf.ok_or_else(|| {
+            Error::new(ErrorKind::Runtime, "array has no buffer after its flush").at(site)
+        })?;
+        self.sched.read(buf).map_err(|e| invalid_read(e, site))
+    }
+
+    /// Computes `h` straight into the application's memory at `dest` (which has room for all its
+    /// elements) when it is a large pending element-wise result: no buffer, no copy, and the array
+    /// stays lazy. `Ok(false)` when that does not apply; the caller then reads as usual.
+    pub fn read_external(
+        &self,
+        h: &Handle,
+        dest: crate::exec::cpu::slices::OutPtr,
+        site: Site,
+    ) -> Result<bool> {
+        let n: usize = h.shape.iter().product();
+        if n < ZERO_COPY_MIN {
+            return Ok(false);
+        }
+        let buf = {
+            let mut fe = self.front();
+            if let Some(e) = self.section_violation(&mut fe, "a read", site) {
+                return Err(e);
+            }
+            let eligible = fe
+                .nodes
+                .get(&h.id)
+                .is_some_and(|n| n.is_pending() && crate::proggen::liveness::may_stay_lazy(n));
+            if !eligible {
+                return Ok(false);
+            }
+            enqueue_leaf(&mut fe, h.id);
+            crate::compile::flush_into(self, &mut fe, FlushReason::Read, Some(h.id), Some(dest))
+        };
+        let Some(buf) = buf else { return Ok(false) };
+        let r = self.sched.wait(buf);
+        self.sched.release(buf);
+        Counters::add(&self.counters.bytes_downloaded, (n * h.dtype.size()) as u64);
+        r.map(|()| true).map_err(|e| invalid_read(e, site))
+    }
+
+    /// Computes `h` if needed and waits until its value exists (on whichever executor computed
+    /// it; nothing is copied to the host).
+    pub fn eval(&self, h: &Handle, site: Site) -> Result<()> {
+        let buf = {
+            let mut fe = self.front();
+            if let Some(e) = self.section_violation(&mut fe, "an evaluation", site) {
+                return Err(e);
+            }
+            if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
+                enqueue_leaf(&mut fe, h.id);
+                fe.queue.push(Entry::HintRead(h.id));
+                {
+                    let f = &mut *fe;
+                    f.key.push_hint(&f.nodes, h.id);
+                }
+                flush(self, &mut fe, FlushReason::Hint, Some(h.id));
+            }
+            fe.nodes.get(&h.id).and_then(|n| n.buffer())
+        };
+        match buf {
+            Some(b) => self.sched.wait(b).map_err(|e| invalid_read(e, site)),
+            // A constant or a value folded at record time: nothing to compute.
+            None => Ok(()),
+        }
+    }
+
+    /// The application will read `h` soon: start computing it now.
+    pub fn hint_read(&self, h: &Handle) {
+        let mut fe = self.front();
+        if !fe.sections.is_empty() {
+            return; // inside a code reuse section the whole section runs together
+        }
+        if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
+            enqueue_leaf(&mut fe, h.id);
+            fe.queue.push(Entry::HintRead(h.id));
+            {
+                let f = &mut *fe;
+                f.key.push_hint(&f.nodes, h.id);
+            }
+            flush(self, &mut fe, FlushReason::Hint, Some(h.id));
+        }
+    }
+
+    /// Flushes the queue and waits until everything recorded so far has run.
+    pub fn execute(&self) {
+        {
+            let mut fe = self.front();
+            if !fe.sections.is_empty() {
+                return; // inside a code reuse section the whole section runs together
+            }
+            if !fe.queue.is_empty() {
+                flush(self, &mut fe, FlushReason::Execute, None);
+            }
+        }
+        self.sched.barrier();
+    }
+
+    pub fn begin_block(&self) {
+        let mut fe = self.front();
+        fe.block_depth += 1;
+        fe.queue.push(Entry::BlockBegin);
+        fe.key.push_block(true);
+    }
+
+    /// Closes a block whose body panicked, without flushing (the next flush runs its work).
+    pub fn unwind_block(&self) {
+        let mut fe = self.front();
+        if fe.block_depth > 0 {
+            fe.block_depth -= 1;
+            fe.queue.push(Entry::BlockEnd);
+            fe.key.push_block(false);
+        }
+    }
+
+    pub fn end_block(&self, site: Site) -> Result<()> {
+        let mut fe = self.front();
+        if fe.block_depth == 0 {
+            return Err(Error::new(
+                ErrorKind::Argument,
+                "end_block() without a matching begin_block()",
+            )
+            .at(site)
+            .hint("pair every end_block() with an earlier begin_block()"));
+        }
+        fe.block_depth -= 1;
+        fe.queue.push(Entry::BlockEnd);
+        fe.key.push_block(false);
+        if fe.block_depth == 0 && !fe.queue.is_empty() {
+            flush(self, &mut fe, FlushReason::BlockEnd, None);
+        }
+        Ok(())
+    }
+}
+
+/// Reads of at least this many elements go straight into the application's memory.
+const ZERO_COPY_MIN: usize = 1 << 16;
+
+/// The error a read returns for a result whose computation failed.
+fn invalid_read(e: Error, site: Site) -> Error {
+    let message = match e.kind {
+        ErrorKind::Execution | ErrorKind::InvalidResult => format!(
+            "this array is invalid: its computation failed: {}",
+            e.message
+        ),
+        _ => e.message,
+    };
+    Error {
+        kind: ErrorKind::InvalidResult,
+        message,
+        site: Some(site),
+        origin: e.origin.or(e.site),
+        hint: e.hint,
+    }
+}
+
+/// Puts a pending node that is not queued (a lazy leaf or lazy result) into the queue, so the
+/// next flush computes and stores it.
+fn enqueue_pending(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
+    if fe.nodes.get(&id).is_some_and(|n| n.is_pending()) {
+        enqueue_leaf(fe, id)
+    }
+}
+
+/// Puts a lazy leaf (constant, generator) into the queue so the next flush stores it.
+fn enqueue_leaf(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
+    if let Some(n) = fe.nodes.get_mut(&id)
+        && !n.queued
+    {
+        n.queued = true;
+        fe.queue.push(Entry::Compute(id));
+        let traces = &fe.traces;
+        fe.key.push_compute(&fe.nodes, id, |s| {
+            traces.is_cold(s as *const _ as *const () as usize as u64)
+        });
+    }
+}
