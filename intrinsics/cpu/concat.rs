@@ -1,6 +1,6 @@
 //! Concatenation along an axis: block copies of each part into its slot of the output.
 
-use crate::exec::TypedVec;
+use crate::ir::TypedVec;
 use crate::proggen::sequence::IntrinsicCall;
 
 pub fn run(call: &IntrinsicCall, axis: usize, inputs: &[&TypedVec], out: &mut TypedVec) {

@@ -2,7 +2,7 @@
 //! Indices are checked; one out of range fails the program.
 
 use crate::error::Error;
-use crate::exec::TypedVec;
+use crate::ir::TypedVec;
 use crate::proggen::sequence::IntrinsicCall;
 
 pub fn run(

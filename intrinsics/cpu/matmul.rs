@@ -2,7 +2,7 @@
 //! once and splits the work over its own threads (the crate's `threading` feature).
 
 use crate::error::Error;
-use crate::exec::TypedVec;
+use crate::ir::TypedVec;
 use crate::proggen::sequence::IntrinsicCall;
 
 pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Result<(), Error> {

@@ -5,7 +5,7 @@ mod gather;
 mod matmul;
 
 use crate::error::{Error, ErrorKind};
-use crate::exec::TypedVec;
+use crate::ir::TypedVec;
 use crate::ir::Intrinsic;
 use crate::proggen::sequence::IntrinsicCall;
 

@@ -10,14 +10,7 @@ use crate::ir::{GenKind, RandomDist, Shape};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
-/// The state behind an [`Rng`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RngState {
-    /// The Philox key: the seed's low and high 32 bits.
-    pub key: [u32; 2],
-    /// The position: the counter the next draw's first element uses.
-    pub counter: u64,
-}
+pub use crate::ir::RngState;
 
 /// A seeded generator. Each draw takes as many counters as it has elements and advances.
 /// `Clone` makes an independent generator at the same position.

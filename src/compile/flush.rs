@@ -7,7 +7,7 @@ use super::handoff::{Origin, Submission};
 use super::work_queue::FlushReason;
 use crate::exec::BufferId;
 use crate::exec::cpu::slices::OutPtr;
-use crate::frontend::NodeState;
+use crate::ir::NodeState;
 use crate::ir::NodeId;
 use crate::proggen::liveness::StorePolicy;
 use crate::proggen::{self, sequence::FormalRole, sequence::Kernel};
@@ -275,7 +275,7 @@ fn generate_or_reuse(
 }
 
 /// Each program's parameter values (constants, random streams), from the nodes that supply them.
-fn param_values(g: &proggen::Generated, nodes: &crate::frontend::NodeTable) -> Vec<Vec<u64>> {
+fn param_values(g: &proggen::Generated, nodes: &crate::ir::NodeTable) -> Vec<Vec<u64>> {
     g.sequence
         .programs
         .iter()

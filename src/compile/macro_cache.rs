@@ -6,7 +6,7 @@
 //! generators it drew from are advanced on every replay.
 
 use super::trace_cache::CacheCounts;
-use crate::api::RngState;
+use crate::ir::RngState;
 use crate::ir::{DType, Shape};
 use crate::proggen::sequence::{FormalId, ProgramSequence};
 use lru::LruCache;
@@ -57,7 +57,7 @@ pub enum RefInput {
 /// One op of a recorded section, for the reference interpreter.
 #[derive(Debug, Clone)]
 pub struct RefStep {
-    pub node: crate::frontend::NodeInfo,
+    pub node: crate::ir::NodeInfo,
     pub inputs: Vec<RefInput>,
     /// For a random draw: its generator (index into the entry's `rngs`) and counter offset.
     pub random: Option<(usize, u64)>,

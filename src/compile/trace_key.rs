@@ -6,7 +6,7 @@
 //! earlier flush that the queue reads are pulled into the key with their structure, so two keys are
 //! equal exactly when the program generator would produce the same program sequence for them.
 
-use crate::frontend::NodeTable;
+use crate::ir::NodeTable;
 use crate::ir::{GenKind, NodeId, Op, Site};
 use ahash::AHashMap;
 

@@ -9,7 +9,7 @@
 use super::Tolerance;
 use super::reference::{self, ravel, unravel};
 use crate::exec::TypedVec;
-use crate::frontend::{NodeInfo, NodeState};
+use crate::ir::{NodeInfo, NodeState};
 use crate::ir::{DType, Intrinsic, Op, ReduceOp, Site};
 use smallvec::SmallVec;
 

@@ -5,7 +5,7 @@
 //! tier, the caches and the executors. Reductions and matmul accumulate in f64, in element order.
 
 use crate::exec::TypedVec;
-use crate::frontend::NodeInfo;
+use crate::ir::NodeInfo;
 use crate::ir::{DType, GenKind, Intrinsic, Op, RandomDist, ReduceOp, Scalar, contiguous_strides};
 use crate::primitives::cpu as prim;
 use crate::primitives::{

@@ -11,14 +11,12 @@ pub(crate) mod lifetime;
 mod scheduler;
 pub(crate) mod wait;
 
-pub use buffer::{BufferPool, TypedVec};
+pub use crate::ir::{BufferId, TypedVec};
+pub use buffer::BufferPool;
 pub use device::{Backend, DeviceInfo, DeviceKind};
 pub(crate) use scheduler::SchedMsg;
 pub use scheduler::{Instance, Scheduler};
 
-/// Identifies a buffer for the life of the process (never reused; its memory may be).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BufferId(pub u64);
 
 /// What the scheduler knows about an executor when it routes programs.
 #[derive(Debug, Clone)]

@@ -4,11 +4,10 @@
 //! release entry.
 
 mod fold;
-mod node;
 mod record;
 pub mod section;
 
-pub use node::{NodeInfo, NodeState, NodeTable};
+pub use crate::ir::{NodeInfo, NodeState, NodeTable};
 pub use record::*;
 
 use crate::ir::{DType, NodeId, Scalar, Shape};

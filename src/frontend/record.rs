@@ -189,7 +189,7 @@ pub fn generate_random(
     shape: Shape,
     dtype: DType,
     site: Site,
-    state: &Arc<parking_lot::Mutex<crate::api::RngState>>,
+    state: &Arc<parking_lot::Mutex<crate::ir::RngState>>,
 ) -> Handle {
     let counter = match kind {
         GenKind::Random { counter, .. } => counter,

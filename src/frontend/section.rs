@@ -6,7 +6,7 @@
 //! section, and using an array that is neither an input nor computed in the section are errors.
 
 use super::Handle;
-use crate::api::RngState;
+use crate::ir::RngState;
 use crate::compile::macro_cache::{MacroEntry, ParamSource, RefInput, RefProgram, RefStep};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{NodeId, Op, Site};

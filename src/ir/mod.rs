@@ -2,13 +2,21 @@
 //! and the operations an IR node can hold.
 
 mod dtype;
+mod node;
 mod op;
+mod queue;
+mod rng;
 mod shape;
+mod value;
 
 pub use crate::primitives::{BinaryOp, ReduceOp, UnaryOp};
 pub use dtype::{DType, Scalar};
 pub use op::{GenKind, Intrinsic, Op, RandomDist};
+pub use node::{NodeInfo, NodeState, NodeTable};
+pub use queue::{Entry, FlushReason};
+pub use rng::RngState;
 pub use shape::{Shape, broadcast_shapes, contiguous_strides, numel};
+pub use value::TypedVec;
 
 /// A call site in the user's program: the seed's "program counter". Every public API function is
 /// `#[track_caller]` and records one.
@@ -17,3 +25,7 @@ pub type Site = &'static std::panic::Location<'static>;
 /// Identifies an IR node (the seed's port) for the life of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub u64);
+
+/// Identifies a buffer for the life of the process (never reused; its memory may be).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(pub u64);

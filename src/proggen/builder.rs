@@ -5,7 +5,7 @@
 use super::kernel::{Domain, FusedKernel, Instr, ParamKind, ReduceStore, Reg, Store};
 use super::pos::Pos;
 use super::regalloc;
-use crate::frontend::{NodeInfo, NodeTable};
+use crate::ir::{NodeInfo, NodeTable};
 use crate::ir::{DType, GenKind, NodeId, Op, Shape, Site};
 use ahash::{AHashMap, AHashSet};
 use smallvec::SmallVec;

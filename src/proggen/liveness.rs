@@ -23,8 +23,8 @@
 //!
 //! Reductions of the same value requested before a read fuse into one kernel and count as one use.
 
-use crate::compile::Entry;
-use crate::frontend::{NodeInfo, NodeTable};
+use crate::ir::Entry;
+use crate::ir::{NodeInfo, NodeTable};
 use crate::ir::{NodeId, Op};
 use ahash::{AHashMap, AHashSet};
 

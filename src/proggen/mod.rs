@@ -13,8 +13,8 @@ mod regalloc;
 pub mod sequence;
 pub mod split;
 
-use crate::compile::Entry;
-use crate::frontend::NodeTable;
+use crate::ir::Entry;
+use crate::ir::NodeTable;
 use crate::ir::{NodeId, Op};
 use ahash::{AHashMap, AHashSet};
 use builder::{KernelBuilder, RootDomain};

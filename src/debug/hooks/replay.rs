@@ -2,7 +2,7 @@
 //! reference values come from the recorded ops (`RefProgram`), evaluated by the reference
 //! interpreter on this call's inputs, parameters and random-number positions.
 
-use crate::api::RngState;
+use crate::ir::RngState;
 use crate::compile::macro_cache::{MacroEntry, RefInput, RefProgram};
 use crate::exec::BufferId;
 use crate::frontend::Handle;

@@ -1,7 +1,6 @@
 //! The port table: every live IR node, what it computes, and where its data is.
 
-use crate::exec::BufferId;
-use crate::ir::{DType, NodeId, Op, Shape, Site};
+use super::{BufferId, DType, NodeId, Op, Shape, Site, TypedVec};
 use smallvec::SmallVec;
 
 /// Where a node's value is.
@@ -38,7 +37,7 @@ pub struct NodeInfo {
     /// application held it: a flush that needs it again stores it (see `proggen::liveness`).
     pub recomputed: bool,
     /// The reference value (comparison mode), from the sequential interpreter.
-    pub reference: Option<std::sync::Arc<crate::exec::TypedVec>>,
+    pub reference: Option<std::sync::Arc<TypedVec>>,
     /// The magnitude each reference element's allowance scales with (comparison mode, see
     /// `debug::conditioning`); `None`: the reference's own size.
     pub magnitude: Option<std::sync::Arc<Vec<f64>>>,
