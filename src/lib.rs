@@ -54,6 +54,8 @@
 #![warn(missing_docs)]
 
 #[doc(hidden)]
+pub mod counters;
+#[doc(hidden)]
 pub mod error;
 #[doc(hidden)]
 pub mod ir;

@@ -2,6 +2,7 @@
 //! pending-operation table, the messages it exchanges with executors, buffers, hardware discovery,
 //! the CPU executor and the GPU executors (OpenCL, wgpu).
 
+mod flow;
 mod buffer;
 pub mod cpu;
 pub mod device;
@@ -12,6 +13,7 @@ mod scheduler;
 pub(crate) mod wait;
 
 pub use crate::ir::{BufferId, TypedVec};
+pub use flow::FlowControl;
 pub use buffer::BufferPool;
 pub use device::{Backend, DeviceInfo, DeviceKind};
 pub(crate) use scheduler::SchedMsg;

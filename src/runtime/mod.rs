@@ -7,7 +7,7 @@ use crate::compile::WorkQueue;
 use crate::exec::Scheduler;
 use crate::frontend::NodeTable;
 use crate::proggen::GenConfig;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use stats::Counters;
 use std::sync::{Arc, OnceLock};
 
@@ -131,46 +131,7 @@ impl FrontEnd {
     }
 }
 
-/// Bounds the programs in flight, so a fast application thread waits for the executors instead of
-/// queueing without limit (the seed's shared capacity counters).
-pub struct FlowControl {
-    /// Time application threads spent waiting for capacity.
-    pub waited_ns: std::sync::atomic::AtomicU64,
-    outstanding: Mutex<usize>,
-    cv: Condvar,
-    limit: usize,
-}
-
-impl FlowControl {
-    pub fn new(limit: usize) -> Self {
-        FlowControl {
-            waited_ns: std::sync::atomic::AtomicU64::new(0),
-            outstanding: Mutex::new(0),
-            cv: Condvar::new(),
-            limit,
-        }
-    }
-    /// Waits while more than the limit is outstanding, then adds `n`.
-    pub fn acquire(&self, n: usize) {
-        let mut g = self.outstanding.lock();
-        if *g > self.limit {
-            let start = std::time::Instant::now();
-            while *g > self.limit {
-                self.cv.wait(&mut g);
-            }
-            self.waited_ns.fetch_add(
-                start.elapsed().as_nanos() as u64,
-                std::sync::atomic::Ordering::Relaxed,
-            );
-        }
-        *g += n;
-    }
-    pub fn complete(&self, n: usize) {
-        let mut g = self.outstanding.lock();
-        *g = g.saturating_sub(n);
-        self.cv.notify_all();
-    }
-}
+pub use crate::exec::FlowControl;
 
 /// Everything the runtime owns.
 pub struct Inner {

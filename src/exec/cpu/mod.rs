@@ -2,6 +2,7 @@
 //! outputs from a pool of released buffers, runs fused kernels on the tile VM and intrinsics from the
 //! intrinsic library, and reports each task's completion to the scheduler.
 
+pub mod fault;
 mod index;
 pub mod native;
 pub(crate) mod reduce;
@@ -14,7 +15,7 @@ use super::scheduler::{ExecMsg, SchedMsg, Task};
 use super::{BufferId, BufferPool, Caps, ExecHandle, TypedVec};
 use crate::error::{Error, ErrorKind};
 use crate::proggen::sequence::Kernel;
-use crate::runtime::stats::Counters;
+use crate::counters::Counters;
 use ahash::AHashMap;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::sync::Arc;

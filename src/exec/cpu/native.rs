@@ -290,7 +290,7 @@ pub fn lookup(kernel: &Arc<Kernel>, k: &FusedKernel) -> Result<Option<Arc<Native
     {
         e.native = Some(nk.clone());
     }
-    if mode() == NativeMode::Require && r.is_none() && !crate::debug::any_fault() {
+    if mode() == NativeMode::Require && r.is_none() && !super::fault::any_fault() {
         return Err(Error::new(ErrorKind::Runtime, "ARRAYFLOW_NATIVE=require, but this kernel could not be compiled to native code")
             .hint("install a C compiler (`cc`), or see the arrayflow::native warning in the log for the compiler's message"));
     }
@@ -319,7 +319,7 @@ fn memo() -> &'static Mutex<AHashMap<usize, Memo>> {
 }
 
 fn lookup_inner(k: &FusedKernel, hot: bool) -> Option<Arc<NativeKernel>> {
-    if crate::debug::any_fault() {
+    if super::fault::any_fault() {
         return None;
     }
     let mode = mode();

@@ -551,7 +551,7 @@ fn unary(op: crate::ir::UnaryOp, a: Src, out: Dst) {
 }
 
 fn binary(op: crate::ir::BinaryOp, a: Src, b: Src, mut out: Dst) -> Result<(), &'static str> {
-    if crate::debug::faulty(op) {
+    if super::fault::faulty(op) {
         let r = binary_exact(op, a, b, Dst::reborrow(&mut out));
         match out {
             Dst::F32(o) if !o.is_empty() => o[0] = o[0] * 2.0 + 1.0,

@@ -25,7 +25,7 @@ use super::{BufferId, Caps, ExecHandle, TypedVec};
 use crate::error::{Error, ErrorKind};
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Target};
-use crate::runtime::stats::Counters;
+use crate::counters::Counters;
 use ahash::AHashMap;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use std::sync::Arc;

@@ -30,7 +30,7 @@ use super::{Completion, DeviceApi, HostSlice};
 use crate::exec::TypedVec;
 use crate::exec::wait::Spin;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
-use crate::runtime::stats::Counters;
+use crate::counters::Counters;
 use ahash::AHashMap;
 use crossbeam_channel::Sender;
 use opencl3::command_queue::CommandQueue;
@@ -194,7 +194,7 @@ impl OpenClApi {
         }
     }
 
-    fn counters() -> &'static crate::runtime::stats::DeviceCounters {
+    fn counters() -> &'static crate::counters::DeviceCounters {
         &crate::runtime::Inner::get().counters.device
     }
 

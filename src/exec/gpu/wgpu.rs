@@ -29,7 +29,7 @@ use crate::exec::wait::Spin;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
 use crate::proggen::codegen::wgsl::IMMEDIATE_BYTES;
-use crate::runtime::stats::Counters;
+use crate::counters::Counters;
 use ahash::AHashMap;
 use crossbeam_channel::Sender;
 use std::path::PathBuf;
@@ -236,7 +236,7 @@ impl WgpuApi {
         })
     }
 
-    fn counters() -> &'static crate::runtime::stats::DeviceCounters {
+    fn counters() -> &'static crate::counters::DeviceCounters {
         &crate::runtime::Inner::get().counters.device
     }
 
