@@ -467,7 +467,7 @@ fn run_child(dir: &Path) -> (u64, u64) {
     );
     let line = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("counts "))
+        .find_map(|l| l.split_once("counts ").map(|(_, rest)| rest))
         .unwrap_or_else(|| panic!("no counts from the child: {stdout}"));
     let num = |k: &str| -> u64 {
         line.split(' ')
@@ -476,7 +476,9 @@ fn run_child(dir: &Path) -> (u64, u64) {
             .parse()
             .unwrap()
     };
-    (num("compiles="), num("disk_hits="))
+    let counts = (num("compiles="), num("disk_hits="));
+    println!("child: {counts:?} (compiles, disk hits)");
+    counts
 }
 
 /// The files of kind `kind` in the cache `dir`.
@@ -536,6 +538,7 @@ fn a_second_process_finds_device_programs_on_disk() {
             // The driver's pipeline cache is one entry per adapter (where it offers one); wgpu
             // still counts each pipeline as compiled. The second process reads it and works.
             let blobs = files(&dir, "wgpu");
+            println!("wgpu pipeline cache files: {blobs:?}");
             assert!(blobs.len() <= 1, "{blobs:?}");
             for b in &blobs {
                 let key = Key(
