@@ -19,17 +19,19 @@
 //!   and a reader never sees half of one. Temporary files an interrupted write left are removed
 //!   after an hour.
 //! - **Size limit** per kind: `ARRAYFLOW_CACHE_LIMIT_MB` (default 1024 MB for each of `cpu`,
-//!   `opencl` and `wgpu`), or [`crate::api::runtime::RuntimeBuilder::cache_limit_mb`]. A hit
+//!   `opencl` and `wgpu`), or [`crate::RuntimeBuilder::cache_limit_mb`]. A hit
 //!   touches its file (modification time = now); a write that would take the kind's total over
 //!   the limit first removes the least recently used entries until it fits (an artifact larger
-//!   than the limit is not stored).
+//!   than the limit is not stored). The total is a running estimate, counted by scanning the
+//!   directory at the first write, then at least every minute or when this process's own writes
+//!   would pass the limit (so other processes' writes may take it over by a minute's worth).
 
 use ahash::AHashMap;
 use parking_lot::{Mutex, MutexGuard};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Identifies a cached artifact: a stable hash of the parts that determine it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -244,7 +246,13 @@ pub struct Store {
     /// Bytes the kind may hold (`None`: [`limit_bytes`]).
     limit: Option<u64>,
     evictions: AtomicU64,
+    /// The kind's bytes on disk as last counted plus this process's writes since, and when it was
+    /// counted (`None`: not yet).
+    estimate: Mutex<Option<(u64, Instant)>>,
 }
+
+/// How long a count of the directory's bytes is trusted (other processes write too).
+const RECOUNT: Duration = Duration::from_secs(60);
 
 #[derive(Debug)]
 enum Place {
@@ -262,6 +270,7 @@ impl Store {
             layout,
             limit: None,
             evictions: AtomicU64::new(0),
+            estimate: Mutex::new(None),
         }
     }
 
@@ -273,6 +282,7 @@ impl Store {
             layout,
             limit: Some(limit_bytes),
             evictions: AtomicU64::new(0),
+            estimate: Mutex::new(None),
         }
     }
 
@@ -338,7 +348,12 @@ impl Store {
         }
         let dir = self.dir();
         std::fs::create_dir_all(&dir)?;
-        self.make_room(&dir, key, bytes);
+        let counted = matches!(*self.estimate.lock(),
+            Some((total, at)) if at.elapsed() < RECOUNT && total + bytes <= self.limit());
+        if !counted {
+            let total = self.make_room(&dir, key, bytes);
+            *self.estimate.lock() = Some((total, Instant::now()));
+        }
         let rec = record(key, payload);
         let path = self.path(key);
         self.write_atomic(&path, |f| match self.layout {
@@ -351,6 +366,7 @@ impl Store {
                 f.write_all(&rec)
             }
         })?;
+        self.add_to_estimate(bytes);
         Ok(path)
     }
 
@@ -360,7 +376,15 @@ impl Store {
         let dir = self.dir();
         std::fs::create_dir_all(&dir)?;
         let path = dir.join(format!("{}.{ext}", key.hex()));
-        self.write_atomic(&path, |f| f.write_all(bytes))
+        self.write_atomic(&path, |f| f.write_all(bytes))?;
+        self.add_to_estimate(bytes.len() as u64);
+        Ok(())
+    }
+
+    fn add_to_estimate(&self, bytes: u64) {
+        if let Some((total, _)) = &mut *self.estimate.lock() {
+            *total += bytes;
+        }
     }
 
     /// A fresh temporary path `<key>.<pid>-<n>.tmp.<ext>` in the store's directory (created),
@@ -404,10 +428,11 @@ impl Store {
     }
 
     /// Removes least recently used entries (other than `key`'s) until `incoming` more bytes fit
-    /// under the limit, and stale temporary files.
-    fn make_room(&self, dir: &Path, key: Key, incoming: u64) {
+    /// under the limit, and stale temporary files; returns the bytes of the entries left (other
+    /// than `key`'s).
+    fn make_room(&self, dir: &Path, key: Key, incoming: u64) -> u64 {
         let Ok(read) = std::fs::read_dir(dir) else {
-            return;
+            return 0;
         };
         let now = SystemTime::now();
         // Per key: bytes, last use (the entry file's modification time; files beside it do not
@@ -447,7 +472,7 @@ impl Store {
         let mut total: u64 = entries.values().map(|e| e.0).sum();
         let limit = self.limit();
         if total + incoming <= limit {
-            return;
+            return total;
         }
         let mut by_age: Vec<_> = entries.into_iter().collect();
         // Files beside a missing entry file go first.
@@ -462,6 +487,7 @@ impl Store {
             total -= bytes;
             self.evictions.fetch_add(1, Ordering::Relaxed);
         }
+        total
     }
 
     /// The artifact of `key` from disk (`load` makes it from a valid entry), else built (`build`
