@@ -83,6 +83,13 @@ impl RuntimeBuilder {
         self.config.reuse_check = every;
         self
     }
+    /// Size limit of each kind of on-disk program cache (compiled native kernels, OpenCL binaries,
+    /// the wgpu pipeline cache) in MB; least recently used entries are evicted first. Overrides
+    /// `ARRAYFLOW_CACHE_LIMIT_MB` (default 1024 for each kind).
+    pub fn cache_limit_mb(mut self, mb: u64) -> Self {
+        self.config.cache_limit_mb = mb;
+        self
+    }
     /// Starts the runtime; an error if it already runs (an array operation started it).
     #[track_caller]
     pub fn start(self) -> Result<()> {
@@ -269,7 +276,8 @@ impl Runtime {
         inner.report.wait();
         inner.report.summary.lock().clone()
     }
-    /// Where compiled native kernels are cached (`ARRAYFLOW_CACHE_DIR` moves it).
+    /// Where compiled native kernels are cached (`ARRAYFLOW_CACHE_DIR` moves it; the OpenCL and
+    /// wgpu caches are its siblings `opencl` and `wgpu`).
     pub fn cache_dir() -> std::path::PathBuf {
         crate::exec::cpu::native::cache_dir()
     }

@@ -11,7 +11,7 @@ use crate::ir::NodeState;
 use crate::ir::NodeId;
 use crate::proggen::liveness::StorePolicy;
 use crate::proggen::{self, sequence::FormalRole, sequence::Kernel};
-use crate::runtime::stats::Counters;
+use crate::counters::Counters;
 use crate::runtime::{FrontEnd, Inner};
 use ahash::AHashSet;
 use std::sync::Arc;

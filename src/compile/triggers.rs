@@ -9,7 +9,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::exec::TypedVec;
 use crate::frontend::Handle;
 use crate::ir::{NodeId, Site};
-use crate::runtime::stats::Counters;
+use crate::counters::Counters;
 use crate::runtime::{FrontEnd, Inner};
 use std::sync::Arc;
 

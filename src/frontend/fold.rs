@@ -8,7 +8,7 @@ use crate::primitives::{
     unary_pred,
 };
 use crate::runtime::Inner;
-use crate::runtime::stats::Counters;
+use crate::counters::Counters;
 
 fn folded() {
     Counters::add(&Inner::get().counters.ops_folded, 1);

@@ -12,7 +12,7 @@ use crate::ir::{
     broadcast_shapes, numel,
 };
 use crate::runtime::Inner;
-use crate::runtime::stats::Counters;
+use crate::counters::Counters;
 use smallvec::SmallVec;
 use std::sync::Arc;
 

@@ -11,7 +11,7 @@ use crate::compile::macro_cache::{MacroEntry, ParamSource, RefInput, RefProgram,
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{NodeId, Op, Site};
 use crate::proggen::sequence::Kernel;
-use crate::runtime::stats::Counters;
+use crate::counters::Counters;
 use crate::runtime::{FrontEnd, Inner};
 use ahash::AHashMap;
 use parking_lot::Mutex;

@@ -38,6 +38,9 @@ pub struct Config {
     /// recorded again and compared with the cached recording (0: off). `ARRAYFLOW_REUSE_CHECK`
     /// (`0`/`off`, `on`, or N); default 16 in debug builds, off in release builds.
     pub reuse_check: u32,
+    /// Size limit of each kind of on-disk program cache (`cpu`, `opencl`, `wgpu`) in MB, least
+    /// recently used entries evicted first (`ARRAYFLOW_CACHE_LIMIT_MB`, default 1024).
+    pub cache_limit_mb: u64,
 }
 
 /// The replay check's default period when it is on.
@@ -79,6 +82,7 @@ impl Default for Config {
             device: crate::exec::device::DeviceChoice::from_env(),
             device_limits: crate::exec::gpu::Limits::from_env(),
             reuse_check: reuse_check_from_env(),
+            cache_limit_mb: crate::exec::program_cache::limit_mb_from_env(),
         }
     }
 }
@@ -197,6 +201,7 @@ impl Inner {
     }
 
     fn new(config: Config) -> Inner {
+        crate::exec::program_cache::set_limit_mb(config.cache_limit_mb);
         let counters = Arc::new(Counters::default());
         let flow = Arc::new(FlowControl::new(config.max_outstanding));
         let sched = Scheduler::start(

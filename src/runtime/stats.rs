@@ -194,7 +194,7 @@ impl Counters {
                     hits: n::MEMORY_HITS.load(Relaxed),
                     misses: n::COMPILED.load(Relaxed),
                     insertions: n::DISK_HITS.load(Relaxed),
-                    evictions: n::EVICTIONS.load(Relaxed),
+                    evictions: n::evictions(),
                     lookup_ns: n::LOOKUP_NS.load(Relaxed),
                 }
             },

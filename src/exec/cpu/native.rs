@@ -1,8 +1,11 @@
 //! The CPU's native tier: fused kernels rendered to C (`proggen::codegen::c`), compiled by the
 //! system C compiler into a shared library, loaded with `libloading`, and run over the domain in
 //! parallel (a reduction over outer axes as its row-order form, accumulated by `rows`, as on the
-//! tile VM). Compiled kernels are cached in memory by source and on disk (the file name is a
-//! checksum of source, compiler and flags; a file that fails to load is rebuilt, never trusted).
+//! tile VM). Compiled kernels are kept by the program cache (`exec/program_cache.rs`, kind `cpu`),
+//! in memory and on disk, keyed by a checksum of source, compiler, flags and CPU: each shared
+//! object carries the cache's record as a trailer (so it stays loadable) and its C source lies
+//! beside it (`<key>.c`, for reading only); a file whose record does not match or that fails to
+//! load is rebuilt, never trusted.
 //!
 //! Policy (`ARRAYFLOW_NATIVE`, or `Runtime::set_native`): `auto` (default) compiles kernels of at
 //! least `ARRAYFLOW_NATIVE_MIN` elements (default 65536) in the background and runs them on the
@@ -15,6 +18,7 @@ use super::slices::{OutPtr, Src};
 use super::vm::Fault;
 use crate::error::{Error, ErrorKind};
 use crate::exec::TypedVec;
+use crate::exec::program_cache::{Found, Key, Layout, ProgramCache, Store};
 use crate::proggen::codegen::c;
 use crate::proggen::kernel::FusedKernel;
 use crate::proggen::sequence::Kernel;
@@ -22,7 +26,7 @@ use ahash::AHashMap;
 use parking_lot::Mutex;
 use rayon::prelude::*;
 use std::ffi::c_void;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -45,11 +49,11 @@ static MIN_ELEMENTS: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Kernels compiled and launches run natively (for `Runtime::stats()`).
 pub static COMPILED: AtomicU64 = AtomicU64::new(0);
 pub static LAUNCHES: AtomicU64 = AtomicU64::new(0);
-/// The program cache's counters: kernels found loaded in memory, loaded from the disk cache,
-/// files removed from it, and time spent looking kernels up (rendering + hashing + map).
+/// The program cache's counters: kernels found loaded in memory, loaded from the disk cache, and
+/// time spent looking kernels up (rendering + hashing + map). Entries removed from the disk cache:
+/// [`evictions`].
 pub static MEMORY_HITS: AtomicU64 = AtomicU64::new(0);
 pub static DISK_HITS: AtomicU64 = AtomicU64::new(0);
-pub static EVICTIONS: AtomicU64 = AtomicU64::new(0);
 pub static LOOKUP_NS: AtomicU64 = AtomicU64::new(0);
 
 pub fn mode() -> NativeMode {
@@ -103,19 +107,23 @@ pub struct NativeKernel {
     f: KernelFn,
 }
 
+#[derive(Clone)]
 enum State {
     Compiling,
     Ready(Arc<NativeKernel>),
     Failed,
 }
 
-fn cache() -> &'static Mutex<AHashMap<u64, State>> {
-    static C: OnceLock<Mutex<AHashMap<u64, State>>> = OnceLock::new();
-    C.get_or_init(|| Mutex::new(AHashMap::new()))
+/// Compiled kernels: their states in memory, shared objects on disk (`<cache>/cpu/<key>.so`).
+fn cache() -> &'static ProgramCache<State> {
+    static C: OnceLock<ProgramCache<State>> = OnceLock::new();
+    C.get_or_init(|| ProgramCache::new(Store::new("cpu", "so", Layout::Trailer)))
 }
 
-/// FNV-1a, stable across runs and platforms (the disk cache's file names).
-use crate::exec::checksum;
+/// Entries removed from the disk cache to keep it under its size limit (in this process).
+pub fn evictions() -> u64 {
+    cache().store().evictions()
+}
 
 const FLAGS: &[&str] = &[
     "-O3",
@@ -130,17 +138,18 @@ fn compiler() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".into())
 }
 
-/// Where compiled kernels are kept: `ARRAYFLOW_CACHE_DIR`, else the user's cache directory.
+/// Where compiled kernels are kept: `cpu` under `ARRAYFLOW_CACHE_DIR`, else under the user's
+/// cache directory.
 pub fn cache_dir() -> PathBuf {
-    crate::exec::cache_root().join("cpu")
+    cache().store().dir()
 }
 
-/// Checksum of everything besides the kernel body that decides the compiled code: the primitive
+/// Key of everything besides the kernel body that decides the compiled code: the primitive
 /// library's C sources, the compiler, its flags, the CPU and this crate's version.
-fn toolchain_checksum() -> u64 {
-    static SUM: OnceLock<u64> = OnceLock::new();
+fn toolchain_key() -> Key {
+    static SUM: OnceLock<Key> = OnceLock::new();
     *SUM.get_or_init(|| {
-        checksum(&[
+        Key::of_str(&[
             c::HEADER,
             &compiler(),
             &FLAGS.join(" "),
@@ -161,86 +170,54 @@ fn host_cpu() -> String {
         .unwrap_or_default()
 }
 
-fn compile(src: &str, key: u64) -> Result<NativeKernel, String> {
-    let dir = cache_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let lib_path = dir.join(format!("{key:016x}.so"));
-    let src_path = dir.join(format!("{key:016x}.c"));
-    // A cached library is used only if its source matches exactly and it loads.
-    if std::fs::read_to_string(&src_path).is_ok_and(|s| s == src)
-        && let Ok(k) = load(&lib_path)
-    {
+/// The kernel of `key` from the disk cache, else compiled from `src` (and saved there).
+fn compile(src: &str, key: Key) -> Result<NativeKernel, String> {
+    let store = cache().store();
+    let (nk, found) = store.load_or_build(key, |e| load(&e.path), || build(store, src, key))?;
+    if found == Found::Disk {
         DISK_HITS.fetch_add(1, Ordering::Relaxed);
-        return Ok(k);
+    } else {
+        // The source beside the library, for a person reading the cache.
+        let _ = store.write_beside(key, "c", src.as_bytes());
     }
-    let tmp = dir.join(format!("{key:016x}.{}.tmp", std::process::id()));
-    let tmp_src = tmp.with_extension("c");
-    std::fs::write(&tmp_src, src)
-        .map_err(|e| format!("cannot write {}: {e}", tmp_src.display()))?;
-    let out = std::process::Command::new(compiler())
-        .args(FLAGS)
-        .arg("-o")
-        .arg(&tmp)
-        .arg(&tmp_src)
-        .arg("-lm")
-        .output()
-        .map_err(|e| format!("cannot run the C compiler `{}`: {e}", compiler()))?;
-    if !out.status.success() {
-        let _ = std::fs::remove_file(&tmp_src);
-        return Err(format!(
-            "the C compiler failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    std::fs::rename(&tmp, &lib_path).map_err(|e| e.to_string())?;
-    std::fs::rename(&tmp_src, &src_path).map_err(|e| e.to_string())?;
-    if COMPILED.fetch_add(1, Ordering::Relaxed) % 256 == 255 {
-        prune(&dir);
-    }
-    load(&lib_path)
+    Ok(nk)
 }
 
-/// Kernels the disk cache keeps; beyond this the least recently modified are removed.
-const DISK_CACHE_KERNELS: usize = 4096;
-
-/// Bounds the disk cache: removes the oldest kernels beyond [`DISK_CACHE_KERNELS`] and temporary
-/// files an interrupted compile left behind more than an hour ago.
-fn prune(dir: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let now = std::time::SystemTime::now();
-    let mut libs = Vec::new();
-    for e in entries.flatten() {
-        let path = e.path();
-        let modified = e.metadata().and_then(|m| m.modified()).unwrap_or(now);
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        if name.contains(".tmp") {
-            if now
-                .duration_since(modified)
-                .is_ok_and(|age| age.as_secs() > 3600)
-            {
-                let _ = std::fs::remove_file(&path);
-            }
-        } else if name.ends_with(".so") {
-            libs.push((modified, path));
+/// Runs the C compiler on `src` into a temporary file of the store's directory and loads the
+/// result; returns it with the library's bytes for the cache entry.
+fn build(store: &Store, src: &str, key: Key) -> Result<(NativeKernel, Option<Vec<u8>>), String> {
+    let err = |e: std::io::Error| format!("cannot write to {}: {e}", store.dir().display());
+    let tmp = store.temp_path(key, "so").map_err(err)?;
+    let tmp_src = store.temp_path(key, "c").map_err(err)?;
+    let r = (|| {
+        std::fs::write(&tmp_src, src)
+            .map_err(|e| format!("cannot write {}: {e}", tmp_src.display()))?;
+        let out = std::process::Command::new(compiler())
+            .args(FLAGS)
+            .arg("-o")
+            .arg(&tmp)
+            .arg(&tmp_src)
+            .arg("-lm")
+            .output()
+            .map_err(|e| format!("cannot run the C compiler `{}`: {e}", compiler()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "the C compiler failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
-    }
-    if libs.len() > DISK_CACHE_KERNELS {
-        libs.sort();
-        for (_, so) in &libs[..libs.len() - DISK_CACHE_KERNELS / 2] {
-            let _ = std::fs::remove_file(so);
-            EVICTIONS.fetch_add(1, Ordering::Relaxed);
-            let _ = std::fs::remove_file(so.with_extension("c"));
-        }
-    }
+        COMPILED.fetch_add(1, Ordering::Relaxed);
+        // Loaded from the temporary file (the mapping outlives its removal); the cache entry is
+        // a copy with the record appended.
+        let bytes = std::fs::read(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        Ok((load(&tmp)?, Some(bytes)))
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    let _ = std::fs::remove_file(&tmp_src);
+    r
 }
 
-fn load(path: &std::path::Path) -> Result<NativeKernel, String> {
+fn load(path: &Path) -> Result<NativeKernel, String> {
     // SAFETY: the library is one this module compiled from generated C; loading runs no
     // initialisers of its own, and the symbol has the signature `render` emits.
     unsafe {
@@ -330,9 +307,9 @@ fn lookup_inner(k: &FusedKernel, hot: bool) -> Option<Arc<NativeKernel>> {
     }
     let start = std::time::Instant::now();
     let body = c::render(k);
-    let key = checksum(&[&body]) ^ toolchain_checksum();
+    let key = Key::of(&[&toolchain_key().0.to_le_bytes(), body.as_bytes()]);
     {
-        let mut cache = cache().lock();
+        let mut cache = cache().loaded();
         LOOKUP_NS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         match cache.get(&key) {
             Some(State::Ready(nk)) => {
@@ -357,7 +334,7 @@ fn lookup_inner(k: &FusedKernel, hot: bool) -> Option<Arc<NativeKernel>> {
             State::Ready(nk) => Some(nk.clone()),
             _ => None,
         };
-        cache().lock().insert(key, state);
+        cache().insert(key, state);
         ready
     };
     let src = format!("{}\n{body}", c::HEADER);
@@ -373,7 +350,7 @@ fn lookup_inner(k: &FusedKernel, hot: bool) -> Option<Arc<NativeKernel>> {
 /// (for tests of the disk cache).
 #[doc(hidden)]
 pub fn forget_loaded() {
-    cache().lock().clear();
+    cache().forget_loaded();
     memo().lock().clear();
 }
 

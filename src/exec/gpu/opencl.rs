@@ -1,6 +1,7 @@
 //! The OpenCL device API (through `opencl3`, loading `libOpenCL` at run time): one context and one
-//! in-order command queue per device; programs built from the generated OpenCL C, kept in memory
-//! by source and on disk as driver binaries (so a second process skips the driver's compile).
+//! in-order command queue per device; programs built from the generated OpenCL C, kept by the
+//! program cache (`exec/program_cache.rs`, kind `opencl`) in memory and on disk as driver binaries,
+//! keyed by device identity and source (so a second process skips the driver's compile).
 //! Kernels are enqueued without events; on the in-order queue a marker's event completes after
 //! everything enqueued before it, so each piece of work is waited on through a marker enqueued
 //! after it. On NVIDIA's driver a kernel that carries an event costs the device about 1.5 µs
@@ -28,10 +29,10 @@
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
 use crate::exec::TypedVec;
+use crate::exec::program_cache::{Found, Key, Layout, ProgramCache, Store};
 use crate::exec::wait::Spin;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
 use crate::counters::Counters;
-use ahash::AHashMap;
 use crossbeam_channel::Sender;
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -43,7 +44,6 @@ use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_NON_BLOCKING, cl_ulong};
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -56,7 +56,8 @@ pub struct OpenClApi {
     options: &'static str,
     /// Device, driver and options, part of each disk-cache key.
     identity: String,
-    programs: AHashMap<String, Arc<ClProgram>>,
+    /// Programs built in this executor's context, by key; their driver binaries on disk.
+    programs: ProgramCache<Arc<ClProgram>>,
     completions: Sender<(Event, Completion)>,
     /// Events and their completions enqueued since the last flush; [`DeviceApi::submit`] moves
     /// them to `watched` (or, while the completion thread has some, to it).
@@ -142,7 +143,7 @@ impl OpenClApi {
             },
             options,
             identity,
-            programs: AHashMap::new(),
+            programs: ProgramCache::new(Store::new("opencl", "bin", Layout::Header)),
             completions: tx,
             pending: Vec::new(),
             cl: library()?,
@@ -197,45 +198,19 @@ impl OpenClApi {
     fn counters() -> &'static crate::counters::DeviceCounters {
         &crate::runtime::Inner::get().counters.device
     }
-
-    /// A program from the disk cache, or built from source (and then saved there).
-    fn build(&self, plan: &GpuPlan) -> Result<Program, String> {
-        let dir = crate::exec::cache_root().join("opencl");
-        let key = crate::exec::checksum(&[&self.identity, &plan.source]);
-        let bin_path = dir.join(format!("{key:016x}.bin"));
-        let src_path = dir.join(format!("{key:016x}.cl"));
-        if std::fs::read_to_string(&src_path).is_ok_and(|s| s == plan.source)
-            && let Ok(bin) = std::fs::read(&bin_path)
-            && let Ok(p) =
-                Program::create_and_build_from_binary(&self.context, &[&bin], self.options)
-        {
-            Counters::add(&Self::counters().disk_hits, 1);
-            return Ok(p);
-        }
-        let p = Program::create_and_build_from_source(&self.context, &plan.source, self.options)?;
-        Counters::add(&Self::counters().compiles, 1);
-        if let Ok(bins) = p.get_binaries()
-            && let Some(bin) = bins.first()
-            && !bin.is_empty()
-        {
-            save(&dir, &bin_path, bin, &src_path, &plan.source);
-        }
-        Ok(p)
-    }
 }
 
-/// Writes a binary and its source to the disk cache (each through a temporary file and a rename,
-/// so a concurrent reader never sees half a file). Failures only cost the next start a compile.
-fn save(dir: &PathBuf, bin_path: &PathBuf, bin: &[u8], src_path: &PathBuf, src: &str) {
-    let _ = std::fs::create_dir_all(dir);
-    let tmp = bin_path.with_extension(format!("{}.tmp", std::process::id()));
-    if std::fs::write(&tmp, bin).is_ok() {
-        let _ = std::fs::rename(&tmp, bin_path);
-    }
-    let tmp = src_path.with_extension(format!("{}.tmp", std::process::id()));
-    if std::fs::write(&tmp, src).is_ok() {
-        let _ = std::fs::rename(&tmp, src_path);
-    }
+/// A built program with one kernel object per pass of `plan`.
+fn with_kernels(program: Program, plan: &GpuPlan) -> Result<Arc<ClProgram>, String> {
+    let kernels = plan
+        .passes
+        .iter()
+        .map(|p| Kernel::create(&program, &p.entry).map_err(|e| format!("{}: {e}", p.entry)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(ClProgram {
+        kernels: parking_lot::Mutex::new(kernels),
+        _program: program,
+    }))
 }
 
 /// The OpenCL library opencl3 loaded, to call its functions directly.
@@ -315,23 +290,37 @@ impl DeviceApi for OpenClApi {
     }
 
     fn compile(&mut self, plan: &GpuPlan) -> Result<Arc<ClProgram>, String> {
-        if let Some(p) = self.programs.get(&plan.source) {
+        let key = Key::of_str(&[&self.identity, &plan.source]);
+        if let Some(p) = self.programs.get(key) {
             Counters::add(&Self::counters().memory_hits, 1);
-            return Ok(p.clone());
+            return Ok(p);
         }
         let t0 = Instant::now();
-        let program = self.build(plan)?;
-        let kernels = plan
-            .passes
-            .iter()
-            .map(|p| Kernel::create(&program, &p.entry).map_err(|e| format!("{}: {e}", p.entry)))
-            .collect::<Result<Vec<_>, _>>()?;
+        // From the driver binary on disk, else built from source (its binary then saved).
+        let (context, options) = (&self.context, self.options);
+        let (p, found) = self.programs.get_or_build(
+            key,
+            |entry| {
+                let p = Program::create_and_build_from_binary(context, &[&entry.payload], options)?;
+                with_kernels(p, plan)
+            },
+            || {
+                let p = Program::create_and_build_from_source(context, &plan.source, options)?;
+                Counters::add(&Self::counters().compiles, 1);
+                let bin = p
+                    .get_binaries()
+                    .ok()
+                    .and_then(|b| b.into_iter().next())
+                    .filter(|b| !b.is_empty());
+                Ok::<_, String>((with_kernels(p, plan)?, bin))
+            },
+        )?;
+        match found {
+            Found::Disk => Counters::add(&Self::counters().disk_hits, 1),
+            Found::Memory => Counters::add(&Self::counters().memory_hits, 1),
+            Found::Built => {}
+        }
         Counters::add(&Self::counters().compile_ns, t0.elapsed().as_nanos() as u64);
-        let p = Arc::new(ClProgram {
-            kernels: parking_lot::Mutex::new(kernels),
-            _program: program,
-        });
-        self.programs.insert(plan.source.clone(), p.clone());
         Ok(p)
     }
 

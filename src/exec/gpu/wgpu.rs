@@ -1,6 +1,7 @@
 //! The wgpu device API (Vulkan): one device and queue; generated WGSL built into compute pipelines
 //! (one per pass, layouts derived from the shader), kept in memory by source, with the driver's
-//! pipeline cache saved on disk where the adapter offers `PIPELINE_CACHE`; every dispatch of a
+//! pipeline cache saved on disk where the adapter offers `PIPELINE_CACHE` (one entry of the program
+//! cache per adapter and driver, `exec/program_cache.rs`, kind `wgpu`); every dispatch of a
 //! batch recorded into one command encoder and submitted once; with `ARRAYFLOW_WGPU_HOLD=N`,
 //! while N submissions are in flight, later batches are recorded into the same encoder and
 //! submitted together (off by default, see `WgpuApi::hold_at`; an upload after recorded work is
@@ -25,14 +26,13 @@
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
 use crate::exec::TypedVec;
+use crate::exec::program_cache::{Key, Layout, ProgramCache, Store};
 use crate::exec::wait::Spin;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
 use crate::proggen::codegen::wgsl::IMMEDIATE_BYTES;
 use crate::counters::Counters;
-use ahash::AHashMap;
 use crossbeam_channel::Sender;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -60,8 +60,10 @@ pub struct WgpuApi {
     encoder: Option<wgpu::CommandEncoder>,
     /// Registered once the current encoder is submitted (map_async, work-done callbacks).
     after_submit: Vec<AfterSubmit>,
-    programs: AHashMap<String, Arc<WgpuProgram>>,
-    cache: Option<(wgpu::PipelineCache, PathBuf)>,
+    /// Pipelines by source in memory; on disk, the driver's pipeline cache (`cache`).
+    programs: ProgramCache<Arc<WgpuProgram>>,
+    /// The driver's pipeline cache and its key in `programs`' store (adapter and driver).
+    cache: Option<(wgpu::PipelineCache, Key)>,
     /// Wakes the polling thread after a submission.
     poll: Sender<()>,
     /// Completions registered and not yet run.
@@ -153,14 +155,13 @@ impl WgpuApi {
         let fused_fma = crate::proggen::codegen::gpu::tuning().wgpu_fma
             && super::wgpu_probe::fused_fma(&device, &queue);
         tracing::info!(target: "arrayflow::exec", "wgpu {}: fma {}", info.name, if fused_fma { "fused" } else { "not fused (or ARRAYFLOW_WGPU_FMA=0): Dekker products" });
+        let programs = ProgramCache::new(Store::new("wgpu", "pipelines", Layout::Header));
         let cache = features.contains(wgpu::Features::PIPELINE_CACHE).then(|| {
-            let key = crate::exec::checksum(&[&info.name, &info.driver, &info.driver_info]);
-            let path = crate::exec::cache_root()
-                .join("wgpu")
-                .join(format!("{key:016x}.pipelines"));
-            let data = std::fs::read(&path).ok();
-            // SAFETY: the data was written by `get_data` for this adapter and driver (the key);
-            // wgpu validates its header and falls back to an empty cache otherwise.
+            let key = Key::of_str(&[&info.name, &info.driver, &info.driver_info]);
+            let data = programs.store().load(key).ok().map(|e| e.payload);
+            // SAFETY: the data was written by `get_data` for this adapter and driver (the key),
+            // and the program cache checked it is whole; wgpu validates its header too and falls
+            // back to an empty cache otherwise.
             let cache = unsafe {
                 device.create_pipeline_cache(&wgpu::PipelineCacheDescriptor {
                     label: Some("arrayflow"),
@@ -168,7 +169,7 @@ impl WgpuApi {
                     fallback: true,
                 })
             };
-            (cache, path)
+            (cache, key)
         });
         let (poll, rx) = crossbeam_channel::unbounded::<()>();
         let dev = device.clone();
@@ -198,7 +199,7 @@ impl WgpuApi {
             fused_fma,
             encoder: None,
             after_submit: Vec::new(),
-            programs: AHashMap::new(),
+            programs,
             cache,
             poll,
             outstanding: Arc::new(AtomicUsize::new(0)),
@@ -303,16 +304,11 @@ impl WgpuApi {
     }
 
     fn save_pipeline_cache(&self) {
-        if let Some((cache, path)) = &self.cache
+        if let Some((cache, key)) = &self.cache
             && let Some(data) = cache.get_data()
         {
-            if let Some(dir) = path.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-            if std::fs::write(&tmp, data).is_ok() {
-                let _ = std::fs::rename(&tmp, path);
-            }
+            // A failure only costs the next start the driver's compiles.
+            let _ = self.programs.store().write(*key, &data);
         }
     }
 }
@@ -423,9 +419,10 @@ impl DeviceApi for WgpuApi {
     }
 
     fn compile(&mut self, plan: &GpuPlan) -> Result<Arc<WgpuProgram>, String> {
-        if let Some(p) = self.programs.get(&plan.source) {
+        let key = Key::of_str(&[&plan.source]);
+        if let Some(p) = self.programs.get(key) {
             Counters::add(&Self::counters().memory_hits, 1);
-            return Ok(p.clone());
+            return Ok(p);
         }
         let t0 = Instant::now();
         // Every index a generated kernel computes is in range by construction (the WGSL renderer
@@ -469,7 +466,7 @@ impl DeviceApi for WgpuApi {
             .map(|p| p.get_bind_group_layout(0))
             .collect();
         let p = Arc::new(WgpuProgram { pipelines, layouts });
-        self.programs.insert(plan.source.clone(), p.clone());
+        self.programs.insert(key, p.clone());
         Ok(p)
     }
 
