@@ -5,13 +5,13 @@
 
 use super::handoff::{Origin, Submission};
 use super::work_queue::FlushReason;
+use crate::counters::Counters;
 use crate::exec::BufferId;
 use crate::exec::cpu::slices::OutPtr;
-use crate::ir::NodeState;
 use crate::ir::NodeId;
+use crate::ir::NodeState;
 use crate::proggen::liveness::StorePolicy;
 use crate::proggen::{self, sequence::FormalRole, sequence::Kernel};
-use crate::counters::Counters;
 use crate::runtime::{FrontEnd, Inner};
 use ahash::AHashSet;
 use std::sync::Arc;

@@ -5,11 +5,11 @@
 //! and `handoff.rs` submits the result.
 
 use super::{Entry, FlushReason, flush};
+use crate::counters::Counters;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::TypedVec;
 use crate::frontend::Handle;
 use crate::ir::{NodeId, Site};
-use crate::counters::Counters;
 use crate::runtime::{FrontEnd, Inner};
 use std::sync::Arc;
 

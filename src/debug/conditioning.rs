@@ -9,8 +9,8 @@
 use super::Tolerance;
 use super::reference::{self, ravel, unravel};
 use crate::exec::TypedVec;
-use crate::ir::{NodeInfo, NodeState};
 use crate::ir::{DType, Intrinsic, Op, ReduceOp, Site};
+use crate::ir::{NodeInfo, NodeState};
 use smallvec::SmallVec;
 
 /// One input of an op: its reference value, shape, magnitudes and the allowance of its op.

@@ -17,7 +17,6 @@ impl TypedVec {
     }
 }
 
-
 /// Released buffers kept for reuse, keyed by element type and length, least recently used evicted
 /// first when the pool holds more than its byte limit.
 pub struct BufferPool {

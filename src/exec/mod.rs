@@ -2,10 +2,10 @@
 //! pending-operation table, the messages it exchanges with executors, buffers, hardware discovery,
 //! the CPU executor and the GPU executors (OpenCL, wgpu), and the program cache they share.
 
-mod flow;
 mod buffer;
 pub mod cpu;
 pub mod device;
+mod flow;
 pub mod gpu;
 pub mod host_memory;
 pub(crate) mod lifetime;
@@ -14,12 +14,11 @@ mod scheduler;
 pub(crate) mod wait;
 
 pub use crate::ir::{BufferId, TypedVec};
-pub use flow::FlowControl;
 pub use buffer::BufferPool;
 pub use device::{Backend, DeviceInfo, DeviceKind};
+pub use flow::FlowControl;
 pub(crate) use scheduler::SchedMsg;
 pub use scheduler::{Instance, Scheduler};
-
 
 /// What the scheduler knows about an executor when it routes programs.
 #[derive(Debug, Clone)]

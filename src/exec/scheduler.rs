@@ -5,12 +5,12 @@
 //! between executors when a program needs it elsewhere, serves reads, frees released buffers, and
 //! propagates failures so every result of a failed program reads as invalid.
 
+use super::FlowControl;
 use super::wait::Spin;
 use super::{BufferId, ExecHandle, TypedVec};
+use crate::counters::Counters;
 use crate::error::{Error, ErrorKind, Result};
 use crate::proggen::sequence::{Kernel, Program, ProgramSequence};
-use super::FlowControl;
-use crate::counters::Counters;
 use ahash::AHashMap;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::sync::Arc;

@@ -5,6 +5,7 @@
 use super::fold;
 use super::{Handle, NodeHandle, NodeInfo, NodeState};
 use crate::compile::Entry;
+use crate::counters::Counters;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::TypedVec;
 use crate::ir::{
@@ -12,7 +13,6 @@ use crate::ir::{
     broadcast_shapes, numel,
 };
 use crate::runtime::Inner;
-use crate::counters::Counters;
 use smallvec::SmallVec;
 use std::sync::Arc;
 

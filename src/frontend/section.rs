@@ -6,12 +6,12 @@
 //! section, and using an array that is neither an input nor computed in the section are errors.
 
 use super::Handle;
-use crate::ir::RngState;
 use crate::compile::macro_cache::{MacroEntry, ParamSource, RefInput, RefProgram, RefStep};
+use crate::counters::Counters;
 use crate::error::{Error, ErrorKind, Result};
+use crate::ir::RngState;
 use crate::ir::{NodeId, Op, Site};
 use crate::proggen::sequence::Kernel;
-use crate::counters::Counters;
 use crate::runtime::{FrontEnd, Inner};
 use ahash::AHashMap;
 use parking_lot::Mutex;

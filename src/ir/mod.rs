@@ -11,8 +11,8 @@ mod value;
 
 pub use crate::primitives::{BinaryOp, ReduceOp, UnaryOp};
 pub use dtype::{DType, Scalar};
-pub use op::{GenKind, Intrinsic, Op, RandomDist};
 pub use node::{NodeInfo, NodeState, NodeTable};
+pub use op::{GenKind, Intrinsic, Op, RandomDist};
 pub use queue::{Entry, FlushReason};
 pub use rng::RngState;
 pub use shape::{Shape, broadcast_shapes, contiguous_strides, numel};

@@ -66,4 +66,3 @@ pub enum Entry {
     BlockBegin,
     BlockEnd,
 }
-

@@ -5,8 +5,8 @@
 use super::kernel::{Domain, FusedKernel, Instr, ParamKind, ReduceStore, Reg, Store};
 use super::pos::Pos;
 use super::regalloc;
-use crate::ir::{NodeInfo, NodeTable};
 use crate::ir::{DType, GenKind, NodeId, Op, Shape, Site};
+use crate::ir::{NodeInfo, NodeTable};
 use ahash::{AHashMap, AHashSet};
 use smallvec::SmallVec;
 

@@ -24,8 +24,8 @@
 //! Reductions of the same value requested before a read fuse into one kernel and count as one use.
 
 use crate::ir::Entry;
-use crate::ir::{NodeInfo, NodeTable};
 use crate::ir::{NodeId, Op};
+use crate::ir::{NodeInfo, NodeTable};
 use ahash::{AHashMap, AHashSet};
 
 /// Largest recompute cost (instructions per element) of a held value that stays lazy.

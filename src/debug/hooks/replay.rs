@@ -2,11 +2,11 @@
 //! reference values come from the recorded ops (`RefProgram`), evaluated by the reference
 //! interpreter on this call's inputs, parameters and random-number positions.
 
-use crate::ir::RngState;
 use crate::compile::macro_cache::{MacroEntry, RefInput, RefProgram};
 use crate::exec::BufferId;
 use crate::frontend::Handle;
 use crate::ir::Op;
+use crate::ir::RngState;
 use crate::runtime::{FrontEnd, Inner};
 use parking_lot::Mutex;
 use std::sync::Arc;

@@ -13,9 +13,9 @@ pub mod vm;
 
 use super::scheduler::{ExecMsg, SchedMsg, Task};
 use super::{BufferId, BufferPool, Caps, ExecHandle, TypedVec};
+use crate::counters::Counters;
 use crate::error::{Error, ErrorKind};
 use crate::proggen::sequence::Kernel;
-use crate::counters::Counters;
 use ahash::AHashMap;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use std::sync::Arc;

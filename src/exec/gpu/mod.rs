@@ -22,10 +22,10 @@ pub mod wgpu_probe;
 use super::scheduler::{ExecMsg, SchedMsg, Task};
 use super::wait::Spin;
 use super::{BufferId, Caps, ExecHandle, TypedVec};
+use crate::counters::Counters;
 use crate::error::{Error, ErrorKind};
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Target};
-use crate::counters::Counters;
 use ahash::AHashMap;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use std::sync::Arc;
@@ -41,6 +41,8 @@ pub(crate) trait DeviceApi: Send + 'static {
     type Buf: Send + 'static;
     type Program: Send + Sync + 'static;
     fn target(&self) -> Target;
+    /// The runtime's counters (the executor adds to them; passed in when the API was opened).
+    fn counters(&self) -> &Counters;
     /// The code generator this device takes.
     fn dialect(&self) -> plans::Dialect;
     /// A device buffer of `bytes`; an error means the device is out of memory.
@@ -156,9 +158,10 @@ pub(crate) fn start(
     counters: Arc<Counters>,
 ) -> Result<ExecHandle, String> {
     let index = device.index;
+    let c = counters.clone();
     match device.backend {
         super::Backend::OpenCl => spawn(
-            move || opencl::OpenClApi::new(index, spin, limits.opencl_defer),
+            move || opencl::OpenClApi::new(index, spin, limits.opencl_defer, c),
             device,
             limits,
             spin,
@@ -166,7 +169,7 @@ pub(crate) fn start(
             counters,
         ),
         super::Backend::Wgpu => spawn(
-            move || wgpu::WgpuApi::new(index, spin, limits.wgpu_hold),
+            move || wgpu::WgpuApi::new(index, spin, limits.wgpu_hold, c),
             device,
             limits,
             spin,

@@ -28,11 +28,11 @@
 
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
+use crate::counters::Counters;
 use crate::exec::TypedVec;
 use crate::exec::program_cache::{Found, Key, Layout, ProgramCache, Store};
 use crate::exec::wait::Spin;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
-use crate::counters::Counters;
 use crossbeam_channel::Sender;
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -49,6 +49,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 pub struct OpenClApi {
+    /// The runtime's counters (the device executor adds to `device`).
+    counters: Arc<Counters>,
     context: Context,
     queue: CommandQueue,
     target: Target,
@@ -94,7 +96,12 @@ pub struct ClProgram {
 impl OpenClApi {
     /// Opens OpenCL device `index` of the inventory's order (platforms, then their devices);
     /// `defer` is [`super::Limits::opencl_defer`].
-    pub fn new(index: usize, spin: Spin, defer: Option<usize>) -> Result<OpenClApi, String> {
+    pub fn new(
+        index: usize,
+        spin: Spin,
+        defer: Option<usize>,
+        counters: Arc<Counters>,
+    ) -> Result<OpenClApi, String> {
         let (_, id) = *crate::exec::device::opencl_device_ids()
             .get(index)
             .ok_or_else(|| format!("no OpenCL device {index}"))?;
@@ -134,6 +141,7 @@ impl OpenClApi {
         })
         .map_err(|e| e.to_string())?;
         Ok(OpenClApi {
+            counters,
             context,
             queue,
             target: Target {
@@ -194,10 +202,6 @@ impl OpenClApi {
             }
         }
     }
-
-    fn counters() -> &'static crate::counters::DeviceCounters {
-        &crate::runtime::Inner::get().counters.device
-    }
 }
 
 /// A built program with one kernel object per pass of `plan`.
@@ -231,6 +235,9 @@ impl DeviceApi for OpenClApi {
     type Buf = Buffer<u8>;
     type Program = ClProgram;
 
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
     fn target(&self) -> Target {
         self.target
     }
@@ -290,9 +297,10 @@ impl DeviceApi for OpenClApi {
     }
 
     fn compile(&mut self, plan: &GpuPlan) -> Result<Arc<ClProgram>, String> {
+        let dc = self.counters.clone();
         let key = Key::of_str(&[&self.identity, &plan.source]);
         if let Some(p) = self.programs.get(key) {
-            Counters::add(&Self::counters().memory_hits, 1);
+            Counters::add(&dc.device.memory_hits, 1);
             return Ok(p);
         }
         let t0 = Instant::now();
@@ -306,7 +314,7 @@ impl DeviceApi for OpenClApi {
             },
             || {
                 let p = Program::create_and_build_from_source(context, &plan.source, options)?;
-                Counters::add(&Self::counters().compiles, 1);
+                Counters::add(&dc.device.compiles, 1);
                 let bin = p
                     .get_binaries()
                     .ok()
@@ -316,11 +324,11 @@ impl DeviceApi for OpenClApi {
             },
         )?;
         match found {
-            Found::Disk => Counters::add(&Self::counters().disk_hits, 1),
-            Found::Memory => Counters::add(&Self::counters().memory_hits, 1),
+            Found::Disk => Counters::add(&dc.device.disk_hits, 1),
+            Found::Memory => Counters::add(&dc.device.memory_hits, 1),
             Found::Built => {}
         }
-        Counters::add(&Self::counters().compile_ns, t0.elapsed().as_nanos() as u64);
+        Counters::add(&dc.device.compile_ns, t0.elapsed().as_nanos() as u64);
         Ok(p)
     }
 
@@ -394,11 +402,12 @@ impl DeviceApi for OpenClApi {
     }
 
     fn submit(&mut self) {
+        let dc = self.counters.clone();
         if self.unmarked.len() >= self.defer || !self.busy() {
             self.mark();
         }
         self.hand_over();
-        Counters::add(&Self::counters().submissions, 1);
+        Counters::add(&dc.device.submissions, 1);
     }
 
     fn poll(&mut self) -> bool {

@@ -222,7 +222,7 @@ fn build_fused<A: DeviceApi>(
     tracing::info!(target: "arrayflow::exec",
         "a kernel of {} instructions failed to compile ({err}); retrying it in two halves",
         k.instrs.len());
-    crate::counters::Counters::add(&crate::runtime::Inner::get().counters.device.splits, 1);
+    crate::counters::Counters::add(&api.counters().device.splits, 1);
     let first_temp = plan.temps.len();
     let len = k.domain.len();
     plan.temps.extend(sp.temps.iter().map(|&d| (d, len)));

@@ -25,13 +25,13 @@
 
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
+use crate::counters::Counters;
 use crate::exec::TypedVec;
 use crate::exec::program_cache::{Key, Layout, ProgramCache, Store};
 use crate::exec::wait::Spin;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, elem_bytes};
 use crate::proggen::codegen::wgsl::IMMEDIATE_BYTES;
-use crate::counters::Counters;
 use crossbeam_channel::Sender;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,6 +50,8 @@ pub fn instance() -> &'static wgpu::Instance {
 }
 
 pub struct WgpuApi {
+    /// The runtime's counters (the device executor adds to `device`).
+    counters: Arc<Counters>,
     device: wgpu::Device,
     queue: wgpu::Queue,
     limits: wgpu::Limits,
@@ -119,7 +121,12 @@ impl WgpuApi {
     }
 
     /// Opens wgpu adapter `index` of the inventory; `hold` is [`super::Limits::wgpu_hold`].
-    pub fn new(index: usize, spin: Spin, hold: Option<usize>) -> Result<WgpuApi, String> {
+    pub fn new(
+        index: usize,
+        spin: Spin,
+        hold: Option<usize>,
+        counters: Arc<Counters>,
+    ) -> Result<WgpuApi, String> {
         let adapter = crate::exec::device::wgpu_adapters()
             .into_iter()
             .nth(index)
@@ -192,6 +199,7 @@ impl WgpuApi {
         })
         .map_err(|e| e.to_string())?;
         Ok(WgpuApi {
+            counters,
             device,
             queue,
             limits,
@@ -212,10 +220,11 @@ impl WgpuApi {
 
     /// Hands the recorded work to the device (one submission), then registers what waits for it.
     fn flush(&mut self) {
+        let dc = self.counters.clone();
         self.held = false;
         let cmd = self.encoder.take().map(|e| e.finish());
         self.queue.submit(cmd);
-        Counters::add(&Self::counters().submissions, 1);
+        Counters::add(&dc.device.submissions, 1);
         // Submissions in flight are counted only when work may be held back for them.
         if self.hold_at > 0 {
             self.in_flight.fetch_add(1, Ordering::AcqRel);
@@ -235,10 +244,6 @@ impl WgpuApi {
             self.device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
         })
-    }
-
-    fn counters() -> &'static crate::counters::DeviceCounters {
-        &crate::runtime::Inner::get().counters.device
     }
 
     /// Runs `f` and returns the validation or memory error wgpu reports for it.
@@ -353,6 +358,9 @@ impl DeviceApi for WgpuApi {
     type Buf = wgpu::Buffer;
     type Program = WgpuProgram;
 
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
     fn target(&self) -> Target {
         Target {
             fp64: false,
@@ -419,9 +427,10 @@ impl DeviceApi for WgpuApi {
     }
 
     fn compile(&mut self, plan: &GpuPlan) -> Result<Arc<WgpuProgram>, String> {
+        let dc = self.counters.clone();
         let key = Key::of_str(&[&plan.source]);
         if let Some(p) = self.programs.get(key) {
-            Counters::add(&Self::counters().memory_hits, 1);
+            Counters::add(&dc.device.memory_hits, 1);
             return Ok(p);
         }
         let t0 = Instant::now();
@@ -458,8 +467,8 @@ impl DeviceApi for WgpuApi {
             })?;
             pipelines.push(p);
         }
-        Counters::add(&Self::counters().compiles, 1);
-        Counters::add(&Self::counters().compile_ns, t0.elapsed().as_nanos() as u64);
+        Counters::add(&dc.device.compiles, 1);
+        Counters::add(&dc.device.compile_ns, t0.elapsed().as_nanos() as u64);
         self.save_pipeline_cache();
         let layouts = pipelines
             .iter()
