@@ -4,6 +4,7 @@
 //! its reason and counted. When a flush happens is decided in `triggers.rs`.
 
 use super::handoff::{Origin, Submission};
+use super::state::{FrontEnd, Inner};
 use super::work_queue::FlushReason;
 use crate::counters::Counters;
 use crate::exec::BufferId;
@@ -12,7 +13,6 @@ use crate::ir::NodeId;
 use crate::ir::NodeState;
 use crate::proggen::liveness::StorePolicy;
 use crate::proggen::{self, sequence::FormalRole, sequence::Kernel};
-use crate::runtime::{FrontEnd, Inner};
 use ahash::AHashSet;
 use std::sync::Arc;
 

@@ -9,10 +9,10 @@
 //! debugger observes (or holds) the work of the application.
 
 use super::FlushReason;
+use super::state::Inner;
 use crate::debug::checker::Check;
 use crate::exec::{BufferId, Instance};
 use crate::proggen::sequence::{FormalRole, ProgramSequence};
-use crate::runtime::Inner;
 use std::sync::Arc;
 use std::time::Instant;
 

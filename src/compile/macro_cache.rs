@@ -6,9 +6,10 @@
 //! generators it drew from are advanced on every replay.
 
 use super::trace_cache::CacheCounts;
-use crate::ir::RngState;
-use crate::ir::{DType, Shape};
+use crate::error::Error;
+use crate::ir::{DType, NodeId, RngState, Shape, Site};
 use crate::proggen::sequence::{FormalId, ProgramSequence};
+use ahash::AHashMap;
 use lru::LruCache;
 use parking_lot::Mutex;
 use std::num::NonZeroUsize;
@@ -111,5 +112,33 @@ impl MacroCache {
     }
     pub fn clear(&mut self) {
         self.entries.clear();
+    }
+}
+
+/// A section being recorded (the outermost) or entered inside one (inlined into it).
+pub struct Recording {
+    pub key: Vec<u64>,
+    pub site: Site,
+    /// Generators drawn from while recording, with their position at the first draw.
+    pub rngs: Vec<(Arc<Mutex<RngState>>, u64)>,
+    /// Random nodes: which generator and the counter they start at.
+    pub draws: AHashMap<NodeId, (usize, u64)>,
+    /// The first forbidden operation (read, write) attempted inside the section.
+    pub violation: Option<Error>,
+    /// The nodes standing for the section's declared parameters, by index.
+    pub params: Vec<NodeId>,
+}
+
+impl Recording {
+    /// A section entered at `site` with the macro-cache key `key`.
+    pub fn new(key: Vec<u64>, site: Site) -> Recording {
+        Recording {
+            key,
+            site,
+            rngs: Vec::new(),
+            draws: AHashMap::new(),
+            violation: None,
+            params: Vec::new(),
+        }
     }
 }

@@ -1,14 +1,24 @@
-//! The compilation scheduler (the seed's C-Scheduler 300): the work queue, the flush policy, and the
-//! hand-off of generated program sequences to the execution scheduler (with flow control).
+//! The compilation scheduler (the seed's C-Scheduler 300): the runtime's shared state
+//! (`state.rs`, `config.rs`), handles and releases (`handle.rs`), the work queue, when to flush
+//! (`triggers.rs`), the flush itself (`flush.rs`), section replays (`replay.rs`), and the one
+//! hand-off of program sequences to the execution scheduler (`handoff.rs`, with comparison
+//! mode's checks, `checks.rs`) — the hook point for a profiler or a debugger.
 
+mod checks;
+pub mod config;
 mod flush;
+mod handle;
 mod handoff;
 pub mod macro_cache;
 mod replay;
+pub mod state;
 pub mod trace_cache;
 pub mod trace_key;
 mod triggers;
 mod work_queue;
 
 pub use flush::{flush, flush_into, remove_unused};
+pub use handle::{Handle, NodeHandle};
+pub use handoff::{Origin, Submission};
+pub use state::{FrontEnd, Inner};
 pub use work_queue::{Entry, FlushReason, WorkQueue};

@@ -4,13 +4,13 @@
 //! and a code reuse section's boundaries. Every flush starts here; `flush.rs` compiles the queue
 //! and `handoff.rs` submits the result.
 
+use super::state::{FrontEnd, Inner};
 use super::{Entry, FlushReason, flush};
 use crate::counters::Counters;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::TypedVec;
 use crate::frontend::Handle;
 use crate::ir::{NodeId, Site};
-use crate::runtime::{FrontEnd, Inner};
 use std::sync::Arc;
 
 impl Inner {
@@ -216,14 +216,14 @@ fn invalid_read(e: Error, site: Site) -> Error {
 
 /// Puts a pending node that is not queued (a lazy leaf or lazy result) into the queue, so the
 /// next flush computes and stores it.
-fn enqueue_pending(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
+fn enqueue_pending(fe: &mut FrontEnd, id: NodeId) {
     if fe.nodes.get(&id).is_some_and(|n| n.is_pending()) {
         enqueue_leaf(fe, id)
     }
 }
 
 /// Puts a lazy leaf (constant, generator) into the queue so the next flush stores it.
-fn enqueue_leaf(fe: &mut crate::runtime::FrontEnd, id: NodeId) {
+fn enqueue_leaf(fe: &mut FrontEnd, id: NodeId) {
     if let Some(n) = fe.nodes.get_mut(&id)
         && !n.queued
     {

@@ -2,13 +2,13 @@
 //! `x * 1`, `x / 1`, `x - 0` (and `x + 0` for integers) become `x`. Every fold is counted.
 
 use super::{Handle, constant};
+use crate::compile::Inner;
 use crate::counters::Counters;
 use crate::ir::{BinaryOp, DType, Scalar, Shape, Site, UnaryOp};
 use crate::primitives::{
     binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
     unary_pred,
 };
-use crate::runtime::Inner;
 
 fn folded() {
     Counters::add(&Inner::get().counters.ops_folded, 1);

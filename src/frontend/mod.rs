@@ -10,24 +10,4 @@ pub mod section;
 pub use crate::ir::{NodeInfo, NodeState, NodeTable};
 pub use record::*;
 
-use crate::ir::{DType, NodeId, Scalar, Shape};
-use std::sync::Arc;
-
-/// What the API holds for an array: the node's id and the facts it needs without a lock.
-#[derive(Debug)]
-pub struct NodeHandle {
-    pub id: NodeId,
-    pub shape: Shape,
-    pub dtype: DType,
-    /// The value, when every element is this known constant.
-    pub konst: Option<Scalar>,
-}
-
-impl Drop for NodeHandle {
-    fn drop(&mut self) {
-        crate::runtime::Inner::get().release(self.id);
-    }
-}
-
-/// A shared handle to a node (cloning shares the node).
-pub type Handle = Arc<NodeHandle>;
+pub use crate::compile::{Handle, NodeHandle};

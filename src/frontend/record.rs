@@ -5,6 +5,7 @@
 use super::fold;
 use super::{Handle, NodeHandle, NodeInfo, NodeState};
 use crate::compile::Entry;
+use crate::compile::Inner;
 use crate::counters::Counters;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::TypedVec;
@@ -12,7 +13,6 @@ use crate::ir::{
     BinaryOp, DType, GenKind, Intrinsic, NodeId, Op, ReduceOp, Scalar, Shape, Site, UnaryOp,
     broadcast_shapes, numel,
 };
-use crate::runtime::Inner;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -153,27 +153,6 @@ impl Inner {
             dtype,
             konst: None,
         }))
-    }
-
-    /// The application dropped its last handle to `id`.
-    pub fn release(&self, id: NodeId) {
-        // Not `front()`: a drop on another thread never waits for a section (it records nothing).
-        let mut fe = self.fe.lock();
-        let Some(n) = fe.nodes.get_mut(&id) else {
-            return;
-        };
-        n.released = true;
-        if n.queued {
-            fe.queue.push(Entry::Release(id));
-            if fe.sections.is_empty() {
-                let f = &mut *fe;
-                f.key.push_release(&f.nodes, id);
-            }
-        } else if n.users == 0 {
-            for b in crate::compile::remove_unused(&mut fe, vec![id]) {
-                self.sched.release(b);
-            }
-        }
     }
 }
 

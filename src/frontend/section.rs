@@ -6,43 +6,18 @@
 //! section, and using an array that is neither an input nor computed in the section are errors.
 
 use super::Handle;
-use crate::compile::macro_cache::{MacroEntry, ParamSource, RefInput, RefProgram, RefStep};
+use crate::compile::macro_cache::{
+    MacroEntry, ParamSource, Recording, RefInput, RefProgram, RefStep,
+};
+use crate::compile::{FrontEnd, Inner};
 use crate::counters::Counters;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::RngState;
 use crate::ir::{NodeId, Op, Site};
 use crate::proggen::sequence::Kernel;
-use crate::runtime::{FrontEnd, Inner};
 use ahash::AHashMap;
 use parking_lot::Mutex;
 use std::sync::Arc;
-
-/// A section being recorded (the outermost) or entered inside one (inlined into it).
-pub struct Recording {
-    pub key: Vec<u64>,
-    pub site: Site,
-    /// Generators drawn from while recording, with their position at the first draw.
-    pub rngs: Vec<(Arc<Mutex<RngState>>, u64)>,
-    /// Random nodes: which generator and the counter they start at.
-    pub draws: AHashMap<NodeId, (usize, u64)>,
-    /// The first forbidden operation (read, write) attempted inside the section.
-    pub violation: Option<Error>,
-    /// The nodes standing for the section's declared parameters, by index.
-    pub params: Vec<NodeId>,
-}
-
-impl Recording {
-    fn new(key: Vec<u64>, site: Site) -> Recording {
-        Recording {
-            key,
-            site,
-            rngs: Vec::new(),
-            draws: AHashMap::new(),
-            violation: None,
-            params: Vec::new(),
-        }
-    }
-}
 
 /// Pops the section state `Inner::reuse` pushed when the closure returns or panics, so a panic
 /// caught by the application (`catch_unwind`, a `#[should_panic]` test) does not leave the

@@ -1,8 +1,7 @@
-//! Comparison mode's hooks into the pipeline, in one place: at record time (each op's reference
-//! value, `record.rs`), on reads (the data handed to the application, `read.rs`), at the hand-off
-//! (checks after computation, `checks.rs`) and on a section replay (`replay.rs`).
+//! Comparison mode's hooks in the front end and on reads: each op's reference value as it is
+//! recorded (`record.rs`) and the check of the data handed to the application (`read.rs`). The
+//! checks after computation are attached at the hand-off (`compile/checks.rs`) and a replayed
+//! section's reference values are computed with its replay (`compile/replay.rs`).
 
-mod checks;
 mod read;
 mod record;
-mod replay;

@@ -2,11 +2,11 @@
 //! with the array's reference first; after computation, mismatches the checker found since the
 //! last read are surfaced by the chosen action.
 
+use crate::compile::Handle;
+use crate::compile::Inner;
 use crate::debug::{CompareMode, Mismatch, MismatchAction, check};
 use crate::error::{Error, ErrorKind, Result};
-use crate::frontend::Handle;
 use crate::ir::Site;
-use crate::runtime::Inner;
 
 fn mismatch_error(m: &Mismatch, site: Site) -> Error {
     Error::new(ErrorKind::Mismatch, format!("comparison mode: {m}"))

@@ -2,10 +2,11 @@
 //! sequential interpreter on its inputs' reference values) and the magnitude its allowance
 //! scales with (`debug::conditioning`).
 
+use crate::compile::Handle;
+use crate::compile::Inner;
 use crate::exec::TypedVec;
-use crate::frontend::{Handle, NodeInfo, NodeState};
 use crate::ir::{DType, Op, Shape, Site};
-use crate::runtime::Inner;
+use crate::ir::{NodeInfo, NodeState};
 use smallvec::SmallVec;
 use std::sync::Arc;
 

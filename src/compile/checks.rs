@@ -2,13 +2,13 @@
 //! reference, and the checks themselves, scheduled on the checker thread once each result's
 //! program has run (the hand-off attaches them, `compile/handoff.rs`).
 
-use super::super::checker::{Check, CheckJob};
-use super::super::{CompareConfig, CompareMode};
-use crate::compile::macro_cache::MacroEntry;
+use super::Handle;
+use super::macro_cache::MacroEntry;
+use super::state::{FrontEnd, Inner};
+use crate::debug::checker::{Check, CheckJob};
+use crate::debug::{CompareConfig, CompareMode};
 use crate::exec::{BufferId, SchedMsg};
-use crate::frontend::Handle;
 use crate::ir::NodeId;
-use crate::runtime::{FrontEnd, Inner};
 
 impl Inner {
     /// The comparison configuration when results are checked after computation, else `None`.

@@ -1,0 +1,223 @@
+//! The runtime's shared state: the front end's state behind one lock (the port table, the work
+//! queue, the trace and macro caches, sections being recorded), the execution scheduler, flow
+//! control, counters, comparison mode's settings and the error handlers, in one process-wide
+//! [`Inner`]. It is defined here, at the C-Scheduler's layer, because the flush and the hand-off
+//! (this folder) and the front end and debugger hooks above it all work on it; the API reaches it
+//! through `Inner::get()`.
+
+use super::config::Config;
+use super::macro_cache::{MacroCache, Recording};
+use super::trace_cache::TraceCache;
+use super::trace_key::TraceKey;
+use super::work_queue::WorkQueue;
+use crate::counters::Counters;
+use crate::exec::{FlowControl, Scheduler};
+use crate::ir::NodeTable;
+use crate::proggen::GenConfig;
+use parking_lot::Mutex;
+use std::sync::{Arc, OnceLock};
+
+/// The front end's state: the port table, the work queue with its trace-cache key, and the
+/// trace cache.
+pub struct FrontEnd {
+    pub nodes: NodeTable,
+    pub queue: WorkQueue,
+    pub key: TraceKey,
+    pub traces: TraceCache,
+    pub macros: MacroCache,
+    /// Code reuse sections entered and not yet ended, outermost first.
+    pub sections: Vec<Recording>,
+    /// Set before a section's final flush: that flush keeps its generated sequence here.
+    /// The sequence, with each program's parameter values at generation time.
+    #[allow(clippy::type_complexity)]
+    pub capture: Option<Option<(crate::proggen::Generated, Vec<Vec<u64>>)>>,
+    pub next_id: u64,
+    pub block_depth: u32,
+    /// The thread recording the outermost code reuse section: other threads' calls wait until it
+    /// ends (`Inner::front`), so their operations are neither recorded into it nor refused by it.
+    pub section_owner: Option<std::thread::ThreadId>,
+}
+
+impl FrontEnd {
+    /// An empty front end sized by `config`.
+    pub fn new(config: &Config) -> FrontEnd {
+        FrontEnd {
+            nodes: NodeTable::default(),
+            queue: WorkQueue::default(),
+            key: Default::default(),
+            traces: TraceCache::new(config.trace_bucket_entries, config.trace_entries),
+            macros: MacroCache::new(config.macro_entries),
+            sections: Vec::new(),
+            capture: None,
+            next_id: 0,
+            block_depth: 0,
+            section_owner: None,
+        }
+    }
+}
+
+/// Everything the runtime owns.
+pub struct Inner {
+    pub config: Config,
+    pub gen_config: GenConfig,
+    /// The front end; application calls lock it through [`Inner::front`].
+    pub fe: Mutex<FrontEnd>,
+    /// Signalled when a code reuse section's recording ends (threads in `front` wait on it).
+    pub section_done: parking_lot::Condvar,
+    pub sched: Scheduler,
+    pub counters: Arc<Counters>,
+    pub flow: Arc<FlowControl>,
+    /// The program sequence of the most recent flush, for `Runtime::last_flush_listing()`.
+    pub last_sequence: Mutex<Option<Arc<crate::proggen::sequence::ProgramSequence>>>,
+    /// Whether flushes use the trace cache (starts as `config.trace_cache`).
+    pub trace_cache_on: std::sync::atomic::AtomicBool,
+    /// The code reuse replay check's period (starts as `config.reuse_check`; 0: off).
+    pub reuse_check: std::sync::atomic::AtomicU32,
+    /// Comparison mode's settings (`None`: off, at no cost).
+    pub compare: parking_lot::RwLock<Option<crate::debug::CompareConfig>>,
+    /// Whether comparison mode is on (the record path's cheap check).
+    pub compare_on: std::sync::atomic::AtomicBool,
+    pub report: Arc<crate::debug::checker::Report>,
+    checker: OnceLock<crossbeam_channel::Sender<crate::debug::checker::CheckJob>>,
+    /// The user's error handlers, oldest first (the seed's error-handler stack).
+    pub error_handlers: Mutex<Vec<ErrorHandler>>,
+}
+
+/// What an error handler decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorHandling {
+    /// Handled: the failing call returns an invalid array (reading it returns the error).
+    Continue,
+    /// Not handled here: the next older handler decides (the default one panics).
+    Pass,
+}
+
+/// A user error handler.
+pub type ErrorHandler = Arc<dyn Fn(&crate::Error) -> ErrorHandling + Send + Sync>;
+
+static RUNTIME: OnceLock<Inner> = OnceLock::new();
+
+/// The process is exiting: stop the scheduler and executors and wait for their threads.
+extern "C" fn stop_at_exit() {
+    crate::exec::lifetime::stop_at_exit(|| {
+        if let Some(rt) = RUNTIME.get() {
+            rt.sched.stop();
+        }
+    });
+}
+
+impl Inner {
+    /// The front end for an application call. While another thread records a code reuse section
+    /// this waits for it to end: a section's queue holds only its own operations, and a read on
+    /// another thread is not a read inside the section.
+    pub fn front(&self) -> parking_lot::MutexGuard<'_, FrontEnd> {
+        let me = std::thread::current().id();
+        let mut fe = self.fe.lock();
+        while fe.section_owner.is_some_and(|t| t != me) {
+            self.section_done.wait(&mut fe);
+        }
+        fe
+    }
+
+    fn new(config: Config) -> Inner {
+        crate::exec::program_cache::set_limit_mb(config.cache_limit_mb);
+        let counters = Arc::new(Counters::default());
+        let flow = Arc::new(FlowControl::new(config.max_outstanding));
+        let sched = Scheduler::start(
+            counters.clone(),
+            flow.clone(),
+            config.device.resolve(),
+            config.device_limits,
+        );
+        let gen_config = GenConfig {
+            tile: config.tile,
+            ..GenConfig::default()
+        };
+        // Registered after the executors opened their devices, so it runs before the drivers'
+        // own exit handlers: the runtime's threads leave the drivers before those tear down.
+        // Opt-in for now (`ARRAYFLOW_ORDERLY_EXIT=1`): with it, a PoCL process segfaulted at exit
+        // about once in two cold-cache runs (issue 18 item 9 is open until that is understood).
+        if std::env::var("ARRAYFLOW_ORDERLY_EXIT").is_ok_and(|v| v == "1") {
+            crate::exec::lifetime::register_exit(stop_at_exit);
+        }
+        tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");
+        Inner {
+            fe: Mutex::new(FrontEnd::new(&config)),
+            section_done: parking_lot::Condvar::new(),
+            trace_cache_on: std::sync::atomic::AtomicBool::new(config.trace_cache),
+            reuse_check: std::sync::atomic::AtomicU32::new(config.reuse_check),
+            config,
+            gen_config,
+            sched,
+            counters,
+            flow,
+            last_sequence: Mutex::new(None),
+            compare_on: std::sync::atomic::AtomicBool::new(
+                crate::debug::CompareConfig::from_env().is_some(),
+            ),
+            compare: parking_lot::RwLock::new(crate::debug::CompareConfig::from_env()),
+            report: Arc::new(Default::default()),
+            checker: OnceLock::new(),
+            error_handlers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Runs the error-handler stack, newest first; `true` if one handled the error.
+    pub fn handle_error(&self, e: &crate::Error) -> bool {
+        let handlers = self.error_handlers.lock().clone();
+        handlers
+            .iter()
+            .rev()
+            .any(|h| h(e) == ErrorHandling::Continue)
+    }
+
+    /// An array whose value is the error `e`: reading it, or anything computed from it, returns
+    /// the error (0-dimensional; the failed call's shape may not exist).
+    pub fn invalid_array(&self, e: crate::Error, dtype: crate::ir::DType) -> super::Handle {
+        let buf = self.sched.new_buffer();
+        let mut fe = self.front();
+        fe.next_id += 1;
+        let id = crate::ir::NodeId(fe.next_id);
+        let site = e.site.unwrap_or(std::panic::Location::caller());
+        fe.nodes.insert(
+            id,
+            crate::ir::NodeInfo::new(
+                crate::ir::Op::Source,
+                Default::default(),
+                Default::default(),
+                dtype,
+                site,
+                crate::ir::NodeState::Stored(buf),
+            ),
+        );
+        self.sched
+            .send(crate::exec::SchedMsg::Poison { buf, error: e });
+        Arc::new(super::NodeHandle {
+            id,
+            shape: Default::default(),
+            dtype,
+            konst: None,
+        })
+    }
+
+    /// The comparison checker thread (started on first use).
+    pub fn checker(&self) -> &crossbeam_channel::Sender<crate::debug::checker::CheckJob> {
+        self.checker
+            .get_or_init(|| crate::debug::checker::start(self.report.clone()))
+    }
+
+    /// The runtime, started with the default configuration on first use.
+    pub fn get() -> &'static Inner {
+        RUNTIME.get_or_init(|| Inner::new(Config::default()))
+    }
+
+    /// Starts the runtime with `config`; `false` if it was already running.
+    pub fn init(config: Config) -> bool {
+        let mut fresh = false;
+        RUNTIME.get_or_init(|| {
+            fresh = true;
+            Inner::new(config)
+        });
+        fresh
+    }
+}
