@@ -10,6 +10,7 @@ use super::Tolerance;
 use super::reference::{self, ravel, unravel};
 use crate::exec::TypedVec;
 use crate::frontend::{NodeInfo, NodeState};
+use crate::intrinsics::{IntrinsicDef, Output};
 use crate::ir::{DType, Intrinsic, Op, ReduceOp, Site};
 use smallvec::SmallVec;
 
@@ -75,21 +76,13 @@ pub fn magnitudes(
             let m = mags(0);
             moved(&node(DType::F64), &[(&m, inputs[0].shape)], result)
         }
-        Op::Intrinsic(Intrinsic::Gather { .. }) => {
-            let m = mags(0);
-            moved(
-                &node(DType::F64),
-                &[(&m, inputs[0].shape), (inputs[1].value, inputs[1].shape)],
-                result,
-            )
+        Op::Intrinsic(i) => {
+            let out = crate::intrinsics::Output {
+                shape: shape.into(),
+                dtype,
+            };
+            i.def().magnitudes(i, &out, inputs, result)
         }
-        Op::Intrinsic(Intrinsic::Concat { .. }) => {
-            let ms: Vec<TypedVec> = (0..inputs.len()).map(mags).collect();
-            let parts: Vec<(&TypedVec, &[usize])> =
-                ms.iter().zip(inputs).map(|(m, i)| (m, i.shape)).collect();
-            moved(&node(DType::F64), &parts, result)
-        }
-        Op::Intrinsic(Intrinsic::Matmul) => matmul(inputs, result),
         Op::Reduce { op, axes } => reduce(*op, axes, &inputs[0], result),
     }
 }
@@ -98,6 +91,28 @@ pub fn magnitudes(
 fn moved(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])], result: &TypedVec) -> Vec<f64> {
     match reference::eval(n, inputs) {
         Ok(TypedVec::F64(m)) => m,
+        _ => abs(result),
+    }
+}
+
+/// An intrinsic that moves data: the magnitudes in `parts` (in place of its data inputs) move
+/// through its reference as the data does.
+pub(crate) fn moved_by(
+    def: &dyn IntrinsicDef,
+    op: &Intrinsic,
+    out: &Output,
+    parts: &[(&TypedVec, &[usize])],
+    result: &TypedVec,
+) -> Vec<f64> {
+    let out = Output {
+        shape: out.shape.clone(),
+        dtype: DType::F64,
+    };
+    match def.reference(op, parts, &[out]) {
+        Ok(mut m) => match m.swap_remove(0) {
+            TypedVec::F64(m) => m,
+            _ => abs(result),
+        },
         _ => abs(result),
     }
 }
@@ -216,20 +231,6 @@ fn shifted(v: &TypedVec, allowed: &[f64], sign: f64) -> TypedVec {
 
 /// `sum_p max(|a_ip|, m_ip) * max(|b_pj|, m_pj)`: the matrix product's rounding scales with its
 /// products' sizes.
-fn matmul(inputs: &[CondInput], result: &TypedVec) -> Vec<f64> {
-    let (a, b) = (&inputs[0], &inputs[1]);
-    let (k, nn) = (a.shape[1], b.shape[1]);
-    let size = |x: &CondInput, i: usize| x.value.get(i).as_f64().abs().max(x.magnitude[i]);
-    (0..result.len())
-        .map(|i| {
-            let (r, c) = (i / nn.max(1), i % nn.max(1));
-            (0..k)
-                .map(|p| size(a, r * k + p) * size(b, p * nn + c))
-                .sum()
-        })
-        .collect()
-}
-
 /// Reductions, per output element over the elements it combines: sums `sum max(|x|, m)`,
 /// products `n * prod max(|x|, m)`, min/max `|result| + max m`; argmin/argmax and any/all match
 /// anything when another element is within the allowances of the winner (or may be anything).
