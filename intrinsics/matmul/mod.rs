@@ -69,7 +69,8 @@ impl IntrinsicDef for Matmul {
         })])
     }
 
-    /// Each element scales with the sum of its terms' magnitudes.
+    /// `sum_p max(|a_ip|, m_ip) * max(|b_pj|, m_pj)`: the matrix product's rounding scales with
+    /// its products' sizes.
     fn magnitudes(
         &self,
         _op: &Intrinsic,

@@ -229,8 +229,6 @@ fn shifted(v: &TypedVec, allowed: &[f64], sign: f64) -> TypedVec {
     }
 }
 
-/// `sum_p max(|a_ip|, m_ip) * max(|b_pj|, m_pj)`: the matrix product's rounding scales with its
-/// products' sizes.
 /// Reductions, per output element over the elements it combines: sums `sum max(|x|, m)`,
 /// products `n * prod max(|x|, m)`, min/max `|result| + max m`; argmin/argmax and any/all match
 /// anything when another element is within the allowances of the winner (or may be anything).
