@@ -274,7 +274,7 @@ fn cpu_entry_reference_and_loop_agree_for_every_intrinsic() {
             assert_eq!(reference[0], c.expected, "reference, {what}");
 
             let cost = def.cost(&call);
-            assert!(cost.bytes > 0 || c.expected.len() == 0, "{what}: {cost:?}");
+            assert!(cost.bytes > 0 || c.expected.is_empty(), "{what}: {cost:?}");
             if let Intrinsic::Matmul = c.op {
                 let (m, k, n) = (c.out_shape[0], c.inputs[0].1[1], c.out_shape[1]);
                 assert_eq!(cost.flops, 2 * (m * k * n) as u64, "{what}");
