@@ -1,34 +1,295 @@
-//! The intrinsic library (the seed's 700): hand-written, non-fusible kernels and the host code that
-//! launches them, one folder per target. The program generator schedules them between fused kernels.
+//! The intrinsic library (the seed's 700) and its registry: hand-written, non-fusible kernels, one
+//! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`). Each folder's `mod.rs`
+//! implements [`IntrinsicDef`], the one description of the intrinsic that every stage dispatches
+//! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
+//! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
+//! the cost estimate, the CPU executor's entry and the GPU executors' plans (`src/exec/`), and the
+//! fused-kernel patterns a GPU runs as an intrinsic instead (`src/proggen/patterns.rs`). Beside
+//! it lie its kernels per target (`cpu.rs`, `opencl.rs`, `wgsl.rs`). [`cpu`], [`opencl`] and
+//! [`wgsl`] hold what every intrinsic shares on a target (type and size limits) and dispatch
+//! through the registry. The program generator schedules intrinsics between fused kernels.
+//!
+//! # Adding an intrinsic
+//!
+//! A variant of [`Intrinsic`] (`src/ir/op.rs`) with the data that specialises its code, a folder
+//! here with the [`IntrinsicDef`] and its kernels, its line in [`REGISTRY`] and [`lookup`], one API
+//! method (`src/api/`) that calls `frontend::intrinsic`, and its tests.
+//!
+//! # Rules for what comes next
+//!
+//! The four intrinsics here have one output, one generated kernel (or two passes) per target and a
+//! shape known when they are recorded. The trait is shaped for the others as follows.
+//!
+//! - **Several outputs** (`lu`, `topk`): [`IntrinsicDef::check`] and [`IntrinsicDef::reference`]
+//!   already return one [`Output`] / value per output, [`IntrinsicDef::cpu`] writes `outputs[k]`
+//!   and a GPU plan writes `BufArg::Output(k)`. What grows is the IR around them: the front end
+//!   records the call as one node (its value is output 0) and one projection node per further
+//!   output that reads it; the program generator gives the call one formal per output
+//!   (`Program::outputs` is already a list; `IntrinsicCall` grows `out_shapes`/`out_dtypes`), and
+//!   [`IntrinsicDef::magnitudes`] is asked per output. Until then the front end refuses a
+//!   definition whose check returns more than one output (an internal error).
+//! - **Several passes of generated kernels** (FFT stages, radix-sort digits): one [`GpuPlan`]
+//!   with its passes in order and scratch buffers between them (`Pass`, `BufArg::Scratch`), as
+//!   matmul's split `k` does; a pass's source is generated from the call's shapes, which are
+//!   literals (the trace key holds them, so a plan is rendered once per shape). Passes that
+//!   differ only in a constant are separate entries of one source. Nothing in the trait changes.
+//! - **Steps on the host** (a factorisation's panel, a pivot search): a GPU plan is device work
+//!   only. An intrinsic that needs the host between device passes gets a defaulted method
+//!   `gpu_steps(call, target) -> Vec<GpuStep>` (`GpuStep::Device(GpuPlan)` or
+//!   `GpuStep::Host(fn)` over host copies of named buffers; the default is one device step from
+//!   `opencl`/`wgsl`), and the GPU executor's `DevicePlan` (already a list of steps) runs a host
+//!   step on its own thread between Move_Data_Out and Move_Data_In. Until that exists such an
+//!   intrinsic returns `Unsupported` from its GPU entries, and the GPU executor's CPU fallback
+//!   runs its [`IntrinsicDef::cpu`] entry from host copies: correct, only slower.
+//! - **Outputs whose length depends on the data** (`unique`, `nonzero`): every array's shape is
+//!   known when it is recorded (fusion, buffer sizes and the trace key depend on it), so `check`
+//!   never sees data. Such an intrinsic has two outputs: the values, padded to a bound that
+//!   `check` computes from the input shapes (`unique` of `n` elements: `n`), and a `u32` count.
+//!   Its API method reads the count (a flush and a wait, like `item()`) and returns the slice
+//!   `[..count]` of the values, a view that fuses into what follows. The count read is the API
+//!   method's, never the registry's; the padding past the count is unspecified and never read.
 
+pub mod concat;
 pub mod cpu;
+pub mod gather;
+pub mod matmul;
 pub mod opencl;
+pub mod transpose;
 pub mod wgsl;
 
-/// How a GPU matrix product `c[m, n] = a[m, k] b[k, n]` splits its inner extent: a product with
-/// few 64 x 64 output tiles and a long `k` (k-means' one-hot sums, the normal equations of a tall
-/// matrix: 8 x 2,000,000 x 2) would leave all but a few compute units idle while one work-group
-/// walks `k`. Split into `parts` ranges of `chunk` (a multiple of 16), each tile of each range is
-/// a work-group writing partial sums; a second pass adds the parts in order. `None`: one pass.
-pub(crate) fn matmul_split(m: usize, n: usize, k: usize) -> Option<(usize, usize)> {
-    /// Work-groups worth filling a large GPU.
-    const TARGET_GROUPS: usize = 512;
-    /// Shortest range of `k` one work-group takes.
-    const MIN_CHUNK: usize = 512;
-    /// Longest range of `k` one work-group walks: lavapipe dropped every term past 58,255 of one
-    /// long walk (issue 18), so no work-group walks more than this whatever the tiles.
-    const MAX_CHUNK: usize = 16384;
-    let tiles = m.div_ceil(64) * n.div_ceil(64);
-    let few_tiles = tiles < TARGET_GROUPS / 4 && k >= 2 * MIN_CHUNK;
-    if !few_tiles && k <= MAX_CHUNK {
-        return None;
+use crate::error::{Error, Result};
+use crate::ir::TypedVec;
+use crate::ir::{DType, Intrinsic, Site};
+use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
+use crate::proggen::kernel::FusedKernel;
+use crate::proggen::sequence::IntrinsicCall;
+
+pub use matmul::matmul_split;
+
+/// One input of a call as the front end checks it: its shape and element type.
+#[derive(Debug, Clone, Copy)]
+pub struct Operand<'a> {
+    pub shape: &'a [usize],
+    pub dtype: DType,
+}
+
+pub use crate::ir::IntrinsicOutput as Output;
+
+/// One input of a call as comparison mode's conditioning sees it: its reference value, shape,
+/// and the magnitude each element's allowance scales with (`debug::conditioning`).
+pub struct MagInput<'a> {
+    pub value: &'a TypedVec,
+    pub shape: &'a [usize],
+    pub magnitude: &'a [f64],
+}
+
+/// Work of one call, for the profiler and cost-based choices: arithmetic operations and bytes
+/// moved to and from memory (each input read once, each output written once, unless the
+/// algorithm says otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cost {
+    pub flops: u64,
+    pub bytes: u64,
+}
+
+/// Everything about one intrinsic that the stages outside this folder need. `op` is always a
+/// variant this definition claims in [`lookup`].
+pub trait IntrinsicDef: Sync {
+    /// The name in logs, error messages and comparison tolerances.
+    fn name(&self) -> &'static str;
+
+    /// Checks a call's inputs (shapes, types, the op's own data such as an axis) and returns its
+    /// outputs. Errors are reported at `site`, the user's call site.
+    fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>>;
+
+    /// Appends the op's data that specialises its code to the trace key (not its name: the key
+    /// holds the registry index before these words; not shapes: the key holds them already).
+    fn key_words(&self, _op: &Intrinsic, _w: &mut Vec<u64>) {}
+
+    /// The reference result (comparison mode), written independently of the kernels: sequential,
+    /// whole arrays, f64 accumulation. `inputs` are the values with their shapes; an error names
+    /// what is wrong with the data (an index out of range).
+    fn reference(
+        &self,
+        op: &Intrinsic,
+        inputs: &[(&TypedVec, &[usize])],
+        outputs: &[Output],
+    ) -> std::result::Result<Vec<TypedVec>, String>;
+
+    /// The per-element magnitudes of a reference result (`src/debug/conditioning.rs`): how large
+    /// a difference of the optimised result the inputs' allowances explain. Default: the
+    /// result's own size (no input error carried).
+    fn magnitudes(
+        &self,
+        _op: &Intrinsic,
+        _out: &Output,
+        _inputs: &[MagInput],
+        result: &TypedVec,
+    ) -> Vec<f64> {
+        (0..result.len())
+            .map(|i| result.get(i).as_f64().abs())
+            .collect()
     }
-    let wanted = if few_tiles {
-        TARGET_GROUPS.div_ceil(tiles).min(k / MIN_CHUNK)
-    } else {
-        1
+
+    /// Whether the op only moves data (comparison mode gives its result the allowance of the op
+    /// that produced input 0).
+    fn moves_data(&self) -> bool {
+        false
+    }
+
+    /// The work of one call.
+    fn cost(&self, call: &IntrinsicCall) -> Cost;
+
+    /// Runs the call on the CPU: `inputs` as the call lists them, `outputs` allocated with their
+    /// types and lengths.
+    fn cpu(
+        &self,
+        call: &IntrinsicCall,
+        inputs: &[&TypedVec],
+        outputs: &mut [TypedVec],
+    ) -> std::result::Result<(), Error>;
+
+    /// The OpenCL plan of the call (the target's shared limits are checked by [`opencl::render`]
+    /// first). `Unsupported` runs the call on the CPU instead.
+    fn opencl(
+        &self,
+        call: &IntrinsicCall,
+        _t: Target,
+    ) -> std::result::Result<GpuPlan, Unsupported> {
+        Err(Unsupported(format!(
+            "{} has no OpenCL kernel",
+            call.op.name()
+        )))
+    }
+
+    /// The WGSL plan of the call (the target's shared limits are checked by [`wgsl::render`]
+    /// first). `Unsupported` runs the call on the CPU instead.
+    fn wgsl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        Err(Unsupported(format!(
+            "{} has no WGSL kernel",
+            call.op.name()
+        )))
+    }
+
+    /// A fused kernel this intrinsic computes better on a GPU (the call that replaces it, with the
+    /// kernel's input 0.. and output 0.. as its inputs and outputs). The front end never records
+    /// such an intrinsic; the GPU executors ask every definition before rendering a fused kernel.
+    fn recognise(&self, _k: &FusedKernel) -> Option<IntrinsicCall> {
+        None
+    }
+}
+
+/// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
+pub static REGISTRY: [&dyn IntrinsicDef; 4] = [
+    &matmul::Matmul,
+    &gather::Gather,
+    &concat::Concat,
+    &transpose::Transpose,
+];
+
+/// The registry index of `op`'s definition.
+pub fn lookup(op: &Intrinsic) -> usize {
+    match op {
+        Intrinsic::Matmul => 0,
+        Intrinsic::Gather { .. } => 1,
+        Intrinsic::Concat { .. } => 2,
+        Intrinsic::Transpose { .. } => 3,
+    }
+}
+
+/// The definition of `op`.
+pub fn def(op: &Intrinsic) -> &'static dyn IntrinsicDef {
+    REGISTRY[lookup(op)]
+}
+
+/// The call that replaces fused kernel `k` on a GPU, when an intrinsic recognises it.
+pub fn recognise(k: &FusedKernel) -> Option<IntrinsicCall> {
+    REGISTRY.iter().find_map(|d| d.recognise(k))
+}
+
+/// The one output of a definition's check (several outputs are not recorded yet: see the rules
+/// above).
+pub(crate) fn single(op: &Intrinsic, mut outs: Vec<Output>, site: Site) -> Result<Output> {
+    if outs.len() != 1 {
+        return Err(Error::new(
+            crate::error::ErrorKind::Runtime,
+            format!(
+                "internal error: {} has {} outputs; the front end records one",
+                op.name(),
+                outs.len()
+            ),
+        )
+        .at(site));
+    }
+    Ok(outs.pop().expect("one output"))
+}
+
+/// Elements of a shape.
+pub(crate) fn numel(shape: &[usize]) -> u64 {
+    shape.iter().product::<usize>() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_finds_each_definition_once() {
+        let ops = [
+            (Intrinsic::Matmul, "matmul"),
+            (Intrinsic::Gather { axis: 1 }, "gather"),
+            (Intrinsic::Concat { axis: 0 }, "concat"),
+            (Intrinsic::Transpose { offset: 3 }, "transpose"),
+        ];
+        assert_eq!(ops.len(), REGISTRY.len());
+        let mut seen = Vec::new();
+        for (op, name) in &ops {
+            assert_eq!(def(op).name(), *name);
+            assert!(!seen.contains(&lookup(op)));
+            seen.push(lookup(op));
+        }
+    }
+}
+
+/// The registry implements what `ir` only names: each intrinsic's definition, its name and
+/// whether it moves data. Lower layers (the IR, the reference interpreter, conditioning) reach a
+/// definition through the op (`op.def()`) without importing the registry.
+impl Intrinsic {
+    /// The intrinsic's definition in the registry.
+    pub fn def(&self) -> &'static dyn IntrinsicDef {
+        def(self)
+    }
+    /// The name in logs, error messages and comparison tolerances.
+    pub fn name(&self) -> &'static str {
+        self.def().name()
+    }
+    /// Whether the intrinsic only moves data (its result's elements are input elements).
+    pub fn moves_data(&self) -> bool {
+        self.def().moves_data()
+    }
+}
+
+/// An intrinsic that moves data: the magnitudes in `parts` (in place of its data inputs) move
+/// through its reference as the data does.
+pub fn moved_by(
+    op: &Intrinsic,
+    out: &Output,
+    parts: &[(&TypedVec, &[usize])],
+    result: &TypedVec,
+) -> Vec<f64> {
+    let out = Output {
+        shape: out.shape.clone(),
+        dtype: DType::F64,
     };
-    let parts = wanted.max(k.div_ceil(MAX_CHUNK)).max(2);
-    let chunk = k.div_ceil(parts).next_multiple_of(16);
-    Some((k.div_ceil(chunk), chunk))
+    match op.def().reference(op, parts, &[out]) {
+        Ok(mut m) => match m.swap_remove(0) {
+            TypedVec::F64(m) => m,
+            _ => (0..result.len())
+                .map(|i| result.get(i).as_f64().abs())
+                .collect(),
+        },
+        _ => (0..result.len())
+            .map(|i| result.get(i).as_f64().abs())
+            .collect(),
+    }
 }

@@ -205,8 +205,11 @@ fn op_words(op: &Op, w: &mut Vec<u64>) {
             w.extend([15, *op as u64, axes.len() as u64]);
             w.extend(axes.iter().map(|&x| x as u64));
         }
-        Op::Intrinsic(crate::ir::Intrinsic::Matmul) => w.push(16),
-        Op::Intrinsic(crate::ir::Intrinsic::Gather { axis }) => w.extend([17, *axis as u64]),
-        Op::Intrinsic(crate::ir::Intrinsic::Concat { axis }) => w.extend([18, *axis as u64]),
+        // The registry's index names the intrinsic; its definition adds the data that
+        // specialises its code.
+        Op::Intrinsic(i) => {
+            w.extend([16, crate::intrinsics::lookup(i) as u64]);
+            i.def().key_words(i, w);
+        }
     }
 }

@@ -4,12 +4,12 @@
 //! and a code reuse section's boundaries. Every flush starts here; `flush.rs` compiles the queue
 //! and `handoff.rs` submits the result.
 
+use super::Handle;
 use super::state::{FrontEnd, Inner};
 use super::{Entry, FlushReason, flush};
 use crate::counters::Counters;
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::TypedVec;
-use crate::frontend::Handle;
 use crate::ir::{NodeId, Site};
 use std::sync::Arc;
 

@@ -9,7 +9,7 @@
 use super::Tolerance;
 use super::reference::{self, ravel, unravel};
 use crate::exec::TypedVec;
-use crate::ir::{DType, Intrinsic, Op, ReduceOp, Site};
+use crate::ir::{DType, Op, ReduceOp, Site};
 use crate::ir::{NodeInfo, NodeState};
 use smallvec::SmallVec;
 
@@ -75,21 +75,21 @@ pub fn magnitudes(
             let m = mags(0);
             moved(&node(DType::F64), &[(&m, inputs[0].shape)], result)
         }
-        Op::Intrinsic(Intrinsic::Gather { .. }) => {
-            let m = mags(0);
-            moved(
-                &node(DType::F64),
-                &[(&m, inputs[0].shape), (inputs[1].value, inputs[1].shape)],
-                result,
-            )
+        Op::Intrinsic(i) => {
+            let out = crate::ir::IntrinsicOutput {
+                shape: shape.into(),
+                dtype,
+            };
+            let ins: Vec<crate::intrinsics::MagInput> = inputs
+                .iter()
+                .map(|x| crate::intrinsics::MagInput {
+                    value: x.value,
+                    shape: x.shape,
+                    magnitude: x.magnitude,
+                })
+                .collect();
+            i.def().magnitudes(i, &out, &ins, result)
         }
-        Op::Intrinsic(Intrinsic::Concat { .. }) => {
-            let ms: Vec<TypedVec> = (0..inputs.len()).map(mags).collect();
-            let parts: Vec<(&TypedVec, &[usize])> =
-                ms.iter().zip(inputs).map(|(m, i)| (m, i.shape)).collect();
-            moved(&node(DType::F64), &parts, result)
-        }
-        Op::Intrinsic(Intrinsic::Matmul) => matmul(inputs, result),
         Op::Reduce { op, axes } => reduce(*op, axes, &inputs[0], result),
     }
 }
@@ -212,22 +212,6 @@ fn shifted(v: &TypedVec, allowed: &[f64], sign: f64) -> TypedVec {
         TypedVec::F32(x) => TypedVec::F32((0..x.len()).map(|i| at(i) as f32).collect()),
         _ => TypedVec::F64((0..v.len()).map(at).collect()),
     }
-}
-
-/// `sum_p max(|a_ip|, m_ip) * max(|b_pj|, m_pj)`: the matrix product's rounding scales with its
-/// products' sizes.
-fn matmul(inputs: &[CondInput], result: &TypedVec) -> Vec<f64> {
-    let (a, b) = (&inputs[0], &inputs[1]);
-    let (k, nn) = (a.shape[1], b.shape[1]);
-    let size = |x: &CondInput, i: usize| x.value.get(i).as_f64().abs().max(x.magnitude[i]);
-    (0..result.len())
-        .map(|i| {
-            let (r, c) = (i / nn.max(1), i % nn.max(1));
-            (0..k)
-                .map(|p| size(a, r * k + p) * size(b, p * nn + c))
-                .sum()
-        })
-        .collect()
 }
 
 /// Reductions, per output element over the elements it combines: sums `sum max(|x|, m)`,

@@ -6,54 +6,14 @@
 
 use crate::exec::TypedVec;
 use crate::ir::NodeInfo;
-use crate::ir::{DType, GenKind, Intrinsic, Op, RandomDist, ReduceOp, Scalar, contiguous_strides};
+use crate::ir::{DType, GenKind, Op, RandomDist, ReduceOp, Scalar};
 use crate::primitives::cpu as prim;
 use crate::primitives::{
     binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
     unary_pred,
 };
 
-/// The multi-index of `lin` in `shape`.
-pub(crate) fn unravel(mut lin: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for k in (0..shape.len()).rev() {
-        if shape[k] > 0 {
-            idx[k] = lin % shape[k];
-            lin /= shape[k];
-        }
-    }
-    idx
-}
-
-pub(crate) fn ravel(idx: &[usize], shape: &[usize]) -> usize {
-    idx.iter()
-        .zip(contiguous_strides(shape).iter())
-        .map(|(i, s)| i * s)
-        .sum()
-}
-
-/// Builds a vector of `dtype` from scalars (converted with the cast rules).
-fn collect(dtype: DType, n: usize, f: impl Fn(usize) -> Scalar) -> TypedVec {
-    macro_rules! go {
-        ($v:ident, $t:ty) => {
-            TypedVec::$v(
-                (0..n)
-                    .map(|i| match f(i).cast(DType::$v) {
-                        Scalar::$v(x) => x,
-                        _ => unreachable!(),
-                    })
-                    .collect::<Vec<$t>>(),
-            )
-        };
-    }
-    match dtype {
-        DType::F32 => go!(F32, f32),
-        DType::F64 => go!(F64, f64),
-        DType::I32 => go!(I32, i32),
-        DType::U32 => go!(U32, u32),
-        DType::Bool => go!(Bool, bool),
-    }
-}
+pub(crate) use crate::ir::{collect, ravel, unravel};
 
 /// `v` (of `from` shape) broadcast NumPy-style to `to`.
 pub(crate) fn broadcast(v: &TypedVec, from: &[usize], to: &[usize]) -> TypedVec {
@@ -162,58 +122,13 @@ pub fn eval(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])]) -> Result<TypedVec, 
             })
         }
         Op::Reduce { op, axes } => reduce(*op, axes, inputs[0].0, inputs[0].1, n),
-        Op::Intrinsic(Intrinsic::Matmul) => {
-            let (a, sa) = inputs[0];
-            let (b, sb) = inputs[1];
-            let (m, k, nn) = (sa[0], sa[1], sb[1]);
-            collect(n.dtype, len, |i| {
-                let (r, c) = (i / nn.max(1), i % nn.max(1));
-                let dot: f64 = (0..k)
-                    .map(|p| a.get(r * k + p).as_f64() * b.get(p * nn + c).as_f64())
-                    .sum();
-                let _ = m;
-                Scalar::F64(dot)
-            })
-        }
-        Op::Intrinsic(Intrinsic::Gather { axis }) => {
-            let (v, from) = inputs[0];
-            let (idx, ishape) = inputs[1];
-            let ni = ishape.iter().product::<usize>();
-            let post: usize = from[axis + 1..].iter().product();
-            let pre: usize = from[..*axis].iter().product();
-            for j in 0..ni {
-                let x = idx.get(j).as_f64();
-                if x < 0.0 || x as usize >= from[*axis] {
-                    return Err(format!(
-                        "gather index {x} is out of bounds for axis {axis} of length {}",
-                        from[*axis]
-                    ));
-                }
-            }
-            let _ = pre;
-            collect(n.dtype, len, |i| {
-                let (p, rest) = (i / (ni * post), i % (ni * post));
-                let (j, q) = (rest / post.max(1), rest % post.max(1));
-                let src = idx.get(j).as_f64() as usize;
-                v.get((p * from[*axis] + src) * post + q)
-            })
-        }
-        Op::Intrinsic(Intrinsic::Concat { axis }) => {
-            let post: usize = shape[axis + 1..].iter().product();
-            collect(n.dtype, len, |i| {
-                let idx = unravel(i, shape);
-                let mut at = idx[*axis];
-                for (v, s) in inputs {
-                    if at < s[*axis] {
-                        let mut src = idx.clone();
-                        src[*axis] = at;
-                        let _ = post;
-                        return v.get(ravel(&src, s));
-                    }
-                    at -= s[*axis];
-                }
-                unreachable!("concat index within the parts")
-            })
+        Op::Intrinsic(i) => {
+            let out = crate::ir::IntrinsicOutput {
+                shape: n.shape.clone(),
+                dtype: n.dtype,
+            };
+            let mut values = i.def().reference(i, inputs, &[out])?;
+            values.swap_remove(0)
         }
     })
 }

@@ -545,117 +545,29 @@ pub fn reduce(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Ha
     Ok(Inner::get().record(Op::Reduce { op, axes }, &[a], shape, out, site))
 }
 
+/// Records an intrinsic call: its definition in the registry (`intrinsics/`) checks the inputs
+/// at `site` and gives the output's shape and type.
+pub fn intrinsic(op: Intrinsic, inputs: &[&Handle], site: Site) -> Result<Handle> {
+    let operands: Vec<crate::intrinsics::Operand> = inputs
+        .iter()
+        .map(|h| crate::intrinsics::Operand {
+            shape: &h.shape,
+            dtype: h.dtype,
+        })
+        .collect();
+    let outs = op.def().check(&op, &operands, site)?;
+    let out = crate::intrinsics::single(&op, outs, site)?;
+    Ok(Inner::get().record(Op::Intrinsic(op), inputs, out.shape, out.dtype, site))
+}
+
 pub fn matmul(a: &Handle, b: &Handle, site: Site) -> Result<Handle> {
-    if a.dtype != b.dtype || !a.dtype.is_float() {
-        return Err(Error::new(
-            ErrorKind::DType,
-            format!(
-                "matmul of {} and {}: both must be f32 or both f64",
-                a.dtype, b.dtype
-            ),
-        )
-        .at(site));
-    }
-    if a.shape.len() != 2 || b.shape.len() != 2 || a.shape[1] != b.shape[0] {
-        return Err(Error::new(
-            ErrorKind::Shape,
-            format!(
-                "matmul of shapes {} and {}",
-                shape_str(&a.shape),
-                shape_str(&b.shape)
-            ),
-        )
-        .at(site)
-        .hint("matmul takes [m, k] and [k, n] matrices"));
-    }
-    let shape: Shape = smallvec::smallvec![a.shape[0], b.shape[1]];
-    Ok(Inner::get().record(
-        Op::Intrinsic(Intrinsic::Matmul),
-        &[a, b],
-        shape,
-        a.dtype,
-        site,
-    ))
+    intrinsic(Intrinsic::Matmul, &[a, b], site)
 }
 
 pub fn gather(a: &Handle, idx: &Handle, axis: usize, site: Site) -> Result<Handle> {
-    if axis >= a.shape.len() {
-        return Err(Error::new(
-            ErrorKind::Argument,
-            format!(
-                "gather axis {axis} is out of range for shape {}",
-                shape_str(&a.shape)
-            ),
-        )
-        .at(site));
-    }
-    if !idx.dtype.is_int() {
-        return Err(Error::new(
-            ErrorKind::DType,
-            format!("gather indices must be i32 or u32, not {}", idx.dtype),
-        )
-        .at(site));
-    }
-    let shape: Shape = a.shape[..axis]
-        .iter()
-        .chain(idx.shape.iter())
-        .chain(a.shape[axis + 1..].iter())
-        .copied()
-        .collect();
-    Ok(Inner::get().record(
-        Op::Intrinsic(Intrinsic::Gather { axis }),
-        &[a, idx],
-        shape,
-        a.dtype,
-        site,
-    ))
+    intrinsic(Intrinsic::Gather { axis }, &[a, idx], site)
 }
 
 pub fn concat(parts: &[&Handle], axis: usize, site: Site) -> Result<Handle> {
-    let first = parts
-        .first()
-        .ok_or_else(|| Error::new(ErrorKind::Argument, "concat of no arrays").at(site))?;
-    if axis >= first.shape.len() {
-        return Err(Error::new(
-            ErrorKind::Argument,
-            format!(
-                "concat axis {axis} is out of range for shape {}",
-                shape_str(&first.shape)
-            ),
-        )
-        .at(site));
-    }
-    let mut shape = first.shape.clone();
-    shape[axis] = 0;
-    for p in parts {
-        let same = p.shape.len() == first.shape.len()
-            && (0..p.shape.len()).all(|d| d == axis || p.shape[d] == first.shape[d]);
-        if !same {
-            return Err(Error::new(
-                ErrorKind::Shape,
-                format!(
-                    "concat along axis {axis} of shapes {} and {}",
-                    shape_str(&first.shape),
-                    shape_str(&p.shape)
-                ),
-            )
-            .at(site)
-            .hint("all dimensions but the concat axis must match"));
-        }
-        if p.dtype != first.dtype {
-            return Err(Error::new(
-                ErrorKind::DType,
-                format!("concat of {} and {} arrays", first.dtype, p.dtype),
-            )
-            .at(site));
-        }
-        shape[axis] += p.shape[axis];
-    }
-    Ok(Inner::get().record(
-        Op::Intrinsic(Intrinsic::Concat { axis }),
-        parts,
-        shape,
-        first.dtype,
-        site,
-    ))
+    intrinsic(Intrinsic::Concat { axis }, parts, site)
 }

@@ -12,11 +12,11 @@ mod value;
 pub use crate::primitives::{BinaryOp, ReduceOp, UnaryOp};
 pub use dtype::{DType, Scalar};
 pub use node::{NodeInfo, NodeState, NodeTable};
-pub use op::{GenKind, Intrinsic, Op, RandomDist};
+pub use op::{GenKind, Intrinsic, IntrinsicOutput, Op, RandomDist};
 pub use queue::{Entry, FlushReason};
 pub use rng::RngState;
 pub use shape::{Shape, broadcast_shapes, contiguous_strides, numel};
-pub use value::TypedVec;
+pub use value::{TypedVec, collect, ravel, unravel};
 
 /// A call site in the user's program: the seed's "program counter". Every public API function is
 /// `#[track_caller]` and records one.

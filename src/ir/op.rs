@@ -70,7 +70,9 @@ pub enum RandomDist {
     Normal,
 }
 
-/// Hand-written, non-fusible operations (the seed's intrinsic library).
+/// Hand-written, non-fusible operations (the seed's intrinsic library) with the data that
+/// specialises their code. Everything else about each one is its definition in the registry
+/// (`intrinsics/mod.rs`, [`Intrinsic::def`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Intrinsic {
     /// 2-D matrix product. Inputs: a [m, k], b [k, n].
@@ -79,16 +81,17 @@ pub enum Intrinsic {
     Gather { axis: usize },
     /// Join along `axis`. Inputs: the parts.
     Concat { axis: usize },
+    /// Batched transpose `[batch, rows, cols]` -> `[batch, cols, rows]` of input 0 read from
+    /// element `offset` on. Never recorded: GPU executors run fused kernels that only copy a
+    /// transpose as this intrinsic (`intrinsics/transpose/`).
+    Transpose { offset: usize },
 }
 
-impl Intrinsic {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Intrinsic::Matmul => "matmul",
-            Intrinsic::Gather { .. } => "gather",
-            Intrinsic::Concat { .. } => "concat",
-        }
-    }
+/// One output of an intrinsic call: its shape and element type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntrinsicOutput {
+    pub shape: super::Shape,
+    pub dtype: super::DType,
 }
 
 impl Op {
@@ -136,9 +139,7 @@ impl Op {
                 | Op::Broadcast
                 | Op::Tile
                 | Op::Cast(_)
-                | Op::Intrinsic(Intrinsic::Gather { .. })
-                | Op::Intrinsic(Intrinsic::Concat { .. })
-        )
+        ) || matches!(self, Op::Intrinsic(i) if i.moves_data())
     }
 
     /// The op's name without parameters (`cast`, not `cast_f32`), as comparison tolerances name it.

@@ -1,7 +1,7 @@
 //! Host values: a typed vector of elements (the storage of one buffer in host memory, a reference
 //! value in comparison mode, an intrinsic's input on the CPU).
 
-use super::{DType, Scalar};
+use super::{DType, Scalar, contiguous_strides};
 
 /// A typed vector of elements: the storage of one buffer in host memory.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,5 +56,47 @@ impl TypedVec {
             TypedVec::U32(v) => Scalar::U32(v[i]),
             TypedVec::Bool(v) => Scalar::Bool(v[i]),
         }
+    }
+}
+
+/// The multi-index of `lin` in `shape`.
+pub fn unravel(mut lin: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for k in (0..shape.len()).rev() {
+        if shape[k] > 0 {
+            idx[k] = lin % shape[k];
+            lin /= shape[k];
+        }
+    }
+    idx
+}
+
+pub fn ravel(idx: &[usize], shape: &[usize]) -> usize {
+    idx.iter()
+        .zip(contiguous_strides(shape).iter())
+        .map(|(i, s)| i * s)
+        .sum()
+}
+
+/// Builds a vector of `dtype` from scalars (converted with the cast rules).
+pub fn collect(dtype: DType, n: usize, f: impl Fn(usize) -> Scalar) -> TypedVec {
+    macro_rules! go {
+        ($v:ident, $t:ty) => {
+            TypedVec::$v(
+                (0..n)
+                    .map(|i| match f(i).cast(DType::$v) {
+                        Scalar::$v(x) => x,
+                        _ => unreachable!(),
+                    })
+                    .collect::<Vec<$t>>(),
+            )
+        };
+    }
+    match dtype {
+        DType::F32 => go!(F32, f32),
+        DType::F64 => go!(F64, f64),
+        DType::I32 => go!(I32, i32),
+        DType::U32 => go!(U32, u32),
+        DType::Bool => go!(Bool, bool),
     }
 }

@@ -236,7 +236,7 @@ pub(crate) fn run_program(
                 }
             }
             Kernel::Intrinsic(c) => {
-                crate::intrinsics::cpu::run(c, refs, &mut outputs[0]).map_err(|e| {
+                crate::intrinsics::cpu::run_all(c, refs, outputs).map_err(|e| {
                     match task.program.sites.first() {
                         Some(&s) => e.origin(s),
                         None => e,

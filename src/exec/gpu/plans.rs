@@ -113,7 +113,7 @@ fn build<A: DeviceApi>(
     };
     match kernel {
         Kernel::Fused(k) => {
-            if let Some(step) = transpose_step(k, api) {
+            if let Some(step) = pattern_step(k, api) {
                 plan.steps.push(step);
                 plan.intrinsic = true;
                 return Ok(plan);
@@ -123,11 +123,7 @@ fn build<A: DeviceApi>(
             build_fused(k, ins, outs, api, &mut plan, limit, 0)?;
         }
         Kernel::Intrinsic(c) => {
-            let rendered = match api.dialect() {
-                Dialect::OpenCl => crate::intrinsics::opencl::render(c, api.target()),
-                Dialect::Wgsl => crate::intrinsics::wgsl::render(c, api.target()),
-            }
-            .map_err(|Unsupported(r)| r)?;
+            let rendered = render_intrinsic(c, api).map_err(|Unsupported(r)| r)?;
             let program = api.compile(&rendered)?;
             plan.steps.push(Step {
                 plan: Arc::new(rendered),
@@ -140,36 +136,45 @@ fn build<A: DeviceApi>(
     Ok(plan)
 }
 
-/// The tiled transpose intrinsic's step for `k`, when `k` is a materialised transpose that the
-/// dialect renders and the device compiles (else the fused kernel runs as generated).
-fn transpose_step<A: DeviceApi>(k: &FusedKernel, api: &mut A) -> Option<Step<A::Program>> {
-    let shape = crate::proggen::patterns::as_transpose(k)?;
-    let rendered = match api.dialect() {
-        Dialect::OpenCl => crate::intrinsics::opencl::render_transpose(&shape, api.target()),
-        Dialect::Wgsl => crate::intrinsics::wgsl::render_transpose(&shape, api.target()),
-    };
-    let rendered = match rendered {
+/// The intrinsic that replaces `k` (`proggen::patterns`, today the tiled transpose), as a step,
+/// when an intrinsic recognises `k`, the dialect renders it and the device compiles it (else the
+/// fused kernel runs as generated).
+fn pattern_step<A: DeviceApi>(k: &FusedKernel, api: &mut A) -> Option<Step<A::Program>> {
+    let call = crate::proggen::patterns::recognise(k)?;
+    let name = call.op.name();
+    let rendered = match render_intrinsic(&call, api) {
         Ok(p) => p,
         Err(Unsupported(r)) => {
-            tracing::debug!(target: "arrayflow::exec", "transpose {shape:?} runs as a fused kernel: {r}");
+            tracing::debug!(target: "arrayflow::exec", "{name} {:?} runs as a fused kernel: {r}", call.in_shapes);
             return None;
         }
     };
-    tracing::trace!(target: "arrayflow::exec::source", "generated {:?} transpose program:\n{}", api.dialect(), rendered.source);
+    tracing::trace!(target: "arrayflow::exec::source", "generated {:?} {name} program:\n{}", api.dialect(), rendered.source);
     let program = match api.compile(&rendered) {
         Ok(p) => p,
         Err(e) => {
             tracing::warn!(target: "arrayflow::exec",
-                "the transpose intrinsic failed to compile ({e}); the fused kernel runs instead");
+                "the {name} intrinsic failed to compile ({e}); the fused kernel runs instead");
             return None;
         }
     };
     Some(Step {
         plan: Arc::new(rendered),
         program,
-        inputs: vec![Slot::Task(0)],
+        inputs: (0..call.in_shapes.len()).map(Slot::Task).collect(),
         outputs: vec![Slot::Task(0)],
     })
+}
+
+/// An intrinsic call rendered for the device's dialect through the registry.
+fn render_intrinsic<A: DeviceApi>(
+    call: &crate::proggen::sequence::IntrinsicCall,
+    api: &A,
+) -> Result<GpuPlan, Unsupported> {
+    match api.dialect() {
+        Dialect::OpenCl => crate::intrinsics::opencl::render(call, api.target()),
+        Dialect::Wgsl => crate::intrinsics::wgsl::render(call, api.target()),
+    }
 }
 
 fn render<A: DeviceApi>(k: &FusedKernel, api: &A) -> Result<GpuPlan, String> {

@@ -42,7 +42,11 @@ pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Re
         (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(c)) => {
             gemm!(a, b, c, matrixmultiply::dgemm)
         }
-        _ => return Err(super::exec_error("matmul takes f32 or f64 matrices".into())),
+        _ => {
+            return Err(crate::intrinsics::cpu::exec_error(
+                "matmul takes f32 or f64 matrices".into(),
+            ));
+        }
     }
     Ok(())
 }

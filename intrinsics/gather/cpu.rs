@@ -22,7 +22,7 @@ pub fn run(
             .collect(),
         TypedVec::U32(v) => v.iter().map(|&i| i as usize).collect(),
         _ => {
-            return Err(super::exec_error(
+            return Err(crate::intrinsics::cpu::exec_error(
                 "gather indices must be i32 or u32".into(),
             ));
         }
@@ -33,7 +33,7 @@ pub fn run(
             TypedVec::U32(v) => v[pos].to_string(),
             _ => unreachable!(),
         };
-        return Err(super::exec_error(format!(
+        return Err(crate::intrinsics::cpu::exec_error(format!(
             "gather index {shown} (at position {pos}) is out of bounds for axis {axis} of length {dim}"
         )));
     }

@@ -6,10 +6,10 @@
 //! write it back row by row of the output, so both global accesses are coalesced; edge tiles are
 //! masked.
 
+use super::TransposeShape;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Unsupported};
 use crate::proggen::codegen::wgsl::{LOCAL, MAX_GROUPS, storage_type};
-use crate::proggen::patterns::TransposeShape;
 
 /// Edge of the tile one work-group moves at a time.
 const TILE: usize = 32;

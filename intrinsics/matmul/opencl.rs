@@ -4,7 +4,7 @@
 //! in local memory; each thread accumulates a 4 x 4 block of the tile in registers (rows `ty + 16 i`,
 //! columns `tx + 16 j`), summing over `k` in order with `fma`.
 //! Buffers: `a`, `b` (inputs 0 and 1), `c` (output 0). With few tiles and a long `k`
-//! ([`crate::intrinsics::matmul_split`]) pass `af_matmul` computes each tile over one range of `k`
+//! ([`super::matmul_split`]) pass `af_matmul` computes each tile over one range of `k`
 //! into a scratch buffer of partial products, and pass `af_matmul_sum` adds the ranges in order.
 
 use crate::ir::DType;
@@ -29,7 +29,7 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     let el = ctype(call.dtype);
     let tiles = (m.div_ceil(TILE) * n.div_ceil(TILE)) as u64;
     let mut source = prelude(t);
-    let Some((parts, chunk)) = crate::intrinsics::matmul_split(m, n, k) else {
+    let Some((parts, chunk)) = super::matmul_split(m, n, k) else {
         source.push_str(&kernel(el, m, k, n, None));
         return Ok(GpuPlan::single_pass(
             source,

@@ -6,11 +6,11 @@
 //! it back row by row of the output: both global accesses are coalesced. Edge tiles are masked.
 //! Buffers: `src` (input 0), `dst` (output 0).
 
+use super::TransposeShape;
 use crate::ir::DType;
 use crate::proggen::codegen::c::ctype;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
 use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
-use crate::proggen::patterns::TransposeShape;
 
 /// Edge of the tile one work-group moves at a time.
 const TILE: usize = 32;

@@ -2,7 +2,7 @@
 //! tile of `c` (grid-stride over tiles beyond the group limit). The 256 threads stage 64 x 16 of `a`
 //! and 16 x 64 of `b` in workgroup memory per step of 16 along k; thread (tx, ty) accumulates the
 //! 4 x 4 elements at rows `ty + 16 i`, columns `tx + 16 j` of the tile, summing k in order. With few
-//! tiles and a long `k` ([`crate::intrinsics::matmul_split`]) each work-group item takes one tile
+//! tiles and a long `k` ([`super::matmul_split`]) each work-group item takes one tile
 //! over one range of `k` and writes partial sums to a scratch buffer; pass `af_matmul_sum` adds
 //! the ranges in order.
 
@@ -25,7 +25,7 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
     let n = call.in_shapes[1][1];
     let tiles_n = n.div_ceil(TILE);
     let tiles = m.div_ceil(TILE) * tiles_n;
-    let split = crate::intrinsics::matmul_split(m, n, k);
+    let split = super::matmul_split(m, n, k);
     let (parts, chunk) = split.unwrap_or((1, k.max(1)));
     let items = tiles * parts;
     let mn = m * n;

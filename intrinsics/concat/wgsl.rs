@@ -1,7 +1,7 @@
 //! Concatenation along an axis: pass `af_part{j}` copies part `j` (one thread per element) into its
 //! slot of the output. Empty parts get no pass.
 
-use super::stride;
+use crate::intrinsics::wgsl::stride;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass};
 use crate::proggen::codegen::wgsl::{LOCAL, groups_for, storage_type};
 use crate::proggen::sequence::IntrinsicCall;

@@ -2,7 +2,7 @@
 //! One pass `af_gather`, one thread per output element; threads below the index count also check
 //! one index each, so an index out of range faults even when the output is empty.
 
-use super::stride;
+use crate::intrinsics::wgsl::stride;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Unsupported};
 use crate::proggen::codegen::wgsl::{LOCAL, groups_for, storage_type};

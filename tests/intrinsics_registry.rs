@@ -1,0 +1,412 @@
+//! The intrinsic registry (`intrinsics/mod.rs`) against oracles written here: for every
+//! registered intrinsic, random valid calls on which its CPU entry, its reference implementation
+//! and a plain loop in this file agree exactly (matrix products of small integers, so every
+//! summation order gives the same value); its check gives the output shape the loop expects and
+//! rejects a bad call with an error at the caller's file:line; the front end passes the user's
+//! call site through the registry.
+
+use arrayflow::Array;
+use arrayflow::exec::TypedVec;
+use arrayflow::intrinsics::{self, Operand, Output, REGISTRY};
+use arrayflow::ir::{DType, Intrinsic, Shape, Site};
+use arrayflow::proggen::sequence::IntrinsicCall;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+/// One call: the op, its inputs with the shapes the call names, and the expected output.
+struct Case {
+    op: Intrinsic,
+    inputs: Vec<(TypedVec, Shape)>,
+    expected: TypedVec,
+    out_shape: Vec<usize>,
+}
+
+#[track_caller]
+fn here() -> Site {
+    std::panic::Location::caller()
+}
+
+fn shape(r: &mut StdRng, rank: usize, max: usize) -> Vec<usize> {
+    (0..rank).map(|_| r.random_range(1..=max)).collect()
+}
+
+fn len(s: &[usize]) -> usize {
+    s.iter().product()
+}
+
+/// Random values of `dtype`: small integers for every type (exact in any summation order).
+fn values(r: &mut StdRng, dtype: DType, n: usize) -> TypedVec {
+    match dtype {
+        DType::F32 => TypedVec::F32((0..n).map(|_| r.random_range(-8..=8) as f32).collect()),
+        DType::F64 => TypedVec::F64((0..n).map(|_| r.random_range(-8..=8) as f64).collect()),
+        DType::I32 => TypedVec::I32((0..n).map(|_| r.random_range(-1000..1000)).collect()),
+        DType::U32 => TypedVec::U32((0..n).map(|_| r.random_range(0..1000)).collect()),
+        _ => TypedVec::Bool((0..n).map(|_| r.random_range(0..2) == 1).collect()),
+    }
+}
+
+/// `out[i] = v[src(i)]` for `n` outputs, whatever the element type.
+fn pick(v: &TypedVec, n: usize, src: impl Fn(usize) -> usize) -> TypedVec {
+    match v {
+        TypedVec::F32(x) => TypedVec::F32((0..n).map(|i| x[src(i)]).collect()),
+        TypedVec::F64(x) => TypedVec::F64((0..n).map(|i| x[src(i)]).collect()),
+        TypedVec::I32(x) => TypedVec::I32((0..n).map(|i| x[src(i)]).collect()),
+        TypedVec::U32(x) => TypedVec::U32((0..n).map(|i| x[src(i)]).collect()),
+        TypedVec::Bool(x) => TypedVec::Bool((0..n).map(|i| x[src(i)]).collect()),
+    }
+}
+
+fn any_type(r: &mut StdRng) -> DType {
+    [DType::F32, DType::F64, DType::I32, DType::U32, DType::Bool][r.random_range(0..5)]
+}
+
+fn matmul_case(r: &mut StdRng) -> Case {
+    let (m, k, n) = (
+        r.random_range(1..=9),
+        r.random_range(1..=40),
+        r.random_range(1..=9),
+    );
+    let dtype = if r.random_range(0..2) == 0 {
+        DType::F32
+    } else {
+        DType::F64
+    };
+    let (a, b) = (values(r, dtype, m * k), values(r, dtype, k * n));
+    let get = |v: &TypedVec, i: usize| match v {
+        TypedVec::F32(x) => x[i] as f64,
+        TypedVec::F64(x) => x[i],
+        _ => unreachable!(),
+    };
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for p in 0..k {
+                c[i * n + j] += get(&a, i * k + p) * get(&b, p * n + j);
+            }
+        }
+    }
+    let expected = match dtype {
+        DType::F32 => TypedVec::F32(c.iter().map(|&x| x as f32).collect()),
+        _ => TypedVec::F64(c),
+    };
+    Case {
+        op: Intrinsic::Matmul,
+        inputs: vec![
+            (a, Shape::from_slice(&[m, k])),
+            (b, Shape::from_slice(&[k, n])),
+        ],
+        expected,
+        out_shape: vec![m, n],
+    }
+}
+
+fn gather_case(r: &mut StdRng) -> Case {
+    let rank = r.random_range(1..=3);
+    let ds = shape(r, rank, 5);
+    let axis = r.random_range(0..rank);
+    let irank = r.random_range(1..=2);
+    let is = shape(r, irank, 4);
+    let dtype = any_type(r);
+    let data = values(r, dtype, len(&ds));
+    let picks: Vec<usize> = (0..len(&is)).map(|_| r.random_range(0..ds[axis])).collect();
+    let idx = if r.random_range(0..2) == 0 {
+        TypedVec::I32(picks.iter().map(|&i| i as i32).collect())
+    } else {
+        TypedVec::U32(picks.iter().map(|&i| i as u32).collect())
+    };
+    let (pre, post): (usize, usize) = (len(&ds[..axis]), len(&ds[axis + 1..]));
+    let out_shape: Vec<usize> = [&ds[..axis], &is[..], &ds[axis + 1..]].concat();
+    // Output (p, j, q) reads data (p, picks[j], q).
+    let mut src = Vec::new();
+    for p in 0..pre {
+        for &i in &picks {
+            for q in 0..post {
+                src.push((p * ds[axis] + i) * post + q);
+            }
+        }
+    }
+    let expected = pick(&data, src.len(), |o| src[o]);
+    Case {
+        op: Intrinsic::Gather { axis },
+        inputs: vec![
+            (data, Shape::from_slice(&ds)),
+            (idx, Shape::from_slice(&is)),
+        ],
+        expected,
+        out_shape,
+    }
+}
+
+fn concat_case(r: &mut StdRng) -> Case {
+    let rank = r.random_range(1..=3);
+    let base = shape(r, rank, 4);
+    let axis = r.random_range(0..rank);
+    let dtype = any_type(r);
+    let mut inputs = Vec::new();
+    for _ in 0..r.random_range(1..=4) {
+        let mut s = base.clone();
+        s[axis] = r.random_range(0..=3);
+        inputs.push((values(r, dtype, len(&s)), Shape::from_slice(&s)));
+    }
+    let mut out_shape = base.clone();
+    out_shape[axis] = inputs.iter().map(|(_, s)| s[axis]).sum();
+    // Row p of the output (the axes before `axis`) is row p of every part, one after another.
+    let pre = len(&base[..axis]);
+    let post = len(&base[axis + 1..]);
+    let mut src: Vec<(usize, usize)> = Vec::new(); // (part, element)
+    for p in 0..pre {
+        for (k, (_, s)) in inputs.iter().enumerate() {
+            let row = s[axis] * post;
+            src.extend((0..row).map(|e| (k, p * row + e)));
+        }
+    }
+    macro_rules! join {
+        ($v:ident) => {
+            TypedVec::$v(
+                src.iter()
+                    .map(|&(k, e)| match &inputs[k].0 {
+                        TypedVec::$v(x) => x[e],
+                        _ => unreachable!(),
+                    })
+                    .collect(),
+            )
+        };
+    }
+    let expected = match dtype {
+        DType::F32 => join!(F32),
+        DType::F64 => join!(F64),
+        DType::I32 => join!(I32),
+        DType::U32 => join!(U32),
+        _ => join!(Bool),
+    };
+    Case {
+        op: Intrinsic::Concat { axis },
+        inputs,
+        expected,
+        out_shape,
+    }
+}
+
+fn transpose_case(r: &mut StdRng) -> Case {
+    let (batch, rows, cols) = (
+        r.random_range(1..=3),
+        r.random_range(1..=20),
+        r.random_range(1..=20),
+    );
+    let offset = r.random_range(0..=7);
+    let extra = r.random_range(0..=5);
+    let dtype = any_type(r);
+    let data = values(r, dtype, offset + batch * rows * cols + extra);
+    // out[b, j, i] = data[offset + (b, i, j)], written as three loops in output order.
+    let mut src = Vec::new();
+    for b in 0..batch {
+        for j in 0..cols {
+            for i in 0..rows {
+                src.push(offset + (b * rows + i) * cols + j);
+            }
+        }
+    }
+    let expected = pick(&data, src.len(), |o| src[o]);
+    Case {
+        op: Intrinsic::Transpose { offset },
+        inputs: vec![(data, Shape::from_slice(&[batch, rows, cols]))],
+        expected,
+        out_shape: vec![batch, cols, rows],
+    }
+}
+
+/// A random valid call of the intrinsic named `name` (every registered one must have a case).
+fn case(name: &str, r: &mut StdRng) -> Case {
+    match name {
+        "matmul" => matmul_case(r),
+        "gather" => gather_case(r),
+        "concat" => concat_case(r),
+        "transpose" => transpose_case(r),
+        other => panic!("intrinsic {other} is registered but has no case in this test"),
+    }
+}
+
+fn call_of(c: &Case, out: &Output) -> IntrinsicCall {
+    IntrinsicCall {
+        op: c.op.clone(),
+        in_shapes: c.inputs.iter().map(|(_, s)| s.clone()).collect(),
+        in_dtypes: c.inputs.iter().map(|(v, _)| v.dtype()).collect(),
+        out_shape: out.shape.clone(),
+        dtype: out.dtype,
+    }
+}
+
+#[test]
+fn cpu_entry_reference_and_loop_agree_for_every_intrinsic() {
+    let mut r = StdRng::seed_from_u64(0x1e9);
+    for def in REGISTRY.iter() {
+        for round in 0..60 {
+            let c = case(def.name(), &mut r);
+            assert!(std::ptr::addr_eq(intrinsics::def(&c.op), *def));
+            let what = format!("{} round {round}: {:?}", def.name(), c.op);
+            let operands: Vec<Operand> = c
+                .inputs
+                .iter()
+                .map(|(v, s)| Operand {
+                    shape: s,
+                    dtype: v.dtype(),
+                })
+                .collect();
+            let outs = def.check(&c.op, &operands, here()).expect(&what);
+            assert_eq!(outs.len(), 1, "{what}");
+            assert_eq!(&outs[0].shape[..], &c.out_shape[..], "{what}");
+            assert_eq!(outs[0].dtype, c.expected.dtype(), "{what}");
+            let call = call_of(&c, &outs[0]);
+
+            let refs: Vec<&TypedVec> = c.inputs.iter().map(|(v, _)| v).collect();
+            let mut cpu = vec![TypedVec::zeros(outs[0].dtype, len(&c.out_shape))];
+            def.cpu(&call, &refs, &mut cpu).expect(&what);
+            assert_eq!(cpu[0], c.expected, "CPU entry, {what}");
+            // The target-level entry dispatches to the same code.
+            let mut one = TypedVec::zeros(outs[0].dtype, len(&c.out_shape));
+            intrinsics::cpu::run(&call, &refs, &mut one).expect(&what);
+            assert_eq!(one, c.expected, "intrinsics::cpu::run, {what}");
+
+            let with_shapes: Vec<(&TypedVec, &[usize])> =
+                c.inputs.iter().map(|(v, s)| (v, &s[..])).collect();
+            let reference = def.reference(&c.op, &with_shapes, &outs).expect(&what);
+            assert_eq!(reference.len(), 1, "{what}");
+            assert_eq!(reference[0], c.expected, "reference, {what}");
+
+            let cost = def.cost(&call);
+            assert!(cost.bytes > 0 || c.expected.is_empty(), "{what}: {cost:?}");
+            if let Intrinsic::Matmul = c.op {
+                let (m, k, n) = (c.out_shape[0], c.inputs[0].1[1], c.out_shape[1]);
+                assert_eq!(cost.flops, 2 * (m * k * n) as u64, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gather_out_of_range_fails_in_the_cpu_entry_and_the_reference() {
+    let data = TypedVec::F32(vec![1.0, 2.0, 3.0]);
+    for idx in [
+        TypedVec::I32(vec![0, 3]),
+        TypedVec::I32(vec![-1]),
+        TypedVec::U32(vec![7]),
+    ] {
+        let op = Intrinsic::Gather { axis: 0 };
+        let ishape = Shape::from_slice(&[idx.len()]);
+        let call = IntrinsicCall {
+            op: op.clone(),
+            in_shapes: vec![Shape::from_slice(&[3]), ishape.clone()],
+            in_dtypes: vec![DType::F32, idx.dtype()],
+            out_shape: ishape.clone(),
+            dtype: DType::F32,
+        };
+        let mut out = vec![TypedVec::zeros(DType::F32, idx.len())];
+        let e = op.def().cpu(&call, &[&data, &idx], &mut out).unwrap_err();
+        assert!(e.to_string().contains("out of bounds"), "{e}");
+        let outs = [Output {
+            shape: ishape.clone(),
+            dtype: DType::F32,
+        }];
+        let e = op
+            .def()
+            .reference(&op, &[(&data, &[3]), (&idx, &ishape)], &outs)
+            .unwrap_err();
+        assert!(e.contains("out of bounds"), "{e}");
+    }
+}
+
+/// The error's text starts with this file and the line of `site`.
+fn assert_at(e: &arrayflow::Error, site: Site, what: &str) {
+    let text = e.to_string();
+    let want = format!("{}:{}:", site.file(), site.line());
+    assert!(
+        text.starts_with(&want),
+        "{what}: `{text}` does not start with `{want}`"
+    );
+    assert!(site.file().ends_with("intrinsics_registry.rs"), "{want}");
+}
+
+#[test]
+fn checks_reject_bad_calls_at_the_callers_line() {
+    let m23 = [2, 3];
+    let bad: Vec<(Intrinsic, Vec<Operand>)> = vec![
+        (
+            Intrinsic::Matmul,
+            vec![
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::Gather { axis: 2 },
+            vec![
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[4],
+                    dtype: DType::I32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::Concat { axis: 0 },
+            vec![
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[2, 4],
+                    dtype: DType::F32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::Transpose { offset: 0 },
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::F32,
+            }],
+        ),
+    ];
+    assert_eq!(
+        bad.len(),
+        REGISTRY.len(),
+        "a bad call per registered intrinsic"
+    );
+    for (op, operands) in &bad {
+        let site = here();
+        let e = op.def().check(op, operands, site).unwrap_err();
+        assert_at(&e, site, op.name());
+    }
+}
+
+#[test]
+fn the_front_end_reports_the_users_line_through_the_registry() {
+    let a = Array::from_vec(vec![1.0f32; 6], &[2, 3]);
+    let b = Array::from_vec(vec![1.0f32; 8], &[2, 4]);
+    let (e, site) = (a.try_matmul(&a).unwrap_err(), here());
+    assert_at(&e, site, "matmul");
+    assert!(
+        e.to_string().contains("matmul of shapes [2, 3] and [2, 3]"),
+        "{e}"
+    );
+    let (e, site) = (Array::try_concat(&[&a, &b], 0).unwrap_err(), here());
+    assert_at(&e, site, "concat");
+    assert!(
+        e.to_string()
+            .contains("concat along axis 0 of shapes [2, 3] and [2, 4]"),
+        "{e}"
+    );
+    // And a valid call records through the registry and computes.
+    let c = Array::try_concat(&[&a, &b.reshape(&[4, 2]).transpose()], 1).unwrap();
+    assert_eq!(c.shape(), &[2, 7]);
+}
