@@ -202,7 +202,8 @@ fn elementwise_chain() {
     let xs: Vec<f32> = xs.iter().map(|v| v.clamp(-4.0, 4.0)).collect();
     let rv: Vec<f32> = (0..cols).map(|c| c as f32 * 0.01).collect();
     let params = [0.5f32, 2.0, 1.0].map(|v| v.to_bits() as u64);
-    let ran = cl.run(&k.0,
+    let ran = cl.run(
+        &k.0,
         &[&TypedVec::F32(xs.clone()), &TypedVec::F32(rv.clone())],
         &params,
     );
@@ -342,7 +343,8 @@ fn sum_reductions_in_every_layout() {
                 }
             })
             .collect();
-        let ran = cl.run_plan(&plan,
+        let ran = cl.run_plan(
+            &plan,
             &[&TypedVec::F32(xs.clone())],
             &output_specs(&k.0),
             &[],

@@ -251,12 +251,7 @@ fn assert_bit_identical(want: &[TypedVec], got: &[TypedVec], what: &str) {
 
 /// Runs `k` whole and split at every depth up to `max_depth` on random data; all agree bit for
 /// bit. Returns the number of kernels the deepest run used.
-fn check_kernel(
-    rng: &mut Rand,
-    k: &FusedKernel,
-    input_lens: &[usize],
-    max_depth: usize,
-) -> usize {
+fn check_kernel(rng: &mut Rand, k: &FusedKernel, input_lens: &[usize], max_depth: usize) -> usize {
     check_well_formed(k, false);
     let data: Vec<TypedVec> = k
         .inputs
@@ -773,8 +768,7 @@ fn recorded_kernels_split_bit_identically() {
     use arrayflow::{Array, Rng, Runtime};
     let (m, n) = (37usize, 61usize);
     let mut rng = Rand(11);
-    let mut data =
-        |len: usize| -> Vec<f64> { (0..len).map(|_| rng.unit() * 4.0 - 2.0).collect() };
+    let mut data = |len: usize| -> Vec<f64> { (0..len).map(|_| rng.unit() * 4.0 - 2.0).collect() };
     let (av, bv, cv) = (data(m * n), data(n), data(n * m));
     // The runtime is process-wide: retry if another test's flush replaced ours.
     let mut kernels = Vec::new();
@@ -791,7 +785,10 @@ fn recorded_kernels_split_bit_identically() {
         let cols = (&t * &u).max_axis(0);
         let all = f.cast::<f64>().sum();
         Runtime::execute();
-        let seq = arrayflow::runtime::Inner::get().last_sequence.lock().clone();
+        let seq = arrayflow::runtime::Inner::get()
+            .last_sequence
+            .lock()
+            .clone();
         drop((t, u, f, i, rows, cols, all));
         let Some(seq) = seq else { continue };
         kernels = seq

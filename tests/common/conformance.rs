@@ -12,8 +12,8 @@
 #![allow(dead_code)]
 
 use arrayflow::exec::TypedVec;
-use arrayflow::ir::{DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
 use arrayflow::ir::{BinaryOp, contiguous_strides};
+use arrayflow::ir::{DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
 use arrayflow::proggen::codegen::gpu::{self, BufArg, GpuPlan, Target, Unsupported, elem_bytes};
 use arrayflow::proggen::codegen::{opencl, wgsl};
 use arrayflow::proggen::kernel::{
@@ -447,7 +447,10 @@ pub fn from_bytes(d: DType, b: &[u8], bool_bytes: usize) -> TypedVec {
             } else {
                 bytemuck::pod_collect_to_vec(b)
             };
-            assert!(words.iter().all(|&x| x <= 1), "a bool output holds {words:?}");
+            assert!(
+                words.iter().all(|&x| x <= 1),
+                "a bool output holds {words:?}"
+            );
             bools_of(&words)
         }
     }
@@ -650,7 +653,9 @@ pub fn numbered(src: &str) -> String {
 
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
-use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, Device as ClDevice};
+use opencl3::device::{
+    CL_DEVICE_TYPE_ALL, CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT, Device as ClDevice,
+};
 use opencl3::kernel::{ExecuteKernel, Kernel as ClKernel};
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
@@ -728,17 +733,14 @@ impl Cl {
         if let Some(p) = self.programs.lock().unwrap().get(&plan.source) {
             return p.clone();
         }
-        let program = Program::create_and_build_from_source(
-            &self.context,
-            &plan.source,
-            self.options,
-        )
-        .unwrap_or_else(|log| {
-            panic!(
-                "build failed:\n{log}\n--- kernel part of the source ---\n{}",
-                numbered(&plan.source[opencl::LIBRARY.len().min(plan.source.len())..])
-            )
-        });
+        let program =
+            Program::create_and_build_from_source(&self.context, &plan.source, self.options)
+                .unwrap_or_else(|log| {
+                    panic!(
+                        "build failed:\n{log}\n--- kernel part of the source ---\n{}",
+                        numbered(&plan.source[opencl::LIBRARY.len().min(plan.source.len())..])
+                    )
+                });
         let program = Arc::new(program);
         self.programs
             .lock()
@@ -860,9 +862,7 @@ impl Device for Cl {
             outputs: outputs
                 .iter()
                 .zip(&outs)
-                .map(|(&(d, n), b)| {
-                    from_bytes(d, &read(b, elem_bytes(d, false) as usize * n), 1)
-                })
+                .map(|(&(d, n), b)| from_bytes(d, &read(b, elem_bytes(d, false) as usize * n), 1))
                 .collect(),
             fault: plan.fault.map_or(0, |f| {
                 u32::from_ne_bytes(read(&scratch[f as usize], 4).try_into().unwrap())
@@ -1225,16 +1225,20 @@ pub fn transpose_matches<D: Device>(dev: &D, types: &[DType]) {
             let what = format!("{d} transpose of {batch} x {rows} x {cols} from {offset}");
             let rc = (rows * cols) as isize;
             let mut kb = Kb::new(&[batch, cols, rows]);
-            let r = kb.load(
-                d,
-                strided(offset as isize, &[rc, 1, cols as isize]),
-            );
+            let r = kb.load(d, strided(offset as isize, &[rc, 1, cols as isize]));
             kb.store(r);
             let k = kb.build();
             let shape = arrayflow::proggen::patterns::as_transpose(&k)
                 .unwrap_or_else(|| panic!("{what}: not recognised"));
             assert_eq!((shape.batch, shape.rows, shape.cols), (batch, rows, cols));
-            let input = data(d, offset + batch * rows * cols + 7, 11);
+            // Distinct integers, so a misplaced element shows.
+            let len = offset + batch * rows * cols + 7;
+            let distinct = (0..len as u32).map(|i| i.wrapping_mul(2654435761));
+            let input = match d {
+                DType::U32 => TypedVec::U32(distinct.collect()),
+                DType::I32 => TypedVec::I32(distinct.map(|x| x as i32).collect()),
+                _ => data(d, len, 11),
+            };
             // The plain loop: output (b, j, i) is input (b, i, j) after the offset.
             let mut order = Vec::with_capacity(batch * rows * cols);
             for b in 0..batch {
