@@ -9,7 +9,6 @@
 
 use arrayflow::exec::TypedVec;
 use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
-use arrayflow::primitives::cpu as prim;
 use arrayflow::proggen::codegen::c::ctype;
 use arrayflow::proggen::codegen::gpu::Target;
 use arrayflow::proggen::codegen::opencl::{self, LIBRARY};
@@ -470,11 +469,10 @@ fn random_streams_match_the_cpu_philox() {
     }
     let key = [0x1234_5678u32, 0x9abc_def0];
     let counter = (1u64 << 32) - 1000;
-    let params = [((key[1] as u64) << 32) | key[0] as u64, counter];
+    let params = [key_param(key), counter];
     let ran = cl.run(&k.0, &[], &params);
-    let words = |g: u64, w: usize| prim::stream_words(key, counter + g, w, &mut (u64::MAX, [0; 4]));
     for (o, out) in ran.outputs.iter().enumerate() {
-        let (dist, _) = dists[o / 2];
+        let (dist, d) = dists[o / 2];
         let g = |i: usize| {
             if o % 2 == 0 {
                 i as u64
@@ -482,44 +480,18 @@ fn random_streams_match_the_cpu_philox() {
                 7 + 3 * i as u64
             }
         };
-        match out {
-            TypedVec::F32(v) => {
-                for (i, &x) in v.iter().enumerate() {
-                    if dist == RandomDist::Uniform {
-                        assert_eq!(
-                            x.to_bits(),
-                            prim::uniform_f32(words(g(i), 1)[0]).to_bits(),
-                            "uniform f32 [{i}]"
-                        );
-                    } else {
-                        let r = words(g(i), 2);
-                        let want = prim::normal_f32(r[0], r[1]);
-                        assert!(
-                            close_ulps(x as f64, want as f64, 8, 1e-6, true),
-                            "normal f32 [{i}]: {x} vs {want}"
-                        );
-                    }
-                }
+        for i in 0..out.len() {
+            let x = out.get(i).as_f64();
+            let want = philox_reference(key, counter + g(i), dist, d);
+            let f32 = d == DType::F32;
+            if dist == RandomDist::Uniform {
+                assert_eq!(x.to_bits(), want.to_bits(), "uniform {d} [{i}]");
+            } else {
+                assert!(
+                    close_ulps(x, want, 8, if f32 { 1e-6 } else { 1e-14 }, f32),
+                    "normal {d} [{i}]: {x} vs {want}"
+                );
             }
-            TypedVec::F64(v) => {
-                for (i, &x) in v.iter().enumerate() {
-                    if dist == RandomDist::Uniform {
-                        let r = words(g(i), 2);
-                        assert_eq!(
-                            x.to_bits(),
-                            prim::uniform_f64(r[0], r[1]).to_bits(),
-                            "uniform f64 [{i}]"
-                        );
-                    } else {
-                        let want = prim::normal_f64(words(g(i), 4));
-                        assert!(
-                            close_ulps(x, want, 8, 1e-14, false),
-                            "normal f64 [{i}]: {x} vs {want}"
-                        );
-                    }
-                }
-            }
-            _ => unreachable!(),
         }
     }
 }
@@ -541,23 +513,9 @@ fn integer_division_by_zero_faults() {
             let s = k.binary(BinaryOp::Add, x, y);
             let q = k.binary(op, s, y);
             k.store(q);
-            let (a, mut b) = (data(d, 1000, 7), divisors(d, 1000, 8));
-            let want = cpu(&k.0, &[&a, &b], &[]).unwrap();
-            let clean = cl.run(&k.0, &[&a, &b], &[]);
-            assert_eq!(clean.fault, 0);
-            assert_outputs(&format!("{d} {op:?}"), &clean.outputs, &want, 0);
-            match &mut b {
-                TypedVec::I32(v) => v[500] = 0,
-                TypedVec::U32(v) => v[500] = 0,
-                _ => unreachable!(),
-            }
-            let bad = cl.run(&k.0, &[&a, &b], &[]);
-            assert_eq!(
-                bad.fault, 4,
-                "{d} {op:?}: 1 + the dividing instruction's index"
-            );
-            assert!(cpu(&k.0, &[&a, &b], &[]).is_err());
-            assert_eq!(bad.outputs[0].get(500).as_f64(), 0.0);
+            let (a, b) = (data(d, 1000, 7), divisors(d, 1000, 8));
+            // The dividing instruction is the fourth (loads, the sum, then it).
+            division_faults(cl, &k.0, &[&a, &b], 1, &[500], &[4], &format!("{d} {op:?}"));
         }
     }
     let mut k = Kb::new(&[10]);

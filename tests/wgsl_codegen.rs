@@ -466,14 +466,13 @@ fn elementwise_chain_matches_the_cpu() {
     let b: Vec<f32> = sample(n, 2, 0.5, 2.0).iter().map(|&x| x as f32).collect();
     let k = chain_kernel(&[50, 100]);
     let params = [100f32.to_bits() as u64, 7, 3, 0f32.to_bits() as u64];
-    let Ran {
-        outputs: out,
-        fault,
-    } = g.run(
-        &k,
-        &[&TypedVec::F32(a.clone()), &TypedVec::F32(b.clone())],
-        &params,
-    );
+    let (out, fault) = g
+        .run(
+            &k,
+            &[&TypedVec::F32(a.clone()), &TypedVec::F32(b.clone())],
+            &params,
+        )
+        .into_parts();
     assert_eq!(fault, 0);
     for j in 0..n {
         let (x, y) = (a[j] as f64, b[j] as f64);
@@ -532,15 +531,14 @@ fn parameters_reach_the_kernel_as_immediates_or_buffers() {
             .map(|&x| consts.iter().fold(x, |s, &c| s.wrapping_add(c)))
             .collect();
         for (as_storage, plan) in [(false, &plan), (true, &storage_plan)] {
-            let Ran {
-                outputs: out,
-                fault,
-            } = g.run_plan(
-                plan,
-                &[&TypedVec::I32(a.clone())],
-                &[(DType::I32, n)],
-                &params,
-            );
+            let (out, fault) = g
+                .run_plan(
+                    plan,
+                    &[&TypedVec::I32(a.clone())],
+                    &[(DType::I32, n)],
+                    &params,
+                )
+                .into_parts();
             assert_eq!(fault, 0);
             assert_eq!(
                 out[0].i32(),
@@ -569,27 +567,13 @@ fn integer_division_by_zero_faults() {
     k.store(q);
     k.store(r);
     let k = k.build();
-    let Ran {
-        outputs: out,
-        fault,
-    } = g.run(
-        &k,
-        &[&TypedVec::I32(a.clone()), &TypedVec::I32(b.clone())],
-        &[],
-    );
-    assert_eq!(fault, 0);
+    // Instruction 2 (the division) or 3 (the remainder) may win; both fault on element 567.
+    let (ta, tb) = (TypedVec::I32(a.clone()), TypedVec::I32(b.clone()));
+    let out = division_faults(g, &k, &[&ta, &tb], 1, &[567], &[3, 4], "i32 div, rem");
     for j in 0..1000 {
         assert_eq!(out[0].i32()[j], a[j].wrapping_div(b[j]));
         assert_eq!(out[1].i32()[j], a[j].wrapping_rem(b[j]));
     }
-    b[567] = 0;
-    let Ran {
-        outputs: out,
-        fault,
-    } = g.run(&k, &[&TypedVec::I32(a), &TypedVec::I32(b)], &[]);
-    // Instruction 2 (the division) or 3 (the remainder) may win; both fault on element 567.
-    assert!(fault == 3 || fault == 4, "fault word {fault}");
-    assert_eq!((out[0].i32()[567], out[1].i32()[567]), (0, 0));
 }
 
 /// Renders and validates element-wise kernel `k` (which loads only in place), checks that it
@@ -635,16 +619,14 @@ fn quad_f32_chain_matches_the_cpu() {
         let b: Vec<f32> = sample(n, 22, 0.5, 2.0).iter().map(|&x| x as f32).collect();
         let params = [1f32.to_bits() as u64, 0.5f32.to_bits() as u64];
         let what = format!("chain {n}");
-        let Ran {
-            outputs: out,
-            fault,
-        } = run_map(
+        let (out, fault) = run_map(
             g,
             &quad_chain_kernel(n),
             &[&TypedVec::F32(a.clone()), &TypedVec::F32(b.clone())],
             &params,
             &what,
-        );
+        )
+        .into_parts();
         assert_eq!(fault, 0);
         for j in 0..n {
             let (x, y) = (a[j] as f64, b[j] as f64);
@@ -685,7 +667,7 @@ fn quad_kernels_of_every_type_match_plain_rust() {
         let lt = k.binary(BinaryOp::Lt, a, b);
         let c = k.binary(BinaryOp::Xor, lt, f);
         k.store(c);
-        let Ran { outputs: out, .. } = run_map(
+        let (out, _) = run_map(
             g,
             &k.build(),
             &[
@@ -695,19 +677,21 @@ fn quad_kernels_of_every_type_match_plain_rust() {
             ],
             &[],
             &format!("bool {n}"),
-        );
+        )
+        .into_parts();
         let want: Vec<u32> = (0..n)
             .map(|j| ((fa[j] < fb[j]) ^ (flags[j] != 0)) as u32)
             .collect();
         assert_eq!(out[0].words(), &want[..], "bool {n}");
 
-        let Ran { outputs: out, .. } = run_map(
+        let (out, _) = run_map(
             g,
             &cast_kernel(DType::I32, DType::F32, n),
             &[&TypedVec::I32(ia.clone())],
             &[],
             &format!("cast {n}"),
-        );
+        )
+        .into_parts();
         for (j, (x, y)) in ia.iter().zip(out[0].f32()).enumerate() {
             assert_eq!(y.to_bits(), (*x as f32).to_bits(), "cast {n} [{j}]: {x}");
         }
@@ -719,23 +703,25 @@ fn quad_kernels_of_every_type_match_plain_rust() {
         let m = k.binary(BinaryOp::Mul, a, b);
         let x = k.binary(BinaryOp::Xor, m, b);
         k.store(x);
-        let Ran { outputs: out, .. } = run_map(
+        let (out, _) = run_map(
             g,
             &k.build(),
             &[&TypedVec::U32(ua.clone()), &TypedVec::U32(ub.clone())],
             &[],
             &format!("u32 {n}"),
-        );
+        )
+        .into_parts();
         let want: Vec<u32> = (0..n).map(|j| ua[j].wrapping_mul(ub[j]) ^ ub[j]).collect();
         assert_eq!(out[0].u32(), &want[..], "u32 {n}");
 
-        let Ran { outputs: out, .. } = run_map(
+        let (out, _) = run_map(
             g,
             &lanes_kernel(n),
             &[&TypedVec::F32(fa.clone())],
             &[],
             &format!("lanes {n}"),
-        );
+        )
+        .into_parts();
         for (j, &x) in fa.iter().enumerate() {
             let want = x + j as f32;
             assert_eq!(out[0].f32()[j].to_bits(), want.to_bits(), "lanes {n} [{j}]");
@@ -758,16 +744,14 @@ fn quad_kernels_of_every_type_match_plain_rust() {
         let mut ia = ia.clone();
         ia[0] = i32::MIN;
         ib[0] = -1;
-        let Ran {
-            outputs: out,
-            fault,
-        } = run_map(
+        let (out, fault) = run_map(
             g,
             &k,
             &[&TypedVec::I32(ia.clone()), &TypedVec::I32(ib.clone())],
             &[],
             &format!("div {n}"),
-        );
+        )
+        .into_parts();
         assert_eq!(fault, 0, "div {n}");
         let wq: Vec<i32> = (0..n).map(|j| ia[j].wrapping_div(ib[j])).collect();
         let wr: Vec<i32> = (0..n).map(|j| ia[j].wrapping_rem(ib[j])).collect();
@@ -777,16 +761,14 @@ fn quad_kernels_of_every_type_match_plain_rust() {
         for &z in &zeros {
             ib[z] = 0;
         }
-        let Ran {
-            outputs: out,
-            fault,
-        } = run_map(
+        let (out, fault) = run_map(
             g,
             &k,
             &[&TypedVec::I32(ia.clone()), &TypedVec::I32(ib.clone())],
             &[],
             &format!("div by zero {n}"),
-        );
+        )
+        .into_parts();
         // Instruction 2 (the division) or 3 (the remainder) may win.
         assert!(
             fault == 3 || fault == 4,
@@ -823,12 +805,14 @@ fn grid_case(g: &Gpu, plan: &GpuPlan, n: usize, what: &str) {
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     let b: Vec<u32> = (0..n as u32).map(|i| i ^ 0x5bd1_e995).collect();
-    let Ran { outputs: out, .. } = g.run_plan(
-        plan,
-        &[&TypedVec::U32(a.clone()), &TypedVec::U32(b.clone())],
-        &[(DType::U32, n)],
-        &[],
-    );
+    let (out, _) = g
+        .run_plan(
+            plan,
+            &[&TypedVec::U32(a.clone()), &TypedVec::U32(b.clone())],
+            &[(DType::U32, n)],
+            &[],
+        )
+        .into_parts();
     let got = out[0].u32();
     for j in 0..n {
         let want = a[j].wrapping_add(b[j]) ^ b[j];
@@ -900,11 +884,13 @@ fn sum_case(g: &Gpu, outer: usize, inner: usize) {
     k.reduce(ReduceOp::Sum, b);
     k.reduce(ReduceOp::Prod, b);
     let k = k.build();
-    let Ran { outputs: out, .. } = g.run(
-        &k,
-        &[&TypedVec::F32(x.clone()), &TypedVec::I32(xi.clone())],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &k,
+            &[&TypedVec::F32(x.clone()), &TypedVec::I32(xi.clone())],
+            &[],
+        )
+        .into_parts();
     for o in 0..outer {
         let row = &x[o * inner..(o + 1) * inner];
         let want: f64 = row.iter().map(|&v| v as f64).sum();
@@ -966,8 +952,9 @@ fn argmax_argmin_any_all_match_the_cpu() {
         k.reduce(ReduceOp::All, b);
         k.reduce(ReduceOp::ArgMin, c);
         let k = k.build();
-        let Ran { outputs: out, .. } =
-            g.run(&k, &[&TypedVec::F32(x.clone()), &bools_of(&flags)], &[]);
+        let out = g
+            .run(&k, &[&TypedVec::F32(x.clone()), &bools_of(&flags)], &[])
+            .outputs;
         for o in 0..outer {
             let row = &x[o * inner..(o + 1) * inner];
             let first_nan = row.iter().position(|v| v.is_nan());
@@ -1012,7 +999,6 @@ fn argmax_argmin_any_all_match_the_cpu() {
 #[test]
 fn philox_uniform_is_bit_identical_to_the_cpu() {
     let Some(g) = wgpu_device() else { return };
-    use arrayflow::primitives::cpu;
     let n = 10_000;
     let key = [0x1234_5678u32, 0x9abc_def0];
     // A counter just below 2^32, so element indices carry into the high word.
@@ -1023,23 +1009,18 @@ fn philox_uniform_is_bit_identical_to_the_cpu() {
     k.store(u);
     k.store(z);
     let k = k.build();
-    let params = [
-        ((key[1] as u64) << 32) | key[0] as u64,
-        counter,
-        params_key(key),
-        counter + 17,
-    ];
-    let Ran { outputs: out, .. } = g.run(&k, &[], &params);
-    let mut cache = (u64::MAX, [0u32; 4]);
+    let params = [key_param(key), counter, key_param(key), counter + 17];
+    let (out, _) = g.run(&k, &[], &params).into_parts();
     for i in 0..n {
-        let w = cpu::stream_words(key, counter + i as u64, 1, &mut cache);
-        let want = cpu::uniform_f32(w[0]);
-        assert_eq!(out[0].f32()[i].to_bits(), want.to_bits(), "uniform [{i}]");
+        let want = philox_reference(key, counter + i as u64, RandomDist::Uniform, DType::F32);
+        assert_eq!(
+            (out[0].f32()[i] as f64).to_bits(),
+            want.to_bits(),
+            "uniform [{i}]"
+        );
     }
-    let mut cache = (u64::MAX, [0u32; 4]);
     for i in 0..n {
-        let w = cpu::stream_words(key, counter + 17 + i as u64, 2, &mut cache);
-        let want = cpu::normal_f32(w[0], w[1]) as f64;
+        let want = philox_reference(key, counter + 17 + i as u64, RandomDist::Normal, DType::F32);
         assert!(
             close_rel(out[1].f32()[i], want, 2e-6, 2e-6),
             "normal [{i}]: {} vs {want}",
@@ -1056,12 +1037,8 @@ fn philox_uniform_is_bit_identical_to_the_cpu() {
         &[n],
         DType::F32,
     );
-    let Ran { outputs: out2, .. } = g.run(&gk, &[], &[]);
+    let (out2, _) = g.run(&gk, &[], &[]).into_parts();
     assert_eq!(out2[0], out[0]);
-}
-
-fn params_key(key: [u32; 2]) -> u64 {
-    ((key[1] as u64) << 32) | key[0] as u64
 }
 
 #[test]
@@ -1094,15 +1071,14 @@ fn gather_and_concat_match_the_cpu() {
         &[3, 6, 5],
     );
     let plan = intrinsics::render(&c, target()).unwrap();
-    let Ran {
-        outputs: out,
-        fault,
-    } = g.run_plan(
-        &plan,
-        &[&TypedVec::U32(data.clone()), &TypedVec::I32(idx.clone())],
-        &[(DType::U32, 90)],
-        &[],
-    );
+    let (out, fault) = g
+        .run_plan(
+            &plan,
+            &[&TypedVec::U32(data.clone()), &TypedVec::I32(idx.clone())],
+            &[(DType::U32, 90)],
+            &[],
+        )
+        .into_parts();
     assert_eq!(fault, 0);
     for p in 0..3 {
         for (j, &i) in idx.iter().enumerate() {
@@ -1117,12 +1093,14 @@ fn gather_and_concat_match_the_cpu() {
     for bad in [-1, 4] {
         let mut idx = idx.clone();
         idx[4] = bad;
-        let Ran { fault, .. } = g.run_plan(
-            &plan,
-            &[&TypedVec::U32(data.clone()), &TypedVec::I32(idx)],
-            &[(DType::U32, 90)],
-            &[],
-        );
+        let (_, fault) = g
+            .run_plan(
+                &plan,
+                &[&TypedVec::U32(data.clone()), &TypedVec::I32(idx)],
+                &[(DType::U32, 90)],
+                &[],
+            )
+            .into_parts();
         assert_eq!(fault, 1, "index {bad}");
     }
     // Concat along axis 1 of [2,3], [2,0], [2,5] (f32).
@@ -1135,16 +1113,18 @@ fn gather_and_concat_match_the_cpu() {
         &[2, 8],
     );
     let plan = intrinsics::render(&c, target()).unwrap();
-    let Ran { outputs: out, .. } = g.run_plan(
-        &plan,
-        &[
-            &TypedVec::F32(p0),
-            &TypedVec::F32(vec![]),
-            &TypedVec::F32(p2),
-        ],
-        &[(DType::F32, 16)],
-        &[],
-    );
+    let (out, _) = g
+        .run_plan(
+            &plan,
+            &[
+                &TypedVec::F32(p0),
+                &TypedVec::F32(vec![]),
+                &TypedVec::F32(p2),
+            ],
+            &[(DType::F32, 16)],
+            &[],
+        )
+        .into_parts();
     let want: Vec<f32> = [
         0., 1., 2., 100., 101., 102., 103., 104., 3., 4., 5., 105., 106., 107., 108., 109.,
     ]
@@ -1157,37 +1137,45 @@ fn views_and_generators_match_the_cpu() {
     let Some(g) = wgpu_device() else { return };
     let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
     // Reversed 3x4 view: in[11 - 4 d0 - d1].
-    let Ran { outputs: out, .. } = g.run(
-        &map_kernel(&[3, 4], strided(11, &[-4, -1])),
-        &[&TypedVec::F32(x.clone())],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &map_kernel(&[3, 4], strided(11, &[-4, -1])),
+            &[&TypedVec::F32(x.clone())],
+            &[],
+        )
+        .into_parts();
     let want: Vec<f32> = (0..12).rev().map(|v| v as f32).collect();
     assert_eq!(out[0].f32(), &want[..]);
     // Tile a [2, 3] input over [6, 8] starting at (-1, 5).
     let x6: Vec<f32> = (0..6).map(|v| v as f32).collect();
-    let Ran { outputs: out, .. } = g.run(
-        &map_kernel(&[6, 8], periodic(&[2, 3], &[-1, 5])),
-        &[&TypedVec::F32(x6.clone())],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &map_kernel(&[6, 8], periodic(&[2, 3], &[-1, 5])),
+            &[&TypedVec::F32(x6.clone())],
+            &[],
+        )
+        .into_parts();
     for d0 in 0..6i64 {
         for d1 in 0..8i64 {
             let s = (d0 - 1).rem_euclid(2) * 3 + (d1 + 5).rem_euclid(3);
             assert_eq!(out[0].f32()[(d0 * 8 + d1) as usize], x6[s as usize]);
         }
     }
-    let Ran { outputs: out, .. } = g.run(
-        &gen_kernel(GenKind::Iota { axis: 0 }, &[3, 4], DType::I32),
-        &[],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &gen_kernel(GenKind::Iota { axis: 0 }, &[3, 4], DType::I32),
+            &[],
+            &[],
+        )
+        .into_parts();
     assert_eq!(out[0].i32(), &[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
-    let Ran { outputs: out, .. } = g.run(
-        &gen_kernel(GenKind::Identity, &[3, 3], DType::Bool),
-        &[],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &gen_kernel(GenKind::Identity, &[3, 3], DType::Bool),
+            &[],
+            &[],
+        )
+        .into_parts();
     assert_eq!(out[0].words(), &[1, 0, 0, 0, 1, 0, 0, 0, 1]);
     for (s, e, n) in [(-3.0, 7.5, 1000usize), (0.1, 0.7, 7), (-1e6, 1e6, 9999)] {
         let step = (e - s) / (n - 1) as f64;
@@ -1197,7 +1185,9 @@ fn views_and_generators_match_the_cpu() {
             end: e,
             n,
         };
-        let Ran { outputs: out, .. } = g.run(&gen_kernel(lin, &[n], DType::F32), &[], &[]);
+        let (out, _) = g
+            .run(&gen_kernel(lin, &[n], DType::F32), &[], &[])
+            .into_parts();
         let v = out[0].f32();
         assert_eq!((v[0], v[n - 1]), (s as f32, e as f32));
         let tol = 4.0 * f32::EPSILON as f64 * s.abs().max(e.abs());
@@ -1226,21 +1216,25 @@ const NAN: f64 = f64::NAN;
 
 /// Runs a one-op kernel on f32 inputs.
 fn run_unary(g: &Gpu, op: UnaryOp, xs: &[f32]) -> TypedVec {
-    let Ran { outputs: out, .. } = g.run(
-        &unary_kernel(op, DType::F32, xs.len()),
-        &[&TypedVec::F32(xs.to_vec())],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &unary_kernel(op, DType::F32, xs.len()),
+            &[&TypedVec::F32(xs.to_vec())],
+            &[],
+        )
+        .into_parts();
     out.into_iter().next().unwrap()
 }
 
 fn run_binary(g: &Gpu, op: BinaryOp, xs: &[f32], ys: &[f32]) -> TypedVec {
     let k = binary_kernel(op, DType::F32, xs.len());
-    let Ran { outputs: out, .. } = g.run(
-        &k,
-        &[&TypedVec::F32(xs.to_vec()), &TypedVec::F32(ys.to_vec())],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &k,
+            &[&TypedVec::F32(xs.to_vec()), &TypedVec::F32(ys.to_vec())],
+            &[],
+        )
+        .into_parts();
     out.into_iter().next().unwrap()
 }
 
@@ -1646,9 +1640,7 @@ fn casts_follow_rust_as() {
 /// `input` cast to `to` by a one-instruction kernel on the adapter.
 fn cast(g: &Gpu, to: DType, input: &TypedVec) -> TypedVec {
     let (from, n) = (input.dtype(), input.len());
-    let Ran {
-        outputs: mut out, ..
-    } = g.run(&cast_kernel(from, to, n), &[input], &[]);
+    let (mut out, _) = g.run(&cast_kernel(from, to, n), &[input], &[]).into_parts();
     out.remove(0)
 }
 
@@ -1738,14 +1730,13 @@ fn integer_and_bool_ops_wrap_like_rust() {
     let ub: Vec<u32> = b.iter().map(|&v| v as u32).collect();
     for (op, f) in ops {
         let k = binary_kernel(op, DType::I32, a.len());
-        let Ran {
-            outputs: out,
-            fault,
-        } = g.run(
-            &k,
-            &[&TypedVec::I32(a.clone()), &TypedVec::I32(b.clone())],
-            &[],
-        );
+        let (out, fault) = g
+            .run(
+                &k,
+                &[&TypedVec::I32(a.clone()), &TypedVec::I32(b.clone())],
+                &[],
+            )
+            .into_parts();
         assert_eq!(fault, 0);
         for i in 0..a.len() {
             assert_eq!(
@@ -1758,11 +1749,13 @@ fn integer_and_bool_ops_wrap_like_rust() {
             );
         }
         let k = binary_kernel(op, DType::U32, a.len());
-        let Ran { outputs: out, .. } = g.run(
-            &k,
-            &[&TypedVec::U32(ua.clone()), &TypedVec::U32(ub.clone())],
-            &[],
-        );
+        let (out, _) = g
+            .run(
+                &k,
+                &[&TypedVec::U32(ua.clone()), &TypedVec::U32(ub.clone())],
+                &[],
+            )
+            .into_parts();
         for i in 0..a.len() {
             let (x, y) = (ua[i], ub[i]);
             let w = match op {
@@ -1786,11 +1779,13 @@ fn integer_and_bool_ops_wrap_like_rust() {
         (UnaryOp::Not, |x| !x),
     ];
     for (op, f) in unary {
-        let Ran { outputs: out, .. } = g.run(
-            &unary_kernel(op, DType::I32, a.len()),
-            &[&TypedVec::I32(a.clone())],
-            &[],
-        );
+        let (out, _) = g
+            .run(
+                &unary_kernel(op, DType::I32, a.len()),
+                &[&TypedVec::I32(a.clone())],
+                &[],
+            )
+            .into_parts();
         for (&x, &y) in a.iter().zip(out[0].i32()) {
             assert_eq!(y, f(x), "{} i32 {x}", op.name());
         }
@@ -1808,7 +1803,9 @@ fn integer_and_bool_ops_wrap_like_rust() {
     ];
     for (op, f) in bops {
         let k = binary_kernel(op, DType::Bool, 4);
-        let Ran { outputs: out, .. } = g.run(&k, &[&bools_of(&bools), &bools_of(&other)], &[]);
+        let (out, _) = g
+            .run(&k, &[&bools_of(&bools), &bools_of(&other)], &[])
+            .into_parts();
         for i in 0..4 {
             assert_eq!(
                 out[0].words()[i],
@@ -1956,7 +1953,7 @@ fn arithmetic_chains_are_bit_exact() {
         &TypedVec::F32(b.clone()),
         &TypedVec::F32(c.clone()),
     ];
-    let Ran { outputs: out, .. } = g.run(&k, &ins, &[s.to_bits() as u64]);
+    let (out, _) = g.run(&k, &ins, &[s.to_bits() as u64]).into_parts();
     let wants: [Vec<f32>; 4] = [
         (0..n)
             .map(|j| ((a[j] * b[j] + s).sqrt() - b[j]) * s)

@@ -588,6 +588,13 @@ pub struct Ran {
     pub fault: u32,
 }
 
+impl Ran {
+    /// The outputs and the fault word.
+    pub fn into_parts(self) -> (Vec<TypedVec>, u32) {
+        (self.outputs, self.fault)
+    }
+}
+
 /// A code generator and the device that runs its programs.
 pub trait Device: Sync {
     /// The target kernels are rendered for by default (what the device offers).
@@ -1307,4 +1314,77 @@ pub fn matmul_matches<D: Device>(
             }
         }
     }
+}
+
+/// Integer division by zero in kernel `k`, whose input `divisor` holds no zero: a clean run has
+/// fault word 0 and the CPU tile VM's outputs (its outputs are returned); with a zero divisor at each of `zeros`
+/// the CPU tile VM fails, the fault word is one of `faults` (1 + a dividing instruction's index),
+/// and every output is 0 at those elements and as in the clean run elsewhere.
+pub fn division_faults<D: Device>(
+    dev: &D,
+    k: &FusedKernel,
+    inputs: &[&TypedVec],
+    divisor: usize,
+    zeros: &[usize],
+    faults: &[u32],
+    what: &str,
+) -> Vec<TypedVec> {
+    let want = cpu(k, inputs, &[]).unwrap();
+    let clean = dev.run(k, inputs, &[]);
+    assert_eq!(clean.fault, 0, "{what}: a clean run's fault word");
+    assert_outputs(what, &clean.outputs, &want, 0);
+    let mut bad_divisor = inputs[divisor].clone();
+    for &z in zeros {
+        match &mut bad_divisor {
+            TypedVec::I32(v) => v[z] = 0,
+            TypedVec::U32(v) => v[z] = 0,
+            v => panic!("{what}: an integer divisor, not {:?}", v.dtype()),
+        }
+    }
+    let mut bad_inputs = inputs.to_vec();
+    bad_inputs[divisor] = &bad_divisor;
+    assert!(cpu(k, &bad_inputs, &[]).is_err(), "{what}: the CPU faults");
+    let bad = dev.run(k, &bad_inputs, &[]);
+    assert!(
+        faults.contains(&bad.fault),
+        "{what}: fault word {}, want one of {faults:?} (1 + the dividing instruction's index)",
+        bad.fault
+    );
+    for (o, (got, clean)) in bad.outputs.iter().zip(&clean.outputs).enumerate() {
+        for i in 0..got.len() {
+            let (g, c) = (got.get(i).bits(), clean.get(i).bits());
+            if zeros.contains(&i) {
+                assert_eq!(g, 0, "{what}: output {o}[{i}] of a zero divisor");
+            } else {
+                assert_eq!(g, c, "{what}: output {o}[{i}] beside a fault");
+            }
+        }
+    }
+    clean.outputs
+}
+
+/// The CPU's draw (`primitives::cpu`) of `dist` in type `d` (f32 or f64) at stream position
+/// `position` of `key`: the value a device must give bit for bit (uniforms) or within rounding
+/// (normals).
+pub fn philox_reference(key: [u32; 2], position: u64, dist: RandomDist, d: DType) -> f64 {
+    use arrayflow::primitives::cpu as prim;
+    let words = |w: usize| prim::stream_words(key, position, w, &mut (u64::MAX, [0; 4]));
+    match (dist, d) {
+        (RandomDist::Uniform, DType::F32) => prim::uniform_f32(words(1)[0]) as f64,
+        (RandomDist::Uniform, DType::F64) => {
+            let r = words(2);
+            prim::uniform_f64(r[0], r[1])
+        }
+        (RandomDist::Normal, DType::F32) => {
+            let r = words(2);
+            prim::normal_f32(r[0], r[1]) as f64
+        }
+        (RandomDist::Normal, DType::F64) => prim::normal_f64(words(4)),
+        _ => panic!("no {d} random draws"),
+    }
+}
+
+/// The random key as its parameter slot holds it.
+pub fn key_param(key: [u32; 2]) -> u64 {
+    ((key[1] as u64) << 32) | key[0] as u64
 }
