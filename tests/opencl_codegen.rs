@@ -6,6 +6,10 @@
 //! offers it (f32 division and square root then round as on the CPU). Without an OpenCL platform
 //! the device tests print a skip message, unless `ARRAYFLOW_REQUIRE_BACKENDS` names `opencl`, where
 //! they fail.
+//!
+//! The device, running plans, the kernel builders, the CPU oracles and the cases the WGSL tests
+//! share are the conformance harness `tests/common/conformance.rs`; this file keeps the OpenCL
+//! library's checks and the OpenCL cases.
 
 use arrayflow::exec::TypedVec;
 use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};

@@ -7,6 +7,11 @@
 //!
 //! Without a Vulkan adapter the run tests print a skip message, unless `ARRAYFLOW_REQUIRE_BACKENDS`
 //! names `wgpu`, in which case they fail.
+//!
+//! The adapter, running plans, naga validation, the kernel builders, the CPU oracles and the cases
+//! the OpenCL tests share are the conformance harness `tests/common/conformance.rs`; this file
+//! keeps the WGSL library's checks, validation, immediates, the quad form, fused `fma` and the
+//! math library's accuracy.
 
 use arrayflow::exec::TypedVec;
 use arrayflow::intrinsics::wgsl as intrinsics;
