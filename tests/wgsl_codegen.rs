@@ -7,17 +7,24 @@
 //!
 //! Without a Vulkan adapter the run tests print a skip message, unless `ARRAYFLOW_REQUIRE_BACKENDS`
 //! names `wgpu`, in which case they fail.
+//!
+//! The adapter, running plans, naga validation, the kernel builders, the CPU oracles and the cases
+//! the OpenCL tests share are the conformance harness `tests/common/conformance.rs`; this file
+//! keeps the WGSL library's checks, validation, immediates, the quad form, fused `fma` and the
+//! math library's accuracy.
 
+use arrayflow::exec::TypedVec;
 use arrayflow::intrinsics::wgsl as intrinsics;
-use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
-use arrayflow::proggen::codegen::gpu::{self, BufArg, GpuPlan, Target, elem_bytes};
+use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, UnaryOp};
+use arrayflow::proggen::codegen::gpu::{self, GpuPlan, Target};
 use arrayflow::proggen::codegen::wgsl::{self, LIBRARY};
-use arrayflow::proggen::kernel::{
-    Domain, FusedKernel, IndexMap, Instr, ParamKind, PeriodicDim, ReduceStore, Store,
-};
+use arrayflow::proggen::kernel::{FusedKernel, IndexMap, Instr};
 use arrayflow::proggen::sequence::IntrinsicCall;
-use std::sync::OnceLock;
-use wgpu::naga;
+
+#[path = "common/conformance.rs"]
+mod conformance;
+
+use conformance::*;
 
 /// An op and its Rust reference.
 type UnaryCase<T> = (UnaryOp, fn(T) -> T);
@@ -25,206 +32,23 @@ type BinaryCase<T, R> = (BinaryOp, fn(T, T) -> R);
 
 const TYPES: [DType; 4] = [DType::F32, DType::I32, DType::U32, DType::Bool];
 
-/// The WGSL target of the test adapter: immediates where it offers them (and where there is no
-/// adapter, for the validation-only tests).
+/// The WGSL target of the test adapter (see [`wgsl_target`]).
 fn target() -> Target {
-    Target {
-        fp64: false,
-        immediates: gpu().is_none_or(|g| g.immediates),
-        fused_fma: gpu().is_some_and(|g| g.fused_fma),
-    }
+    wgsl_target()
 }
 
 fn tn(d: DType) -> &'static str {
     wgsl::tname(d)
 }
 
-// ---------------------------------------------------------------------------------------------
-// Kernels built by hand.
-
-/// A kernel over `shape` (reducing the trailing `inner` elements when `reductions` is not empty).
-struct K {
-    shape: Vec<usize>,
-    inner: usize,
-    inputs: Vec<DType>,
-    outputs: Vec<DType>,
-    instrs: Vec<Instr>,
-    stores: Vec<Store>,
-    reductions: Vec<ReduceStore>,
-    regs: Vec<DType>,
-    params: Vec<ParamKind>,
-}
-
-impl K {
-    fn new(shape: &[usize]) -> K {
-        K {
-            shape: shape.to_vec(),
-            inner: 1,
-            inputs: vec![],
-            outputs: vec![],
-            instrs: vec![],
-            stores: vec![],
-            reductions: vec![],
-            regs: vec![],
-            params: vec![],
-        }
-    }
-    fn reg(&mut self, d: DType) -> u32 {
-        self.regs.push(d);
-        self.regs.len() as u32 - 1
-    }
-    fn load(&mut self, d: DType, map: IndexMap) -> u32 {
-        let input = self.inputs.len() as u32;
-        self.inputs.push(d);
-        let dst = self.reg(d);
-        self.instrs.push(Instr::Load { dst, input, map });
-        dst
-    }
-    fn konst(&mut self, d: DType) -> u32 {
-        let slot = self.params.len() as u32;
-        self.params.push(ParamKind::Const(d));
-        let dst = self.reg(d);
-        self.instrs.push(Instr::Const {
-            dst,
-            slot,
-            dtype: d,
-        });
-        dst
-    }
-    fn unary(&mut self, op: UnaryOp, a: u32) -> u32 {
-        let d = op.out_dtype(self.regs[a as usize]).unwrap();
-        let dst = self.reg(d);
-        self.instrs.push(Instr::Unary { dst, op, a });
-        dst
-    }
-    fn binary(&mut self, op: BinaryOp, a: u32, b: u32) -> u32 {
-        let d = op.out_dtype(self.regs[a as usize]).unwrap();
-        let dst = self.reg(d);
-        self.instrs.push(Instr::Binary { dst, op, a, b });
-        dst
-    }
-    fn random(&mut self, dist: RandomDist, map: IndexMap) -> u32 {
-        let key_slot = self.params.len() as u32;
-        self.params
-            .extend([ParamKind::RandomKey, ParamKind::RandomCounter]);
-        let dst = self.reg(DType::F32);
-        self.instrs.push(Instr::Random {
-            dst,
-            dist,
-            key_slot,
-            counter_slot: key_slot + 1,
-            map,
-        });
-        dst
-    }
-    fn store(&mut self, reg: u32) {
-        let output = self.outputs.len() as u32;
-        self.outputs.push(self.regs[reg as usize]);
-        self.stores.push(Store { reg, output });
-    }
-    fn reduce(&mut self, op: ReduceOp, reg: u32, inner: usize) {
-        self.inner = inner;
-        let output = self.outputs.len() as u32;
-        self.outputs
-            .push(op.out_dtype(self.regs[reg as usize]).unwrap());
-        self.reductions.push(ReduceStore { reg, op, output });
-    }
-    fn build(self) -> FusedKernel {
-        let len: usize = self.shape.iter().product();
-        let reducing = !self.reductions.is_empty();
-        let n = self.instrs.len();
-        FusedKernel {
-            domain: Domain {
-                shape: Shape::from_slice(&self.shape),
-                inner: if reducing { self.inner } else { 1 },
-                // The tests reduce the last axis.
-                outer: if reducing {
-                    self.shape[..self.shape.len() - 1].iter().product()
-                } else {
-                    len
-                },
-                perm: None,
-            },
-            inputs: self.inputs,
-            outputs: self.outputs,
-            instrs: self.instrs,
-            instr_sites: vec![std::panic::Location::caller(); n],
-            stores: self.stores,
-            reductions: self.reductions,
-            reg_dtypes: self.regs,
-            params: self.params,
-        }
-    }
-}
-
-fn unary_kernel(op: UnaryOp, d: DType, n: usize) -> FusedKernel {
-    let mut k = K::new(&[n]);
-    let a = k.load(d, IndexMap::Contiguous);
-    let r = k.unary(op, a);
-    k.store(r);
-    k.build()
-}
-
-fn binary_kernel(op: BinaryOp, d: DType, n: usize) -> FusedKernel {
-    let mut k = K::new(&[n]);
-    let a = k.load(d, IndexMap::Contiguous);
-    let b = k.load(d, IndexMap::Contiguous);
-    let r = k.binary(op, a, b);
-    k.store(r);
-    k.build()
-}
-
-fn cast_kernel(from: DType, to: DType, n: usize) -> FusedKernel {
-    let mut k = K::new(&[n]);
-    let a = k.load(from, IndexMap::Contiguous);
-    let dst = k.reg(to);
-    k.instrs.push(Instr::Cast { dst, to, a });
-    k.store(dst);
-    k.build()
-}
-
-fn gen_kernel(kind: GenKind, shape: &[usize], d: DType) -> FusedKernel {
-    let mut k = K::new(shape);
-    let dst = k.reg(d);
-    k.instrs.push(Instr::Gen {
-        dst,
-        kind,
-        shape: Shape::from_slice(shape),
-        map: IndexMap::Contiguous,
-    });
-    k.store(dst);
-    k.build()
-}
-
-fn random_kernel(dist: RandomDist, n: usize) -> FusedKernel {
-    let mut k = K::new(&[n]);
-    let r = k.random(dist, IndexMap::Contiguous);
-    k.store(r);
-    k.build()
-}
-
-/// `reduce(op, load(in0))` over [outer, inner], plus an element-wise copy of the input.
-fn reduce_kernel(op: ReduceOp, d: DType, outer: usize, inner: usize) -> FusedKernel {
-    let mut k = K::new(&[outer, inner]);
-    let a = k.load(d, IndexMap::Contiguous);
-    k.store(a);
-    k.reduce(op, a, inner);
-    k.build()
-}
-
-fn call(
+/// An intrinsic call producing its first input's type.
+fn intrinsic_call(
     op: Intrinsic,
     in_shapes: &[&[usize]],
     in_dtypes: &[DType],
     out: &[usize],
 ) -> IntrinsicCall {
-    IntrinsicCall {
-        op,
-        in_shapes: in_shapes.iter().map(|s| Shape::from_slice(s)).collect(),
-        in_dtypes: in_dtypes.to_vec(),
-        out_shape: Shape::from_slice(out),
-        dtype: in_dtypes[0],
-    }
+    call(op, in_shapes, in_dtypes, out, in_dtypes[0])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,92 +99,6 @@ fn library_has_every_op_of_the_tables() {
 
 // ---------------------------------------------------------------------------------------------
 // (b) naga validation.
-
-/// The `N` of the `var<immediate> params: array<u32, N>` that `source` declares, if any.
-fn declared_immediate_words(source: &str) -> Option<u32> {
-    let decl = "var<immediate> params: array<u32, ";
-    let rest = &source[source.find(decl)? + decl.len()..];
-    rest[..rest.find('>')?].parse().ok()
-}
-
-/// Parses and validates `plan.source`, and checks that each pass's entry point statically uses
-/// exactly bindings `0 .. buffers.len()` (plus the parameters after them when `params` is set),
-/// all in group 0.
-fn validate(plan: &GpuPlan, what: &str) {
-    let module = naga::front::wgsl::parse_str(&plan.source).unwrap_or_else(|e| {
-        panic!(
-            "{what}: WGSL parse error:\n{}",
-            e.emit_to_string(&plan.source)
-        )
-    });
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::default() | naga::valid::Capabilities::IMMEDIATES,
-    )
-    .validate(&module)
-    .unwrap_or_else(|e| {
-        panic!(
-            "{what}: WGSL validation error:\n{}\n{}",
-            e.emit_to_string(&plan.source),
-            kernel_tail(&plan.source)
-        )
-    });
-    for p in &plan.passes {
-        let (ei, _) = module
-            .entry_points
-            .iter()
-            .enumerate()
-            .find(|(_, e)| e.name == p.entry)
-            .unwrap_or_else(|| panic!("{what}: no entry point {}", p.entry));
-        let ep = info.get_entry_point(ei);
-        let mut used: Vec<u32> = module
-            .global_variables
-            .iter()
-            .filter(|(h, _)| !ep[*h].is_empty())
-            .filter_map(|(_, v)| v.binding.as_ref())
-            .map(|b| {
-                assert_eq!(b.group, 0, "{what}: group");
-                b.binding
-            })
-            .collect();
-        used.sort_unstable();
-        // Parameters are immediates (no binding) when the kernel's slots fit, else a binding;
-        // the plan says which, as the program declares.
-        let immediates = plan.immediate_words;
-        assert_eq!(
-            declared_immediate_words(&plan.source),
-            immediates,
-            "{what}: the plan's immediate words"
-        );
-        if let Some(words) = immediates {
-            assert!(
-                plan.passes.iter().any(|q| q.params),
-                "{what}: immediates unused"
-            );
-            assert!(
-                words * 4 <= wgsl::IMMEDIATE_BYTES,
-                "{what}: {words} immediate words"
-            );
-        }
-        let n = p.buffers.len() as u32 + (p.params && immediates.is_none()) as u32;
-        assert_eq!(
-            used,
-            (0..n).collect::<Vec<_>>(),
-            "{what}: entry {} uses bindings {used:?}, its pass lists {n}",
-            p.entry
-        );
-        assert_eq!(p.local, wgsl::LOCAL, "{what}");
-        assert!(p.groups <= wgsl::MAX_GROUPS, "{what}");
-    }
-    for (i, s) in plan.scratch.iter().enumerate() {
-        assert!(*s > 0, "{what}: scratch {i} is empty");
-    }
-}
-
-/// The generated part of a source (after the library), for error messages.
-fn kernel_tail(s: &str) -> &str {
-    s.find("// ---- kernel").map_or(s, |i| &s[i..])
-}
 
 fn validate_kernel(k: &FusedKernel, what: &str) -> GpuPlan {
     let plan = wgsl::render(k, target()).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -432,22 +170,15 @@ fn casts_select_consts_and_generators_validate() {
         }
     }
     for d in TYPES {
-        let mut k = K::new(&[5, 3]);
+        let mut k = Kb::new(&[5, 3]);
         let c = k.load(DType::Bool, IndexMap::Contiguous);
         let x = k.load(d, IndexMap::Contiguous);
         let y = k.konst(d);
-        let dst = k.reg(d);
-        k.instrs.push(Instr::Select {
-            dst,
-            cond: c,
-            a: x,
-            b: y,
-        });
+        let dst = k.select(c, x, y);
         k.store(dst);
         // A second use of the same parameter slot.
-        let dst2 = k.reg(d);
-        k.instrs.push(Instr::Const {
-            dst: dst2,
+        let dst2 = k.push(d, |dst| Instr::Const {
+            dst,
             slot: 0,
             dtype: d,
         });
@@ -477,36 +208,6 @@ fn casts_select_consts_and_generators_validate() {
     }
     // f64 anywhere is unsupported.
     assert!(wgsl::render(&unary_kernel(UnaryOp::Sin, DType::F64, 4), target()).is_err());
-}
-
-fn strided(offset: isize, strides: &[isize]) -> IndexMap {
-    IndexMap::Strided {
-        offset,
-        strides: strides.iter().copied().collect(),
-    }
-}
-
-/// `out = in[map]` over `shape` for an f32 input.
-fn map_kernel(shape: &[usize], map: IndexMap) -> FusedKernel {
-    let mut k = K::new(shape);
-    let a = k.load(DType::F32, map);
-    k.store(a);
-    k.build()
-}
-
-fn periodic(shape_in: &[usize], offset: &[isize]) -> IndexMap {
-    // Tile an input of shape_in over the domain: dim j reads (offset_j + d_j) mod shape_in[j].
-    let cs = arrayflow::ir::contiguous_strides(shape_in);
-    IndexMap::Periodic {
-        dims: (0..shape_in.len())
-            .map(|j| PeriodicDim {
-                offset: offset[j],
-                coef: (0..shape_in.len()).map(|k| (k == j) as isize).collect(),
-                modulus: shape_in[j],
-                stride: cs[j],
-            })
-            .collect(),
-    }
 }
 
 #[test]
@@ -539,24 +240,24 @@ fn maps_reductions_and_faults_validate() {
         }
     }
     // Several reductions at once, with a faulting division and a random draw in the same kernel.
-    let mut k = K::new(&[7, 300]);
+    let mut k = Kb::new(&[7, 300]);
     let a = k.load(DType::I32, IndexMap::Contiguous);
     let b = k.load(DType::I32, strided(0, &[0, 1]));
     let q = k.binary(BinaryOp::Div, a, b);
     let u = k.random(RandomDist::Uniform, IndexMap::Contiguous);
     k.store(q);
-    k.reduce(ReduceOp::Sum, q, 300);
-    k.reduce(ReduceOp::ArgMin, u, 300);
-    k.reduce(ReduceOp::Max, u, 300);
+    k.reduce(ReduceOp::Sum, q);
+    k.reduce(ReduceOp::ArgMin, u);
+    k.reduce(ReduceOp::Max, u);
     let plan = validate_kernel(&k.build(), "multi-reduction");
     assert!(plan.fault.is_some() && plan.passes[0].params);
     // Each chunked reduction takes workgroup memory (argmax/argmin twice): 16 words per thread fit
     // in WebGPU's default 16 KiB, more do not.
     for (sums, ok) in [(16, true), (17, false)] {
-        let mut k = K::new(&[2, 1000]);
+        let mut k = Kb::new(&[2, 1000]);
         let a = k.load(DType::F32, IndexMap::Contiguous);
         for _ in 0..sums {
-            k.reduce(ReduceOp::Sum, a, 1000);
+            k.reduce(ReduceOp::Sum, a);
         }
         assert_eq!(
             wgsl::render(&k.build(), target()).is_ok(),
@@ -574,7 +275,7 @@ fn maps_reductions_and_faults_validate() {
 #[test]
 fn intrinsics_validate() {
     for (m, k, n) in [(1, 1, 1), (70, 33, 130), (64, 64, 64), (0, 5, 3), (3, 0, 2)] {
-        let c = call(
+        let c = intrinsic_call(
             Intrinsic::Matmul,
             &[&[m, k], &[k, n]],
             &[DType::F32, DType::F32],
@@ -583,7 +284,7 @@ fn intrinsics_validate() {
         let plan = intrinsics::render(&c, target()).unwrap();
         validate(&plan, &format!("matmul {m}x{k}x{n}"));
     }
-    let c64 = call(
+    let c64 = intrinsic_call(
         Intrinsic::Matmul,
         &[&[2, 2], &[2, 2]],
         &[DType::F64, DType::F64],
@@ -592,7 +293,7 @@ fn intrinsics_validate() {
     assert!(intrinsics::render(&c64, target()).is_err());
     for d in TYPES {
         for it in [DType::I32, DType::U32] {
-            let c = call(
+            let c = intrinsic_call(
                 Intrinsic::Gather { axis: 1 },
                 &[&[3, 4, 5], &[6]],
                 &[d, it],
@@ -602,7 +303,7 @@ fn intrinsics_validate() {
             validate(&plan, &format!("gather {d} {it}"));
             assert_eq!(plan.fault, Some(0));
         }
-        let c = call(
+        let c = intrinsic_call(
             Intrinsic::Concat { axis: 1 },
             &[&[2, 3], &[2, 0], &[2, 5]],
             &[d, d, d],
@@ -617,18 +318,10 @@ fn intrinsics_validate() {
 /// `out0 = a + f32(iota)` (the generator read in place) and `out1 = n - 1 - iota` (an i32 iota
 /// through a reversing strided map) over `[n]`: values that depend on each element's `lin`.
 fn lanes_kernel(n: usize) -> FusedKernel {
-    let mut k = K::new(&[n]);
+    let mut k = Kb::new(&[n]);
     let a = k.load(DType::F32, IndexMap::Contiguous);
-    let gen_reg = |k: &mut K, d: DType, map: IndexMap| {
-        let dst = k.reg(d);
-        k.instrs.push(Instr::Gen {
-            dst,
-            kind: GenKind::Iota { axis: 0 },
-            shape: Shape::from_slice(&[n]),
-            map,
-        });
-        dst
-    };
+    let gen_reg =
+        |k: &mut Kb, d: DType, map: IndexMap| k.generate(GenKind::Iota { axis: 0 }, d, &[n], map);
     let i = gen_reg(&mut k, DType::F32, IndexMap::Contiguous);
     let s = k.binary(BinaryOp::Add, a, i);
     k.store(s);
@@ -707,14 +400,9 @@ fn map_kernels_take_quads_when_every_load_is_contiguous() {
         );
     }
     // An input read both in place and through a transposing map.
-    let mut both = K::new(&[8, 8]);
+    let mut both = Kb::new(&[8, 8]);
     let a = both.load(DType::F32, IndexMap::Contiguous);
-    let at = both.reg(DType::F32);
-    both.instrs.push(Instr::Load {
-        dst: at,
-        input: 0,
-        map: strided(0, &[1, 8]),
-    });
+    let at = both.load_from(0, strided(0, &[1, 8]));
     let s = both.binary(BinaryOp::Add, a, at);
     both.store(s);
     let scalar: Vec<(&str, FusedKernel)> = vec![
@@ -748,283 +436,10 @@ fn sources_are_deterministic() {
 // ---------------------------------------------------------------------------------------------
 // (c) Running plans on a Vulkan adapter.
 
-struct Gpu {
-    device: wgpu::Device,
-    queue: wgpu::Queue,
-    /// The device was given immediate data (the adapter offers at least `IMMEDIATE_BYTES`).
-    immediates: bool,
-    /// The device's `fma` rounds once (the executor's probe).
-    fused_fma: bool,
-}
-
-fn gpu() -> Option<&'static Gpu> {
-    static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
-    let g = GPU.get_or_init(|| {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
-            backends: wgpu::Backends::VULKAN,
-            ..wgpu::InstanceDescriptor::new_without_display_handle()
-        });
-        let adapter =
-            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
-                .ok()?;
-        let immediates = adapter.features().contains(wgpu::Features::IMMEDIATES)
-            && adapter.limits().max_immediate_size >= wgsl::IMMEDIATE_BYTES;
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            required_features: if immediates {
-                wgpu::Features::IMMEDIATES
-            } else {
-                wgpu::Features::empty()
-            },
-            required_limits: wgpu::Limits {
-                max_immediate_size: if immediates { wgsl::IMMEDIATE_BYTES } else { 0 },
-                ..adapter.limits()
-            },
-            ..Default::default()
-        }))
-        .ok()?;
-        let info = adapter.get_info();
-        let fused_fma =
-            gpu::tuning().wgpu_fma && arrayflow::exec::gpu::wgpu_probe::fused_fma(&device, &queue);
-        eprintln!(
-            "wgpu adapter: {} ({:?}), immediates: {immediates}, fused fma: {fused_fma}",
-            info.name, info.driver_info
-        );
-        Some(Gpu {
-            device,
-            queue,
-            immediates,
-            fused_fma,
-        })
-    });
-    if g.is_none() {
-        let required = std::env::var("ARRAYFLOW_REQUIRE_BACKENDS").unwrap_or_default();
-        assert!(
-            !required.contains("wgpu"),
-            "ARRAYFLOW_REQUIRE_BACKENDS={required} but no Vulkan adapter is available"
-        );
-        eprintln!("skipped: no Vulkan adapter for wgpu");
-    }
-    g.as_ref()
-}
-
-/// Typed host data of one buffer (bools as u32 words, as the device stores them).
-#[derive(Debug, Clone, PartialEq)]
-enum Data {
-    F32(Vec<f32>),
-    I32(Vec<i32>),
-    U32(Vec<u32>),
-}
-
-impl Data {
-    fn bytes(&self) -> Vec<u8> {
-        match self {
-            Data::F32(v) => bytemuck::cast_slice(v).to_vec(),
-            Data::I32(v) => bytemuck::cast_slice(v).to_vec(),
-            Data::U32(v) => bytemuck::cast_slice(v).to_vec(),
-        }
-    }
-    fn f32(&self) -> &[f32] {
-        match self {
-            Data::F32(v) => v,
-            _ => panic!("not f32: {self:?}"),
-        }
-    }
-    fn i32(&self) -> &[i32] {
-        match self {
-            Data::I32(v) => v,
-            _ => panic!("not i32: {self:?}"),
-        }
-    }
-    fn u32(&self) -> &[u32] {
-        match self {
-            Data::U32(v) => v,
-            _ => panic!("not u32: {self:?}"),
-        }
-    }
-}
-
-fn typed(d: DType, bytes: &[u8]) -> Data {
-    match d {
-        DType::F32 => Data::F32(bytemuck::cast_slice(bytes).to_vec()),
-        DType::I32 => Data::I32(bytemuck::cast_slice(bytes).to_vec()),
-        _ => Data::U32(bytemuck::cast_slice(bytes).to_vec()),
-    }
-}
-
-/// Runs `plan` with `inputs`, outputs of `outputs` (type, length) and parameter slots `params`;
-/// returns the outputs and the fault word (0 without a fault buffer).
-fn run(
-    g: &Gpu,
-    plan: &GpuPlan,
-    inputs: &[Data],
-    outputs: &[(DType, usize)],
-    params: &[u64],
-) -> (Vec<Data>, u32) {
-    use wgpu::BufferUsages as U;
-    let dev = &g.device;
-    let buffer = |bytes: u64, usage: U| {
-        dev.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: bytes.max(4).next_multiple_of(4),
-            usage,
-            mapped_at_creation: false,
-        })
-    };
-    let ins: Vec<wgpu::Buffer> = inputs
-        .iter()
-        .map(|d| {
-            let bytes = d.bytes();
-            let b = buffer(bytes.len() as u64, U::STORAGE | U::COPY_DST);
-            g.queue.write_buffer(&b, 0, &bytes);
-            b
-        })
-        .collect();
-    let outs: Vec<wgpu::Buffer> = outputs
-        .iter()
-        .map(|&(d, n)| buffer(elem_bytes(d, true) * n as u64, U::STORAGE | U::COPY_SRC))
-        .collect();
-    let scratch: Vec<wgpu::Buffer> = plan
-        .scratch
-        .iter()
-        .map(|&s| buffer(s, U::STORAGE | U::COPY_SRC))
-        .collect();
-    let mut words: Vec<u32> = params
-        .iter()
-        .flat_map(|&p| [p as u32, (p >> 32) as u32])
-        .collect();
-    words.resize(words.len().max(2), 0);
-    let pbuf = buffer(words.len() as u64 * 4, U::STORAGE | U::COPY_DST);
-    g.queue.write_buffer(&pbuf, 0, bytemuck::cast_slice(&words));
-
-    let immediates = plan.immediate_words;
-    assert!(
-        immediates.is_none() || g.immediates,
-        "a plan with immediates on an adapter without them (render with `target()`)"
-    );
-    let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: None,
-        source: wgpu::ShaderSource::Wgsl(plan.source.as_str().into()),
-    });
-    let mut enc = dev.create_command_encoder(&Default::default());
-    for p in plan.passes.iter().filter(|p| p.groups > 0) {
-        let pipe = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: None,
-            layout: None,
-            module: &module,
-            entry_point: Some(&p.entry),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        let mut entries: Vec<&wgpu::Buffer> = p
-            .buffers
-            .iter()
-            .map(|b| match *b {
-                BufArg::Input(i) => &ins[i as usize],
-                BufArg::Output(i) => &outs[i as usize],
-                BufArg::Scratch(i) => &scratch[i as usize],
-            })
-            .collect();
-        if p.params && immediates.is_none() {
-            entries.push(&pbuf);
-        }
-        let entries: Vec<wgpu::BindGroupEntry> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: b.as_entire_binding(),
-            })
-            .collect();
-        let bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipe.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let mut cp = enc.begin_compute_pass(&Default::default());
-        cp.set_pipeline(&pipe);
-        cp.set_bind_group(0, &bg, &[]);
-        if let Some(n) = immediates.filter(|_| p.params) {
-            let mut imm = words.clone();
-            imm.resize(n as usize, 0);
-            cp.set_immediates(0, bytemuck::cast_slice(&imm));
-        }
-        cp.dispatch_workgroups(p.groups, 1, 1);
-    }
-    let mut read: Vec<&wgpu::Buffer> = outs.iter().collect();
-    if let Some(f) = plan.fault {
-        read.push(&scratch[f as usize]);
-    }
-    let staging: Vec<wgpu::Buffer> = read
-        .iter()
-        .map(|b| {
-            let s = buffer(b.size(), U::MAP_READ | U::COPY_DST);
-            enc.copy_buffer_to_buffer(b, 0, &s, 0, b.size());
-            s
-        })
-        .collect();
-    g.queue.submit([enc.finish()]);
-    for s in &staging {
-        s.slice(..).map_async(wgpu::MapMode::Read, |r| r.unwrap());
-    }
-    dev.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-    let mut bytes: Vec<Vec<u8>> = staging
-        .iter()
-        .map(|s| s.slice(..).get_mapped_range().unwrap().to_vec())
-        .collect();
-    let fault = if plan.fault.is_some() {
-        bytemuck::cast_slice::<u8, u32>(&bytes.pop().unwrap())[0]
-    } else {
-        0
-    };
-    let data = outputs
-        .iter()
-        .zip(&bytes)
-        .map(|(&(d, n), b)| typed(d, &b[..elem_bytes(d, true) as usize * n]))
-        .collect();
-    (data, fault)
-}
-
-/// Runs fused kernel `k` (outputs sized from its domain).
-fn run_kernel(g: &Gpu, k: &FusedKernel, inputs: &[Data], params: &[u64]) -> (Vec<Data>, u32) {
-    let plan = wgsl::render(k, target()).unwrap();
-    let mut outs: Vec<(DType, usize)> = k.outputs.iter().map(|&d| (d, 0)).collect();
-    for s in &k.stores {
-        outs[s.output as usize].1 = k.domain.len();
-    }
-    for r in &k.reductions {
-        outs[r.output as usize].1 = k.domain.outer;
-    }
-    run(g, &plan, inputs, &outs, params)
-}
-
-/// A deterministic pseudo-random sequence in [lo, hi).
-fn sample(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
-        })
-        .collect()
-}
-
-fn close(got: f32, want: f64, rel: f64, abs: f64) -> bool {
-    let g = got as f64;
-    if want.is_nan() || g.is_nan() {
-        return want.is_nan() && g.is_nan();
-    }
-    if want.is_infinite() || g.is_infinite() {
-        return g == want;
-    }
-    (g - want).abs() <= (rel * want.abs()).max(abs)
-}
-
 /// `r = max(a * b + sin(a), a) / exp(b); i = (cast_i32(a * 100) % 7) - 3; c = r > 0` over
 /// `shape` for f32 inputs `a`, `b`, with parameters 100.0, 7, 3, 0.0 (outputs r, i, c).
 fn chain_kernel(shape: &[usize]) -> FusedKernel {
-    let mut k = K::new(shape);
+    let mut k = Kb::new(shape);
     let ra = k.load(DType::F32, IndexMap::Contiguous);
     let rb = k.load(DType::F32, IndexMap::Contiguous);
     let m = k.binary(BinaryOp::Mul, ra, rb);
@@ -1035,12 +450,7 @@ fn chain_kernel(shape: &[usize]) -> FusedKernel {
     let r = k.binary(BinaryOp::Div, mx, e);
     let hundred = k.konst(DType::F32);
     let h = k.binary(BinaryOp::Mul, ra, hundred);
-    let hi = k.reg(DType::I32);
-    k.instrs.push(Instr::Cast {
-        dst: hi,
-        to: DType::I32,
-        a: h,
-    });
+    let hi = k.cast(DType::I32, h);
     let seven = k.konst(DType::I32);
     let md = k.binary(BinaryOp::Mod, hi, seven);
     let three = k.konst(DType::I32);
@@ -1055,31 +465,32 @@ fn chain_kernel(shape: &[usize]) -> FusedKernel {
 
 #[test]
 fn elementwise_chain_matches_the_cpu() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let n = 5000;
     let a: Vec<f32> = sample(n, 1, -3.0, 3.0).iter().map(|&x| x as f32).collect();
     let b: Vec<f32> = sample(n, 2, 0.5, 2.0).iter().map(|&x| x as f32).collect();
     let k = chain_kernel(&[50, 100]);
     let params = [100f32.to_bits() as u64, 7, 3, 0f32.to_bits() as u64];
-    let (out, fault) = run_kernel(
-        g,
-        &k,
-        &[Data::F32(a.clone()), Data::F32(b.clone())],
-        &params,
-    );
+    let (out, fault) = g
+        .run(
+            &k,
+            &[&TypedVec::F32(a.clone()), &TypedVec::F32(b.clone())],
+            &params,
+        )
+        .into_parts();
     assert_eq!(fault, 0);
     for j in 0..n {
         let (x, y) = (a[j] as f64, b[j] as f64);
         let t = (x * y + x.sin()).max(x);
         let want = t / y.exp();
         assert!(
-            close(out[0].f32()[j], want, 1e-5, 1e-6),
+            close_rel(out[0].f32()[j], want, 1e-5, 1e-6),
             "r[{j}]: {} vs {want}",
             out[0].f32()[j]
         );
         let hi = (a[j] * 100.0) as i32;
         assert_eq!(out[1].i32()[j], hi.rem_euclid(7) - 3, "i[{j}]");
-        assert_eq!(out[2].u32()[j], (out[0].f32()[j] > 0.0) as u32, "c[{j}]");
+        assert_eq!(out[2].words()[j], (out[0].f32()[j] > 0.0) as u32, "c[{j}]");
     }
 }
 
@@ -1088,12 +499,12 @@ fn elementwise_chain_matches_the_cpu() {
 /// (the path of a device without immediates).
 #[test]
 fn parameters_reach_the_kernel_as_immediates_or_buffers() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let n = 3000;
     let a: Vec<i32> = (0..n as i32).map(|i| i * 31 - 40_000).collect();
     let fit = wgsl::IMMEDIATE_BYTES as usize / 8;
     for slots in [1, 3, fit, fit + 1, 3 * fit] {
-        let mut k = K::new(&[n]);
+        let mut k = Kb::new(&[n]);
         let mut acc = k.load(DType::I32, IndexMap::Contiguous);
         for _ in 0..slots {
             let c = k.konst(DType::I32);
@@ -1125,13 +536,14 @@ fn parameters_reach_the_kernel_as_immediates_or_buffers() {
             .map(|&x| consts.iter().fold(x, |s, &c| s.wrapping_add(c)))
             .collect();
         for (as_storage, plan) in [(false, &plan), (true, &storage_plan)] {
-            let (out, fault) = run(
-                g,
-                plan,
-                &[Data::I32(a.clone())],
-                &[(DType::I32, n)],
-                &params,
-            );
+            let (out, fault) = g
+                .run_plan(
+                    plan,
+                    &[&TypedVec::I32(a.clone())],
+                    &[(DType::I32, n)],
+                    &params,
+                )
+                .into_parts();
             assert_eq!(fault, 0);
             assert_eq!(
                 out[0].i32(),
@@ -1144,7 +556,7 @@ fn parameters_reach_the_kernel_as_immediates_or_buffers() {
 
 #[test]
 fn integer_division_by_zero_faults() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let a: Vec<i32> = (0..1000).map(|i| i * 7 - 3000).collect();
     let mut b: Vec<i32> = (0..1000).map(|i| (i % 13) - 6).collect();
     for v in b.iter_mut() {
@@ -1152,7 +564,7 @@ fn integer_division_by_zero_faults() {
             *v = 5;
         }
     }
-    let mut k = K::new(&[1000]);
+    let mut k = Kb::new(&[1000]);
     let ra = k.load(DType::I32, IndexMap::Contiguous);
     let rb = k.load(DType::I32, IndexMap::Contiguous);
     let q = k.binary(BinaryOp::Div, ra, rb);
@@ -1160,35 +572,25 @@ fn integer_division_by_zero_faults() {
     k.store(q);
     k.store(r);
     let k = k.build();
-    let (out, fault) = run_kernel(g, &k, &[Data::I32(a.clone()), Data::I32(b.clone())], &[]);
-    assert_eq!(fault, 0);
+    // Instruction 2 (the division) or 3 (the remainder) may win; both fault on element 567.
+    let (ta, tb) = (TypedVec::I32(a.clone()), TypedVec::I32(b.clone()));
+    let out = division_faults(g, &k, &[&ta, &tb], 1, &[567], &[3, 4], "i32 div, rem");
     for j in 0..1000 {
         assert_eq!(out[0].i32()[j], a[j].wrapping_div(b[j]));
         assert_eq!(out[1].i32()[j], a[j].wrapping_rem(b[j]));
     }
-    b[567] = 0;
-    let (out, fault) = run_kernel(g, &k, &[Data::I32(a), Data::I32(b)], &[]);
-    // Instruction 2 (the division) or 3 (the remainder) may win; both fault on element 567.
-    assert!(fault == 3 || fault == 4, "fault word {fault}");
-    assert_eq!((out[0].i32()[567], out[1].i32()[567]), (0, 0));
 }
 
 /// Renders and validates element-wise kernel `k` (which loads only in place), checks that it
 /// takes the quad form exactly when that is on and its length a positive multiple of 4, and
 /// runs it.
-fn run_map(
-    g: &Gpu,
-    k: &FusedKernel,
-    inputs: &[Data],
-    params: &[u64],
-    what: &str,
-) -> (Vec<Data>, u32) {
+fn run_map(g: &Gpu, k: &FusedKernel, inputs: &[&TypedVec], params: &[u64], what: &str) -> Ran {
     let plan = validate_kernel(k, what);
     let len = k.domain.len();
     let want = quads_on() && len >= 4 && len.is_multiple_of(4);
     assert_eq!(is_quads(&plan), want, "{what}: quad form");
     let outs: Vec<(DType, usize)> = k.outputs.iter().map(|&d| (d, len)).collect();
-    run(g, &plan, inputs, &outs, params)
+    g.run_plan(&plan, inputs, &outs, params)
 }
 
 /// Lengths of the quad tests: one quad, a partial work-group, 2^20 elements; and two that are not
@@ -1197,7 +599,7 @@ const QUAD_LENGTHS: [usize; 5] = [4, 1028, 1 << 20, 6, 1022];
 
 /// `y = |sqrt(a * b + 1) * a - b| * 0.5 + a` in f32 (the constants as parameters).
 fn quad_chain_kernel(n: usize) -> FusedKernel {
-    let mut k = K::new(&[n]);
+    let mut k = Kb::new(&[n]);
     let a = k.load(DType::F32, IndexMap::Contiguous);
     let b = k.load(DType::F32, IndexMap::Contiguous);
     let m = k.binary(BinaryOp::Mul, a, b);
@@ -1216,7 +618,7 @@ fn quad_chain_kernel(n: usize) -> FusedKernel {
 
 #[test]
 fn quad_f32_chain_matches_the_cpu() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     for n in QUAD_LENGTHS {
         let a: Vec<f32> = sample(n, 21, 0.0, 3.0).iter().map(|&x| x as f32).collect();
         let b: Vec<f32> = sample(n, 22, 0.5, 2.0).iter().map(|&x| x as f32).collect();
@@ -1225,17 +627,18 @@ fn quad_f32_chain_matches_the_cpu() {
         let (out, fault) = run_map(
             g,
             &quad_chain_kernel(n),
-            &[Data::F32(a.clone()), Data::F32(b.clone())],
+            &[&TypedVec::F32(a.clone()), &TypedVec::F32(b.clone())],
             &params,
             &what,
-        );
+        )
+        .into_parts();
         assert_eq!(fault, 0);
         for j in 0..n {
             let (x, y) = (a[j] as f64, b[j] as f64);
             let want = ((x * y + 1.0).sqrt() * x - y).abs() * 0.5 + x;
             let got = out[0].f32()[j];
             assert!(
-                close(got, want, 1e-5, 1e-6),
+                close_rel(got, want, 1e-5, 1e-6),
                 "{what} [{j}]: {got} vs {want}"
             );
         }
@@ -1247,7 +650,7 @@ fn quad_f32_chain_matches_the_cpu() {
 /// computed from each lane's `lin`, and an integer division whose fault is reported from a lane.
 #[test]
 fn quad_kernels_of_every_type_match_plain_rust() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     for n in QUAD_LENGTHS {
         let fa: Vec<f32> = sample(n, 31, -2.0, 2.0).iter().map(|&x| x as f32).collect();
         let mut fb: Vec<f32> = sample(n, 32, -2.0, 2.0).iter().map(|&x| x as f32).collect();
@@ -1262,7 +665,7 @@ fn quad_kernels_of_every_type_match_plain_rust() {
             .collect();
 
         // c = (a < b) ^ flag
-        let mut k = K::new(&[n]);
+        let mut k = Kb::new(&[n]);
         let a = k.load(DType::F32, IndexMap::Contiguous);
         let b = k.load(DType::F32, IndexMap::Contiguous);
         let f = k.load(DType::Bool, IndexMap::Contiguous);
@@ -1273,31 +676,33 @@ fn quad_kernels_of_every_type_match_plain_rust() {
             g,
             &k.build(),
             &[
-                Data::F32(fa.clone()),
-                Data::F32(fb.clone()),
-                Data::U32(flags.clone()),
+                &TypedVec::F32(fa.clone()),
+                &TypedVec::F32(fb.clone()),
+                &bools_of(&flags),
             ],
             &[],
             &format!("bool {n}"),
-        );
+        )
+        .into_parts();
         let want: Vec<u32> = (0..n)
             .map(|j| ((fa[j] < fb[j]) ^ (flags[j] != 0)) as u32)
             .collect();
-        assert_eq!(out[0].u32(), &want[..], "bool {n}");
+        assert_eq!(out[0].words(), &want[..], "bool {n}");
 
         let (out, _) = run_map(
             g,
             &cast_kernel(DType::I32, DType::F32, n),
-            &[Data::I32(ia.clone())],
+            &[&TypedVec::I32(ia.clone())],
             &[],
             &format!("cast {n}"),
-        );
+        )
+        .into_parts();
         for (j, (x, y)) in ia.iter().zip(out[0].f32()).enumerate() {
             assert_eq!(y.to_bits(), (*x as f32).to_bits(), "cast {n} [{j}]: {x}");
         }
 
         // (a * b) ^ b in u32
-        let mut k = K::new(&[n]);
+        let mut k = Kb::new(&[n]);
         let a = k.load(DType::U32, IndexMap::Contiguous);
         let b = k.load(DType::U32, IndexMap::Contiguous);
         let m = k.binary(BinaryOp::Mul, a, b);
@@ -1306,20 +711,22 @@ fn quad_kernels_of_every_type_match_plain_rust() {
         let (out, _) = run_map(
             g,
             &k.build(),
-            &[Data::U32(ua.clone()), Data::U32(ub.clone())],
+            &[&TypedVec::U32(ua.clone()), &TypedVec::U32(ub.clone())],
             &[],
             &format!("u32 {n}"),
-        );
+        )
+        .into_parts();
         let want: Vec<u32> = (0..n).map(|j| ua[j].wrapping_mul(ub[j]) ^ ub[j]).collect();
         assert_eq!(out[0].u32(), &want[..], "u32 {n}");
 
         let (out, _) = run_map(
             g,
             &lanes_kernel(n),
-            &[Data::F32(fa.clone())],
+            &[&TypedVec::F32(fa.clone())],
             &[],
             &format!("lanes {n}"),
-        );
+        )
+        .into_parts();
         for (j, &x) in fa.iter().enumerate() {
             let want = x + j as f32;
             assert_eq!(out[0].f32()[j].to_bits(), want.to_bits(), "lanes {n} [{j}]");
@@ -1327,7 +734,7 @@ fn quad_kernels_of_every_type_match_plain_rust() {
         }
 
         // q = a / b, r = a % b in i32: no zero divisor, then zeros in lanes 3 and 1.
-        let mut k = K::new(&[n]);
+        let mut k = Kb::new(&[n]);
         let a = k.load(DType::I32, IndexMap::Contiguous);
         let b = k.load(DType::I32, IndexMap::Contiguous);
         let q = k.binary(BinaryOp::Div, a, b);
@@ -1345,10 +752,11 @@ fn quad_kernels_of_every_type_match_plain_rust() {
         let (out, fault) = run_map(
             g,
             &k,
-            &[Data::I32(ia.clone()), Data::I32(ib.clone())],
+            &[&TypedVec::I32(ia.clone()), &TypedVec::I32(ib.clone())],
             &[],
             &format!("div {n}"),
-        );
+        )
+        .into_parts();
         assert_eq!(fault, 0, "div {n}");
         let wq: Vec<i32> = (0..n).map(|j| ia[j].wrapping_div(ib[j])).collect();
         let wr: Vec<i32> = (0..n).map(|j| ia[j].wrapping_rem(ib[j])).collect();
@@ -1361,10 +769,11 @@ fn quad_kernels_of_every_type_match_plain_rust() {
         let (out, fault) = run_map(
             g,
             &k,
-            &[Data::I32(ia.clone()), Data::I32(ib.clone())],
+            &[&TypedVec::I32(ia.clone()), &TypedVec::I32(ib.clone())],
             &[],
             &format!("div by zero {n}"),
-        );
+        )
+        .into_parts();
         // Instruction 2 (the division) or 3 (the remainder) may win.
         assert!(
             fault == 3 || fault == 4,
@@ -1386,7 +795,7 @@ fn quad_kernels_of_every_type_match_plain_rust() {
 
 /// `(a + b) ^ b` in u32 over `[n]`.
 fn grid_kernel(n: usize) -> FusedKernel {
-    let mut k = K::new(&[n]);
+    let mut k = Kb::new(&[n]);
     let ra = k.load(DType::U32, IndexMap::Contiguous);
     let rb = k.load(DType::U32, IndexMap::Contiguous);
     let s = k.binary(BinaryOp::Add, ra, rb);
@@ -1401,13 +810,14 @@ fn grid_case(g: &Gpu, plan: &GpuPlan, n: usize, what: &str) {
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     let b: Vec<u32> = (0..n as u32).map(|i| i ^ 0x5bd1_e995).collect();
-    let (out, _) = run(
-        g,
-        plan,
-        &[Data::U32(a.clone()), Data::U32(b.clone())],
-        &[(DType::U32, n)],
-        &[],
-    );
+    let (out, _) = g
+        .run_plan(
+            plan,
+            &[&TypedVec::U32(a.clone()), &TypedVec::U32(b.clone())],
+            &[(DType::U32, n)],
+            &[],
+        )
+        .into_parts();
     let got = out[0].u32();
     for j in 0..n {
         let want = a[j].wrapping_add(b[j]) ^ b[j];
@@ -1421,7 +831,7 @@ fn grid_case(g: &Gpu, plan: &GpuPlan, n: usize, what: &str) {
 /// kernel with more quads than the largest grid has threads (lavapipe binds at most 128 MiB).
 #[test]
 fn quad_kernels_loop_over_the_grid() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let n = (1 << 20) + 4 * 37;
     let k = grid_kernel(n);
     let mut plan = validate_kernel(&k, "grid");
@@ -1472,14 +882,20 @@ fn sum_case(g: &Gpu, outer: usize, inner: usize) {
     let xi: Vec<i32> = (0..outer * inner)
         .map(|i| (i as i32).wrapping_mul(2_654_435_761u32 as i32))
         .collect();
-    let mut k = K::new(&[outer, inner]);
+    let mut k = Kb::new(&[outer, inner]);
     let a = k.load(DType::F32, IndexMap::Contiguous);
     let b = k.load(DType::I32, IndexMap::Contiguous);
-    k.reduce(ReduceOp::Sum, a, inner);
-    k.reduce(ReduceOp::Sum, b, inner);
-    k.reduce(ReduceOp::Prod, b, inner);
+    k.reduce(ReduceOp::Sum, a);
+    k.reduce(ReduceOp::Sum, b);
+    k.reduce(ReduceOp::Prod, b);
     let k = k.build();
-    let (out, _) = run_kernel(g, &k, &[Data::F32(x.clone()), Data::I32(xi.clone())], &[]);
+    let (out, _) = g
+        .run(
+            &k,
+            &[&TypedVec::F32(x.clone()), &TypedVec::I32(xi.clone())],
+            &[],
+        )
+        .into_parts();
     for o in 0..outer {
         let row = &x[o * inner..(o + 1) * inner];
         let want: f64 = row.iter().map(|&v| v as f64).sum();
@@ -1499,7 +915,7 @@ fn sum_case(g: &Gpu, outer: usize, inner: usize) {
 
 #[test]
 fn sums_match_the_cpu() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     sum_case(g, 1, 1_000_000);
     // Chunks long enough for the unrolled loop (and its remainder), with and without a final pass.
     sum_case(g, 1, 4_000_000);
@@ -1513,7 +929,7 @@ fn sums_match_the_cpu() {
 
 #[test]
 fn argmax_argmin_any_all_match_the_cpu() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     for (outer, inner) in [(4, 50_000), (300, 40), (2, 700), (600, 5000)] {
         let n = outer * inner;
         // Few distinct values (ties), some NaNs in row 1, a row of equal values.
@@ -1529,29 +945,21 @@ fn argmax_argmin_any_all_match_the_cpu() {
             *v = 2.0;
         }
         let flags: Vec<u32> = (0..n).map(|i| ((i % 977) == 5) as u32).collect();
-        let mut k = K::new(&[outer, inner]);
+        let mut k = Kb::new(&[outer, inner]);
         let a = k.load(DType::F32, IndexMap::Contiguous);
         let b = k.load(DType::Bool, IndexMap::Contiguous);
-        let c = k.reg(DType::I32);
-        k.instrs.push(Instr::Cast {
-            dst: c,
-            to: DType::I32,
-            a,
-        });
-        k.reduce(ReduceOp::ArgMax, a, inner);
-        k.reduce(ReduceOp::ArgMin, a, inner);
-        k.reduce(ReduceOp::Max, a, inner);
-        k.reduce(ReduceOp::Min, a, inner);
-        k.reduce(ReduceOp::Any, b, inner);
-        k.reduce(ReduceOp::All, b, inner);
-        k.reduce(ReduceOp::ArgMin, c, inner);
+        let c = k.cast(DType::I32, a);
+        k.reduce(ReduceOp::ArgMax, a);
+        k.reduce(ReduceOp::ArgMin, a);
+        k.reduce(ReduceOp::Max, a);
+        k.reduce(ReduceOp::Min, a);
+        k.reduce(ReduceOp::Any, b);
+        k.reduce(ReduceOp::All, b);
+        k.reduce(ReduceOp::ArgMin, c);
         let k = k.build();
-        let (out, _) = run_kernel(
-            g,
-            &k,
-            &[Data::F32(x.clone()), Data::U32(flags.clone())],
-            &[],
-        );
+        let out = g
+            .run(&k, &[&TypedVec::F32(x.clone()), &bools_of(&flags)], &[])
+            .outputs;
         for o in 0..outer {
             let row = &x[o * inner..(o + 1) * inner];
             let first_nan = row.iter().position(|v| v.is_nan());
@@ -1580,9 +988,9 @@ fn argmax_argmin_any_all_match_the_cpu() {
                 );
             }
             let fl = &flags[o * inner..(o + 1) * inner];
-            assert_eq!(out[4].u32()[o], fl.contains(&1) as u32, "any {ctx}");
+            assert_eq!(out[4].words()[o], fl.contains(&1) as u32, "any {ctx}");
             assert_eq!(
-                out[5].u32()[o],
+                out[5].words()[o],
                 fl.iter().all(|&f| f == 1) as u32,
                 "all {ctx}"
             );
@@ -1595,37 +1003,31 @@ fn argmax_argmin_any_all_match_the_cpu() {
 
 #[test]
 fn philox_uniform_is_bit_identical_to_the_cpu() {
-    let Some(g) = gpu() else { return };
-    use arrayflow::primitives::cpu;
+    let Some(g) = wgpu_device() else { return };
     let n = 10_000;
     let key = [0x1234_5678u32, 0x9abc_def0];
     // A counter just below 2^32, so element indices carry into the high word.
     let counter: u64 = (3u64 << 32) | 0xffff_f000;
-    let mut k = K::new(&[n]);
+    let mut k = Kb::new(&[n]);
     let u = k.random(RandomDist::Uniform, IndexMap::Contiguous);
     let z = k.random(RandomDist::Normal, IndexMap::Contiguous);
     k.store(u);
     k.store(z);
     let k = k.build();
-    let params = [
-        ((key[1] as u64) << 32) | key[0] as u64,
-        counter,
-        params_key(key),
-        counter + 17,
-    ];
-    let (out, _) = run_kernel(g, &k, &[], &params);
-    let mut cache = (u64::MAX, [0u32; 4]);
+    let params = [key_param(key), counter, key_param(key), counter + 17];
+    let (out, _) = g.run(&k, &[], &params).into_parts();
     for i in 0..n {
-        let w = cpu::stream_words(key, counter + i as u64, 1, &mut cache);
-        let want = cpu::uniform_f32(w[0]);
-        assert_eq!(out[0].f32()[i].to_bits(), want.to_bits(), "uniform [{i}]");
+        let want = philox_reference(key, counter + i as u64, RandomDist::Uniform, DType::F32);
+        assert_eq!(
+            (out[0].f32()[i] as f64).to_bits(),
+            want.to_bits(),
+            "uniform [{i}]"
+        );
     }
-    let mut cache = (u64::MAX, [0u32; 4]);
     for i in 0..n {
-        let w = cpu::stream_words(key, counter + 17 + i as u64, 2, &mut cache);
-        let want = cpu::normal_f32(w[0], w[1]) as f64;
+        let want = philox_reference(key, counter + 17 + i as u64, RandomDist::Normal, DType::F32);
         assert!(
-            close(out[1].f32()[i], want, 2e-6, 2e-6),
+            close_rel(out[1].f32()[i], want, 2e-6, 2e-6),
             "normal [{i}]: {} vs {want}",
             out[1].f32()[i]
         );
@@ -1640,74 +1042,48 @@ fn philox_uniform_is_bit_identical_to_the_cpu() {
         &[n],
         DType::F32,
     );
-    let (out2, _) = run_kernel(g, &gk, &[], &[]);
+    let (out2, _) = g.run(&gk, &[], &[]).into_parts();
     assert_eq!(out2[0], out[0]);
-}
-
-fn params_key(key: [u32; 2]) -> u64 {
-    ((key[1] as u64) << 32) | key[0] as u64
 }
 
 #[test]
 fn matmul_matches_a_plain_loop() {
-    let Some(g) = gpu() else { return };
-    for (m, k, n) in [(70, 33, 130), (1, 200, 1), (128, 64, 64), (5, 0, 3)] {
-        let a: Vec<f32> = sample(m * k, 4, -1.0, 1.0)
-            .iter()
-            .map(|&v| v as f32)
-            .collect();
-        let b: Vec<f32> = sample(k * n, 5, -1.0, 1.0)
-            .iter()
-            .map(|&v| v as f32)
-            .collect();
-        let c = call(
-            Intrinsic::Matmul,
-            &[&[m, k], &[k, n]],
-            &[DType::F32, DType::F32],
-            &[m, n],
-        );
-        let plan = intrinsics::render(&c, target()).unwrap();
-        let (out, _) = run(
-            g,
-            &plan,
-            &[Data::F32(a.clone()), Data::F32(b.clone())],
-            &[(DType::F32, m * n)],
-            &[],
-        );
-        for i in 0..m {
-            for j in 0..n {
-                let want: f64 = (0..k)
-                    .map(|l| a[i * k + l] as f64 * b[l * n + j] as f64)
-                    .sum();
-                let got = out[0].f32()[i * n + j] as f64;
-                assert!(
-                    (got - want).abs() <= 1e-5 * k as f64,
-                    "matmul {m}x{k}x{n} [{i},{j}]: {got} vs {want}"
-                );
-            }
-        }
-    }
+    let Some(g) = wgpu_device() else { return };
+    let cases = [
+        (DType::F32, 70, 33, 130),
+        (DType::F32, 1, 200, 1),
+        (DType::F32, 128, 64, 64),
+        (DType::F32, 5, 0, 3),
+    ];
+    matmul_matches(
+        g,
+        &cases,
+        |len, seed| sample(len, seed, -1.0, 1.0),
+        (4, 5),
+        |_, k| 1e-5 * k as f64,
+    );
 }
 
 #[test]
 fn gather_and_concat_match_the_cpu() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let data: Vec<u32> = (0..60).collect();
     let idx = vec![3i32, 0, 3, 1, 2, 2];
-    let c = call(
+    let c = intrinsic_call(
         Intrinsic::Gather { axis: 1 },
         &[&[3, 4, 5], &[6]],
         &[DType::U32, DType::I32],
         &[3, 6, 5],
     );
     let plan = intrinsics::render(&c, target()).unwrap();
-    let (out, fault) = run(
-        g,
-        &plan,
-        &[Data::U32(data.clone()), Data::I32(idx.clone())],
-        &[(DType::U32, 90)],
-        &[],
-    );
+    let (out, fault) = g
+        .run_plan(
+            &plan,
+            &[&TypedVec::U32(data.clone()), &TypedVec::I32(idx.clone())],
+            &[(DType::U32, 90)],
+            &[],
+        )
+        .into_parts();
     assert_eq!(fault, 0);
     for p in 0..3 {
         for (j, &i) in idx.iter().enumerate() {
@@ -1722,32 +1098,38 @@ fn gather_and_concat_match_the_cpu() {
     for bad in [-1, 4] {
         let mut idx = idx.clone();
         idx[4] = bad;
-        let (_, fault) = run(
-            g,
-            &plan,
-            &[Data::U32(data.clone()), Data::I32(idx)],
-            &[(DType::U32, 90)],
-            &[],
-        );
+        let (_, fault) = g
+            .run_plan(
+                &plan,
+                &[&TypedVec::U32(data.clone()), &TypedVec::I32(idx)],
+                &[(DType::U32, 90)],
+                &[],
+            )
+            .into_parts();
         assert_eq!(fault, 1, "index {bad}");
     }
     // Concat along axis 1 of [2,3], [2,0], [2,5] (f32).
     let p0: Vec<f32> = (0..6).map(|v| v as f32).collect();
     let p2: Vec<f32> = (0..10).map(|v| 100.0 + v as f32).collect();
-    let c = call(
+    let c = intrinsic_call(
         Intrinsic::Concat { axis: 1 },
         &[&[2, 3], &[2, 0], &[2, 5]],
         &[DType::F32; 3],
         &[2, 8],
     );
     let plan = intrinsics::render(&c, target()).unwrap();
-    let (out, _) = run(
-        g,
-        &plan,
-        &[Data::F32(p0), Data::F32(vec![]), Data::F32(p2)],
-        &[(DType::F32, 16)],
-        &[],
-    );
+    let (out, _) = g
+        .run_plan(
+            &plan,
+            &[
+                &TypedVec::F32(p0),
+                &TypedVec::F32(vec![]),
+                &TypedVec::F32(p2),
+            ],
+            &[(DType::F32, 16)],
+            &[],
+        )
+        .into_parts();
     let want: Vec<f32> = [
         0., 1., 2., 100., 101., 102., 103., 104., 3., 4., 5., 105., 106., 107., 108., 109.,
     ]
@@ -1757,45 +1139,49 @@ fn gather_and_concat_match_the_cpu() {
 
 #[test]
 fn views_and_generators_match_the_cpu() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
     // Reversed 3x4 view: in[11 - 4 d0 - d1].
-    let (out, _) = run_kernel(
-        g,
-        &map_kernel(&[3, 4], strided(11, &[-4, -1])),
-        &[Data::F32(x.clone())],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &map_kernel(&[3, 4], strided(11, &[-4, -1])),
+            &[&TypedVec::F32(x.clone())],
+            &[],
+        )
+        .into_parts();
     let want: Vec<f32> = (0..12).rev().map(|v| v as f32).collect();
     assert_eq!(out[0].f32(), &want[..]);
     // Tile a [2, 3] input over [6, 8] starting at (-1, 5).
     let x6: Vec<f32> = (0..6).map(|v| v as f32).collect();
-    let (out, _) = run_kernel(
-        g,
-        &map_kernel(&[6, 8], periodic(&[2, 3], &[-1, 5])),
-        &[Data::F32(x6.clone())],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &map_kernel(&[6, 8], periodic(&[2, 3], &[-1, 5])),
+            &[&TypedVec::F32(x6.clone())],
+            &[],
+        )
+        .into_parts();
     for d0 in 0..6i64 {
         for d1 in 0..8i64 {
             let s = (d0 - 1).rem_euclid(2) * 3 + (d1 + 5).rem_euclid(3);
             assert_eq!(out[0].f32()[(d0 * 8 + d1) as usize], x6[s as usize]);
         }
     }
-    let (out, _) = run_kernel(
-        g,
-        &gen_kernel(GenKind::Iota { axis: 0 }, &[3, 4], DType::I32),
-        &[],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &gen_kernel(GenKind::Iota { axis: 0 }, &[3, 4], DType::I32),
+            &[],
+            &[],
+        )
+        .into_parts();
     assert_eq!(out[0].i32(), &[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
-    let (out, _) = run_kernel(
-        g,
-        &gen_kernel(GenKind::Identity, &[3, 3], DType::Bool),
-        &[],
-        &[],
-    );
-    assert_eq!(out[0].u32(), &[1, 0, 0, 0, 1, 0, 0, 0, 1]);
+    let (out, _) = g
+        .run(
+            &gen_kernel(GenKind::Identity, &[3, 3], DType::Bool),
+            &[],
+            &[],
+        )
+        .into_parts();
+    assert_eq!(out[0].words(), &[1, 0, 0, 0, 1, 0, 0, 0, 1]);
     for (s, e, n) in [(-3.0, 7.5, 1000usize), (0.1, 0.7, 7), (-1e6, 1e6, 9999)] {
         let step = (e - s) / (n - 1) as f64;
         let lin = GenKind::Linspace {
@@ -1804,7 +1190,9 @@ fn views_and_generators_match_the_cpu() {
             end: e,
             n,
         };
-        let (out, _) = run_kernel(g, &gen_kernel(lin, &[n], DType::F32), &[], &[]);
+        let (out, _) = g
+            .run(&gen_kernel(lin, &[n], DType::F32), &[], &[])
+            .into_parts();
         let v = out[0].f32();
         assert_eq!((v[0], v[n - 1]), (s as f32, e as f32));
         let tol = 4.0 * f32::EPSILON as f64 * s.abs().max(e.abs());
@@ -1832,24 +1220,26 @@ const INF: f64 = f64::INFINITY;
 const NAN: f64 = f64::NAN;
 
 /// Runs a one-op kernel on f32 inputs.
-fn run_unary(g: &Gpu, op: UnaryOp, xs: &[f32]) -> Data {
-    let (out, _) = run_kernel(
-        g,
-        &unary_kernel(op, DType::F32, xs.len()),
-        &[Data::F32(xs.to_vec())],
-        &[],
-    );
+fn run_unary(g: &Gpu, op: UnaryOp, xs: &[f32]) -> TypedVec {
+    let (out, _) = g
+        .run(
+            &unary_kernel(op, DType::F32, xs.len()),
+            &[&TypedVec::F32(xs.to_vec())],
+            &[],
+        )
+        .into_parts();
     out.into_iter().next().unwrap()
 }
 
-fn run_binary(g: &Gpu, op: BinaryOp, xs: &[f32], ys: &[f32]) -> Data {
+fn run_binary(g: &Gpu, op: BinaryOp, xs: &[f32], ys: &[f32]) -> TypedVec {
     let k = binary_kernel(op, DType::F32, xs.len());
-    let (out, _) = run_kernel(
-        g,
-        &k,
-        &[Data::F32(xs.to_vec()), Data::F32(ys.to_vec())],
-        &[],
-    );
+    let (out, _) = g
+        .run(
+            &k,
+            &[&TypedVec::F32(xs.to_vec()), &TypedVec::F32(ys.to_vec())],
+            &[],
+        )
+        .into_parts();
     out.into_iter().next().unwrap()
 }
 
@@ -1865,7 +1255,7 @@ fn misses(xs: &[f32], got: &[f32], oracle: impl Fn(f64) -> f64) -> Vec<String> {
             } else {
                 w
             };
-            (!close(y, w, 2e-6, 1e-6)).then(|| format!("f({x:e}) = {y:e}, want {w:e}"))
+            (!close_rel(y, w, 2e-6, 1e-6)).then(|| format!("f({x:e}) = {y:e}, want {w:e}"))
         })
         .take(6)
         .collect()
@@ -1885,7 +1275,7 @@ fn domain(lo: f64, hi: f64, signed: bool, extra: &[f64]) -> Vec<f32> {
 
 #[test]
 fn float_unary_ops_are_accurate() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     type Row = (
         UnaryOp,
         fn(f64) -> f64,
@@ -1932,14 +1322,16 @@ fn float_unary_ops_are_accurate() {
     let mut failures = Vec::new();
     for &(op, oracle, lo, hi, signed, extra, nans) in table {
         let xs = domain(lo, hi, signed, extra);
-        let got = run_unary(g, op, &xs);
-        let bad = misses(&xs, got.f32(), oracle);
+        let nan_in: Vec<f32> = nans.iter().map(|&x| x as f32).collect();
+        // One kernel runs the domain and, after it, the inputs whose result is NaN.
+        let all: Vec<f32> = xs.iter().chain(&nan_in).copied().collect();
+        let got = run_unary(g, op, &all);
+        let (got, got_nan) = got.f32().split_at(xs.len());
+        let bad = misses(&xs, got, oracle);
         if !bad.is_empty() {
             failures.push(format!("{}: {}", op.name(), bad.join("; ")));
         }
-        let nan_in: Vec<f32> = nans.iter().map(|&x| x as f32).collect();
-        let got = run_unary(g, op, &nan_in);
-        for (x, y) in nan_in.iter().zip(got.f32()) {
+        for (x, y) in nan_in.iter().zip(got_nan) {
             if !y.is_nan() {
                 failures.push(format!("{}({x}) = {y}, want NaN", op.name()));
             }
@@ -1950,7 +1342,7 @@ fn float_unary_ops_are_accurate() {
 
 #[test]
 fn rounding_and_sign_ops_are_exact() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let mut xs: Vec<f32> = sample(2000, 8, -100.0, 100.0)
         .iter()
         .map(|&x| x as f32)
@@ -2008,20 +1400,20 @@ fn rounding_and_sign_ops_are_exact() {
     let got = run_unary(g, UnaryOp::IsNan, &xs);
     assert!(
         xs.iter()
-            .zip(got.u32())
-            .all(|(x, &y)| y == x.is_nan() as u32)
+            .zip(got.words())
+            .all(|(x, y)| y == x.is_nan() as u32)
     );
     let got = run_unary(g, UnaryOp::IsInf, &xs);
     assert!(
         xs.iter()
-            .zip(got.u32())
-            .all(|(x, &y)| y == x.is_infinite() as u32)
+            .zip(got.words())
+            .all(|(x, y)| y == x.is_infinite() as u32)
     );
 }
 
 #[test]
 fn float_binary_ops_are_accurate() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     // pow: positive bases with real exponents, negative bases with integral ones, special values.
     let mut x: Vec<f32> = sample(3000, 11, 0.1, 10.0)
         .iter()
@@ -2077,7 +1469,7 @@ fn float_binary_ops_are_accurate() {
             } else {
                 w
             };
-            (!close(r, w, 2e-6, 1e-6)).then(|| format!("pow({a:e}, {b:e}) = {r:e}, want {w:e}"))
+            (!close_rel(r, w, 2e-6, 1e-6)).then(|| format!("pow({a:e}, {b:e}) = {r:e}, want {w:e}"))
         })
         .take(8)
         .collect();
@@ -2102,7 +1494,10 @@ fn float_binary_ops_are_accurate() {
     let got = run_binary(g, BinaryOp::Atan2, &ya, &xa);
     for ((&a, &b), &r) in ya.iter().zip(&xa).zip(got.f32()) {
         let w = (a as f64).atan2(b as f64);
-        assert!(close(r, w, 2e-6, 1e-6), "atan2({a}, {b}) = {r}, want {w}");
+        assert!(
+            close_rel(r, w, 2e-6, 1e-6),
+            "atan2({a}, {b}) = {r}, want {w}"
+        );
         assert!(
             w.is_nan() || r.is_sign_negative() == w.is_sign_negative(),
             "atan2({a}, {b}) sign"
@@ -2186,7 +1581,7 @@ fn float_binary_ops_are_accurate() {
 
 #[test]
 fn casts_follow_rust_as() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let fs: Vec<f32> = [
         0.0,
         -0.0,
@@ -2207,15 +1602,15 @@ fn casts_follow_rust_as() {
     ]
     .to_vec();
     assert_eq!(
-        cast(g, DType::I32, Data::F32(fs.clone())).i32(),
+        cast(g, DType::I32, &TypedVec::F32(fs.clone())).i32(),
         &fs.iter().map(|&x| x as i32).collect::<Vec<_>>()[..]
     );
     assert_eq!(
-        cast(g, DType::U32, Data::F32(fs.clone())).u32(),
+        cast(g, DType::U32, &TypedVec::F32(fs.clone())).u32(),
         &fs.iter().map(|&x| x as u32).collect::<Vec<_>>()[..]
     );
     assert_eq!(
-        cast(g, DType::Bool, Data::F32(fs.clone())).u32(),
+        cast(g, DType::Bool, &TypedVec::F32(fs.clone())).words(),
         &fs.iter().map(|&x| (x != 0.0) as u32).collect::<Vec<_>>()[..]
     );
     // Integers to f32 round to nearest even, ties included.
@@ -2230,34 +1625,33 @@ fn casts_follow_rust_as() {
     );
     for (u, f) in us
         .iter()
-        .zip(cast(g, DType::F32, Data::U32(us.clone())).f32())
+        .zip(cast(g, DType::F32, &TypedVec::U32(us.clone())).f32())
     {
         assert_eq!(f.to_bits(), (*u as f32).to_bits(), "{u} as f32");
     }
     let is: Vec<i32> = us.iter().map(|&u| u as i32).collect();
     for (i, f) in is
         .iter()
-        .zip(cast(g, DType::F32, Data::I32(is.clone())).f32())
+        .zip(cast(g, DType::F32, &TypedVec::I32(is.clone())).f32())
     {
         assert_eq!(f.to_bits(), (*i as f32).to_bits(), "{i} as f32");
     }
-    assert_eq!(cast(g, DType::U32, Data::I32(is.clone())).u32(), &us[..]);
+    assert_eq!(
+        cast(g, DType::U32, &TypedVec::I32(is.clone())).u32(),
+        &us[..]
+    );
 }
 
 /// `input` cast to `to` by a one-instruction kernel on the adapter.
-fn cast(g: &Gpu, to: DType, input: Data) -> Data {
-    let (from, n) = match &input {
-        Data::F32(v) => (DType::F32, v.len()),
-        Data::I32(v) => (DType::I32, v.len()),
-        Data::U32(v) => (DType::U32, v.len()),
-    };
-    let (mut out, _) = run_kernel(g, &cast_kernel(from, to, n), &[input], &[]);
+fn cast(g: &Gpu, to: DType, input: &TypedVec) -> TypedVec {
+    let (from, n) = (input.dtype(), input.len());
+    let (mut out, _) = g.run(&cast_kernel(from, to, n), &[input], &[]).into_parts();
     out.remove(0)
 }
 
 #[test]
 fn comparisons_follow_ieee() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let vals = [
         0.0f32,
         -0.0,
@@ -2283,7 +1677,7 @@ fn comparisons_follow_ieee() {
         let got = run_binary(g, op, &a, &b);
         for i in 0..a.len() {
             assert_eq!(
-                got.u32()[i],
+                got.words()[i],
                 f(a[i], b[i]) as u32,
                 "{}({}, {})",
                 op.name(),
@@ -2296,7 +1690,7 @@ fn comparisons_follow_ieee() {
 
 #[test]
 fn integer_and_bool_ops_wrap_like_rust() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let special = [
         0i32,
         1,
@@ -2341,7 +1735,13 @@ fn integer_and_bool_ops_wrap_like_rust() {
     let ub: Vec<u32> = b.iter().map(|&v| v as u32).collect();
     for (op, f) in ops {
         let k = binary_kernel(op, DType::I32, a.len());
-        let (out, fault) = run_kernel(g, &k, &[Data::I32(a.clone()), Data::I32(b.clone())], &[]);
+        let (out, fault) = g
+            .run(
+                &k,
+                &[&TypedVec::I32(a.clone()), &TypedVec::I32(b.clone())],
+                &[],
+            )
+            .into_parts();
         assert_eq!(fault, 0);
         for i in 0..a.len() {
             assert_eq!(
@@ -2354,7 +1754,13 @@ fn integer_and_bool_ops_wrap_like_rust() {
             );
         }
         let k = binary_kernel(op, DType::U32, a.len());
-        let (out, _) = run_kernel(g, &k, &[Data::U32(ua.clone()), Data::U32(ub.clone())], &[]);
+        let (out, _) = g
+            .run(
+                &k,
+                &[&TypedVec::U32(ua.clone()), &TypedVec::U32(ub.clone())],
+                &[],
+            )
+            .into_parts();
         for i in 0..a.len() {
             let (x, y) = (ua[i], ub[i]);
             let w = match op {
@@ -2378,12 +1784,13 @@ fn integer_and_bool_ops_wrap_like_rust() {
         (UnaryOp::Not, |x| !x),
     ];
     for (op, f) in unary {
-        let (out, _) = run_kernel(
-            g,
-            &unary_kernel(op, DType::I32, a.len()),
-            &[Data::I32(a.clone())],
-            &[],
-        );
+        let (out, _) = g
+            .run(
+                &unary_kernel(op, DType::I32, a.len()),
+                &[&TypedVec::I32(a.clone())],
+                &[],
+            )
+            .into_parts();
         for (&x, &y) in a.iter().zip(out[0].i32()) {
             assert_eq!(y, f(x), "{} i32 {x}", op.name());
         }
@@ -2401,15 +1808,12 @@ fn integer_and_bool_ops_wrap_like_rust() {
     ];
     for (op, f) in bops {
         let k = binary_kernel(op, DType::Bool, 4);
-        let (out, _) = run_kernel(
-            g,
-            &k,
-            &[Data::U32(bools.to_vec()), Data::U32(other.to_vec())],
-            &[],
-        );
+        let (out, _) = g
+            .run(&k, &[&bools_of(&bools), &bools_of(&other)], &[])
+            .into_parts();
         for i in 0..4 {
             assert_eq!(
-                out[0].u32()[i],
+                out[0].words()[i],
                 f(bools[i] == 1, other[i] == 1) as u32,
                 "{} bool",
                 op.name()
@@ -2420,7 +1824,8 @@ fn integer_and_bool_ops_wrap_like_rust() {
 
 /// The tiled transpose (`intrinsics::wgsl::render_transpose`) of every stored element type
 /// validates, and run with edges, batches and an input offset it moves every element (bools are
-/// u32 words, so u32 data stands for them), also with 3 work-groups (the grid-stride loop).
+/// u32 words, so u32 data stands for them), also with 3 work-groups (the grid-stride loop): the
+/// shared [`transpose_matches`].
 #[test]
 fn transpose_validates_and_matches_a_plain_loop() {
     use arrayflow::proggen::patterns::TransposeShape;
@@ -2439,65 +1844,12 @@ fn transpose_validates_and_matches_a_plain_loop() {
     assert!(
         intrinsics::render_transpose(&shape(2, 1 << 15, 1 << 15, DType::F32, 0), target()).is_err()
     );
-    let Some(g) = gpu() else { return };
-    for (batch, rows, cols, offset) in [(1, 31, 33, 0), (3, 70, 45, 5), (2, 64, 96, 0)] {
-        let n = batch * rows * cols;
-        let input: Vec<u32> = (0..offset + n + 7)
-            .map(|i| (i as u32).wrapping_mul(2654435761))
-            .collect();
-        let mut want = Vec::with_capacity(n);
-        for b in 0..batch {
-            for j in 0..cols {
-                for i in 0..rows {
-                    want.push(input[offset + (b * rows + i) * cols + j]);
-                }
-            }
-        }
-        let mut plan =
-            intrinsics::render_transpose(&shape(batch, rows, cols, DType::U32, offset), target())
-                .unwrap();
-        for groups in [plan.passes[0].groups, 3] {
-            plan.passes[0].groups = groups;
-            let (out, _) = run(
-                g,
-                &plan,
-                &[Data::U32(input.clone())],
-                &[(DType::U32, n)],
-                &[],
-            );
-            assert_eq!(
-                out[0].u32(),
-                want.as_slice(),
-                "transpose of {batch} x {rows} x {cols} from {offset}, {groups} groups"
-            );
-        }
-    }
+    let Some(g) = wgpu_device() else { return };
+    transpose_matches(g, &[DType::U32]);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Correct rounding of f32 *, +, -, / and sqrt (tests/exact_f32.rs proves the algorithms).
-
-/// Subnormal f32 (GPUs may flush them; the suite ignores such elements on GPUs).
-fn subnormal(x: f32) -> bool {
-    x != 0.0 && x.abs() < f32::MIN_POSITIVE
-}
-
-/// Indices where `got` and `want` differ in bits (NaNs equal), skipping subnormal inputs/results.
-fn bit_misses(ins: &[&[f32]], got: &[f32], want: &[f32]) -> Vec<String> {
-    (0..want.len())
-        .filter(|&j| {
-            let (g, w) = (got[j], want[j]);
-            let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
-            let skipped = subnormal(w) || ins.iter().any(|x| subnormal(x[j]));
-            !same && !skipped
-        })
-        .take(10)
-        .map(|j| {
-            let xs: Vec<String> = ins.iter().map(|x| format!("{:e}", x[j])).collect();
-            format!("[{j}] {xs:?}: {:e} vs {:e}", got[j], want[j])
-        })
-        .collect()
-}
 
 /// f32 values worth dividing and rooting: random bit patterns, [1, 4) densely, specials.
 fn hard_f32s(n: usize, seed: u64) -> Vec<f32> {
@@ -2534,7 +1886,7 @@ fn hard_f32s(n: usize, seed: u64) -> Vec<f32> {
 
 #[test]
 fn sqrt_and_division_are_correctly_rounded() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let n = 1 << 18;
     let xs = hard_f32s(n, 1);
     let ys = hard_f32s(n, 2);
@@ -2566,13 +1918,13 @@ fn sqrt_and_division_are_correctly_rounded() {
 /// products feeding sums are rounded on their own, as on the CPU.
 #[test]
 fn arithmetic_chains_are_bit_exact() {
-    let Some(g) = gpu() else { return };
+    let Some(g) = wgpu_device() else { return };
     let n = 50_000;
     let a: Vec<f32> = sample(n, 3, 0.0, 10.0).iter().map(|&x| x as f32).collect();
     let b: Vec<f32> = sample(n, 4, 0.1, 3.0).iter().map(|&x| x as f32).collect();
     let c: Vec<f32> = sample(n, 5, -5.0, 5.0).iter().map(|&x| x as f32).collect();
     let s = 1.3f32;
-    let mut k = K::new(&[n]);
+    let mut k = Kb::new(&[n]);
     let (ra, rb, rc) = (
         k.load(DType::F32, IndexMap::Contiguous),
         k.load(DType::F32, IndexMap::Contiguous),
@@ -2602,11 +1954,11 @@ fn arithmetic_chains_are_bit_exact() {
         kernel_tail(&plan.source)
     );
     let ins = [
-        Data::F32(a.clone()),
-        Data::F32(b.clone()),
-        Data::F32(c.clone()),
+        &TypedVec::F32(a.clone()),
+        &TypedVec::F32(b.clone()),
+        &TypedVec::F32(c.clone()),
     ];
-    let (out, _) = run_kernel(g, &k, &ins, &[s.to_bits() as u64]);
+    let (out, _) = g.run(&k, &ins, &[s.to_bits() as u64]).into_parts();
     let wants: [Vec<f32>; 4] = [
         (0..n)
             .map(|j| ((a[j] * b[j] + s).sqrt() - b[j]) * s)

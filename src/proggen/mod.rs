@@ -9,7 +9,7 @@ pub mod kernel;
 pub mod liveness;
 pub mod patterns;
 pub mod pos;
-mod regalloc;
+pub mod regalloc;
 pub mod sequence;
 pub mod split;
 
