@@ -5,5 +5,6 @@
 
 pub mod c;
 pub mod gpu;
+pub mod lower;
 pub mod opencl;
 pub mod wgsl;
