@@ -274,8 +274,8 @@ pub struct Lowered<'k> {
     /// Outputs the element-wise stores write, each once, in order.
     pub stored: Vec<u32>,
     pub reductions: Vec<Reduction>,
-    /// Parameter slots the constants read, each once, in instruction order.
-    pub const_slots: Vec<u32>,
+    /// Parameter slots the constants read, each once, in instruction order, with their types.
+    pub const_slots: Vec<(u32, DType)>,
     /// Some instruction reads parameters.
     pub reads_params: bool,
     /// Bytes of each scratch buffer.
@@ -289,6 +289,18 @@ impl Lowered<'_> {
     /// Whether any instruction may fault.
     pub fn faults(&self) -> bool {
         self.fault.is_some()
+    }
+    /// The reduction whose partials scratch buffer `s` holds, and whether they are its indices
+    /// (argmax/argmin) rather than its values.
+    pub fn partials_in(&self, s: u32) -> Option<(usize, bool)> {
+        self.reductions
+            .iter()
+            .enumerate()
+            .find_map(|(ri, r)| match r.partials {
+                Some((v, _)) if v == s => Some((ri, false)),
+                Some((_, Some(i))) if i == s => Some((ri, true)),
+                _ => None,
+            })
     }
 }
 
@@ -538,12 +550,12 @@ pub fn lower<'k>(k: &'k FusedKernel, t: Target, p: &Policy) -> Lowered<'k> {
                 .collect(),
         )
     };
-    let mut const_slots = Vec::new();
+    let mut const_slots: Vec<(u32, DType)> = Vec::new();
     for ins in &k.instrs {
-        if let Instr::Const { slot, .. } = ins
-            && !const_slots.contains(slot)
+        if let Instr::Const { slot, dtype, .. } = ins
+            && !const_slots.iter().any(|(s, _)| s == slot)
         {
-            const_slots.push(*slot);
+            const_slots.push((*slot, *dtype));
         }
     }
     let reads_params = k

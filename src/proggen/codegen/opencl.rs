@@ -185,14 +185,11 @@ fn kernel_args(l: &Lowered) -> Vec<String> {
 
 /// The C type of scratch buffer `s`, a reduction's value partials or index partials.
 fn partial_type(l: &Lowered, s: u32) -> &'static str {
-    l.reductions
-        .iter()
-        .find_map(|r| match r.partials {
-            Some((v, _)) if v == s => Some(ctype(r.acc)),
-            Some((_, Some(i))) if i == s => Some("u32"),
-            _ => None,
-        })
-        .expect("a scratch buffer is the fault word or a reduction's partials")
+    match l.partials_in(s) {
+        Some((ri, false)) => ctype(l.reductions[ri].acc),
+        Some((_, true)) => "u32",
+        None => unreachable!("a scratch buffer is the fault word or a reduction's partials"),
+    }
 }
 
 /// `af_kernel`: its signature, constants, and the layout's loops around the element body.
