@@ -578,7 +578,8 @@ pub fn lower<'k>(k: &'k FusedKernel, t: Target, p: &Policy) -> Lowered<'k> {
         steps,
     };
     let chunked = match layout {
-        Layout::Reduce(r) if r.chunks > 1 => Some(k.domain.outer as u64 * r.chunks),
+        // At least one element, so that no scratch buffer is empty (no results: no partials).
+        Layout::Reduce(r) if r.chunks > 1 => Some((k.domain.outer as u64 * r.chunks).max(1)),
         _ => None,
     };
     for r in &k.reductions {
