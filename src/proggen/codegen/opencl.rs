@@ -2,6 +2,8 @@
 //! the primitive library (`primitives/opencl/arrayflow.cl`) followed by the kernel's entry points.
 //! The domain's shape and length are literals in the source; constants and random streams arrive
 //! as parameters (one `ulong` argument per slot), so the source does not depend on their values.
+//! The layout, register program, reductions, scratch buffers and passes come from
+//! [`super::lower`] under this target's [`Policy`]; this file prints them as OpenCL C.
 //!
 //! Every entry runs work-groups of [`LOCAL`] threads, in grid-stride loops (at most
 //! [`MAX_GROUPS`] groups; element-wise kernels up to 2^20). Without reductions the plan is one

@@ -1,6 +1,8 @@
 //! WGSL renderer (the wgpu executor): one fused kernel becomes a [`GpuPlan`] whose source is the
 //! part of the primitive library (`primitives/wgsl/arrayflow.wgsl`) the kernel calls, directly or
-//! not, followed by the kernel's entry points.
+//! not, followed by the kernel's entry points. The layout, register program, reductions, scratch
+//! buffers and passes come from [`super::lower`] under this target's [`Policy`]; this file prints
+//! them as WGSL and picks the library items the text names.
 //!
 //! Shapes of plan (work-group size [`LOCAL`], at most [`MAX_GROUPS`] groups, grid-stride loops):
 //! - no reduction, quad form (`render_quads`): when every load reads its input in place
