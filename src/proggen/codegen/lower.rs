@@ -24,7 +24,9 @@ pub struct Policy {
     pub unroll: u64,
     /// The element-wise quad form, when the target takes it (`None`: always the scalar form).
     pub quads: Option<QuadPolicy>,
+    /// How reductions are split.
     pub reduce: ReducePolicy,
+    /// Which buffers each pass binds, in which order.
     pub binding: Binding,
     /// Bools are stored as one 32-bit word (WGSL) rather than one byte (sizes of scratch).
     pub word_bools: bool,
@@ -83,14 +85,21 @@ pub enum Layout {
         quads: u64,
         /// Quads per thread and main-loop trip.
         per_trip: u64,
+        /// Work-groups of the pass.
         groups: u32,
         /// One quad per thread and a thread per quad: no loop is needed.
         one_trip: bool,
     },
     /// Element-wise, [`Policy::unroll`] elements a global size apart per loop trip.
-    Scalar { groups: u32 },
+    Scalar {
+        /// Work-groups of the pass.
+        groups: u32,
+    },
     /// Reductions: one thread per result walks its whole row.
-    Rows { groups: u32 },
+    Rows {
+        /// Work-groups of the pass.
+        groups: u32,
+    },
     /// Reductions over threads and work-groups.
     Reduce(ReduceLayout),
 }
@@ -101,8 +110,11 @@ pub enum Layout {
 /// `o * chunks + c` and a final pass combines them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReduceLayout {
+    /// Threads per result.
     pub threads: u64,
+    /// Chunks per result.
     pub chunks: u64,
+    /// Elements per chunk (the last may be shorter).
     pub chunk: u64,
     /// Work-group slots of the first pass.
     pub slots: u64,
@@ -130,14 +142,20 @@ pub enum Index {
 /// `offset + sum coef * d{axis}` over the terms (coefficients non-zero).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Affine {
+    /// The constant term.
     pub offset: isize,
+    /// `(axis, coef)` pairs, by axis.
     pub terms: Vec<(usize, isize)>,
 }
 
+/// One term of a periodic index: `(at mod modulus) * stride`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeriodicTerm {
+    /// The affine position before the modulus.
     pub at: Affine,
+    /// The period (positive).
     pub modulus: usize,
+    /// The factor of the reduced position in the index.
     pub stride: usize,
 }
 
@@ -166,9 +184,11 @@ pub enum Generator {
 /// One instruction of the register program.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// The register written.
     pub dst: Reg,
     /// The type of `dst`.
     pub ty: DType,
+    /// What it computes.
     pub op: StepOp,
     /// For an instruction that may fault (integer division): the fault word's value, `1 + i`
     /// for instruction `i`.
@@ -178,14 +198,10 @@ pub struct Step {
 /// What a [`Step`] computes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepOp {
-    Load {
-        input: u32,
-        at: Index,
-    },
+    /// Input `input` at index `at`.
+    Load { input: u32, at: Index },
     /// The constant in parameter `slot`.
-    Param {
-        slot: u32,
-    },
+    Param { slot: u32 },
     /// Philox draws, key and counter in parameters.
     Random {
         dist: RandomDist,
@@ -193,16 +209,10 @@ pub enum StepOp {
         counter_slot: u32,
         at: Index,
     },
-    Gen {
-        generator: Generator,
-        at: Index,
-    },
+    /// A generator's value at index `at` of its own shape.
+    Gen { generator: Generator, at: Index },
     /// `op` on `a` of type `ty`.
-    Unary {
-        op: UnaryOp,
-        a: Reg,
-        ty: DType,
-    },
+    Unary { op: UnaryOp, a: Reg, ty: DType },
     /// `op` on `a`, `b` of type `ty`.
     Binary {
         op: BinaryOp,
@@ -210,28 +220,25 @@ pub enum StepOp {
         b: Reg,
         ty: DType,
     },
-    Select {
-        cond: Reg,
-        a: Reg,
-        b: Reg,
-    },
-    Cast {
-        a: Reg,
-        from: DType,
-        to: DType,
-    },
+    /// `cond ? a : b`.
+    Select { cond: Reg, a: Reg, b: Reg },
+    /// `a` of type `from` converted to `to`.
+    Cast { a: Reg, from: DType, to: DType },
 }
 
 /// One reduction of the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reduction {
+    /// The reduction.
     pub op: ReduceOp,
+    /// The register reduced over the extent.
     pub reg: Reg,
     /// The reduced register's type.
     pub value: DType,
     /// The type it accumulates in: the register's, except f32 sums and products, which
     /// accumulate in f64 where the target computes f64 (as the CPU does).
     pub acc: DType,
+    /// The output it writes (one element per result).
     pub output: u32,
     /// The output's element type.
     pub out: DType,
@@ -250,16 +257,22 @@ impl Reduction {
 /// A pass to dispatch: as [`super::gpu::Pass`], without the source's names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PassPlan {
+    /// The entry point's name (`af_kernel`, `af_final`).
     pub entry: &'static str,
+    /// The buffers it binds, in binding order.
     pub buffers: Vec<BufArg>,
+    /// Whether it takes the kernel's parameters.
     pub params: bool,
+    /// Work-groups (1-D).
     pub groups: u32,
 }
 
 /// A fused kernel lowered for a GPU target.
 #[derive(Debug, Clone)]
 pub struct Lowered<'k> {
+    /// The kernel (its types, stores and parameters, as the printers need them).
     pub k: &'k FusedKernel,
+    /// How the domain is spread over threads.
     pub layout: Layout,
     /// The register program, in order.
     pub steps: Vec<Step>,
@@ -273,6 +286,7 @@ pub struct Lowered<'k> {
     pub in_place: Vec<u32>,
     /// Outputs the element-wise stores write, each once, in order.
     pub stored: Vec<u32>,
+    /// The reductions, in the kernel's order.
     pub reductions: Vec<Reduction>,
     /// Parameter slots the constants read, each once, in instruction order, with their types.
     pub const_slots: Vec<(u32, DType)>,
@@ -282,6 +296,7 @@ pub struct Lowered<'k> {
     pub scratch: Vec<u64>,
     /// The fault word's scratch buffer, when an instruction may fault.
     pub fault: Option<u32>,
+    /// The passes to dispatch, in order: `af_kernel`, then `af_final` for chunked reductions.
     pub passes: Vec<PassPlan>,
 }
 
@@ -449,7 +464,7 @@ fn quads_fit(k: &FusedKernel, q: &QuadPolicy, p: &Policy) -> bool {
         })
 }
 
-/// Work-groups for `n` threads' worth of work under `p`.
+/// Work-groups for `n` threads of `local` each, at most `max`.
 fn groups(n: u64, local: u64, max: u64) -> u32 {
     n.div_ceil(local).min(max) as u32
 }
