@@ -2,6 +2,8 @@
 //! the primitive library (`primitives/opencl/arrayflow.cl`) followed by the kernel's entry points.
 //! The domain's shape and length are literals in the source; constants and random streams arrive
 //! as parameters (one `ulong` argument per slot), so the source does not depend on their values.
+//! The layout, register program, reductions, scratch buffers and passes come from
+//! [`super::lower`] under this target's [`Policy`]; this file prints them as OpenCL C.
 //!
 //! Every entry runs work-groups of [`LOCAL`] threads, in grid-stride loops (at most
 //! [`MAX_GROUPS`] groups; element-wise kernels up to 2^20). Without reductions the plan is one
@@ -30,9 +32,13 @@
 //! output, its value partials and (argmax/argmin) its index partials.
 
 use super::c::ctype;
-use super::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported, elem_bytes, tuning};
-use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, contiguous_strides};
-use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
+use super::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported, tuning};
+use super::lower::{
+    Affine, Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout,
+    ReducePolicy, Step, StepOp, lower,
+};
+use crate::ir::{DType, RandomDist, ReduceOp};
+use crate::proggen::kernel::{FusedKernel, ParamKind};
 use std::fmt::Write;
 
 /// The primitive library's OpenCL C source, included in every generated program.
@@ -89,115 +95,28 @@ fn uses_f64(k: &FusedKernel) -> bool {
         || k.params.contains(&ParamKind::Const(DType::F64))
 }
 
-/// How a kernel's domain is spread over work-groups (see the module comment).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Layout {
-    Elementwise,
-    /// `threads` (T) threads per result; `chunks` (C) work-groups per result, each reducing
-    /// `chunk` elements of the reduced extent (C > 1 only with T = [`LOCAL`]).
-    Reduce {
-        threads: u64,
-        chunks: u64,
-        chunk: u64,
-    },
-}
-
-/// Work-group slots a reduction's first pass loops over: (result, chunk) pairs, with results
-/// packed `LOCAL / threads` to a group.
-fn slots(outer: u64, threads: u64, chunks: u64) -> u64 {
-    outer.div_ceil(LOCAL as u64 / threads) * chunks
-}
-
-fn layout(k: &FusedKernel) -> Layout {
-    let (outer, inner) = (k.domain.outer as u64, k.domain.inner as u64);
-    if k.reductions.is_empty() {
-        return Layout::Elementwise;
+/// How this target lays kernels out (see the module comment).
+fn policy() -> Policy {
+    let tune = tuning();
+    Policy {
+        local: LOCAL as u64,
+        max_groups: MAX_GROUPS,
+        unroll: UNROLL,
+        quads: tune.opencl_vector.then_some(QuadPolicy {
+            per_trip: tune.opencl_quads,
+            max_groups: tune.opencl_groups,
+            mixed: true,
+        }),
+        reduce: ReducePolicy {
+            row_max: None,
+            elements_per_thread: Some(ELEMENTS_PER_THREAD),
+            target_groups: TARGET_GROUPS,
+            min_chunk: MIN_CHUNK,
+            quad_chunks: true,
+        },
+        binding: Binding::Every,
+        word_bools: false,
     }
-    let threads = inner
-        .div_ceil(ELEMENTS_PER_THREAD)
-        .next_power_of_two()
-        .min(LOCAL as u64);
-    let wanted = if threads == LOCAL as u64 {
-        TARGET_GROUPS
-            .div_ceil(outer.max(1))
-            .min(inner.div_ceil(MIN_CHUNK))
-            .max(1)
-    } else {
-        1
-    };
-    let chunk = inner.div_ceil(wanted);
-    // Quads of a contiguous extent stay whole within a chunk (see `reduction_loop`).
-    let chunk = if inner % 4 == 0 {
-        chunk.next_multiple_of(4)
-    } else {
-        chunk
-    };
-    Layout::Reduce {
-        threads,
-        chunks: inner.div_ceil(chunk.max(1)).max(1),
-        chunk,
-    }
-}
-
-/// Decisions shared by the entries of one rendered kernel.
-struct Frame {
-    lay: Layout,
-    /// Per reduction, the type it accumulates in: its register's, except f32 sums and products,
-    /// which accumulate in f64 on devices that compute it (as the CPU does).
-    acc: Vec<DType>,
-    /// Bytes of each scratch buffer ([`GpuPlan::scratch`]).
-    scratch: Vec<u64>,
-    /// Per reduction (C > 1): its value partials and, for argmax/argmin, its index partials.
-    partials: Vec<(u32, Option<u32>)>,
-    fault: Option<u32>,
-}
-
-fn is_arg(op: ReduceOp) -> bool {
-    matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin)
-}
-
-/// Whether an instruction divides integers (and so may fault).
-fn faults(k: &FusedKernel, ins: &Instr) -> bool {
-    matches!(ins, Instr::Binary { op: BinaryOp::Div | BinaryOp::Rem | BinaryOp::Mod, a, .. }
-        if k.reg_dtypes[*a as usize].is_int())
-}
-
-fn frame(k: &FusedKernel, t: Target) -> Frame {
-    let lay = layout(k);
-    let acc = k
-        .reductions
-        .iter()
-        .map(|r| match (r.op, k.reg_dtypes[r.reg as usize]) {
-            (ReduceOp::Sum | ReduceOp::Prod, DType::F32) if t.fp64 => DType::F64,
-            (_, d) => d,
-        })
-        .collect();
-    let mut f = Frame {
-        lay,
-        acc,
-        scratch: Vec::new(),
-        partials: Vec::new(),
-        fault: None,
-    };
-    if let Layout::Reduce { chunks, .. } = lay
-        && chunks > 1
-    {
-        let n = k.domain.outer as u64 * chunks;
-        for (r, &d) in k.reductions.iter().zip(&f.acc) {
-            f.scratch.push(n * elem_bytes(d, false));
-            let value = f.scratch.len() as u32 - 1;
-            let index = is_arg(r.op).then(|| {
-                f.scratch.push(n * 4);
-                f.scratch.len() as u32 - 1
-            });
-            f.partials.push((value, index));
-        }
-    }
-    if k.instrs.iter().any(|i| faults(k, i)) {
-        f.scratch.push(4);
-        f.fault = Some(f.scratch.len() as u32 - 1);
-    }
-    f
 }
 
 /// Renders `k` for an OpenCL device.
@@ -205,90 +124,87 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     if !t.fp64 && uses_f64(k) {
         return Err(Unsupported("the device does not compute f64".into()));
     }
-    let f = frame(k, t);
-    let mut kernel_bufs: Vec<BufArg> = (0..k.inputs.len() as u32).map(BufArg::Input).collect();
-    kernel_bufs.extend((0..k.outputs.len() as u32).map(BufArg::Output));
-    kernel_bufs.extend((0..f.scratch.len() as u32).map(BufArg::Scratch));
-    if (kernel_bufs.len() + k.params.len()) * 8 > MAX_ARG_BYTES {
+    let l = lower(k, t, &policy());
+    let nbufs = l.passes[0].buffers.len();
+    if (nbufs + k.params.len()) * 8 > MAX_ARG_BYTES {
         return Err(Unsupported(format!(
             "{} buffers and {} parameters exceed OpenCL's kernel argument space",
-            kernel_bufs.len(),
+            nbufs,
             k.params.len()
         )));
     }
     let mut source = prelude(t);
-    source.push_str(&kernel_entry(k, t, &f));
-    let (outer, len) = (k.domain.outer as u64, k.domain.len() as u64);
-    let groups = match f.lay {
-        Layout::Elementwise if tuning().opencl_vector => vector_groups(len) as u32,
-        Layout::Elementwise => groups_for(len, LOCAL as u64 * UNROLL),
-        Layout::Reduce {
-            threads, chunks, ..
-        } => groups_for(slots(outer, threads, chunks), 1),
-    };
-    let mut passes = vec![Pass {
-        entry: "af_kernel".into(),
-        buffers: kernel_bufs,
-        params: !k.params.is_empty(),
-        groups,
-        local: LOCAL,
-    }];
-    if !f.partials.is_empty() {
-        let (src, buffers) = final_entry(k, &f);
-        source.push_str(&src);
-        passes.push(Pass {
-            entry: "af_final".into(),
-            buffers,
-            params: false,
-            groups: groups_for(outer, 1),
-            local: LOCAL,
-        });
+    source.push_str(&kernel_entry(&l, t));
+    if l.passes.len() > 1 {
+        source.push_str(&final_entry(&l));
     }
     Ok(GpuPlan {
         source,
-        fault: f.fault,
-        scratch: f.scratch,
-        passes,
+        fault: l.fault,
+        scratch: l.scratch,
+        passes: l
+            .passes
+            .into_iter()
+            .map(|p| Pass {
+                entry: p.entry.into(),
+                buffers: p.buffers,
+                params: p.params,
+                groups: p.groups,
+                local: LOCAL,
+            })
+            .collect(),
         immediate_words: None,
     })
 }
 
 /// The parameters of `af_kernel`, in `Pass::buffers` order, then the parameter slots.
-fn kernel_args(k: &FusedKernel, f: &Frame) -> Vec<String> {
-    let mut args: Vec<String> = Vec::new();
+fn kernel_args(l: &Lowered) -> Vec<String> {
+    let k = l.k;
     // Every buffer argument is a distinct device buffer (inputs may repeat, but are only read),
     // so `restrict` holds and lets the compiler schedule the loads of unrolled elements early.
-    for (p, d) in k.inputs.iter().enumerate() {
-        args.push(format!("__global const {} *restrict in{p}", ctype(*d)));
-    }
-    for (o, d) in k.outputs.iter().enumerate() {
-        args.push(format!("__global {} *restrict out{o}", ctype(*d)));
-    }
-    for (&(v, i), &d) in f.partials.iter().zip(&f.acc) {
-        args.push(format!("__global {} *restrict af_s{v}", ctype(d)));
-        if let Some(i) = i {
-            args.push(format!("__global u32 *restrict af_s{i}"));
-        }
-    }
-    if f.fault.is_some() {
-        args.push("__global u32 *restrict af_fault".into());
-    }
+    let mut args: Vec<String> = l.passes[0]
+        .buffers
+        .iter()
+        .map(|b| match *b {
+            BufArg::Input(p) => {
+                format!(
+                    "__global const {} *restrict in{p}",
+                    ctype(k.inputs[p as usize])
+                )
+            }
+            BufArg::Output(o) => {
+                format!("__global {} *restrict out{o}", ctype(k.outputs[o as usize]))
+            }
+            BufArg::Scratch(f) if Some(f) == l.fault => "__global u32 *restrict af_fault".into(),
+            BufArg::Scratch(s) => format!("__global {} *restrict af_s{s}", partial_type(l, s)),
+        })
+        .collect();
     for slot in 0..k.params.len() {
         args.push(format!("ulong p{slot}"));
     }
     args
 }
 
+/// The C type of scratch buffer `s`, a reduction's value partials or index partials.
+fn partial_type(l: &Lowered, s: u32) -> &'static str {
+    match l.partials_in(s) {
+        Some((ri, false)) => ctype(l.reductions[ri].acc),
+        Some((_, true)) => "u32",
+        None => unreachable!("a scratch buffer is the fault word or a reduction's partials"),
+    }
+}
+
 /// `af_kernel`: its signature, constants, and the layout's loops around the element body.
-fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
+fn kernel_entry(l: &Lowered, t: Target) -> String {
+    let k = l.k;
     let mut s = String::with_capacity(4096);
     let _ = writeln!(
         s,
         "\n{ENTRY_ATTR}\nvoid af_kernel({}) {{",
-        kernel_args(k, f).join(", ")
+        kernel_args(l).join(", ")
     );
-    if let Layout::Reduce { .. } = f.lay {
-        s.push_str(&local_decls(k));
+    if let Layout::Reduce(_) = l.layout {
+        s.push_str(&local_decls(l));
     }
     for (slot, kind) in k.params.iter().enumerate() {
         if let ParamKind::Const(d) = kind {
@@ -299,13 +215,13 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
             );
         }
     }
-    if f.fault.is_some() {
+    if l.faults() {
         s.push_str("  u32 fault = 0u;\n");
     }
     let len = k.domain.len();
-    match f.lay {
-        Layout::Elementwise if tuning().opencl_vector => s.push_str(&vector_loop(k, t, len as u64)),
-        Layout::Elementwise => {
+    match l.layout {
+        Layout::Quads { .. } => s.push_str(&vector_loop(l, t, len as u64)),
+        Layout::Scalar { .. } => {
             // UNROLL elements per trip, a global size apart: each is coalesced across the
             // work-group and their loads are independent, so more bytes are in flight per thread.
             // A 32-bit loop counter where the domain allows (64-bit compares and adds take two
@@ -320,7 +236,7 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
                 "  const {ty} gs = get_global_size(0);\n  \
                  for ({ty} i = get_global_id(0); i < {len}{sfx}; i += {UNROLL}{sfx} * gs) {{"
             );
-            let body = element_body(k, t, Access::Scalar);
+            let body = element_body(l, t, Access::Scalar);
             for u in 0..UNROLL {
                 let guard = if u == 0 {
                     String::new()
@@ -336,13 +252,10 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
             }
             s.push_str("  }\n");
         }
-        Layout::Reduce {
-            threads,
-            chunks,
-            chunk,
-        } => s.push_str(&reduction_loop(k, t, f, (threads, chunks, chunk))),
+        Layout::Reduce(r) => s.push_str(&reduction_loop(l, t, r)),
+        Layout::Rows { .. } => unreachable!("OpenCL reductions run on work-groups"),
     }
-    if f.fault.is_some() {
+    if l.faults() {
         s.push_str("  if (fault != 0u) af_fault[0] = fault;\n");
     }
     s.push_str("}\n");
@@ -352,23 +265,25 @@ fn kernel_entry(k: &FusedKernel, t: Target, f: &Frame) -> String {
 /// The first pass of a reduction: each work-group slot's results (or chunk of one result), their
 /// threads running `body` over their share of the elements and folding them into the running
 /// values, then a tree per reduction writing the partials or results.
-fn reduction_loop(
-    k: &FusedKernel,
-    t: Target,
-    f: &Frame,
-    (threads, chunks, chunk): (u64, u64, u64),
-) -> String {
+fn reduction_loop(l: &Lowered, t: Target, r: ReduceLayout) -> String {
+    let k = l.k;
     let (outer, inner) = (k.domain.outer, k.domain.inner);
+    let ReduceLayout {
+        threads,
+        chunks,
+        chunk,
+        ..
+    } = r;
     let mut s = String::new();
     let _ = writeln!(
         s,
         "  for (ulong g = get_group_id(0); g < {n}UL; g += get_num_groups(0)) {{\n    \
          const ulong o = (g / {chunks}UL) * {per}UL + lid / {threads}u, \
          j0 = (g % {chunks}UL) * {chunk}UL, j1 = min(j0 + {chunk}UL, {inner}UL);",
-        n = slots(outer as u64, threads, chunks),
+        n = r.slots,
         per = LOCAL as u64 / threads,
     );
-    s.push_str(&indent(&acc_init(k, f, 0), 2));
+    s.push_str(&indent(&acc_init(l, 0), 2));
     // UNROLL elements per trip, `threads` apart, each folded into its own running values (lanes),
     // so their loads and folds are independent; then the rest one at a time, and the lanes folded
     // together. 32-bit counters when the extent allows.
@@ -378,18 +293,18 @@ fn reduction_loop(
         "ulong"
     };
     for u in 1..UNROLL {
-        s.push_str(&indent(&acc_init(k, f, u), 2));
+        s.push_str(&indent(&acc_init(l, u), 2));
     }
     // Element `jj` of the extent (an expression), read as `access` says, folded into lane `u`.
     let lane = |jj: String, access: Access, u: u64| -> String {
         let mut b =
             format!("{{\n  const {ty} jj = {jj};\n  const ulong lin = o * {inner}UL + jj;\n");
-        b.push_str(&indent(&element_body(k, t, access), 1));
-        b.push_str(&indent(&acc_steps(k, f, u), 1));
+        b.push_str(&indent(&element_body(l, t, access), 1));
+        b.push_str(&indent(&acc_steps(l, u), 1));
         b.push_str("}\n");
         b
     };
-    if tuning().opencl_vector && inner % 4 == 0 && chunk % 4 == 0 {
+    if r.quads {
         // Quads: each thread loads four consecutive elements of every input read in place and
         // folds lane u into running values u (the chunk bounds are multiples of four).
         let _ = writeln!(
@@ -399,14 +314,14 @@ fn reduction_loop(
              const ulong lq = o * {}UL + q;",
             inner / 4
         );
-        s.push_str(&indent(&vector_io(k, "lq", false), 4));
+        s.push_str(&indent(&vector_io(l, "lq", false), 4));
         for u in 0..4 {
             s.push_str(&indent(
                 &lane(format!("4u * q + {u}u"), Access::Lane(u), u),
                 4,
             ));
         }
-        s.push_str(&indent(&vector_io(k, "lq", true), 4));
+        s.push_str(&indent(&vector_io(l, "lq", true), 4));
         s.push_str("      }\n");
     } else {
         let _ = writeln!(
@@ -429,83 +344,75 @@ fn reduction_loop(
         s.push_str("      }\n");
     }
     for u in 1..UNROLL {
-        s.push_str(&indent(&fold_lane(k, f, u), 3));
+        s.push_str(&indent(&fold_lane(l, u), 3));
     }
     s.push_str("    }\n");
-    for (ri, r) in k.reductions.iter().enumerate() {
-        let dest = if chunks > 1 {
-            let (v, i) = f.partials[ri];
-            Dest::Partial(v, i)
-        } else {
-            Dest::Output(r.output)
+    for (ri, red) in l.reductions.iter().enumerate() {
+        let dest = match red.partials {
+            Some((v, i)) => Dest::Partial(v, i),
+            None => Dest::Output(red.output),
         };
-        s.push_str(&indent(&tree(k, f, ri, threads, dest), 2));
+        s.push_str(&indent(&tree(l, ri, threads, dest), 2));
     }
     s.push_str("  }\n");
     s
 }
 
 /// `af_final`: combines each result's C partials (in a tree over the work-group) into the outputs.
-fn final_entry(k: &FusedKernel, f: &Frame) -> (String, Vec<BufArg>) {
-    let Layout::Reduce { chunks, .. } = f.lay else {
+fn final_entry(l: &Lowered) -> String {
+    let Layout::Reduce(ReduceLayout { chunks, .. }) = l.layout else {
         unreachable!("a final pass follows chunked reductions only")
     };
-    let mut args = Vec::new();
-    let mut bufs = Vec::new();
-    for (ri, r) in k.reductions.iter().enumerate() {
-        let (d, (v, i)) = (f.acc[ri], f.partials[ri]);
-        args.push(format!(
-            "__global {} *out{}",
-            ctype(k.outputs[r.output as usize]),
-            r.output
-        ));
-        args.push(format!("__global const {} *af_s{v}", ctype(d)));
-        bufs.extend([BufArg::Output(r.output), BufArg::Scratch(v)]);
-        if let Some(i) = i {
-            args.push(format!("__global const u32 *af_s{i}"));
-            bufs.push(BufArg::Scratch(i));
-        }
-    }
+    let k = l.k;
+    let args: Vec<String> = l.passes[1]
+        .buffers
+        .iter()
+        .map(|b| match *b {
+            BufArg::Output(o) => format!("__global {} *out{o}", ctype(k.outputs[o as usize])),
+            BufArg::Scratch(s) => format!("__global const {} *af_s{s}", partial_type(l, s)),
+            BufArg::Input(_) => unreachable!("the final pass reads partials"),
+        })
+        .collect();
     let mut s = String::new();
     let _ = writeln!(s, "\n{ENTRY_ATTR}\nvoid af_final({}) {{", args.join(", "));
-    s.push_str(&local_decls(k));
+    s.push_str(&local_decls(l));
     let _ = writeln!(
         s,
         "  for (ulong o = get_group_id(0); o < {}UL; o += get_num_groups(0)) {{",
         k.domain.outer
     );
-    s.push_str(&indent(&acc_init(k, f, 0), 2));
+    s.push_str(&indent(&acc_init(l, 0), 2));
     let _ = writeln!(
         s,
         "    for (ulong c = lid; c < {chunks}UL; c += {LOCAL}UL) {{"
     );
-    for (ri, r) in k.reductions.iter().enumerate() {
-        let (d, (v, i)) = (f.acc[ri], f.partials[ri]);
+    for (ri, r) in l.reductions.iter().enumerate() {
+        let (v, i) = r.partials.expect("partials of a chunked reduction");
         let at = format!("o * {chunks}UL + c");
         let idx = i.map(|i| format!("af_s{i}[{at}]"));
         let step = combine(
             r.op,
-            d,
+            r.acc,
             (&format!("acc{ri}"), &format!("idx{ri}")),
             (&format!("af_s{v}[{at}]"), idx.as_deref().unwrap_or("")),
         );
         let _ = writeln!(s, "      {step}");
     }
     s.push_str("    }\n");
-    for (ri, r) in k.reductions.iter().enumerate() {
+    for (ri, r) in l.reductions.iter().enumerate() {
         s.push_str(&indent(
-            &tree(k, f, ri, LOCAL as u64, Dest::Output(r.output)),
+            &tree(l, ri, LOCAL as u64, Dest::Output(r.output)),
             2,
         ));
     }
     s.push_str("  }\n}\n");
-    (s, bufs)
+    s
 }
 
 /// Local memory for the tree reductions (reused by each reduction in turn) and the thread's index.
-fn local_decls(k: &FusedKernel) -> String {
+fn local_decls(l: &Lowered) -> String {
     let mut s = format!("  __local ulong af_lv[{LOCAL}];\n");
-    if k.reductions.iter().any(|r| is_arg(r.op)) {
+    if l.reductions.iter().any(|r| r.is_arg()) {
         let _ = writeln!(s, "  __local u32 af_li[{LOCAL}];");
     }
     s.push_str("  const u32 lid = get_local_id(0);\n");
@@ -523,15 +430,14 @@ enum Dest {
 /// Combines the running `acc{ri}` (and `idx{ri}`) of each result's `threads` threads (adjacent
 /// local ids) in a tree in local memory; the first thread of each result in range writes it to
 /// `dest` (a partial at the slot `g`, or the output at `o`).
-fn tree(k: &FusedKernel, f: &Frame, ri: usize, threads: u64, dest: Dest) -> String {
-    let r = &k.reductions[ri];
-    let d = f.acc[ri];
+fn tree(l: &Lowered, ri: usize, threads: u64, dest: Dest) -> String {
+    let r = &l.reductions[ri];
+    let d = r.acc;
     let t = ctype(d);
-    let out = k.outputs[r.output as usize];
-    let result = if out == d {
+    let result = if r.out == d {
         "lv[lid]".to_string()
     } else {
-        format!("af_cast_{t}_{}(lv[lid])", ctype(out))
+        format!("af_cast_{t}_{}(lv[lid])", ctype(r.out))
     };
     let step = combine(
         r.op,
@@ -540,12 +446,12 @@ fn tree(k: &FusedKernel, f: &Frame, ri: usize, threads: u64, dest: Dest) -> Stri
         ("lv[lid + s]", "af_li[lid + s]"),
     );
     let write = match dest {
-        Dest::Output(o) if is_arg(r.op) => format!("out{o}[o] = af_li[lid];"),
+        Dest::Output(o) if r.is_arg() => format!("out{o}[o] = af_li[lid];"),
         Dest::Output(o) => format!("out{o}[o] = {result};"),
         Dest::Partial(v, Some(i)) => format!("af_s{v}[g] = lv[lid]; af_s{i}[g] = af_li[lid];"),
         Dest::Partial(v, None) => format!("af_s{v}[g] = lv[lid];"),
     };
-    let keep_index = if is_arg(r.op) {
+    let keep_index = if r.is_arg() {
         format!(" af_li[lid] = idx{ri};")
     } else {
         String::new()
@@ -559,7 +465,7 @@ fn tree(k: &FusedKernel, f: &Frame, ri: usize, threads: u64, dest: Dest) -> Stri
          if (lid % {threads}u == 0u && o < {outer}UL) {{ {write} }}\n  \
          barrier(CLK_LOCAL_MEM_FENCE);\n}}\n",
         half = threads / 2,
-        outer = k.domain.outer,
+        outer = l.k.domain.outer,
     )
 }
 
@@ -574,13 +480,13 @@ fn lane_names(ri: usize, u: u64) -> (String, String) {
 }
 
 /// Declarations of each reduction's running value (and index) in lane `u`, at its identity.
-fn acc_init(k: &FusedKernel, f: &Frame, u: u64) -> String {
+fn acc_init(l: &Lowered, u: u64) -> String {
     let mut s = String::new();
-    for (ri, r) in k.reductions.iter().enumerate() {
-        let d = f.acc[ri];
+    for (ri, r) in l.reductions.iter().enumerate() {
+        let d = r.acc;
         let (acc, idx) = lane_names(ri, u);
         let _ = write!(s, "{} {acc} = {};", ctype(d), identity(r.op, d));
-        if is_arg(r.op) {
+        if r.is_arg() {
             let _ = write!(s, " u32 {idx} = UINT_MAX;");
         }
         s.push('\n');
@@ -590,29 +496,28 @@ fn acc_init(k: &FusedKernel, f: &Frame, u: u64) -> String {
 
 /// Folds lane `u`'s running values into lane 0's (argmax/argmin ties go to the smaller index
 /// whatever the order, as in the tree).
-fn fold_lane(k: &FusedKernel, f: &Frame, u: u64) -> String {
+fn fold_lane(l: &Lowered, u: u64) -> String {
     let mut s = String::new();
-    for (ri, r) in k.reductions.iter().enumerate() {
+    for (ri, r) in l.reductions.iter().enumerate() {
         let (a, ai) = lane_names(ri, 0);
         let (b, bi) = lane_names(ri, u);
-        let _ = writeln!(s, "{}", combine(r.op, f.acc[ri], (&a, &ai), (&b, &bi)));
+        let _ = writeln!(s, "{}", combine(r.op, r.acc, (&a, &ai), (&b, &bi)));
     }
     s
 }
 
 /// Folds the current element (index `jj` within the reduced extent) into each reduction's lane
 /// `u`.
-fn acc_steps(k: &FusedKernel, f: &Frame, u: u64) -> String {
+fn acc_steps(l: &Lowered, u: u64) -> String {
     let mut s = String::new();
-    for (ri, r) in k.reductions.iter().enumerate() {
-        let (reg, acc) = (k.reg_dtypes[r.reg as usize], f.acc[ri]);
-        let value = if reg == acc {
+    for (ri, r) in l.reductions.iter().enumerate() {
+        let value = if r.value == r.acc {
             format!("r{}", r.reg)
         } else {
-            format!("af_cast_{}_{}(r{})", ctype(reg), ctype(acc), r.reg)
+            format!("af_cast_{}_{}(r{})", ctype(r.value), ctype(r.acc), r.reg)
         };
         let (a, ai) = lane_names(ri, u);
-        let step = combine(r.op, acc, (&a, &ai), (&value, "(u32)jj"));
+        let step = combine(r.op, r.acc, (&a, &ai), (&value, "(u32)jj"));
         let _ = writeln!(s, "{step}");
     }
     s
@@ -673,13 +578,20 @@ fn vec4(d: DType) -> &'static str {
 /// loop takes Q quads a global size apart per trip (their loads issued first, so more bytes are in
 /// flight per thread) and a second loop the quads left; the last `len % 4` elements take the
 /// scalar body.
-fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
-    let quads = len / 4;
+fn vector_loop(l: &Lowered, t: Target, len: u64) -> String {
+    let Layout::Quads {
+        quads,
+        per_trip: q_trip,
+        one_trip,
+        ..
+    } = l.layout
+    else {
+        unreachable!("the quad loop of a quad layout")
+    };
     let ty = if quads < 1 << 31 { "uint" } else { "ulong" };
-    let q_trip = tuning().opencl_quads;
     // The global size, for the loops and the scalar tail.
     let gs = format!("  const {ty} gs = get_global_size(0);\n");
-    if q_trip == 1 && vector_groups(len) * LOCAL as u64 >= quads {
+    if one_trip {
         // A thread per quad: no loop (on the H200 the one-trip loop cost about 1 µs of a 370 µs
         // kernel against the hand-written chain of `benches/gpu.rs`).
         let mut s = if len.is_multiple_of(4) {
@@ -691,9 +603,9 @@ fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
             s,
             "  const {ty} i = get_global_id(0);\n  if (i < ({ty}){quads}UL) {{"
         );
-        s.push_str(&indent(&quad_block(k, t, "i", None), 2));
+        s.push_str(&indent(&quad_block(l, t, "i", None), 2));
         s.push_str("  }\n");
-        return s + &scalar_tail(k, t, len);
+        return s + &scalar_tail(l, t, len);
     }
     let mut s = format!("{gs}  {ty} i = get_global_id(0);\n");
     if q_trip > 1 {
@@ -710,32 +622,22 @@ fn vector_loop(k: &FusedKernel, t: Target, len: u64) -> String {
             at(q_trip - 1)
         );
         for j in 0..q_trip {
-            s.push_str(&indent(&vector_loads(k, &at(j), &format!("_{j}")), 2));
+            s.push_str(&indent(&vector_loads(l, &at(j), &format!("_{j}")), 2));
         }
         for j in 0..q_trip {
-            s.push_str(&indent(&quad_block(k, t, &at(j), Some(j)), 2));
+            s.push_str(&indent(&quad_block(l, t, &at(j), Some(j)), 2));
         }
         s.push_str("  }\n");
     }
     let _ = writeln!(s, "  for (; i < ({ty}){quads}UL; i += gs) {{");
-    s.push_str(&indent(&quad_block(k, t, "i", None), 2));
+    s.push_str(&indent(&quad_block(l, t, "i", None), 2));
     s.push_str("  }\n");
-    s + &scalar_tail(k, t, len)
-}
-
-/// Work-groups of a vector element-wise kernel over `len` elements: enough for
-/// [`super::gpu::Tuning::opencl_quads`] quads per thread, at most
-/// [`super::gpu::Tuning::opencl_groups`].
-fn vector_groups(len: u64) -> u64 {
-    (len / 4)
-        .max(1)
-        .div_ceil(LOCAL as u64 * tuning().opencl_quads)
-        .min(tuning().opencl_groups)
+    s + &scalar_tail(l, t, len)
 }
 
 /// The scalar loop over the last `len % 4` elements of a vector element-wise kernel (`gs` is
 /// the global size).
-fn scalar_tail(k: &FusedKernel, t: Target, len: u64) -> String {
+fn scalar_tail(l: &Lowered, t: Target, len: u64) -> String {
     if len.is_multiple_of(4) {
         return String::new();
     }
@@ -743,7 +645,7 @@ fn scalar_tail(k: &FusedKernel, t: Target, len: u64) -> String {
         "  for (ulong lin = {}UL + get_global_id(0); lin < {len}UL; lin += gs) {{\n",
         len / 4 * 4
     );
-    s.push_str(&indent(&element_body(k, t, Access::Scalar), 2));
+    s.push_str(&indent(&element_body(l, t, Access::Scalar), 2));
     s.push_str("  }\n");
     s
 }
@@ -751,28 +653,29 @@ fn scalar_tail(k: &FusedKernel, t: Target, len: u64) -> String {
 /// One quad `q` of an element-wise kernel in a block of its own: its input vectors (loaded here,
 /// or with `loaded = Some(j)` taken from `vin{p}_{j}` loaded before), the element body per lane,
 /// and the output vectors' stores.
-fn quad_block(k: &FusedKernel, t: Target, q: &str, loaded: Option<u64>) -> String {
+fn quad_block(l: &Lowered, t: Target, q: &str, loaded: Option<u64>) -> String {
     let mut s = String::from("{\n");
     let mut inputs = match loaded {
-        None => vector_loads(k, q, ""),
-        Some(j) => vector_inputs(k)
-            .into_iter()
-            .map(|p| {
+        None => vector_loads(l, q, ""),
+        Some(j) => l
+            .in_place
+            .iter()
+            .map(|&p| {
                 format!(
                     "const {} vin{p} = vin{p}_{j};\n",
-                    vec4(k.inputs[p as usize])
+                    vec4(l.k.inputs[p as usize])
                 )
             })
             .collect(),
     };
-    inputs.push_str(&vector_outputs(k));
+    inputs.push_str(&vector_outputs(l));
     s.push_str(&indent(&inputs, 1));
     for u in 0..4 {
         let _ = writeln!(s, "  {{\n    const ulong lin = 4UL * ({q}) + {u}UL;");
-        s.push_str(&indent(&element_body(k, t, Access::Lane(u)), 2));
+        s.push_str(&indent(&element_body(l, t, Access::Lane(u)), 2));
         s.push_str("  }\n");
     }
-    s.push_str(&indent(&vector_io(k, q, true), 1));
+    s.push_str(&indent(&vector_io(l, q, true), 1));
     s.push_str("}\n");
     s
 }
@@ -781,10 +684,10 @@ fn quad_block(k: &FusedKernel, t: Target, q: &str, loaded: Option<u64>) -> Strin
 /// in place. Quads are read and written through vector pointers, not `vload4`/`vstore4`: a buffer
 /// starts 16-byte aligned and quad `q` lies at `16 q` bytes, and only through a vector pointer
 /// does NVIDIA's compiler know it (its PTX for `vstore4` on a `float *` is four scalar stores).
-fn vector_loads(k: &FusedKernel, q: &str, suffix: &str) -> String {
+fn vector_loads(l: &Lowered, q: &str, suffix: &str) -> String {
     let mut s = String::new();
-    for p in vector_inputs(k) {
-        let d = k.inputs[p as usize];
+    for &p in &l.in_place {
+        let d = l.k.inputs[p as usize];
         let _ = writeln!(
             s,
             "const {v} vin{p}{suffix} = ((__global const {v} *)in{p})[{q}];",
@@ -794,29 +697,11 @@ fn vector_loads(k: &FusedKernel, q: &str, suffix: &str) -> String {
     s
 }
 
-/// Inputs some load reads in place (contiguously), in order.
-fn vector_inputs(k: &FusedKernel) -> Vec<u32> {
-    let mut read: Vec<u32> = k
-        .instrs
-        .iter()
-        .filter_map(|ins| match ins {
-            Instr::Load {
-                input,
-                map: IndexMap::Contiguous,
-                ..
-            } => Some(*input),
-            _ => None,
-        })
-        .collect();
-    read.sort_unstable();
-    read.dedup();
-    read
-}
-
 /// The vector loads of quad `q` (`vin{p}`, for every input some load reads in place) and the
 /// declarations of the output vectors (`vout{o}`, for every element-wise store), or with `store`
 /// the stores of those vectors.
-fn vector_io(k: &FusedKernel, q: &str, store: bool) -> String {
+fn vector_io(l: &Lowered, q: &str, store: bool) -> String {
+    let k = l.k;
     let mut s = String::new();
     if store {
         for st in &k.stores {
@@ -829,14 +714,14 @@ fn vector_io(k: &FusedKernel, q: &str, store: bool) -> String {
         }
         return s;
     }
-    vector_loads(k, q, "") + &vector_outputs(k)
+    vector_loads(l, q, "") + &vector_outputs(l)
 }
 
 /// Declarations of the output vectors (`vout{o}`, for every element-wise store).
-fn vector_outputs(k: &FusedKernel) -> String {
+fn vector_outputs(l: &Lowered) -> String {
     let mut s = String::new();
-    for st in &k.stores {
-        let d = k.outputs[st.output as usize];
+    for st in &l.k.stores {
+        let d = l.k.outputs[st.output as usize];
         let _ = writeln!(s, "{} vout{};", vec4(d), st.output);
     }
     s
@@ -853,52 +738,40 @@ enum Access {
 
 /// One domain element `lin`: its coordinates when a map needs them, the register program, the
 /// fault checks and the element-wise stores.
-fn element_body(k: &FusedKernel, t: Target, access: Access) -> String {
+fn element_body(l: &Lowered, t: Target, access: Access) -> String {
+    let k = l.k;
     let mut s = String::new();
-    let may_fault = k.instrs.iter().any(|i| faults(k, i));
-    if may_fault {
+    if l.faults() {
         s.push_str("u32 bad = 0u;\n");
     }
-    let needs_coords = k.instrs.iter().any(|i| match i {
-        Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } => {
-            *map != IndexMap::Contiguous
-        }
-        _ => false,
-    });
-    if needs_coords {
+    if let Some(coords) = &l.coords {
         // Divisions in 32 bits where the domain allows (much cheaper on GPUs).
         let (lin, suffix) = if k.domain.len() <= u32::MAX as usize {
             ("(u32)lin", "u")
         } else {
             ("lin", "UL")
         };
-        let shape = &k.domain.shape;
-        for (d, (c, n)) in contiguous_strides(shape).iter().zip(shape).enumerate() {
-            let _ = writeln!(
-                s,
-                "const ulong d{d} = ({lin} / {c}{suffix}) % {}{suffix};",
-                n.max(&1)
-            );
+        for (d, (c, n)) in coords.iter().enumerate() {
+            let _ = writeln!(s, "const ulong d{d} = ({lin} / {c}{suffix}) % {n}{suffix};");
         }
     }
     for (r, d) in k.reg_dtypes.iter().enumerate() {
         let _ = writeln!(s, "{} r{r};", ctype(*d));
     }
-    for (i, ins) in k.instrs.iter().enumerate() {
-        let value = match (ins, access) {
+    for step in &l.steps {
+        let value = match (&step.op, access) {
             (
-                Instr::Load {
+                StepOp::Load {
                     input,
-                    map: IndexMap::Contiguous,
-                    ..
+                    at: Index::Lin,
                 },
                 Access::Lane(u),
             ) => format!("vin{input}.s{u}"),
-            _ => rhs(k, ins, t),
+            _ => rhs(step, t),
         };
-        let _ = writeln!(s, "r{} = {value};", ins.dst());
-        if faults(k, ins) {
-            let _ = writeln!(s, "if (bad != 0u) {{ fault = {}u; bad = 0u; }}", i + 1);
+        let _ = writeln!(s, "r{} = {value};", step.dst);
+        if let Some(code) = step.fault {
+            let _ = writeln!(s, "if (bad != 0u) {{ fault = {code}u; bad = 0u; }}");
         }
     }
     for st in &k.stores {
@@ -910,41 +783,34 @@ fn element_body(k: &FusedKernel, t: Target, access: Access) -> String {
     s
 }
 
-/// The expression an instruction assigns to its register.
-fn rhs(k: &FusedKernel, ins: &Instr, t: Target) -> String {
-    let ty = |r: u32| k.reg_dtypes[r as usize];
-    match ins {
-        Instr::Load { input, map, .. } => format!("in{input}[{}]", index(map)),
-        Instr::Const { slot, .. } => format!("k{slot}"),
-        Instr::Random {
-            dst,
+/// The expression a step assigns to its register.
+fn rhs(step: &Step, t: Target) -> String {
+    match &step.op {
+        StepOp::Load { input, at } => format!("in{input}[{}]", index(at)),
+        StepOp::Param { slot } => format!("k{slot}"),
+        StepOp::Random {
             dist,
             key_slot,
             counter_slot,
-            map,
+            at,
         } => format!(
             "af_{}_{}((u32)p{key_slot}, (u32)(p{key_slot} >> 32), p{counter_slot} + {})",
             dist_name(*dist),
-            ctype(ty(*dst)),
-            index(map)
+            ctype(step.ty),
+            index(at)
         ),
-        Instr::Gen {
-            dst,
-            kind,
-            shape,
-            map,
-        } => generator(kind, shape, &index(map), ty(*dst), t),
-        Instr::Unary { op, a, .. } => format!("af_{}_{}(r{a})", op.name(), ctype(ty(*a))),
-        Instr::Binary { op, a, b, .. } => {
-            let f = format!("af_{}_{}", op.name(), ctype(ty(*a)));
-            if faults(k, ins) {
+        StepOp::Gen { generator: g, at } => generator(g, &index(at), step.ty, t),
+        StepOp::Unary { op, a, ty } => format!("af_{}_{}(r{a})", op.name(), ctype(*ty)),
+        StepOp::Binary { op, a, b, ty } => {
+            let f = format!("af_{}_{}", op.name(), ctype(*ty));
+            if step.fault.is_some() {
                 format!("{f}(r{a}, r{b}, &bad)")
             } else {
                 format!("{f}(r{a}, r{b})")
             }
         }
-        Instr::Select { cond, a, b, .. } => format!("(r{cond} ? r{a} : r{b})"),
-        Instr::Cast { to, a, .. } => format!("af_cast_{}_{}(r{a})", ctype(ty(*a)), ctype(*to)),
+        StepOp::Select { cond, a, b } => format!("(r{cond} ? r{a} : r{b})"),
+        StepOp::Cast { a, from, to } => format!("af_cast_{}_{}(r{a})", ctype(*from), ctype(*to)),
     }
 }
 
@@ -955,28 +821,26 @@ fn dist_name(d: RandomDist) -> &'static str {
     }
 }
 
-/// The `ulong` index expression a map selects for the current element.
-fn index(map: &IndexMap) -> String {
-    let terms = |offset: isize, coef: &[isize]| {
-        let mut v = format!("{offset}L");
-        for (k, c) in coef.iter().enumerate() {
-            if *c != 0 {
-                let _ = write!(v, " + {c}L * (long)d{k}");
-            }
+/// The `ulong` index expression for the current element.
+fn index(at: &Index) -> String {
+    let terms = |a: &Affine| {
+        let mut v = format!("{}L", a.offset);
+        for (k, c) in &a.terms {
+            let _ = write!(v, " + {c}L * (long)d{k}");
         }
         v
     };
-    match map {
-        IndexMap::Contiguous => "lin".into(),
-        IndexMap::Strided { offset, strides } => format!("(ulong)({})", terms(*offset, strides)),
-        IndexMap::Periodic { dims } => {
+    match at {
+        Index::Lin => "lin".into(),
+        Index::Affine(a) => format!("(ulong)({})", terms(a)),
+        Index::Periodic(dims) => {
             let mut s = String::from("(ulong)(0L");
             for d in dims {
                 let m = d.modulus;
                 let _ = write!(
                     s,
                     " + ((({}) % {m}L + {m}L) % {m}L) * {}L",
-                    terms(d.offset, &d.coef),
+                    terms(&d.at),
                     d.stride
                 );
             }
@@ -987,22 +851,17 @@ fn index(map: &IndexMap) -> String {
 }
 
 /// A position-dependent generator's value at index `g` of its own shape, as element type `d`.
-fn generator(kind: &GenKind, shape: &[usize], g: &str, d: DType, t: Target) -> String {
+fn generator(kind: &Generator, g: &str, d: DType, t: Target) -> String {
     let ct = ctype(d);
     match kind {
-        GenKind::Iota { axis } => {
-            let cs = contiguous_strides(shape);
-            format!(
-                "af_index_{ct}(({g} / {}UL) % {}UL)",
-                cs[*axis],
-                shape[*axis].max(1)
-            )
+        Generator::Iota { div, extent } => {
+            format!("af_index_{ct}(({g} / {div}UL) % {}UL)", extent.max(&1))
         }
-        GenKind::Identity => format!(
+        Generator::Identity { n } => format!(
             "af_index_{ct}((ulong)(({g} / {n}UL) == ({g} % {n}UL)))",
-            n = shape[1].max(1)
+            n = n.max(&1)
         ),
-        GenKind::Linspace {
+        Generator::Linspace {
             start,
             step,
             end,
@@ -1014,7 +873,7 @@ fn generator(kind: &GenKind, shape: &[usize], g: &str, d: DType, t: Target) -> S
             f64_literal(*step)
         ),
         // Without f64 the points are computed in f32 (linspace makes floats only, so f32 here).
-        GenKind::Linspace {
+        Generator::Linspace {
             start,
             step,
             end,
@@ -1025,7 +884,7 @@ fn generator(kind: &GenKind, shape: &[usize], g: &str, d: DType, t: Target) -> S
             f32_literal(*start as f32),
             f32_literal(*step as f32)
         ),
-        GenKind::Random { key, counter, dist } => format!(
+        Generator::Random { key, counter, dist } => format!(
             "af_{}_{ct}({}u, {}u, {counter}UL + {g})",
             dist_name(*dist),
             key[0],

@@ -1,6 +1,8 @@
 //! WGSL renderer (the wgpu executor): one fused kernel becomes a [`GpuPlan`] whose source is the
 //! part of the primitive library (`primitives/wgsl/arrayflow.wgsl`) the kernel calls, directly or
-//! not, followed by the kernel's entry points.
+//! not, followed by the kernel's entry points. The layout, register program, reductions, scratch
+//! buffers and passes come from [`super::lower`] under this target's [`Policy`]; this file prints
+//! them as WGSL and picks the library items the text names.
 //!
 //! Shapes of plan (work-group size [`LOCAL`], at most [`MAX_GROUPS`] groups, grid-stride loops):
 //! - no reduction, quad form (`render_quads`): when every load reads its input in place
@@ -47,8 +49,12 @@
 //! 2^31 elements or more is not rendered; neither is anything touching f64.
 
 use super::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported, tuning};
-use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, contiguous_strides};
-use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind, ReduceStore};
+use super::lower::{
+    Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout, ReducePolicy,
+    Reduction, StepOp, lower,
+};
+use crate::ir::{DType, RandomDist, ReduceOp};
+use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
 use std::fmt::Write;
 use std::sync::OnceLock;
 
@@ -61,7 +67,7 @@ pub const MAX_GROUPS: u32 = 65535;
 /// Reductions over at most this many elements per result run one thread per result.
 pub const THREAD_ROW: usize = 64;
 /// Work-groups the chunked reduction aims for when there are few results.
-const TARGET_GROUPS: usize = 2048;
+const TARGET_GROUPS: u64 = 2048;
 /// Workgroup memory a pass may use (WebGPU's default `maxComputeWorkgroupStorageSize`).
 const MAX_WORKGROUP_BYTES: usize = 16384;
 /// Parameter bytes a kernel takes as immediate data (push constants): Vulkan's guaranteed
@@ -300,28 +306,24 @@ fn check_map(map: &IndexMap, shape: &[usize]) -> Result<(), Unsupported> {
     Ok(())
 }
 
-/// The u32 index expression a map selects for the current element.
-fn index(map: &IndexMap) -> String {
-    match map {
-        IndexMap::Contiguous => "lin".into(),
-        IndexMap::Strided { offset, strides } => {
-            let mut s = format!("({}", u32_lit(*offset));
-            for (k, st) in strides.iter().enumerate() {
-                if *st != 0 {
-                    let _ = write!(s, " + {} * d{k}", u32_lit(*st));
-                }
+/// The u32 index expression for the current element.
+fn index(at: &Index) -> String {
+    match at {
+        Index::Lin => "lin".into(),
+        Index::Affine(a) => {
+            let mut s = format!("({}", u32_lit(a.offset));
+            for (k, st) in &a.terms {
+                let _ = write!(s, " + {} * d{k}", u32_lit(*st));
             }
             s.push(')');
             s
         }
-        IndexMap::Periodic { dims } => {
+        Index::Periodic(dims) => {
             let mut s = String::from("(0u");
             for d in dims {
-                let mut v = format!("({}i", d.offset);
-                for (k, c) in d.coef.iter().enumerate() {
-                    if *c != 0 {
-                        let _ = write!(v, " + ({c}i) * i32(d{k})");
-                    }
+                let mut v = format!("({}i", d.at.offset);
+                for (k, c) in &d.at.terms {
+                    let _ = write!(v, " + ({c}i) * i32(d{k})");
                 }
                 v.push(')');
                 let m = d.modulus;
@@ -333,11 +335,6 @@ fn index(map: &IndexMap) -> String {
     }
 }
 
-/// Whether the op's library function takes a fault flag (integer division by zero).
-fn faults(op: BinaryOp, input: DType) -> bool {
-    input.is_int() && matches!(op, BinaryOp::Div | BinaryOp::Rem | BinaryOp::Mod)
-}
-
 fn random_fn(dist: RandomDist, t: DType) -> String {
     let f = match dist {
         RandomDist::Uniform => "uniform",
@@ -347,21 +344,12 @@ fn random_fn(dist: RandomDist, t: DType) -> String {
 }
 
 /// A position-dependent generator's value at generator index `g` (an u32 expression).
-fn generator(kind: &GenKind, shape: &[usize], g: &str, t: DType) -> String {
+fn generator(kind: &Generator, g: &str, t: DType) -> String {
     let tn = tname(t);
     match kind {
-        GenKind::Iota { axis } => {
-            let cs = contiguous_strides(shape);
-            format!(
-                "af_cast_u32_{tn}(({g} / {}u) % {}u)",
-                cs[*axis], shape[*axis]
-            )
-        }
-        GenKind::Identity => format!(
-            "af_cast_b8_{tn}(({g} / {n}u) == ({g} % {n}u))",
-            n = shape[1]
-        ),
-        GenKind::Linspace {
+        Generator::Iota { div, extent } => format!("af_cast_u32_{tn}(({g} / {div}u) % {extent}u)"),
+        Generator::Identity { n } => format!("af_cast_b8_{tn}(({g} / {n}u) == ({g} % {n}u))"),
+        Generator::Linspace {
             start,
             step,
             end,
@@ -381,7 +369,7 @@ fn generator(kind: &GenKind, shape: &[usize], g: &str, t: DType) -> String {
             );
             format!("af_cast_f32_{tn}({v})")
         }
-        GenKind::Random { key, counter, dist } => format!(
+        Generator::Random { key, counter, dist } => format!(
             "{}({}u, {}u, af_add64(vec2<u32>({}u, {}u), {g}))",
             random_fn(*dist, t),
             key[0],
@@ -392,22 +380,22 @@ fn generator(kind: &GenKind, shape: &[usize], g: &str, t: DType) -> String {
     }
 }
 
-/// Buffers of one entry point: their declarations and the pass's `buffers` list, in binding order.
+/// Buffers of one entry point: their declarations, in binding order.
 #[derive(Default)]
 struct Bindings {
     decls: String,
-    buffers: Vec<BufArg>,
+    count: usize,
 }
 
 impl Bindings {
-    fn add(&mut self, name: &str, read_only: bool, elem: &str, arg: BufArg) {
+    fn add(&mut self, name: &str, read_only: bool, elem: &str) {
         let access = if read_only { "read" } else { "read_write" };
         let _ = writeln!(
             self.decls,
             "@group(0) @binding({}) var<storage, {access}> {name}: array<{elem}>;",
-            self.buffers.len()
+            self.count
         );
-        self.buffers.push(arg);
+        self.count += 1;
     }
     /// Declares the parameter words of `slots` parameter slots: immediates when the target takes
     /// them and they fit in [`IMMEDIATE_BYTES`], else a storage buffer after the buffers (see
@@ -422,7 +410,7 @@ impl Bindings {
                 let _ = writeln!(
                     self.decls,
                     "@group(0) @binding({}) var<storage, read> params: array<u32>;",
-                    self.buffers.len()
+                    self.count
                 );
             }
         }
@@ -435,6 +423,54 @@ impl Bindings {
 fn immediate_words_for(slots: usize) -> Option<u32> {
     let words = 2 * slots.max(1);
     (words * 4 <= IMMEDIATE_BYTES as usize).then_some(words as u32)
+}
+
+/// The declarations of pass `pass`'s buffers (in `Pass::buffers` order) and, when it takes them,
+/// the parameters; with the immediate words declared. The first pass names its buffers `in{p}`,
+/// `out{o}`, `part{r}`/`parti{r}` and `fault` (inputs and outputs as `vec4`s with `quads`), the
+/// final pass `fpart{r}`/`fparti{r}` and `fout{o}`.
+fn bindings(l: &Lowered, pass: usize, quads: bool, t: Target) -> (String, Option<u32>) {
+    let k = l.k;
+    let pre = if pass == 0 { "" } else { "f" };
+    let elem = |d: DType| {
+        if quads {
+            format!("vec4<{}>", storage_type(d))
+        } else {
+            storage_type(d).to_string()
+        }
+    };
+    let mut b = Bindings::default();
+    for buf in &l.passes[pass].buffers {
+        match *buf {
+            BufArg::Input(i) => b.add(&format!("in{i}"), true, &elem(k.inputs[i as usize])),
+            BufArg::Output(o) => {
+                b.add(&format!("{pre}out{o}"), false, &elem(k.outputs[o as usize]))
+            }
+            BufArg::Scratch(f) if Some(f) == l.fault => {
+                let _ = writeln!(
+                    b.decls,
+                    "@group(0) @binding({}) var<storage, read_write> fault: array<atomic<u32>>;",
+                    b.count
+                );
+                b.count += 1;
+            }
+            BufArg::Scratch(s) => match l.partials_in(s) {
+                Some((ri, false)) => b.add(
+                    &format!("{pre}part{ri}"),
+                    false,
+                    Red::of(&l.reductions[ri]).ty,
+                ),
+                Some((ri, true)) => b.add(&format!("{pre}parti{ri}"), false, "u32"),
+                None => unreachable!("a scratch buffer is the fault word or partials"),
+            },
+        }
+    }
+    let words = if l.passes[pass].params {
+        b.add_params(k.params.len(), t.immediates)
+    } else {
+        None
+    };
+    (b.decls, words)
 }
 
 /// How the element code reads the inputs it loads in place (`IndexMap::Contiguous`) and writes
@@ -451,129 +487,89 @@ enum Access {
 /// Component names of a `vec4`, by lane.
 const LANES: [&str; 4] = ["x", "y", "z", "w"];
 
-/// The per-element code, run with the element's linear index `lin` in scope: evaluates the
-/// register program, reports faults and writes the element-wise stores.
-struct Body {
-    /// Declarations at the top of the entry (parameter values, fault flag).
-    prelude: String,
-    /// Statements run for each element (they declare the registers).
-    element: String,
-    uses_params: bool,
-    /// Inputs the kernel loads, in order.
-    inputs: Vec<u32>,
-    faults: bool,
+/// Declarations at the top of an entry that runs the element code: parameter values, fault flag.
+fn body_prelude(l: &Lowered) -> String {
+    let mut prelude = String::new();
+    for &(slot, d) in &l.const_slots {
+        let _ = writeln!(
+            prelude,
+            "  let p{slot} = af_bits_{}(params[{}u], params[{}u]);",
+            tname(d),
+            2 * slot,
+            2 * slot + 1
+        );
+    }
+    if l.faults() {
+        prelude.push_str("  var bad = 0u;\n");
+    }
+    prelude
 }
 
-fn body(k: &FusedKernel, pad: &str, access: Access) -> Body {
+/// The per-element code, run with the element's linear index `lin` in scope: declares the
+/// registers, evaluates the register program, reports faults and writes the element-wise stores.
+fn body(l: &Lowered, pad: &str, access: Access) -> String {
+    let k = l.k;
     let t = |r: u32| k.reg_dtypes[r as usize];
-    let mut prelude = String::new();
     let mut e = String::new();
-    let mut uses_params = false;
-    let mut inputs = Vec::new();
-    let mut any_fault = false;
-    let mut decoded = Vec::new();
-    for ins in &k.instrs {
-        if let Instr::Const { slot, dtype, .. } = ins
-            && !decoded.contains(slot)
-        {
-            decoded.push(*slot);
-            let _ = writeln!(
-                prelude,
-                "  let p{slot} = af_bits_{}(params[{}u], params[{}u]);",
-                tname(*dtype),
-                2 * slot,
-                2 * slot + 1
-            );
-        }
-    }
     // Registers are declared with each element's code, so that the copies of it an unrolled loop
     // runs share no state and their loads are independent.
     for (r, d) in k.reg_dtypes.iter().enumerate() {
         let _ = writeln!(e, "{pad}var r{r}: {};", reg_type(*d));
     }
-    let needs_coords = k.instrs.iter().any(|i| match i {
-        Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } => {
-            *map != IndexMap::Contiguous
-        }
-        _ => false,
-    });
-    if needs_coords {
-        let shape = &k.domain.shape;
-        for (d, (&c, &n)) in contiguous_strides(shape).iter().zip(shape).enumerate() {
-            let _ = writeln!(e, "{pad}let d{d} = (lin / {c}u) % {}u;", n.max(1));
-        }
+    for (d, (c, n)) in l.coords.iter().flatten().enumerate() {
+        let _ = writeln!(e, "{pad}let d{d} = (lin / {c}u) % {n}u;");
     }
-    for (i, ins) in k.instrs.iter().enumerate() {
-        let dst = ins.dst();
-        let rhs = match ins {
-            Instr::Load { input, map, .. } => {
-                if !inputs.contains(input) {
-                    inputs.push(*input);
-                }
-                let v = match (access, map) {
-                    (Access::Lane(u), IndexMap::Contiguous) => format!("vin{input}.{}", LANES[u]),
-                    (Access::Lane(_), _) => unreachable!("quad form with a load through {map:?}"),
-                    (Access::Scalar, _) => format!("in{input}[{}]", index(map)),
+    for step in &l.steps {
+        let rhs = match &step.op {
+            StepOp::Load { input, at } => {
+                let v = match (access, at) {
+                    (Access::Lane(u), Index::Lin) => format!("vin{input}.{}", LANES[u]),
+                    (Access::Lane(_), _) => unreachable!("quad form with a load through {at:?}"),
+                    (Access::Scalar, _) => format!("in{input}[{}]", index(at)),
                 };
-                if t(dst) == DType::Bool {
+                if step.ty == DType::Bool {
                     format!("({v} != 0u)")
                 } else {
                     v
                 }
             }
-            Instr::Const { slot, .. } => {
-                uses_params = true;
-                format!("p{slot}")
-            }
-            Instr::Random {
+            StepOp::Param { slot } => format!("p{slot}"),
+            StepOp::Random {
                 dist,
                 key_slot,
                 counter_slot,
-                map,
-                ..
-            } => {
-                uses_params = true;
-                format!(
-                    "{}(params[{}u], params[{}u], af_add64(vec2<u32>(params[{}u], params[{}u]), {}))",
-                    random_fn(*dist, t(dst)),
-                    2 * key_slot,
-                    2 * key_slot + 1,
-                    2 * counter_slot,
-                    2 * counter_slot + 1,
-                    index(map)
-                )
-            }
-            Instr::Gen {
-                kind, shape, map, ..
-            } => generator(kind, shape, &index(map), t(dst)),
-            Instr::Unary { op, a, .. } => format!("af_{}_{}(r{a})", op.name(), tname(t(*a))),
-            Instr::Binary { op, a, b, .. } => {
-                let f = format!("af_{}_{}", op.name(), tname(t(*a)));
-                if faults(*op, t(*a)) {
+                at,
+            } => format!(
+                "{}(params[{}u], params[{}u], af_add64(vec2<u32>(params[{}u], params[{}u]), {}))",
+                random_fn(*dist, step.ty),
+                2 * key_slot,
+                2 * key_slot + 1,
+                2 * counter_slot,
+                2 * counter_slot + 1,
+                index(at)
+            ),
+            StepOp::Gen { generator: g, at } => generator(g, &index(at), step.ty),
+            StepOp::Unary { op, a, ty } => format!("af_{}_{}(r{a})", op.name(), tname(*ty)),
+            StepOp::Binary { op, a, b, ty } => {
+                let f = format!("af_{}_{}", op.name(), tname(*ty));
+                if step.fault.is_some() {
                     format!("{f}(r{a}, r{b}, &bad)")
                 } else {
                     format!("{f}(r{a}, r{b})")
                 }
             }
-            Instr::Select { cond, a, b, .. } => format!("select(r{b}, r{a}, r{cond})"),
-            Instr::Cast { to, a, .. } => {
-                format!("af_cast_{}_{}(r{a})", tname(t(*a)), tname(*to))
+            StepOp::Select { cond, a, b } => format!("select(r{b}, r{a}, r{cond})"),
+            StepOp::Cast { a, from, to } => {
+                format!("af_cast_{}_{}(r{a})", tname(*from), tname(*to))
             }
         };
-        let _ = writeln!(e, "{pad}r{dst} = {rhs};");
-        if let Instr::Binary { op, a, .. } = ins
-            && faults(*op, t(*a))
-        {
-            any_fault = true;
+        let _ = writeln!(e, "{pad}r{} = {rhs};", step.dst);
+        if let Some(code) = step.fault {
             let _ = writeln!(
                 e,
-                "{pad}if (bad != 0u) {{ atomicStore(&fault[0], {}u); bad = 0u; }}",
-                i + 1
+                "{pad}if (bad != 0u) {{ atomicStore(&fault[0], {code}u); bad = 0u; }}"
             );
         }
-    }
-    if any_fault {
-        prelude.push_str("  var bad = 0u;\n");
     }
     for st in &k.stores {
         let v = if t(st.reg) == DType::Bool {
@@ -586,14 +582,7 @@ fn body(k: &FusedKernel, pad: &str, access: Access) -> Body {
             Access::Lane(u) => writeln!(e, "{pad}vout{}.{} = {v};", st.output, LANES[u]),
         };
     }
-    inputs.sort_unstable();
-    Body {
-        prelude,
-        element: e,
-        uses_params,
-        inputs,
-        faults: any_fault,
-    }
+    e
 }
 
 /// How one reduction accumulates: in a value of `ty` (bools as u32 0/1), plus an u32 index for
@@ -603,16 +592,24 @@ struct Red {
     /// Library type name of the accumulated values (`b8` reductions accumulate u32).
     tn: &'static str,
     ty: &'static str,
+    /// The reduced register and whether it is a bool.
+    reg: u32,
+    bool_reg: bool,
 }
 
 impl Red {
-    fn of(r: &ReduceStore, k: &FusedKernel) -> Red {
-        let d = k.reg_dtypes[r.reg as usize];
-        let d = if d == DType::Bool { DType::U32 } else { d };
+    fn of(r: &Reduction) -> Red {
+        let d = if r.acc == DType::Bool {
+            DType::U32
+        } else {
+            r.acc
+        };
         Red {
             op: r.op,
             tn: tname(d),
             ty: storage_type(d),
+            reg: r.reg,
+            bool_reg: r.value == DType::Bool,
         }
     }
     fn is_arg(&self) -> bool {
@@ -651,14 +648,13 @@ impl Red {
         };
         format!("{a} = af_{f}_{}({a}, {v});", self.tn)
     }
-}
-
-/// A register's value as the reduction accumulates it.
-fn red_value(k: &FusedKernel, r: &ReduceStore) -> String {
-    if k.reg_dtypes[r.reg as usize] == DType::Bool {
-        format!("select(0u, 1u, r{})", r.reg)
-    } else {
-        format!("r{}", r.reg)
+    /// The register's value as the reduction accumulates it.
+    fn value(&self) -> String {
+        if self.bool_reg {
+            format!("select(0u, 1u, r{})", self.reg)
+        } else {
+            format!("r{}", self.reg)
+        }
     }
 }
 
@@ -667,141 +663,59 @@ pub fn groups_for(threads: usize) -> u32 {
     threads.div_ceil(LOCAL as usize).min(MAX_GROUPS as usize) as u32
 }
 
+/// How this target lays kernels out (see the module comment).
+fn policy() -> Policy {
+    let tune = tuning();
+    Policy {
+        local: LOCAL as u64,
+        max_groups: MAX_GROUPS as u64,
+        unroll: UNROLL as u64,
+        quads: tune.wgpu_vector.then_some(QuadPolicy {
+            per_trip: tune.wgpu_quads as u64,
+            max_groups: MAX_GROUPS as u64,
+            mixed: false,
+        }),
+        reduce: ReducePolicy {
+            row_max: Some(THREAD_ROW),
+            elements_per_thread: None,
+            target_groups: TARGET_GROUPS,
+            min_chunk: LOCAL as u64,
+            quad_chunks: false,
+        },
+        binding: Binding::Used,
+        word_bools: true,
+    }
+}
+
 /// Renders fused kernel `k` for a WGSL target (see the module comment for the passes).
 pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     check(k)?;
-    if k.reductions.is_empty() {
-        Ok(render_map(k, t))
-    } else if k.domain.inner <= THREAD_ROW {
-        Ok(render_thread_rows(k, t))
-    } else {
-        render_chunked(k, t)
-    }
-}
-
-/// Declarations every form of pass 1 shares: loaded inputs, element-wise outputs, and (after
-/// `extra` declares its own buffers) the fault scratch and parameters.
-struct Pass1 {
-    b: Bindings,
-    body: Body,
-    /// The kernel's parameter slots.
-    slots: usize,
-    /// The target takes parameters as immediates.
-    immediates: bool,
-    scratch: Vec<u64>,
-    fault: Option<u32>,
-    immediate_words: Option<u32>,
-}
-
-impl Pass1 {
-    /// Binds the loaded inputs and the element-wise outputs: arrays of their storage type, or
-    /// with `quads` of `vec4`s of it (the quad form's bindings).
-    fn new(k: &FusedKernel, t: Target, pad: &str, quads: bool) -> Pass1 {
-        let body = body(k, pad, Access::Scalar);
-        let elem = |d: DType| {
-            if quads {
-                format!("vec4<{}>", storage_type(d))
-            } else {
-                storage_type(d).to_string()
-            }
-        };
-        let mut b = Bindings::default();
-        for &i in &body.inputs {
-            let d = k.inputs[i as usize];
-            b.add(&format!("in{i}"), true, &elem(d), BufArg::Input(i));
-        }
-        for o in stored_outputs(k) {
-            let d = k.outputs[o as usize];
-            b.add(&format!("out{o}"), false, &elem(d), BufArg::Output(o));
-        }
-        Pass1 {
-            b,
-            body,
-            slots: k.params.len(),
-            immediates: t.immediates,
-            scratch: Vec::new(),
-            fault: None,
-            immediate_words: None,
-        }
-    }
-    /// Adds the fault scratch and the parameters; returns the declarations and buffers.
-    fn finish(&mut self) -> (String, Vec<BufArg>, bool) {
-        if self.body.faults {
-            let s = self.scratch.len() as u32;
-            self.scratch.push(4);
-            self.fault = Some(s);
-            let _ = writeln!(
-                self.b.decls,
-                "@group(0) @binding({}) var<storage, read_write> fault: array<atomic<u32>>;",
-                self.b.buffers.len()
-            );
-            self.b.buffers.push(BufArg::Scratch(s));
-        }
-        if self.body.uses_params {
-            self.immediate_words = self.b.add_params(self.slots, self.immediates);
-        }
-        (
-            std::mem::take(&mut self.b.decls),
-            std::mem::take(&mut self.b.buffers),
-            self.body.uses_params,
-        )
-    }
-    /// The plan of `kernel` (its entry points' text, declarations included) and `passes`, with
-    /// the library items it needs on target `t`.
-    fn plan(self, kernel: String, t: Target, passes: Vec<Pass>) -> GpuPlan {
-        GpuPlan {
-            source: with_library(kernel, t),
-            scratch: self.scratch,
-            passes,
-            fault: self.fault,
-            immediate_words: self.immediate_words,
-        }
-    }
-}
-
-/// The outputs the kernel's element-wise stores write, each once, in order.
-fn stored_outputs(k: &FusedKernel) -> Vec<u32> {
-    let mut outs: Vec<u32> = k.stores.iter().map(|s| s.output).collect();
-    outs.sort_unstable();
-    outs.dedup();
-    outs
-}
-
-fn pass(entry: &str, buffers: Vec<BufArg>, params: bool, groups: u32) -> Pass {
-    Pass {
-        entry: entry.into(),
-        buffers,
-        params,
-        groups,
-        local: LOCAL,
-    }
-}
-
-/// Whether element-wise kernel `k` can take the quad form: its length is a positive multiple of
-/// 4, every load reads its input in place, and every buffer it loads or stores holds 4-byte
-/// elements (so quad `q` of a buffer is its `vec4` element `q`).
-fn quads_fit(k: &FusedKernel) -> bool {
-    let four = |d: DType| matches!(d, DType::F32 | DType::I32 | DType::U32 | DType::Bool);
-    let len = k.domain.len();
-    len >= 4
-        && len.is_multiple_of(4)
-        && k.stores.iter().all(|s| four(k.outputs[s.output as usize]))
-        && k.instrs.iter().all(|ins| match ins {
-            Instr::Load { input, map, .. } => {
-                *map == IndexMap::Contiguous && four(k.inputs[*input as usize])
-            }
-            _ => true,
-        })
-}
-
-/// No reduction: the quad form when the kernel qualifies ([`quads_fit`]) and it is on, else the
-/// scalar form.
-fn render_map(k: &FusedKernel, t: Target) -> GpuPlan {
-    if tuning().wgpu_vector && quads_fit(k) {
-        render_quads(k, t)
-    } else {
-        render_scalar(k, t)
-    }
+    let l = lower(k, t, &policy());
+    let (source, immediate_words) = match l.layout {
+        Layout::Quads {
+            quads, per_trip, ..
+        } => render_quads(&l, t, quads as u32, per_trip as u32),
+        Layout::Scalar { .. } => render_scalar(&l, t),
+        Layout::Rows { .. } => render_thread_rows(&l, t),
+        Layout::Reduce(r) => render_chunked(&l, t, r)?,
+    };
+    Ok(GpuPlan {
+        source: with_library(source, t),
+        scratch: l.scratch,
+        passes: l
+            .passes
+            .into_iter()
+            .map(|p| Pass {
+                entry: p.entry.into(),
+                buffers: p.buffers,
+                params: p.params,
+                groups: p.groups,
+                local: LOCAL,
+            })
+            .collect(),
+        fault: l.fault,
+        immediate_words,
+    })
 }
 
 /// Quad form: each thread takes Q = [`super::gpu::Tuning::wgpu_quads`] quads per trip of the main
@@ -809,30 +723,24 @@ fn render_map(k: &FusedKernel, t: Target) -> GpuPlan {
 /// quads [`LOCAL`] apart (one contiguous span per load instruction of the group), trips a grid of
 /// Q quads apart; a second loop takes the thread's quads of the last, partial trip. Per quad the
 /// element code once per lane and one `vec4` store per output.
-fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
-    let quads = k.domain.len() / 4;
-    let q_trip = tuning().wgpu_quads;
-    let groups = groups_for(quads.div_ceil(q_trip as usize));
-    let threads = groups.max(1) * LOCAL;
+fn render_quads(l: &Lowered, t: Target, quads: u32, q_trip: u32) -> (String, Option<u32>) {
+    let k = l.k;
+    let threads = l.passes[0].groups.max(1) * LOCAL;
     let pad = "        ";
-    let mut p = Pass1::new(k, t, pad, true);
-    let (decls, buffers, params) = p.finish();
-    let outs = stored_outputs(k);
-    let element: Vec<String> = (0..4)
-        .map(|u| body(k, pad, Access::Lane(u)).element)
-        .collect();
+    let (decls, words) = bindings(l, 0, true, t);
+    let element: Vec<String> = (0..4).map(|u| body(l, pad, Access::Lane(u))).collect();
     // Quad `at` in a block of its own: its input vectors (`loaded`: from `vin{i}_{j}`, loaded
     // before), the element code per lane, the output vectors' stores.
     let quad = |at: &str, loaded: Option<u32>| {
         let mut b = String::from("    {\n");
-        for &i in &p.body.inputs {
+        for &i in &l.loaded {
             match loaded {
                 Some(j) => writeln!(b, "      let vin{i} = vin{i}_{j};"),
                 None => writeln!(b, "      let vin{i} = in{i}[{at}];"),
             }
             .expect("write to a String");
         }
-        for &o in &outs {
+        for &o in &l.stored {
             let d = k.outputs[o as usize];
             let _ = writeln!(b, "      var vout{o}: vec4<{}>;", storage_type(d));
         }
@@ -842,7 +750,7 @@ fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
                 "      {{\n        let lin = 4u * ({at}) + {u}u;\n{e}      }}\n"
             );
         }
-        for &o in &outs {
+        for &o in &l.stored {
             let _ = writeln!(b, "      out{o}[{at}] = vout{o};");
         }
         b.push_str("    }\n");
@@ -857,7 +765,7 @@ fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
     };
     let mut main = String::new();
     for j in 0..q_trip {
-        for &i in &p.body.inputs {
+        for &i in &l.loaded {
             let _ = writeln!(main, "    let vin{i}_{j} = in{i}[{}];", at(j));
         }
     }
@@ -869,24 +777,23 @@ fn render_quads(k: &FusedKernel, t: Target) -> GpuPlan {
         s,
         "\n// ---- kernel: quads ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{\n{}{}  var q = wid.x * {}u + lid;\n  for (; {} < {quads}u; q += {}u) {{\n{main}  }}\n  for (; q < {quads}u; q += {LOCAL}u) {{\n{}  }}\n}}\n",
         set_zero("wid"),
-        p.body.prelude,
+        body_prelude(l),
         q_trip * LOCAL,
         at(q_trip - 1),
         q_trip * threads,
         quad("q", None),
     );
-    p.plan(s, t, vec![pass("af_kernel", buffers, params, groups)])
+    (s, words)
 }
 
 /// Scalar form: each thread handles [`UNROLL`] elements per loop trip, `base + u * G` for `u` in
 /// `0..UNROLL` (`G` threads in all, `base` stepping by `UNROLL * G`), each in a block of its own, so
 /// the loads of the copies are independent and each one coalesced across the threads.
-fn render_scalar(k: &FusedKernel, t: Target) -> GpuPlan {
-    let len = k.domain.len();
-    let groups = groups_for(len.div_ceil(UNROLL as usize));
-    let threads = groups.max(1) * LOCAL;
-    let mut p = Pass1::new(k, t, "        ", false);
-    let (decls, buffers, params) = p.finish();
+fn render_scalar(l: &Lowered, t: Target) -> (String, Option<u32>) {
+    let len = l.k.domain.len();
+    let threads = l.passes[0].groups.max(1) * LOCAL;
+    let (decls, words) = bindings(l, 0, false, t);
+    let element = body(l, "        ", Access::Scalar);
     let mut copies = String::new();
     for u in 0..UNROLL {
         let lin = if u == 0 {
@@ -896,8 +803,7 @@ fn render_scalar(k: &FusedKernel, t: Target) -> GpuPlan {
         };
         let _ = write!(
             copies,
-            "    {{\n      let lin = {lin};\n      if (lin < {len}u) {{\n{}      }}\n    }}\n",
-            p.body.element
+            "    {{\n      let lin = {lin};\n      if (lin < {len}u) {{\n{element}      }}\n    }}\n",
         );
     }
     let mut s = String::new();
@@ -905,31 +811,21 @@ fn render_scalar(k: &FusedKernel, t: Target) -> GpuPlan {
         s,
         "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}{}  for (var base = gid.x; base < {len}u; base += {}u) {{\n{copies}  }}\n}}\n",
         set_zero("gid"),
-        p.body.prelude,
+        body_prelude(l),
         UNROLL * threads,
     );
-    p.plan(s, t, vec![pass("af_kernel", buffers, params, groups)])
+    (s, words)
 }
 
 /// Short reductions: one thread per result evaluates its row and writes the results.
-fn render_thread_rows(k: &FusedKernel, t: Target) -> GpuPlan {
-    let (outer, inner) = (k.domain.outer, k.domain.inner);
-    let groups = groups_for(outer);
-    let mut p = Pass1::new(k, t, "      ", false);
-    let reds: Vec<Red> = k.reductions.iter().map(|r| Red::of(r, k)).collect();
-    for r in &k.reductions {
-        let d = k.outputs[r.output as usize];
-        p.b.add(
-            &format!("out{}", r.output),
-            false,
-            storage_type(d),
-            BufArg::Output(r.output),
-        );
-    }
-    let (decls, buffers, params) = p.finish();
-    let acc = Accumulators::new(k, &reds);
+fn render_thread_rows(l: &Lowered, t: Target) -> (String, Option<u32>) {
+    let (outer, inner) = (l.k.domain.outer, l.k.domain.inner);
+    let groups = l.passes[0].groups;
+    let reds: Vec<Red> = l.reductions.iter().map(Red::of).collect();
+    let (decls, words) = bindings(l, 0, false, t);
+    let acc = Accumulators::new(&reds);
     let mut write_out = String::new();
-    for (ri, (r, red)) in k.reductions.iter().zip(&reds).enumerate() {
+    for (ri, (r, red)) in l.reductions.iter().zip(&reds).enumerate() {
         let v = if red.is_arg() { "ai" } else { "a" };
         let _ = writeln!(write_out, "    out{}[o] = {v}{ri};", r.output);
     }
@@ -939,20 +835,11 @@ fn render_thread_rows(k: &FusedKernel, t: Target) -> GpuPlan {
         s,
         "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}{}  for (var o = gid.x; o < {outer}u; o += {}u) {{\n{init}    for (var i = 0u; i < {inner}u; i++) {{\n      let lin = o * {inner}u + i;\n{}{fold}    }}\n{write_out}  }}\n}}\n",
         set_zero("gid"),
-        p.body.prelude,
+        body_prelude(l),
         groups.max(1) * LOCAL,
-        p.body.element
+        body(l, "      ", Access::Scalar)
     );
-    p.plan(s, t, vec![pass("af_kernel", buffers, params, groups)])
-}
-
-/// Number of chunks each result's reduction is split into: about [`TARGET_GROUPS`] work-groups in
-/// all when there are few results, at least one work-group's worth of elements per chunk.
-fn chunks(outer: usize, inner: usize) -> usize {
-    TARGET_GROUPS
-        .div_ceil(outer.max(1))
-        .min(inner.div_ceil(LOCAL as usize))
-        .max(1)
+    (s, words)
 }
 
 /// Statements of a work-group tree reduction of the `wv`/`wi` arrays into element 0, unrolled so
@@ -991,17 +878,17 @@ struct Accumulators {
 }
 
 impl Accumulators {
-    fn new(k: &FusedKernel, reds: &[Red]) -> Accumulators {
-        Accumulators::named(k, reds, "", "      ")
+    fn new(reds: &[Red]) -> Accumulators {
+        Accumulators::named(reds, "", "      ")
     }
     /// Accumulators `a{r}{sfx}` (`ai{r}{sfx}`), their fold statements indented by `pad`.
-    fn named(k: &FusedKernel, reds: &[Red], sfx: &str, pad: &str) -> Accumulators {
+    fn named(reds: &[Red], sfx: &str, pad: &str) -> Accumulators {
         let mut a = Accumulators {
             init: String::new(),
             fold: String::new(),
             to_wg: String::new(),
         };
-        for (ri, (r, red)) in k.reductions.iter().zip(reds).enumerate() {
+        for (ri, red) in reds.iter().enumerate() {
             let _ = writeln!(a.init, "    var a{ri}{sfx} = {};", red.identity());
             let _ = writeln!(a.to_wg, "    wv{ri}[tid] = a{ri}{sfx};");
             if red.is_arg() {
@@ -1014,7 +901,7 @@ impl Accumulators {
                 red.fold(
                     &format!("a{ri}{sfx}"),
                     &format!("ai{ri}{sfx}"),
-                    &red_value(k, r),
+                    &red.value(),
                     "i"
                 )
             );
@@ -1026,21 +913,21 @@ impl Accumulators {
 /// Long reductions: work-group `(o, c)` reduces chunk `c` of result `o`. With one chunk per result
 /// the group writes the outputs; with several it writes partials, and `af_final` (one work-group
 /// per result) reduces them the same way.
-fn render_chunked(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
-    let (outer, inner) = (k.domain.outer, k.domain.inner);
-    let reds: Vec<Red> = k.reductions.iter().map(|r| Red::of(r, k)).collect();
+fn render_chunked(
+    l: &Lowered,
+    t: Target,
+    r: ReduceLayout,
+) -> Result<(String, Option<u32>), Unsupported> {
+    let inner = l.k.domain.inner;
+    let reds: Vec<Red> = l.reductions.iter().map(Red::of).collect();
     let words: usize = reds.iter().map(|r| 1 + r.is_arg() as usize).sum();
     if words * LOCAL as usize * 4 > MAX_WORKGROUP_BYTES {
         return Err(unsupported(format!(
             "wgsl: {} reductions in one kernel exceed the workgroup memory limit",
-            k.reductions.len()
+            reds.len()
         )));
     }
-    let c = chunks(outer, inner);
-    let chunk = inner.div_ceil(c);
-    let jobs = outer * c;
-    let groups = groups_for(jobs * LOCAL as usize);
-    let mut p = Pass1::new(k, t, "        ", false);
+    let (c, chunk, jobs, groups) = (r.chunks, r.chunk, r.slots, r.groups);
     let mut wg = String::new();
     for (ri, red) in reds.iter().enumerate() {
         let _ = writeln!(wg, "var<workgroup> wv{ri}: array<{}, {LOCAL}>;", red.ty);
@@ -1049,37 +936,25 @@ fn render_chunked(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
         }
     }
     // Where each work-group's results go: the outputs, or per-reduction partials (values, and
-    // indices for argmax/argmin) in scratch, never empty.
+    // indices for argmax/argmin) in scratch.
     let mut results = String::new();
-    let mut part = Vec::new();
-    for (ri, (r, red)) in k.reductions.iter().zip(&reds).enumerate() {
-        if c == 1 {
-            let d = k.outputs[r.output as usize];
-            let name = format!("out{}", r.output);
-            p.b.add(&name, false, storage_type(d), BufArg::Output(r.output));
+    for (ri, (r, red)) in l.reductions.iter().zip(&reds).enumerate() {
+        if r.partials.is_none() {
             let v = if red.is_arg() { "wi" } else { "wv" };
-            let _ = writeln!(results, "      {name}[o] = {v}{ri}[0];");
+            let _ = writeln!(results, "      out{}[o] = {v}{ri}[0];", r.output);
             continue;
         }
-        let bytes = jobs.max(1) as u64 * 4;
-        let v = p.scratch.len() as u32;
-        p.scratch.push(bytes);
-        p.b.add(&format!("part{ri}"), false, red.ty, BufArg::Scratch(v));
         let _ = writeln!(results, "      part{ri}[job] = wv{ri}[0];");
-        let i = red.is_arg().then(|| {
-            let i = p.scratch.len() as u32;
-            p.scratch.push(bytes);
-            p.b.add(&format!("parti{ri}"), false, "u32", BufArg::Scratch(i));
+        if red.is_arg() {
             let _ = writeln!(results, "      parti{ri}[job] = wi{ri}[0];");
-            i
-        });
-        part.push((v, i));
+        }
     }
-    let (decls, buffers, params) = p.finish();
+    let (decls, immediate_words) = bindings(l, 0, false, t);
+    let element = body(l, "        ", Access::Scalar);
     // Accumulators `a{r}_{u}`: copy `u` of the unrolled loop folds elements `i0 + u * LOCAL`; the
     // remainder loop folds into copy 0; then copies 1.. fold into copy 0, in order.
     let accs: Vec<Accumulators> = (0..UNROLL)
-        .map(|u| Accumulators::named(k, &reds, &format!("_{u}"), "        "))
+        .map(|u| Accumulators::named(&reds, &format!("_{u}"), "        "))
         .collect();
     let mut init = String::new();
     let mut unrolled = String::new();
@@ -1092,8 +967,8 @@ fn render_chunked(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
         };
         let _ = write!(
             unrolled,
-            "      {{\n        let i = {i};\n        let lin = o * {inner}u + i;\n{}{}      }}\n",
-            p.body.element, acc.fold
+            "      {{\n        let i = {i};\n        let lin = o * {inner}u + i;\n{element}{}      }}\n",
+            acc.fold
         );
     }
     let mut combine = String::new();
@@ -1115,48 +990,28 @@ fn render_chunked(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel: chunks ----\n{decls}{wg}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}{}  for (var job = wid.x; job < {jobs}u; job += {groups}u) {{\n    let o = job / {c}u;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n{init}    var i0 = first + tid;\n    for (; i0 + {}u < end; i0 += {}u) {{\n{unrolled}    }}\n    for (; i0 < end; i0 += {LOCAL}u) {{\n      {{\n        let i = i0;\n        let lin = o * {inner}u + i;\n{}{}      }}\n    }}\n{combine}{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
+        "\n// ---- kernel: chunks ----\n{decls}{wg}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}{}  for (var job = wid.x; job < {jobs}u; job += {groups}u) {{\n    let o = job / {c}u;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n{init}    var i0 = first + tid;\n    for (; i0 + {}u < end; i0 += {}u) {{\n{unrolled}    }}\n    for (; i0 < end; i0 += {LOCAL}u) {{\n      {{\n        let i = i0;\n        let lin = o * {inner}u + i;\n{element}{}      }}\n    }}\n{combine}{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
         set_zero("wid"),
-        p.body.prelude,
+        body_prelude(l),
         (UNROLL - 1) * LOCAL,
         UNROLL * LOCAL,
-        p.body.element,
         accs[0].fold,
         accs[0].to_wg
     );
-    let mut passes = vec![pass("af_kernel", buffers, params, groups)];
     if c > 1 {
-        let acc = Accumulators::new(k, &reds);
-        let (final_src, final_pass) = render_final(k, &reds, &part, c, &acc, &tree);
-        s.push_str(&final_src);
-        passes.push(final_pass);
+        s.push_str(&render_final(l, &reds, c, &tree, t));
     }
-    Ok(p.plan(s, t, passes))
+    Ok((s, immediate_words))
 }
 
 /// Pass `af_final`: work-group `o` reduces the `c` partials of result `o` (threads stride over
 /// them, then the tree) and writes the outputs.
-fn render_final(
-    k: &FusedKernel,
-    reds: &[Red],
-    part: &[(u32, Option<u32>)],
-    c: usize,
-    acc: &Accumulators,
-    tree: &str,
-) -> (String, Pass) {
-    let outer = k.domain.outer;
-    let mut b = Bindings::default();
+fn render_final(l: &Lowered, reds: &[Red], c: u64, tree: &str, t: Target) -> String {
+    let outer = l.k.domain.outer;
+    let acc = Accumulators::new(reds);
     let mut fold = String::new();
     let mut results = String::new();
-    for (ri, (r, red)) in k.reductions.iter().zip(reds).enumerate() {
-        let (v, i) = part[ri];
-        b.add(&format!("fpart{ri}"), false, red.ty, BufArg::Scratch(v));
-        if let Some(i) = i {
-            b.add(&format!("fparti{ri}"), false, "u32", BufArg::Scratch(i));
-        }
-        let d = k.outputs[r.output as usize];
-        let name = format!("fout{}", r.output);
-        b.add(&name, false, storage_type(d), BufArg::Output(r.output));
+    for (ri, (r, red)) in l.reductions.iter().zip(reds).enumerate() {
         let _ = writeln!(
             fold,
             "      {}",
@@ -1168,16 +1023,14 @@ fn render_final(
             )
         );
         let v = if red.is_arg() { "wi" } else { "wv" };
-        let _ = writeln!(results, "      {name}[o] = {v}{ri}[0];");
+        let _ = writeln!(results, "      fout{}[o] = {v}{ri}[0];", r.output);
     }
-    let groups = groups_for(outer * LOCAL as usize);
-    let src = format!(
-        "\n// ---- kernel: partials ----\n{}\n@compute @workgroup_size({LOCAL})\nfn af_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var o = wid.x; o < {outer}u; o += {}u) {{\n{}    for (var j = tid; j < {c}u; j += {LOCAL}u) {{\n{fold}    }}\n{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
-        b.decls,
+    let (decls, _) = bindings(l, 1, false, t);
+    format!(
+        "\n// ---- kernel: partials ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var o = wid.x; o < {outer}u; o += {}u) {{\n{}    for (var j = tid; j < {c}u; j += {LOCAL}u) {{\n{fold}    }}\n{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
         set_zero("wid"),
-        groups.max(1),
+        l.passes[1].groups.max(1),
         acc.init,
         acc.to_wg
-    );
-    (src, pass("af_final", b.buffers, false, groups))
+    )
 }

@@ -1,0 +1,694 @@
+//! The target-neutral GPU lowering of a fused kernel, computed once for both GPU printers
+//! (`opencl.rs`, `wgsl.rs`): the register program with its index maps, generators and fault
+//! codes in neutral form ([`Step`]), the element-wise domain and its vectorisation or the
+//! reduction's work split ([`Layout`]), the reductions' accumulators and partials
+//! ([`Reduction`]), the scratch buffers and fault slot, and the passes with their buffers
+//! ([`PassPlan`]). The printers add only syntax: type names, declarations, the loops that walk
+//! the [`Layout`], and their library (OpenCL's prelude, WGSL's item selection).
+//!
+//! What differs between targets is data, not code: a printer passes its [`Policy`] (work-group
+//! size, unrolling, when quads are taken, how reductions are split, which buffers a pass binds).
+
+use super::gpu::{BufArg, Target, elem_bytes};
+use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, UnaryOp, contiguous_strides};
+use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, Reg};
+
+/// How a target lays kernels out (the printer's constants and tuning).
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    /// Work-group size of every pass.
+    pub local: u64,
+    /// Most work-groups a pass launches (grid-stride loops cover the rest).
+    pub max_groups: u64,
+    /// Elements a thread takes per loop trip (scalar element-wise loops, reduction lanes).
+    pub unroll: u64,
+    /// The element-wise quad form, when the target takes it (`None`: always the scalar form).
+    pub quads: Option<QuadPolicy>,
+    /// How reductions are split.
+    pub reduce: ReducePolicy,
+    /// Which buffers each pass binds, in which order.
+    pub binding: Binding,
+    /// Bools are stored as one 32-bit word (WGSL) rather than one byte (sizes of scratch).
+    pub word_bools: bool,
+}
+
+/// When and how element-wise kernels take quads (four consecutive elements per vector access).
+#[derive(Debug, Clone, Copy)]
+pub struct QuadPolicy {
+    /// Quads per thread and main-loop trip.
+    pub per_trip: u64,
+    /// Most work-groups of a quad pass.
+    pub max_groups: u64,
+    /// The printer mixes quads with other accesses: the last `len % 4` elements take the scalar
+    /// body, loads through other maps stay scalar, and reductions read quads too. Without it a
+    /// kernel takes quads only when its length is a positive multiple of 4 and every load reads
+    /// a 4-byte input in place (and it has no reduction).
+    pub mixed: bool,
+}
+
+/// How a reduction's extent is split over threads and work-groups.
+#[derive(Debug, Clone, Copy)]
+pub struct ReducePolicy {
+    /// Extents of at most this many elements run one thread per result ([`Layout::Rows`]).
+    pub row_max: Option<usize>,
+    /// About how many elements each thread of a result takes (threads per result a power of
+    /// two, at most a work-group); `None`: a whole work-group per result.
+    pub elements_per_thread: Option<u64>,
+    /// About how many work-groups a large reduction aims for (when there are few results).
+    pub target_groups: u64,
+    /// Fewest elements a work-group reduces before the extent is cut into more chunks.
+    pub min_chunk: u64,
+    /// Chunks of an extent that is a multiple of 4 are multiples of 4 (quads stay whole), and the
+    /// chunks are recounted from their length.
+    pub quad_chunks: bool,
+}
+
+/// Which buffers a pass binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// The first pass binds every input, output and scratch buffer (and the parameters when the
+    /// kernel has any); the final pass each reduction's output, then its partials.
+    Every,
+    /// Only the buffers a pass touches: loaded inputs, stored outputs, then the reductions'
+    /// outputs or partials, then the fault word (the parameters when an instruction reads them);
+    /// the final pass each reduction's partials, then its output.
+    Used,
+}
+
+/// How the domain is spread over threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Element-wise over quads: quad `q` is elements `4q .. 4q + 3`; the last `len % 4` elements
+    /// (only with [`QuadPolicy::mixed`]) take the scalar body.
+    Quads {
+        /// Whole quads of the domain.
+        quads: u64,
+        /// Quads per thread and main-loop trip.
+        per_trip: u64,
+        /// Work-groups of the pass.
+        groups: u32,
+        /// One quad per thread and a thread per quad: no loop is needed.
+        one_trip: bool,
+    },
+    /// Element-wise, [`Policy::unroll`] elements a global size apart per loop trip.
+    Scalar {
+        /// Work-groups of the pass.
+        groups: u32,
+    },
+    /// Reductions: one thread per result walks its whole row.
+    Rows {
+        /// Work-groups of the pass.
+        groups: u32,
+    },
+    /// Reductions over threads and work-groups.
+    Reduce(ReduceLayout),
+}
+
+/// The split of a reduction: `threads` per result (a power of two dividing the work-group, so a
+/// group serves `local / threads` results), and per result `chunks` chunks of `chunk` elements,
+/// a work-group slot per (results, chunk); with `chunks > 1` the first pass writes partials at
+/// `o * chunks + c` and a final pass combines them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReduceLayout {
+    /// Threads per result.
+    pub threads: u64,
+    /// Chunks per result.
+    pub chunks: u64,
+    /// Elements per chunk (the last may be shorter).
+    pub chunk: u64,
+    /// Work-group slots of the first pass.
+    pub slots: u64,
+    /// Work-groups of the first pass.
+    pub groups: u32,
+    /// Work-groups of the final pass (a work-group per result).
+    pub final_groups: u32,
+    /// The threads read quads of the inputs read in place (the extent and chunks are multiples
+    /// of 4).
+    pub quads: bool,
+}
+
+/// An index a buffer or generator is read at, for the current element (`lin`, its linear
+/// index, and `d{k}`, its coordinates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Index {
+    /// `lin`.
+    Lin,
+    /// An affine function of the coordinates.
+    Affine(Affine),
+    /// `sum ((affine mod modulus) * stride)` (a mathematical modulus, never negative).
+    Periodic(Vec<PeriodicTerm>),
+}
+
+/// `offset + sum coef * d{axis}` over the terms (coefficients non-zero).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Affine {
+    /// The constant term.
+    pub offset: isize,
+    /// `(axis, coef)` pairs, by axis.
+    pub terms: Vec<(usize, isize)>,
+}
+
+/// One term of a periodic index: `(at mod modulus) * stride`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeriodicTerm {
+    /// The affine position before the modulus.
+    pub at: Affine,
+    /// The period (positive).
+    pub modulus: usize,
+    /// The factor of the reduced position in the index.
+    pub stride: usize,
+}
+
+/// A position-dependent generator's value at an index of its own shape.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Generator {
+    /// `(g / div) % extent` (the extent as the shape has it, possibly 0).
+    Iota { div: usize, extent: usize },
+    /// `(g / n) == (g % n)` (`n` the matrix's columns, possibly 0).
+    Identity { n: usize },
+    /// `start + step * g`, exactly `end` at `g = n - 1`.
+    Linspace {
+        start: f64,
+        step: f64,
+        end: f64,
+        n: usize,
+    },
+    /// Philox draws with the key and first counter baked in.
+    Random {
+        key: [u32; 2],
+        counter: u64,
+        dist: RandomDist,
+    },
+}
+
+/// One instruction of the register program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The register written.
+    pub dst: Reg,
+    /// The type of `dst`.
+    pub ty: DType,
+    /// What it computes.
+    pub op: StepOp,
+    /// For an instruction that may fault (integer division): the fault word's value, `1 + i`
+    /// for instruction `i`.
+    pub fault: Option<u32>,
+}
+
+/// What a [`Step`] computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOp {
+    /// Input `input` at index `at`.
+    Load { input: u32, at: Index },
+    /// The constant in parameter `slot`.
+    Param { slot: u32 },
+    /// Philox draws, key and counter in parameters.
+    Random {
+        dist: RandomDist,
+        key_slot: u32,
+        counter_slot: u32,
+        at: Index,
+    },
+    /// A generator's value at index `at` of its own shape.
+    Gen { generator: Generator, at: Index },
+    /// `op` on `a` of type `ty`.
+    Unary { op: UnaryOp, a: Reg, ty: DType },
+    /// `op` on `a`, `b` of type `ty`.
+    Binary {
+        op: BinaryOp,
+        a: Reg,
+        b: Reg,
+        ty: DType,
+    },
+    /// `cond ? a : b`.
+    Select { cond: Reg, a: Reg, b: Reg },
+    /// `a` of type `from` converted to `to`.
+    Cast { a: Reg, from: DType, to: DType },
+}
+
+/// One reduction of the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reduction {
+    /// The reduction.
+    pub op: ReduceOp,
+    /// The register reduced over the extent.
+    pub reg: Reg,
+    /// The reduced register's type.
+    pub value: DType,
+    /// The type it accumulates in: the register's, except f32 sums and products, which
+    /// accumulate in f64 where the target computes f64 (as the CPU does).
+    pub acc: DType,
+    /// The output it writes (one element per result).
+    pub output: u32,
+    /// The output's element type.
+    pub out: DType,
+    /// With `chunks > 1`: its value partials' scratch buffer and, for argmax/argmin, its index
+    /// partials'.
+    pub partials: Option<(u32, Option<u32>)>,
+}
+
+impl Reduction {
+    /// argmax/argmin (they carry an index).
+    pub fn is_arg(&self) -> bool {
+        matches!(self.op, ReduceOp::ArgMax | ReduceOp::ArgMin)
+    }
+}
+
+/// A pass to dispatch: as [`super::gpu::Pass`], without the source's names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassPlan {
+    /// The entry point's name (`af_kernel`, `af_final`).
+    pub entry: &'static str,
+    /// The buffers it binds, in binding order.
+    pub buffers: Vec<BufArg>,
+    /// Whether it takes the kernel's parameters.
+    pub params: bool,
+    /// Work-groups (1-D).
+    pub groups: u32,
+}
+
+/// A fused kernel lowered for a GPU target.
+#[derive(Debug, Clone)]
+pub struct Lowered<'k> {
+    /// The kernel (its types, stores and parameters, as the printers need them).
+    pub k: &'k FusedKernel,
+    /// How the domain is spread over threads.
+    pub layout: Layout,
+    /// The register program, in order.
+    pub steps: Vec<Step>,
+    /// Per domain axis, `(stride, extent)` with `d{k} = (lin / stride) % extent` (extent at least
+    /// 1), when some map reads coordinates.
+    pub coords: Option<Vec<(usize, usize)>>,
+    /// Inputs some load reads, each once, in order.
+    pub loaded: Vec<u32>,
+    /// Inputs some load reads in place (contiguously), each once, in order (vector-loaded in the
+    /// quad forms).
+    pub in_place: Vec<u32>,
+    /// Outputs the element-wise stores write, each once, in order.
+    pub stored: Vec<u32>,
+    /// The reductions, in the kernel's order.
+    pub reductions: Vec<Reduction>,
+    /// Parameter slots the constants read, each once, in instruction order, with their types.
+    pub const_slots: Vec<(u32, DType)>,
+    /// Some instruction reads parameters.
+    pub reads_params: bool,
+    /// Bytes of each scratch buffer.
+    pub scratch: Vec<u64>,
+    /// The fault word's scratch buffer, when an instruction may fault.
+    pub fault: Option<u32>,
+    /// The passes to dispatch, in order: `af_kernel`, then `af_final` for chunked reductions.
+    pub passes: Vec<PassPlan>,
+}
+
+impl Lowered<'_> {
+    /// Whether any instruction may fault.
+    pub fn faults(&self) -> bool {
+        self.fault.is_some()
+    }
+    /// The reduction whose partials scratch buffer `s` holds, and whether they are its indices
+    /// (argmax/argmin) rather than its values.
+    pub fn partials_in(&self, s: u32) -> Option<(usize, bool)> {
+        self.reductions
+            .iter()
+            .enumerate()
+            .find_map(|(ri, r)| match r.partials {
+                Some((v, _)) if v == s => Some((ri, false)),
+                Some((_, Some(i))) if i == s => Some((ri, true)),
+                _ => None,
+            })
+    }
+}
+
+/// The neutral form of an index map.
+fn index(map: &IndexMap) -> Index {
+    let affine = |offset: isize, coef: &[isize]| Affine {
+        offset,
+        terms: coef
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c != 0)
+            .map(|(k, c)| (k, *c))
+            .collect(),
+    };
+    match map {
+        IndexMap::Contiguous => Index::Lin,
+        IndexMap::Strided { offset, strides } => Index::Affine(affine(*offset, strides)),
+        IndexMap::Periodic { dims } => Index::Periodic(
+            dims.iter()
+                .map(|d| PeriodicTerm {
+                    at: affine(d.offset, &d.coef),
+                    modulus: d.modulus,
+                    stride: d.stride,
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn generator(kind: &GenKind, shape: &[usize]) -> Generator {
+    match *kind {
+        GenKind::Iota { axis } => Generator::Iota {
+            div: contiguous_strides(shape)[axis],
+            extent: shape[axis],
+        },
+        GenKind::Identity => Generator::Identity { n: shape[1] },
+        GenKind::Linspace {
+            start,
+            step,
+            end,
+            n,
+        } => Generator::Linspace {
+            start,
+            step,
+            end,
+            n,
+        },
+        GenKind::Random { key, counter, dist } => Generator::Random { key, counter, dist },
+    }
+}
+
+/// Whether `op` on `ty` may fault (integer division by zero).
+pub fn may_fault(op: BinaryOp, ty: DType) -> bool {
+    ty.is_int() && matches!(op, BinaryOp::Div | BinaryOp::Rem | BinaryOp::Mod)
+}
+
+fn steps(k: &FusedKernel) -> Vec<Step> {
+    let ty = |r: Reg| k.reg_dtypes[r as usize];
+    k.instrs
+        .iter()
+        .enumerate()
+        .map(|(i, ins)| {
+            let mut fault = None;
+            let op = match ins {
+                Instr::Load { input, map, .. } => StepOp::Load {
+                    input: *input,
+                    at: index(map),
+                },
+                Instr::Const { slot, .. } => StepOp::Param { slot: *slot },
+                Instr::Random {
+                    dist,
+                    key_slot,
+                    counter_slot,
+                    map,
+                    ..
+                } => StepOp::Random {
+                    dist: *dist,
+                    key_slot: *key_slot,
+                    counter_slot: *counter_slot,
+                    at: index(map),
+                },
+                Instr::Gen {
+                    kind, shape, map, ..
+                } => StepOp::Gen {
+                    generator: generator(kind, shape),
+                    at: index(map),
+                },
+                Instr::Unary { op, a, .. } => StepOp::Unary {
+                    op: *op,
+                    a: *a,
+                    ty: ty(*a),
+                },
+                Instr::Binary { op, a, b, .. } => {
+                    if may_fault(*op, ty(*a)) {
+                        fault = Some(i as u32 + 1);
+                    }
+                    StepOp::Binary {
+                        op: *op,
+                        a: *a,
+                        b: *b,
+                        ty: ty(*a),
+                    }
+                }
+                Instr::Select { cond, a, b, .. } => StepOp::Select {
+                    cond: *cond,
+                    a: *a,
+                    b: *b,
+                },
+                Instr::Cast { to, a, .. } => StepOp::Cast {
+                    a: *a,
+                    from: ty(*a),
+                    to: *to,
+                },
+            };
+            Step {
+                dst: ins.dst(),
+                ty: ty(ins.dst()),
+                op,
+                fault,
+            }
+        })
+        .collect()
+}
+
+fn sorted(mut v: Vec<u32>) -> Vec<u32> {
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Whether an element-wise kernel takes quads under `q`.
+fn quads_fit(k: &FusedKernel, q: &QuadPolicy, p: &Policy) -> bool {
+    if q.mixed {
+        return true;
+    }
+    let four = |d: DType| elem_bytes(d, p.word_bools) == 4;
+    let len = k.domain.len();
+    len >= 4
+        && len.is_multiple_of(4)
+        && k.stores.iter().all(|s| four(k.outputs[s.output as usize]))
+        && k.instrs.iter().all(|ins| match ins {
+            Instr::Load { input, map, .. } => {
+                *map == IndexMap::Contiguous && four(k.inputs[*input as usize])
+            }
+            _ => true,
+        })
+}
+
+/// Work-groups for `n` threads of `local` each, at most `max`.
+fn groups(n: u64, local: u64, max: u64) -> u32 {
+    n.div_ceil(local).min(max) as u32
+}
+
+fn layout(k: &FusedKernel, p: &Policy) -> Layout {
+    let (outer, inner, len) = (
+        k.domain.outer as u64,
+        k.domain.inner as u64,
+        k.domain.len() as u64,
+    );
+    if k.reductions.is_empty() {
+        return match p.quads.filter(|q| quads_fit(k, q, p)) {
+            Some(q) => {
+                let quads = len / 4;
+                let groups = quads
+                    .max(1)
+                    .div_ceil(p.local * q.per_trip)
+                    .min(q.max_groups);
+                Layout::Quads {
+                    quads,
+                    per_trip: q.per_trip,
+                    groups: groups as u32,
+                    one_trip: q.per_trip == 1 && groups * p.local >= quads,
+                }
+            }
+            None => Layout::Scalar {
+                groups: groups(len, p.local * p.unroll, p.max_groups),
+            },
+        };
+    }
+    let r = &p.reduce;
+    if r.row_max.is_some_and(|m| inner as usize <= m) {
+        return Layout::Rows {
+            groups: groups(outer, p.local, p.max_groups),
+        };
+    }
+    let threads = r.elements_per_thread.map_or(p.local, |e| {
+        inner.div_ceil(e).next_power_of_two().min(p.local)
+    });
+    let wanted = if threads == p.local {
+        r.target_groups
+            .div_ceil(outer.max(1))
+            .min(inner.div_ceil(r.min_chunk))
+            .max(1)
+    } else {
+        1
+    };
+    let mut chunk = inner.div_ceil(wanted);
+    let mut chunks = wanted;
+    if r.quad_chunks {
+        if inner.is_multiple_of(4) {
+            chunk = chunk.next_multiple_of(4);
+        }
+        chunks = inner.div_ceil(chunk.max(1)).max(1);
+    }
+    let slots = outer.div_ceil(p.local / threads) * chunks;
+    Layout::Reduce(ReduceLayout {
+        threads,
+        chunks,
+        chunk,
+        slots,
+        groups: slots.min(p.max_groups) as u32,
+        final_groups: outer.min(p.max_groups) as u32,
+        quads: p.quads.is_some_and(|q| q.mixed)
+            && inner.is_multiple_of(4)
+            && chunk.is_multiple_of(4),
+    })
+}
+
+/// Lowers `k` for target `t` under the printer's policy `p`.
+pub fn lower<'k>(k: &'k FusedKernel, t: Target, p: &Policy) -> Lowered<'k> {
+    let layout = layout(k, p);
+    let steps = steps(k);
+    let needs_coords = k.instrs.iter().any(|i| match i {
+        Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } => {
+            *map != IndexMap::Contiguous
+        }
+        _ => false,
+    });
+    let shape = &k.domain.shape;
+    let coords = needs_coords.then(|| {
+        contiguous_strides(shape)
+            .iter()
+            .zip(shape.iter())
+            .map(|(&c, &n)| (c, n.max(1)))
+            .collect()
+    });
+    let loads = |in_place: bool| {
+        sorted(
+            k.instrs
+                .iter()
+                .filter_map(|ins| match ins {
+                    Instr::Load { input, map, .. } if !in_place || *map == IndexMap::Contiguous => {
+                        Some(*input)
+                    }
+                    _ => None,
+                })
+                .collect(),
+        )
+    };
+    let mut const_slots: Vec<(u32, DType)> = Vec::new();
+    for ins in &k.instrs {
+        if let Instr::Const { slot, dtype, .. } = ins
+            && !const_slots.iter().any(|(s, _)| s == slot)
+        {
+            const_slots.push((*slot, *dtype));
+        }
+    }
+    let reads_params = k
+        .instrs
+        .iter()
+        .any(|i| matches!(i, Instr::Const { .. } | Instr::Random { .. }));
+    let mut l = Lowered {
+        k,
+        layout,
+        loaded: loads(false),
+        in_place: loads(true),
+        stored: sorted(k.stores.iter().map(|s| s.output).collect()),
+        reductions: Vec::new(),
+        const_slots,
+        reads_params,
+        scratch: Vec::new(),
+        fault: None,
+        passes: Vec::new(),
+        coords,
+        steps,
+    };
+    let chunked = match layout {
+        // At least one element, so that no scratch buffer is empty (no results: no partials).
+        Layout::Reduce(r) if r.chunks > 1 => Some((k.domain.outer as u64 * r.chunks).max(1)),
+        _ => None,
+    };
+    for r in &k.reductions {
+        let value = k.reg_dtypes[r.reg as usize];
+        let acc = match (r.op, value) {
+            (ReduceOp::Sum | ReduceOp::Prod, DType::F32) if t.fp64 => DType::F64,
+            (_, d) => d,
+        };
+        let mut red = Reduction {
+            op: r.op,
+            reg: r.reg,
+            value,
+            acc,
+            output: r.output,
+            out: k.outputs[r.output as usize],
+            partials: None,
+        };
+        if let Some(n) = chunked {
+            l.scratch.push(n * elem_bytes(acc, p.word_bools));
+            let v = l.scratch.len() as u32 - 1;
+            let i = red.is_arg().then(|| {
+                l.scratch.push(n * 4);
+                l.scratch.len() as u32 - 1
+            });
+            red.partials = Some((v, i));
+        }
+        l.reductions.push(red);
+    }
+    if l.steps.iter().any(|s| s.fault.is_some()) {
+        l.scratch.push(4);
+        l.fault = Some(l.scratch.len() as u32 - 1);
+    }
+    l.passes = passes(&l, p);
+    l
+}
+
+fn passes(l: &Lowered, p: &Policy) -> Vec<PassPlan> {
+    let k = l.k;
+    let groups = match l.layout {
+        Layout::Quads { groups, .. } | Layout::Scalar { groups } | Layout::Rows { groups } => {
+            groups
+        }
+        Layout::Reduce(r) => r.groups,
+    };
+    let (buffers, params) = match p.binding {
+        Binding::Every => {
+            let mut b: Vec<BufArg> = (0..k.inputs.len() as u32).map(BufArg::Input).collect();
+            b.extend((0..k.outputs.len() as u32).map(BufArg::Output));
+            b.extend((0..l.scratch.len() as u32).map(BufArg::Scratch));
+            (b, !k.params.is_empty())
+        }
+        Binding::Used => {
+            let mut b: Vec<BufArg> = l.loaded.iter().map(|&i| BufArg::Input(i)).collect();
+            b.extend(l.stored.iter().map(|&o| BufArg::Output(o)));
+            for r in &l.reductions {
+                match r.partials {
+                    None => b.push(BufArg::Output(r.output)),
+                    Some((v, i)) => {
+                        b.push(BufArg::Scratch(v));
+                        b.extend(i.map(BufArg::Scratch));
+                    }
+                }
+            }
+            b.extend(l.fault.map(BufArg::Scratch));
+            (b, l.reads_params)
+        }
+    };
+    let mut passes = vec![PassPlan {
+        entry: "af_kernel",
+        buffers,
+        params,
+        groups,
+    }];
+    if let Layout::Reduce(r) = l.layout
+        && r.chunks > 1
+    {
+        let mut b = Vec::new();
+        for red in &l.reductions {
+            let (v, i) = red.partials.expect("partials of a chunked reduction");
+            if p.binding == Binding::Every {
+                b.push(BufArg::Output(red.output));
+            }
+            b.push(BufArg::Scratch(v));
+            b.extend(i.map(BufArg::Scratch));
+            if p.binding == Binding::Used {
+                b.push(BufArg::Output(red.output));
+            }
+        }
+        passes.push(PassPlan {
+            entry: "af_final",
+            buffers: b,
+            params: false,
+            groups: r.final_groups,
+        });
+    }
+    passes
+}
