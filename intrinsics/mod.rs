@@ -4,7 +4,7 @@
 //! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
 //! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
 //! the cost estimate, the CPU executor's entry and the GPU executors' plans (`src/exec/`), and the
-//! fused-kernel patterns a GPU runs as an intrinsic instead (`src/proggen/patterns.rs`). Beside
+//! fused-kernel patterns a GPU runs as an intrinsic instead (`IntrinsicDef::recognise`). Beside
 //! it lie its kernels per target (`cpu.rs`, `opencl.rs`, `wgsl.rs`). [`cpu`], [`opencl`] and
 //! [`wgsl`] hold what every intrinsic shares on a target (type and size limits) and dispatch
 //! through the registry. The program generator schedules intrinsics between fused kernels.

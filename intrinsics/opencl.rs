@@ -7,9 +7,9 @@
 //! folder (`<name>/opencl.rs`); this module checks what every intrinsic shares on OpenCL and
 //! dispatches through the registry.
 
+use crate::intrinsics::transpose::TransposeShape;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
-use crate::proggen::patterns::TransposeShape;
 use crate::proggen::sequence::IntrinsicCall;
 
 /// Renders one intrinsic call for an OpenCL device.
@@ -21,7 +21,7 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
 }
 
 /// Renders the tiled transpose of a fused kernel that
-/// [`as_transpose`](crate::proggen::patterns::as_transpose) recognised (its input 0 and output 0).
+/// [`as_transpose`](crate::intrinsics::transpose::as_transpose) recognised (its input 0 and output 0).
 pub fn render_transpose(s: &TransposeShape, t: Target) -> Result<GpuPlan, Unsupported> {
     render(&s.call(), t)
 }

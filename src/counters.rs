@@ -76,7 +76,7 @@ device_counters! {
     /// (each holding every dispatch recorded since the last).
     submissions,
     /// Programs whose fused kernel the device ran as a hand-written intrinsic a pattern of
-    /// `proggen::patterns` recognised (the tiled transpose), counted when its kernel is enqueued.
+    /// registry recognised (`IntrinsicDef::recognise`: the tiled transpose), counted when its kernel is enqueued.
     intrinsics,
     /// Device allocations that failed (or would pass the memory budget).
     alloc_failures,

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 /// The layers, bottom first: each entry is a module path prefix (`debug::hooks`) and its layer.
 fn layers() -> Vec<(Vec<String>, usize)> {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
-        .expect("ARCHITECTURE.md is readable");
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .expect("ARCHITECTURE.md is readable");
     let start = doc
         .find("<!-- layers -->")
         .expect("ARCHITECTURE.md has a `<!-- layers -->` table");
@@ -251,7 +252,11 @@ fn violations(
 fn sources() -> Vec<(PathBuf, Vec<String>, String)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    let mut stack = vec![root.join("src"), root.join("primitives"), root.join("intrinsics")];
+    let mut stack = vec![
+        root.join("src"),
+        root.join("primitives"),
+        root.join("intrinsics"),
+    ];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap() {
             let p = e.unwrap().path();
@@ -308,9 +313,21 @@ fn the_check_finds_an_upward_import() {
         // A plain use, a path in code, a group, a macro's `$crate`, a `super` chain out of a
         // lower module into a higher one's sibling.
         file("src/ir/x.rs", "ir::x", "use crate::api::Array;"),
-        file("src/ir/x.rs", "ir::x", "fn f() { crate::runtime::Inner::get(); }"),
-        file("src/exec/x.rs", "exec::x", "use crate::{ir::DType, compile::Inner};"),
-        file("src/ir/x.rs", "ir::x", "macro_rules! m { () => { $crate::exec::X } }"),
+        file(
+            "src/ir/x.rs",
+            "ir::x",
+            "fn f() { crate::runtime::Inner::get(); }",
+        ),
+        file(
+            "src/exec/x.rs",
+            "exec::x",
+            "use crate::{ir::DType, compile::Inner};",
+        ),
+        file(
+            "src/ir/x.rs",
+            "ir::x",
+            "macro_rules! m { () => { $crate::exec::X } }",
+        ),
         file("src/debug/x.rs", "debug::x", "use super::hooks::read;"),
     ];
     for case in cases {
@@ -319,9 +336,21 @@ fn the_check_finds_an_upward_import() {
     }
     // Comments, strings, downward and same-layer imports are not violations.
     let fine = [
-        file("src/api/x.rs", "api::x", "use crate::{ir::DType, exec::TypedVec, compile::Inner};"),
-        file("src/ir/x.rs", "ir::x", "// see crate::api::Array\n/* crate::runtime */ const S: &str = \"crate::api\";"),
-        file("src/debug/hooks/x.rs", "debug::hooks::x", "use super::super::reference; use crate::compile::Inner;"),
+        file(
+            "src/api/x.rs",
+            "api::x",
+            "use crate::{ir::DType, exec::TypedVec, compile::Inner};",
+        ),
+        file(
+            "src/ir/x.rs",
+            "ir::x",
+            "// see crate::api::Array\n/* crate::runtime */ const S: &str = \"crate::api\";",
+        ),
+        file(
+            "src/debug/hooks/x.rs",
+            "debug::hooks::x",
+            "use super::super::reference; use crate::compile::Inner;",
+        ),
     ];
     for case in fine {
         let found = violations(std::slice::from_ref(&case), &table);

@@ -786,7 +786,7 @@ fn recorded_kernels_build() {
 }
 
 /// The tiled transpose (`intrinsics::opencl::render_transpose`) of fused kernels that
-/// `proggen::patterns::as_transpose` recognises, every element type, edges, batches and an input
+/// `intrinsics::transpose::as_transpose` recognises, every element type, edges, batches and an input
 /// offset: bit for bit a plain loop's (and the CPU tile VM's) result for the same kernel, also
 /// with 3 work-groups (the grid-stride loop over tiles); no f64 transpose without fp64.
 #[test]
@@ -795,7 +795,7 @@ fn transpose_matches_the_cpu() {
         return;
     };
     transpose_matches(cl, &DType::ALL);
-    let f64_shape = arrayflow::proggen::patterns::TransposeShape {
+    let f64_shape = arrayflow::intrinsics::transpose::TransposeShape {
         batch: 1,
         rows: 2,
         cols: 2,

@@ -1828,7 +1828,7 @@ fn integer_and_bool_ops_wrap_like_rust() {
 /// shared [`transpose_matches`].
 #[test]
 fn transpose_validates_and_matches_a_plain_loop() {
-    use arrayflow::proggen::patterns::TransposeShape;
+    use arrayflow::intrinsics::transpose::TransposeShape;
     let shape = |batch, rows, cols, dtype, offset| TransposeShape {
         batch,
         rows,

@@ -1,5 +1,5 @@
 //! Batched transpose of the last two axes (`out[b, j, i] = in[offset + (b, i, j)]`, the fused
-//! kernels [`as_transpose`](crate::proggen::patterns::as_transpose) recognises), every stored
+//! kernels [`as_transpose`](crate::intrinsics::transpose::as_transpose) recognises), every stored
 //! element type: one pass `af_transpose` over 32 x 32 tiles (a grid-stride loop over the tiles of
 //! every matrix of the batch). A work-group of 256 threads reads a tile row by row into local
 //! memory padded to 33 columns (so the column-wise reads that follow hit distinct banks) and writes

@@ -1,5 +1,5 @@
 //! Batched transpose of the last two axes (`out[b, j, i] = in[offset + (b, i, j)]`, the fused
-//! kernels [`as_transpose`](crate::proggen::patterns::as_transpose) recognises) for f32, i32, u32
+//! kernels [`as_transpose`](crate::intrinsics::transpose::as_transpose) recognises) for f32, i32, u32
 //! and bool (one u32 per element): pass `af_transpose`, one work-group per 32 x 32 tile, striding
 //! by the dispatched group count over the tiles of every matrix of the batch beyond the group
 //! limit. The 256 threads read a tile row by row into workgroup memory padded to 33 columns and

@@ -7,7 +7,6 @@ pub mod builder;
 pub mod codegen;
 pub mod kernel;
 pub mod liveness;
-pub mod patterns;
 pub mod pos;
 pub mod regalloc;
 pub mod sequence;

@@ -12,6 +12,7 @@
 #![allow(dead_code)]
 
 use arrayflow::exec::TypedVec;
+use arrayflow::intrinsics::transpose::TransposeShape;
 use arrayflow::ir::{BinaryOp, contiguous_strides};
 use arrayflow::ir::{DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
 use arrayflow::proggen::codegen::gpu::{self, BufArg, GpuPlan, Target, Unsupported, elem_bytes};
@@ -19,7 +20,6 @@ use arrayflow::proggen::codegen::{opencl, wgsl};
 use arrayflow::proggen::kernel::{
     Domain, FusedKernel, IndexMap, Instr, ParamKind, PeriodicDim, ReduceStore, Reg, Store,
 };
-use arrayflow::proggen::patterns::TransposeShape;
 use arrayflow::proggen::sequence::IntrinsicCall;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -1220,7 +1220,7 @@ impl Device for Gpu {
 // Cases both targets run.
 
 /// The tiled transpose (`render_transpose`) of fused kernels that
-/// `proggen::patterns::as_transpose` recognises, for element types `types`, with edges, batches
+/// `intrinsics::transpose::as_transpose` recognises, for element types `types`, with edges, batches
 /// and an input offset: every element moved as a plain loop moves it (and as the CPU tile VM
 /// does), also with 3 work-groups (the grid-stride loop over tiles).
 pub fn transpose_matches<D: Device>(dev: &D, types: &[DType]) {
@@ -1235,7 +1235,7 @@ pub fn transpose_matches<D: Device>(dev: &D, types: &[DType]) {
             let r = kb.load(d, strided(offset as isize, &[rc, 1, cols as isize]));
             kb.store(r);
             let k = kb.build();
-            let shape = arrayflow::proggen::patterns::as_transpose(&k)
+            let shape = arrayflow::intrinsics::transpose::as_transpose(&k)
                 .unwrap_or_else(|| panic!("{what}: not recognised"));
             assert_eq!((shape.batch, shape.rows, shape.cols), (batch, rows, cols));
             // Distinct integers, so a misplaced element shows.

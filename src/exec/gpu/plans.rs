@@ -43,7 +43,7 @@ pub struct DevicePlan<P> {
     /// Element type and length of each temporary.
     pub temps: Vec<(DType, usize)>,
     /// The fused kernel runs as a hand-written intrinsic a pattern recognised (see
-    /// [`crate::proggen::patterns`]); counted in `DeviceStats::intrinsics`.
+    /// `IntrinsicDef::recognise`); counted in `DeviceStats::intrinsics`.
     pub intrinsic: bool,
 }
 
@@ -136,11 +136,11 @@ fn build<A: DeviceApi>(
     Ok(plan)
 }
 
-/// The intrinsic that replaces `k` (`proggen::patterns`, today the tiled transpose), as a step,
+/// The intrinsic that replaces `k` (one that `IntrinsicDef::recognise` claims, today the tiled transpose), as a step,
 /// when an intrinsic recognises `k`, the dialect renders it and the device compiles it (else the
 /// fused kernel runs as generated).
 fn pattern_step<A: DeviceApi>(k: &FusedKernel, api: &mut A) -> Option<Step<A::Program>> {
-    let call = crate::proggen::patterns::recognise(k)?;
+    let call = crate::intrinsics::recognise(k)?;
     let name = call.op.name();
     let rendered = match render_intrinsic(&call, api) {
         Ok(p) => p,
