@@ -3,7 +3,7 @@
 
 use super::element::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::exec::cpu::slices::OutPtr;
+use crate::exec::HostDest;
 use crate::frontend::{self, Handle};
 use crate::ir::{Shape, Site};
 use crate::runtime::Inner;
@@ -178,7 +178,10 @@ impl<T: Element> Array<T> {
         // by a copy.
         let zero = T::from_scalar(crate::ir::Scalar::Bool(false));
         let mut out: Vec<T> = crate::exec::host_memory::filled(self.len(), zero);
-        let dest = OutPtr::from_raw(T::DTYPE, out.as_mut_ptr() as *mut u8);
+        let dest = HostDest {
+            dtype: T::DTYPE,
+            ptr: out.as_mut_ptr() as *mut u8,
+        };
         if !Inner::get().read_external(&self.h, dest, site)? {
             let data = Inner::get().read(&self.h, site)?;
             copy_parallel(T::slice(&data), &mut out);
@@ -222,7 +225,10 @@ impl<T: Element> Array<T> {
             )
             .at(site));
         }
-        let dest = OutPtr::from_raw(T::DTYPE, out.as_mut_ptr() as *mut u8);
+        let dest = HostDest {
+            dtype: T::DTYPE,
+            ptr: out.as_mut_ptr() as *mut u8,
+        };
         if !Inner::get().read_external(&self.h, dest, site)? {
             let data = Inner::get().read(&self.h, site)?;
             copy_parallel(T::slice(&data), out);

@@ -8,7 +8,7 @@ use super::state::{FrontEnd, Inner};
 use super::work_queue::FlushReason;
 use crate::counters::Counters;
 use crate::exec::BufferId;
-use crate::exec::cpu::slices::OutPtr;
+use crate::exec::HostDest;
 use crate::ir::NodeId;
 use crate::ir::NodeState;
 use crate::proggen::liveness::StorePolicy;
@@ -29,7 +29,7 @@ pub fn flush_into(
     fe: &mut FrontEnd,
     reason: FlushReason,
     target: Option<NodeId>,
-    dest: Option<OutPtr>,
+    dest: Option<HostDest>,
 ) -> Option<BufferId> {
     let entries = fe.queue.take();
     let start = std::time::Instant::now();

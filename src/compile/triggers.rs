@@ -70,7 +70,7 @@ impl Inner {
     pub fn read_external(
         &self,
         h: &Handle,
-        dest: crate::exec::cpu::slices::OutPtr,
+        dest: crate::exec::HostDest,
         site: Site,
     ) -> Result<bool> {
         let n: usize = h.shape.iter().product();

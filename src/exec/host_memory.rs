@@ -65,3 +65,16 @@ mod tests {
         }
     }
 }
+
+/// The application's memory a result is written into directly (a read without a copy): its
+/// element type and address, with room for every element of the result. Executors convert it to
+/// their own form (the CPU VM's `OutPtr`, a device download's destination).
+#[derive(Debug, Clone, Copy)]
+pub struct HostDest {
+    pub dtype: crate::ir::DType,
+    pub ptr: *mut u8,
+}
+// SAFETY: the application's read waits while the runtime's threads write the memory, and nothing
+// else touches it meanwhile.
+unsafe impl Send for HostDest {}
+unsafe impl Sync for HostDest {}

@@ -17,6 +17,7 @@ pub use crate::ir::{BufferId, TypedVec};
 pub use buffer::BufferPool;
 pub use device::{Backend, DeviceInfo, DeviceKind};
 pub use flow::FlowControl;
+pub use host_memory::HostDest;
 pub(crate) use scheduler::SchedMsg;
 pub use scheduler::{Instance, Scheduler};
 

@@ -43,7 +43,7 @@ pub(crate) enum SchedMsg {
     /// The buffer is the application's memory; programs write it in place.
     BindExternal {
         buf: BufferId,
-        ptr: super::cpu::slices::OutPtr,
+        ptr: super::HostDest,
     },
     /// A buffer whose value is an error (an invalid result the application chose to continue with).
     Poison {
@@ -105,7 +105,7 @@ pub(crate) enum ExecMsg {
     },
     BindExternal {
         buf: BufferId,
-        ptr: super::cpu::slices::OutPtr,
+        ptr: super::HostDest,
     },
     Free(BufferId),
     /// A device kernel of this task faulted: run it on the CPU for the exact error (device
@@ -134,7 +134,7 @@ struct BufState {
     /// Executors the value is being moved to.
     moving: u32,
     /// The application's memory the value is written to (a read without a copy).
-    external: Option<super::cpu::slices::OutPtr>,
+    external: Option<super::HostDest>,
     reads: Vec<Sender<Result<Arc<TypedVec>>>>,
     waits: Vec<Sender<Result<()>>>,
 }
@@ -255,7 +255,7 @@ impl Scheduler {
         })
     }
     /// Makes `buf` the application's memory at `ptr` (written in place, never stored).
-    pub fn bind_external(&self, buf: BufferId, ptr: super::cpu::slices::OutPtr) {
+    pub fn bind_external(&self, buf: BufferId, ptr: super::HostDest) {
         self.send(SchedMsg::BindExternal { buf, ptr });
     }
     /// Blocks until `buf` is written.

@@ -107,7 +107,8 @@ impl CpuLoop {
                     let _ = reply.send(r);
                 }
                 ExecMsg::BindExternal { buf, ptr } => {
-                    self.external.insert(buf, ptr);
+                    self.external
+                        .insert(buf, slices::OutPtr::from_raw(ptr.dtype, ptr.ptr));
                 }
                 ExecMsg::Free(buf) => {
                     self.failed.remove(&buf);

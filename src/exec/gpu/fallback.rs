@@ -1,6 +1,7 @@
 //! A device executor's CPU fallback: runs a task's kernel with the CPU executor's code (native tier,
 //! tile VM, CPU intrinsics) on host copies of its inputs, for kernels the device cannot run.
 
+use super::super::HostDest;
 use super::super::TypedVec;
 use super::super::cpu::slices::OutPtr;
 use super::super::scheduler::Task;
@@ -19,7 +20,8 @@ pub fn run(task: &Task, inputs: &[std::sync::Arc<TypedVec>]) -> Result<Vec<Typed
 }
 
 /// Copies a result into the application's memory (an output bound for a read without a copy).
-pub fn write_external(v: &TypedVec, ptr: OutPtr) {
+pub fn write_external(v: &TypedVec, dest: HostDest) {
+    let ptr = OutPtr::from_raw(dest.dtype, dest.ptr);
     // SAFETY: the application's slice has room for every element and nothing else writes it
     // while its read waits for this task.
     unsafe {

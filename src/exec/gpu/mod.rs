@@ -250,7 +250,7 @@ struct GpuLoop<A: DeviceApi> {
     /// Outputs of failed tasks, with the error a task reading them fails with.
     failed: AHashMap<BufferId, Error>,
     /// Outputs that are the application's memory: downloaded there once computed.
-    external: AHashMap<BufferId, super::cpu::slices::OutPtr>,
+    external: AHashMap<BufferId, super::HostDest>,
     /// Flush start times of the programs enqueued since the last submission: their launch time
     /// (`stats().device.launch_ns`) ends when the submission hands them to the device.
     launched: Vec<std::time::Instant>,
@@ -595,7 +595,7 @@ impl<A: DeviceApi> GpuLoop<A> {
             self.store.set_device(b, buf, bytes, dtype, len);
             if let Some(ptr) = self.external.get(&b) {
                 let slice = HostSlice {
-                    ptr: out_ptr(*ptr),
+                    ptr: ptr.ptr,
                     dtype,
                     len,
                 };
@@ -852,15 +852,4 @@ fn with_site(e: Error, site: Option<crate::ir::Site>) -> Error {
 
 fn device_error(msg: String) -> Error {
     Error::new(ErrorKind::Execution, format!("device executor: {msg}"))
-}
-
-fn out_ptr(p: super::cpu::slices::OutPtr) -> *mut u8 {
-    use super::cpu::slices::OutPtr;
-    match p {
-        OutPtr::F32(p) => p as *mut u8,
-        OutPtr::F64(p) => p as *mut u8,
-        OutPtr::I32(p) => p as *mut u8,
-        OutPtr::U32(p) => p as *mut u8,
-        OutPtr::Bool(p) => p as *mut u8,
-    }
 }
