@@ -229,27 +229,6 @@ pub(crate) fn numel(shape: &[usize]) -> u64 {
     shape.iter().product::<usize>() as u64
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lookup_finds_each_definition_once() {
-        let ops = [
-            (Intrinsic::Matmul, "matmul"),
-            (Intrinsic::Gather { axis: 1 }, "gather"),
-            (Intrinsic::Concat { axis: 0 }, "concat"),
-            (Intrinsic::Transpose { offset: 3 }, "transpose"),
-        ];
-        assert_eq!(ops.len(), REGISTRY.len());
-        let mut seen = Vec::new();
-        for (op, name) in &ops {
-            assert_eq!(def(op).name(), *name);
-            assert!(!seen.contains(&lookup(op)));
-            seen.push(lookup(op));
-        }
-    }
-}
 
 /// The registry implements what `ir` only names: each intrinsic's definition, its name and
 /// whether it moves data. Lower layers (the IR, the reference interpreter, conditioning) reach a
@@ -291,5 +270,27 @@ pub fn moved_by(
         _ => (0..result.len())
             .map(|i| result.get(i).as_f64().abs())
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_finds_each_definition_once() {
+        let ops = [
+            (Intrinsic::Matmul, "matmul"),
+            (Intrinsic::Gather { axis: 1 }, "gather"),
+            (Intrinsic::Concat { axis: 0 }, "concat"),
+            (Intrinsic::Transpose { offset: 3 }, "transpose"),
+        ];
+        assert_eq!(ops.len(), REGISTRY.len());
+        let mut seen = Vec::new();
+        for (op, name) in &ops {
+            assert_eq!(def(op).name(), *name);
+            assert!(!seen.contains(&lookup(op)));
+            seen.push(lookup(op));
+        }
     }
 }
