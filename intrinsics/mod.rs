@@ -92,6 +92,16 @@ pub struct Cost {
     pub bytes: u64,
 }
 
+impl Cost {
+    /// A call that only copies: each output element read once and written once.
+    pub fn copy(call: &IntrinsicCall) -> Cost {
+        Cost {
+            flops: 0,
+            bytes: 2 * numel(&call.out_shape) * call.dtype.size() as u64,
+        }
+    }
+}
+
 /// Everything about one intrinsic that the stages outside this folder need. `op` is always a
 /// variant this definition claims in [`lookup`].
 pub trait IntrinsicDef: Sync {
@@ -228,7 +238,6 @@ pub(crate) fn single(op: &Intrinsic, mut outs: Vec<Output>, site: Site) -> Resul
 pub(crate) fn numel(shape: &[usize]) -> u64 {
     shape.iter().product::<usize>() as u64
 }
-
 
 /// The registry implements what `ir` only names: each intrinsic's definition, its name and
 /// whether it moves data. Lower layers (the IR, the reference interpreter, conditioning) reach a

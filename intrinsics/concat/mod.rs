@@ -5,7 +5,7 @@ mod cpu;
 mod opencl;
 mod wgsl;
 
-use super::{Cost, IntrinsicDef, Operand, Output, numel};
+use super::{Cost, IntrinsicDef, Operand, Output};
 use super::{MagInput, moved_by};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::TypedVec;
@@ -126,10 +126,7 @@ impl IntrinsicDef for Concat {
     }
 
     fn cost(&self, call: &IntrinsicCall) -> Cost {
-        Cost {
-            flops: 0,
-            bytes: 2 * numel(&call.out_shape) * call.dtype.size() as u64,
-        }
+        Cost::copy(call)
     }
 
     fn cpu(
