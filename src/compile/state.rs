@@ -134,10 +134,10 @@ impl Inner {
             ..GenConfig::default()
         };
         // Registered after the executors opened their devices, so it runs before the drivers'
-        // own exit handlers: the runtime's threads leave the drivers before those tear down.
-        // Opt-in for now (`ARRAYFLOW_ORDERLY_EXIT=1`): with it, a PoCL process segfaulted at exit
-        // about once in two cold-cache runs (issue 18 item 9 is open until that is understood).
-        if std::env::var("ARRAYFLOW_ORDERLY_EXIT").is_ok_and(|v| v == "1") {
+        // own exit handlers (and again after a build loads a compiler, `after_driver_load`): the
+        // runtime's threads leave the drivers before those tear down. `ARRAYFLOW_ORDERLY_EXIT=0`
+        // turns it off.
+        if !std::env::var("ARRAYFLOW_ORDERLY_EXIT").is_ok_and(|v| v == "0") {
             crate::exec::lifetime::register_exit(stop_at_exit);
         }
         tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");

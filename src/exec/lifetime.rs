@@ -10,7 +10,7 @@
 //! their executor is gone.
 
 use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Runtime threads still running.
@@ -73,20 +73,74 @@ pub(crate) fn wait_for_threads(timeout: Duration) -> bool {
     true
 }
 
-/// Registers `handler` to run at process exit, once per process.
+/// The exit handler, once registered (orderly exit is on).
+static HANDLER: std::sync::OnceLock<extern "C" fn()> = std::sync::OnceLock::new();
+/// Shared objects loaded when the handler was last registered.
+static LOADED: AtomicUsize = AtomicUsize::new(0);
+
+/// Registers `handler` to run at process exit.
 pub(crate) fn register_exit(handler: extern "C" fn()) {
-    static REGISTERED: AtomicBool = AtomicBool::new(false);
-    if !REGISTERED.swap(true, Ordering::AcqRel) {
-        // SAFETY: `handler` is a plain function that does not unwind (see `stop_at_exit`).
-        unsafe {
-            libc::atexit(handler);
-        }
+    if HANDLER.set(handler).is_ok() {
+        register_now(handler);
     }
+}
+
+fn register_now(handler: extern "C" fn()) {
+    LOADED.store(loaded_objects(), Ordering::Relaxed);
+    // SAFETY: `handler` is a plain function that does not unwind (see `stop_at_exit`).
+    unsafe {
+        libc::atexit(handler);
+    }
+}
+
+/// Program builds after which the handler is registered again whatever was loaded.
+const EARLY_BUILDS: usize = 16;
+
+/// Called after a program build. Exit runs the handlers registered with `atexit` and the
+/// destructors of C++ libraries' statics in one list, last registered first: what a driver's
+/// compiler sets up on its first builds (PoCL's clang and LLVM: libraries loaded then, and
+/// function-local statics constructed on first use) registers its destructors after the
+/// runtime's handler, so they would run first and a runtime thread still compiling would crash in
+/// destroyed state (issue 18 item 9). So after each of the first builds, and after any later one
+/// that loaded shared objects, the handler is registered again, to run before them (it runs once;
+/// later calls return at once).
+pub(crate) fn after_driver_load() {
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    let Some(&handler) = HANDLER.get() else {
+        return;
+    };
+    let early = BUILDS.fetch_add(1, Ordering::Relaxed) < EARLY_BUILDS;
+    if early || loaded_objects() > LOADED.load(Ordering::Relaxed) {
+        register_now(handler);
+    }
+}
+
+/// The number of shared objects loaded in the process.
+fn loaded_objects() -> usize {
+    unsafe extern "C" fn count(
+        _info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the `usize` passed below, alive for the call.
+        unsafe { *(data as *mut usize) += 1 };
+        0
+    }
+    let mut n = 0usize;
+    // SAFETY: the callback only increments the counter it is given.
+    unsafe {
+        libc::dl_iterate_phdr(Some(count), &mut n as *mut usize as *mut libc::c_void);
+    }
+    n
 }
 
 /// The exit sequence: marks the runtime as stopping, runs `stop` (which tells the scheduler to
 /// shut down) and waits for the runtime's threads. Never unwinds (it runs inside `exit`).
 pub(crate) fn stop_at_exit(stop: impl FnOnce()) {
+    static RAN: AtomicBool = AtomicBool::new(false);
+    if RAN.swap(true, Ordering::AcqRel) {
+        return; // registered more than once (`after_driver_load`): the first call did it all
+    }
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         STOPPING.store(true, Ordering::Release);
         stop();

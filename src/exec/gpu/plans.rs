@@ -93,6 +93,8 @@ impl<P: Send + Sync + 'static> Plans<P> {
             Ok(p) => Runnable::Device(Arc::new(p)),
             Err(reason) => Runnable::Cpu(reason.into()),
         };
+        // A build may have loaded the driver's compiler: keep the exit handler ahead of it.
+        crate::exec::lifetime::after_driver_load();
         if self.by_kernel.len() >= MAX_KERNELS {
             self.by_kernel.clear();
         }
