@@ -238,7 +238,8 @@ fn exit_with_work_in_flight_is_orderly() {
         // Work still to compile and run when the program returns: many small distinct kernels
         // (one per function, two element types), so with an empty driver cache (below) a device
         // executor is in the driver's compiler, with more to compile, when the process exits.
-        let fs: [fn(&Array<f32>) -> Array<f32>; 16] = [
+        type Unary = fn(&Array<f32>) -> Array<f32>;
+        let fs: [Unary; 16] = [
             Array::exp,
             Array::sqrt,
             Array::cbrt,
