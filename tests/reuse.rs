@@ -568,3 +568,24 @@ fn another_threads_work_while_a_section_records_is_neither_refused_nor_recorded(
     assert_eq!(Runtime::stats().since(&before).macros.hits, 1);
     assert_eq!(calls.get(), 1);
 }
+
+#[test]
+fn a_result_returned_twice_stays_one_array_on_replay() {
+    init();
+    let _g = SERIAL.lock();
+    let x = Array::from_vec(vec![1.0f64, 4.0, 9.0], &[3]);
+    for (call, p) in [2.0f64, 3.0, 5.0].into_iter().enumerate() {
+        let out = Runtime::reuse_named_with("twice", &[&x], &[p], &[], |ins, ps| {
+            let t = (&ins[0] * &ps[0]).sqrt();
+            vec![t.clone(), t]
+        })
+        .unwrap();
+        let mut it = out.into_iter();
+        let (a, b) = (it.next().unwrap(), it.next().unwrap());
+        // Dropping one of the two must not free the other's data (the fuzzer found a replay that
+        // did).
+        drop(b);
+        let want: Vec<f64> = [1.0f64, 4.0, 9.0].iter().map(|v| (v * p).sqrt()).collect();
+        assert_eq!(a.to_vec().unwrap(), want, "call {call}");
+    }
+}

@@ -76,8 +76,14 @@ impl Inner {
                     .collect()
             })
             .collect();
-        let mut outputs = Vec::new();
-        for (f, dtype, shape) in &entry.outputs {
+        let mut outputs: Vec<Handle> = Vec::new();
+        for (k, (f, dtype, shape)) in entry.outputs.iter().enumerate() {
+            // The same result returned twice (`vec![t.clone(), t]`): one node, two handles, as
+            // when the section was recorded; two nodes would each free the one buffer.
+            if let Some(j) = entry.outputs[..k].iter().position(|(g, _, _)| g == f) {
+                outputs.push(outputs[j].clone());
+                continue;
+            }
             let b = bindings[*f as usize];
             temps.retain(|t| *t != b);
             fe.next_id += 1;
