@@ -1,7 +1,8 @@
 //! The front end (the seed's FE 200): turns API calls into IR nodes. It checks shapes and element
 //! types at record time (errors name the user's call site), folds constants and reduces strength,
-//! and hands nodes to the work queue. Handles are reference-counted; the last one dropped queues a
-//! release entry.
+//! and hands nodes to the work queue; when the queue is compiled is the C-Scheduler's decision
+//! (`compile/triggers.rs`). Handles (`compile/handle.rs`) are reference-counted; the last one
+//! dropped queues a release entry.
 
 mod fold;
 mod record;

@@ -1,7 +1,7 @@
 //! Code reuse sections (the seed's code macros, FIGS. 3C and 5A-5C): the first call of a section
 //! records it (its closure runs, its ops are compiled into a program sequence kept in the macro
-//! cache); later calls with the same key replay that sequence in one message to the execution
-//! scheduler without calling the closure. Sections nest (inner ones are recorded into the
+//! cache); later calls with the same key replay that sequence (`compile/replay.rs`) in one
+//! hand-off to the execution scheduler without calling the closure. Sections nest (inner ones are recorded into the
 //! outermost); entering a section that is already being recorded, reading or writing data inside a
 //! section, and using an array that is neither an input nor computed in the section are errors.
 

@@ -1,5 +1,7 @@
-//! The intermediate representation shared by every stage: element types, scalars, shapes, call sites
-//! and the operations an IR node can hold.
+//! The intermediate representation and the vocabulary shared by every stage (layer 0): element
+//! types, scalars, shapes, call sites, the operations an IR node can hold, the port table's nodes
+//! (`node.rs`), host values (`value.rs`), the work queue's entries and flush reasons (`queue.rs`)
+//! and a random generator's state (`rng.rs`).
 
 mod dtype;
 mod node;
