@@ -402,12 +402,11 @@ impl DeviceApi for OpenClApi {
     }
 
     fn submit(&mut self) {
-        let dc = self.counters.clone();
         if self.unmarked.len() >= self.defer || !self.busy() {
             self.mark();
         }
         self.hand_over();
-        Counters::add(&dc.device.submissions, 1);
+        Counters::add(&self.counters.device.submissions, 1);
     }
 
     fn poll(&mut self) -> bool {

@@ -220,11 +220,10 @@ impl WgpuApi {
 
     /// Hands the recorded work to the device (one submission), then registers what waits for it.
     fn flush(&mut self) {
-        let dc = self.counters.clone();
         self.held = false;
         let cmd = self.encoder.take().map(|e| e.finish());
         self.queue.submit(cmd);
-        Counters::add(&dc.device.submissions, 1);
+        Counters::add(&self.counters.device.submissions, 1);
         // Submissions in flight are counted only when work may be held back for them.
         if self.hold_at > 0 {
             self.in_flight.fetch_add(1, Ordering::AcqRel);

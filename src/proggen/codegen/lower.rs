@@ -9,7 +9,7 @@
 //! What differs between targets is data, not code: a printer passes its [`Policy`] (work-group
 //! size, unrolling, when quads are taken, how reductions are split, which buffers a pass binds).
 
-use super::gpu::{BufArg, Target, elem_bytes};
+use super::gpu::{BufArg, GpuPlan, Pass, Target, elem_bytes};
 use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, UnaryOp, contiguous_strides};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, Reg};
 
@@ -691,4 +691,28 @@ fn passes(l: &Lowered, p: &Policy) -> Vec<PassPlan> {
         });
     }
     passes
+}
+
+impl Lowered<'_> {
+    /// The plan of the printed `source`: this lowering's passes, scratch and fault slot, each pass
+    /// dispatched in work-groups of `local` threads.
+    pub fn plan(self, source: String, local: u32, immediate_words: Option<u32>) -> GpuPlan {
+        GpuPlan {
+            source,
+            fault: self.fault,
+            scratch: self.scratch,
+            passes: self
+                .passes
+                .into_iter()
+                .map(|p| Pass {
+                    entry: p.entry.into(),
+                    buffers: p.buffers,
+                    params: p.params,
+                    groups: p.groups,
+                    local,
+                })
+                .collect(),
+            immediate_words,
+        }
+    }
 }

@@ -32,7 +32,7 @@
 //! output, its value partials and (argmax/argmin) its index partials.
 
 use super::c::ctype;
-use super::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported, tuning};
+use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
 use super::lower::{
     Affine, Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout,
     ReducePolicy, Step, StepOp, lower,
@@ -138,23 +138,7 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     if l.passes.len() > 1 {
         source.push_str(&final_entry(&l));
     }
-    Ok(GpuPlan {
-        source,
-        fault: l.fault,
-        scratch: l.scratch,
-        passes: l
-            .passes
-            .into_iter()
-            .map(|p| Pass {
-                entry: p.entry.into(),
-                buffers: p.buffers,
-                params: p.params,
-                groups: p.groups,
-                local: LOCAL,
-            })
-            .collect(),
-        immediate_words: None,
-    })
+    Ok(l.plan(source, LOCAL, None))
 }
 
 /// The parameters of `af_kernel`, in `Pass::buffers` order, then the parameter slots.

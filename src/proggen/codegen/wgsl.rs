@@ -48,7 +48,7 @@
 //! Index arithmetic is u32 (wrapping, exact for any index inside a bindable buffer), so a domain of
 //! 2^31 elements or more is not rendered; neither is anything touching f64.
 
-use super::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported, tuning};
+use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
 use super::lower::{
     Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout, ReducePolicy,
     Reduction, StepOp, lower,
@@ -699,23 +699,7 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
         Layout::Rows { .. } => render_thread_rows(&l, t),
         Layout::Reduce(r) => render_chunked(&l, t, r)?,
     };
-    Ok(GpuPlan {
-        source: with_library(source, t),
-        scratch: l.scratch,
-        passes: l
-            .passes
-            .into_iter()
-            .map(|p| Pass {
-                entry: p.entry.into(),
-                buffers: p.buffers,
-                params: p.params,
-                groups: p.groups,
-                local: LOCAL,
-            })
-            .collect(),
-        fault: l.fault,
-        immediate_words,
-    })
+    Ok(l.plan(with_library(source, t), LOCAL, immediate_words))
 }
 
 /// Quad form: each thread takes Q = [`super::gpu::Tuning::wgpu_quads`] quads per trip of the main
