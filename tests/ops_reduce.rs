@@ -1623,3 +1623,59 @@ fn outer_and_middle_axis_ints_bools_and_onehot() {
         );
     }
 }
+
+/// A product of many factors overflows long before its end; with a zero factor the product is 0
+/// however the executor splits the work (a blocked product met `0 * inf = NaN`: fuzz seed
+/// 795674356508). With a zero and a NaN or infinite factor it is NaN, as in any order in IEEE
+/// arithmetic. Oracle: the sequential product in f64 with the zero handled first.
+#[test]
+fn product_with_a_zero_factor_and_an_overflow() {
+    for n in [1000usize, 65_600, 300_001] {
+        for zero_at in [0, n / 2, n - 1] {
+            // Factors 1.5 and -2.0 alternating (the running product overflows f32 and f64), one zero.
+            let v: Vec<f32> = (0..n)
+                .map(|i| {
+                    if i == zero_at {
+                        0.0
+                    } else if i % 2 == 0 {
+                        1.5
+                    } else {
+                        -2.0
+                    }
+                })
+                .collect();
+            let a = Array::from_vec(v.clone(), &[n]);
+            assert_eq!(
+                a.prod().to_vec().unwrap(),
+                vec![0.0],
+                "n {n}, zero at {zero_at}"
+            );
+            if n % 2 == 0 {
+                let b =
+                    Array::from_vec(v.iter().map(|&x| x as f64).collect::<Vec<_>>(), &[2, n / 2]);
+                let rows = b.prod_axis(1).to_vec().unwrap();
+                for (r, &got) in rows.iter().enumerate() {
+                    let row = &v[r * (n / 2)..(r + 1) * (n / 2)];
+                    let want: f64 = if row.contains(&0.0) {
+                        0.0
+                    } else {
+                        row.iter().map(|&x| x as f64).product()
+                    };
+                    let ok = got == want || ((got - want) / want).abs() < 1e-12;
+                    assert!(
+                        ok,
+                        "row {r}, n {n}, zero at {zero_at}: {got} against {want}"
+                    );
+                }
+            }
+        }
+    }
+    let with_inf = Array::from_vec(vec![3.0f32, 0.0, 2.0, f32::INFINITY], &[2, 2]);
+    let r = with_inf.prod_axis(0).to_vec().unwrap();
+    assert!(r[0] == 6.0 && r[1].is_nan(), "{r:?}");
+    assert!(with_inf.prod().to_vec().unwrap()[0].is_nan());
+    let with_nan = Array::from_vec(vec![f64::NAN, 0.0, 5.0], &[3]);
+    assert!(with_nan.prod().to_vec().unwrap()[0].is_nan());
+    let iota = Array::<f32>::iota(&[65_600], 0);
+    assert_eq!(iota.prod().to_vec().unwrap(), vec![0.0]);
+}

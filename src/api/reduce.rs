@@ -48,7 +48,7 @@ macro_rules! reductions {
 }
 reductions! { Numeric =>
     sum sum_axis sum_axes Sum T, "Sum of the elements (integers wrap).";
-    prod prod_axis prod_axes Prod T, "Product of the elements (integers wrap).";
+    prod prod_axis prod_axes Prod T, "Product of the elements (integers wrap; a zero factor makes a float product 0 even where the other factors overflow, or NaN beside a NaN or infinite factor).";
     max max_axis max_axes Max T, "Largest element (NaN if any is NaN).";
     min min_axis min_axes Min T, "Smallest element (NaN if any is NaN).";
     argmax argmax_axis argmax_axes ArgMax u32, "Index of the first largest element (of the first NaN, if any).";

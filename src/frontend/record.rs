@@ -513,6 +513,37 @@ pub fn tile(a: &Handle, reps: &[usize], site: Site) -> Handle {
 }
 
 pub fn reduce(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
+    if op == ReduceOp::Prod && a.dtype.is_float() {
+        return float_product(a, axes, site);
+    }
+    reduce_node(op, a, axes, site)
+}
+
+/// The product of floats, exact where a factor is zero: a product of many factors overflows to
+/// infinity long before the end, so a blocked or parallel product that met the zero in one block
+/// and the overflow in another would give `0 * inf = NaN` where the sequential product (and the
+/// mathematics) give 0. Recorded as the product of the non-zero factors and two flags that fuse
+/// into the same pass: with a zero factor the result is 0, or NaN when a factor is NaN or
+/// infinite (as IEEE arithmetic gives in any order).
+fn float_product(a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
+    let d = a.dtype;
+    let scalar = |v: f64| constant(Scalar::F64(v).cast(d), Shape::new(), site);
+    let zero = binary(BinaryOp::Eq, a, &scalar(0.0), site)?;
+    let nonzero = select(&zero, &scalar(1.0), a, site)?;
+    let product = reduce_node(ReduceOp::Prod, &nonzero, axes, site)?;
+    let bad = binary(
+        BinaryOp::Or,
+        &unary(UnaryOp::IsNan, a, site)?,
+        &unary(UnaryOp::IsInf, a, site)?,
+        site,
+    )?;
+    let any_zero = reduce_node(ReduceOp::Any, &zero, axes, site)?;
+    let any_bad = reduce_node(ReduceOp::Any, &bad, axes, site)?;
+    let zero_result = select(&any_bad, &scalar(f64::NAN), &scalar(0.0), site)?;
+    select(&any_zero, &zero_result, &product, site)
+}
+
+fn reduce_node(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
     let out = op
         .out_dtype(a.dtype)
         .ok_or_else(|| unsupported(op.name(), a.dtype, site))?;
