@@ -12,11 +12,13 @@
 //! library's checks and the OpenCL cases.
 
 use arrayflow::exec::TypedVec;
-use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
+use arrayflow::ir::{
+    BinaryOp, DType, FoldMode, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp,
+};
 use arrayflow::proggen::codegen::c::ctype;
 use arrayflow::proggen::codegen::gpu::Target;
 use arrayflow::proggen::codegen::opencl::{self, LIBRARY};
-use arrayflow::proggen::kernel::{IndexMap, Instr, ParamKind, PeriodicDim};
+use arrayflow::proggen::kernel::{Fold, FoldedDim, IndexMap, Instr, ParamKind};
 use arrayflow::proggen::sequence::Kernel;
 use smallvec::smallvec;
 
@@ -238,18 +240,18 @@ fn periodic_maps_and_generators_match_the_cpu() {
     // out0[r, c] = in[(r - 1) mod 3, (c + 2) mod 4] of a [3, 4] input.
     let t = k.load(
         DType::I32,
-        IndexMap::Periodic {
+        IndexMap::Folded {
             dims: vec![
-                PeriodicDim {
+                FoldedDim {
                     offset: -1,
                     coef: smallvec![1, 0],
-                    modulus: 3,
+                    folds: smallvec![Fold::new(FoldMode::Wrap, 3)],
                     stride: 4,
                 },
-                PeriodicDim {
+                FoldedDim {
                     offset: 2,
                     coef: smallvec![0, 1],
-                    modulus: 4,
+                    folds: smallvec![Fold::new(FoldMode::Wrap, 4)],
                     stride: 1,
                 },
             ],
@@ -789,6 +791,14 @@ fn recorded_kernels_build() {
 /// `intrinsics::transpose::as_transpose` recognises, every element type, edges, batches and an input
 /// offset: bit for bit a plain loop's (and the CPU tile VM's) result for the same kernel, also
 /// with 3 work-groups (the grid-stride loop over tiles); no f64 transpose without fp64.
+#[test]
+fn folded_maps_match_a_walk() {
+    let Some(cl) = opencl_device("folded_maps_match_a_walk") else {
+        return;
+    };
+    folded_maps_match(cl);
+}
+
 #[test]
 fn transpose_matches_the_cpu() {
     let Some(cl) = opencl_device("transpose_matches_the_cpu") else {

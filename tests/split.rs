@@ -6,9 +6,11 @@
 use arrayflow::exec::TypedVec;
 use arrayflow::exec::cpu::slices::OutPtr;
 use arrayflow::exec::cpu::vm;
-use arrayflow::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, Scalar, Site, UnaryOp};
+use arrayflow::ir::{
+    BinaryOp, DType, FoldMode, GenKind, RandomDist, ReduceOp, Scalar, Site, UnaryOp,
+};
 use arrayflow::proggen::kernel::{
-    Domain, FusedKernel, IndexMap, Instr, ParamKind, PeriodicDim, ReduceStore, Reg, Store,
+    Domain, Fold, FoldedDim, FusedKernel, IndexMap, Instr, ParamKind, ReduceStore, Reg, Store,
 };
 use arrayflow::proggen::regalloc;
 use arrayflow::proggen::split::{Split, split};
@@ -296,20 +298,28 @@ fn random_map(rng: &mut Rand, shape: &[usize]) -> (IndexMap, usize) {
             )
         }
         _ => {
-            let dims: Vec<PeriodicDim> = (0..1 + rng.below(2))
-                .map(|j| PeriodicDim {
+            let dims: Vec<FoldedDim> = (0..1 + rng.below(2))
+                .map(|j| FoldedDim {
                     offset: rng.below(9) as isize - 4,
                     coef: shape.iter().map(|_| rng.below(5) as isize - 2).collect(),
-                    modulus: 1 + rng.below(9),
+                    folds: smallvec::smallvec![Fold::new(
+                        [
+                            FoldMode::Wrap,
+                            FoldMode::Clamp,
+                            FoldMode::Reflect,
+                            FoldMode::Symmetric
+                        ][rng.below(4)],
+                        1 + rng.below(9),
+                    )],
                     stride: if j == 0 { 1 } else { 9 },
                 })
                 .collect();
             let need = dims
                 .iter()
-                .map(|d| (d.modulus - 1) * d.stride)
+                .map(|d| (d.folds[0].n - 1) * d.stride)
                 .sum::<usize>()
                 + 1;
-            (IndexMap::Periodic { dims }, need)
+            (IndexMap::Folded { dims }, need)
         }
     }
 }

@@ -1848,6 +1848,22 @@ fn transpose_validates_and_matches_a_plain_loop() {
     transpose_matches(g, &[DType::U32]);
 }
 
+/// Folded maps (roll, pad's modes, nested) validate and match a walk: the shared
+/// [`folded_maps_match`].
+#[test]
+fn folded_maps_validate_and_match_a_walk() {
+    use arrayflow::ir::FoldMode;
+    validate_kernel(
+        &map_kernel(
+            &[9, 11],
+            folded(&[3, 4], &[-5, 7], &[FoldMode::Reflect, FoldMode::Symmetric]),
+        ),
+        "folded",
+    );
+    let Some(g) = wgpu_device() else { return };
+    folded_maps_match(g);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Correct rounding of f32 *, +, -, / and sqrt (tests/exact_f32.rs proves the algorithms).
 

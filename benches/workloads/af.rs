@@ -48,27 +48,10 @@ pub fn heat_slices(u0: &[f32], n: usize, steps: usize) -> Vec<f32> {
     u.to_vec().unwrap()
 }
 
-/// `u` rolled by `shift` (1 or -1) along `axis`, built from two slices and a `concat`.
-fn roll(u: &Array<f32>, shift: isize, axis: usize, n: usize) -> Array<f32> {
-    let (a, b) = if shift > 0 {
-        (s(n - 1..n), s(0..n - 1))
-    } else {
-        (s(1..n), s(0..1))
-    };
-    let pick = |r: Slice| {
-        if axis == 0 {
-            u.slice(&[r, Slice::all()])
-        } else {
-            u.slice(&[Slice::all(), r])
-        }
-    };
-    Array::concat(&[&pick(a), &pick(b)], axis)
-}
-
-/// One heat step in the mask form: the Laplacian everywhere (neighbours by rolling), the
+/// One heat step in the mask form: the Laplacian everywhere (neighbours by `roll`), the
 /// boundary kept by `select` with an interior mask.
-pub fn heat_select_step(u: &Array<f32>, interior: &Array<bool>, n: usize) -> Array<f32> {
-    let lap = roll(u, 1, 0, n) + roll(u, -1, 0, n) + roll(u, 1, 1, n) + roll(u, -1, 1, n) - u * 4.0;
+pub fn heat_select_step(u: &Array<f32>, interior: &Array<bool>, _n: usize) -> Array<f32> {
+    let lap = u.roll(1, 0) + u.roll(-1, 0) + u.roll(1, 1) + u.roll(-1, 1) - u * 4.0;
     select(interior, &(u + lap * HEAT_ALPHA), u)
 }
 

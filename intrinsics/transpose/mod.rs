@@ -331,7 +331,7 @@ mod tests {
         none(&copy(
             &[3, 4, 5],
             DType::F32,
-            IndexMap::Periodic { dims: Vec::new() },
+            IndexMap::Folded { dims: Vec::new() },
         ));
 
         let base = copy(&[4, 5], DType::F32, strided(0, &[1, 4]));

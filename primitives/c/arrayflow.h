@@ -15,6 +15,16 @@ static inline i32 af_bits_i32(uint64_t b) { return (i32)(uint32_t)b; }
 static inline u32 af_bits_u32(uint64_t b) { return (u32)b; }
 static inline b8 af_bits_b8(uint64_t b) { return b != 0; }
 
+/* ---- index folds (roll, pad): IndexMap::Folded, n >= 2; `_near` for -n <= v < 2n ---- */
+static inline int64_t af_fold_mod(int64_t v, int64_t p) { int64_t m = v % p; return m < 0 ? m + p : m; }
+static inline int64_t af_fold_wrap(int64_t v, int64_t n) { return af_fold_mod(v, n); }
+static inline int64_t af_fold_wrap_near(int64_t v, int64_t n) { return v < 0 ? v + n : (v >= n ? v - n : v); }
+static inline int64_t af_fold_clamp(int64_t v, int64_t n) { return v < 0 ? 0 : (v >= n ? n - 1 : v); }
+static inline int64_t af_fold_reflect(int64_t v, int64_t n) { int64_t m = af_fold_mod(v, 2 * (n - 1)); return m >= n ? 2 * (n - 1) - m : m; }
+static inline int64_t af_fold_reflect_near(int64_t v, int64_t n) { return v < 0 ? -v : (v >= n ? 2 * (n - 1) - v : v); }
+static inline int64_t af_fold_symmetric(int64_t v, int64_t n) { int64_t m = af_fold_mod(v, 2 * n); return m >= n ? 2 * n - 1 - m : m; }
+static inline int64_t af_fold_symmetric_near(int64_t v, int64_t n) { return v < 0 ? -v - 1 : (v >= n ? 2 * n - 1 - v : v); }
+
 /* ---- float unary ---- */
 #define AF_FU(name, e32, e64) \
   static inline f32 af_##name##_f32(f32 x) { return e32; } \

@@ -160,6 +160,16 @@ static inline bool af_argmin_takes_i32(i32 xv, u32 xi, i32 yv, u32 yi) { return 
 static inline bool af_argmax_takes_u32(u32 xv, u32 xi, u32 yv, u32 yi) { return yv > xv || (yv == xv && yi < xi); }
 static inline bool af_argmin_takes_u32(u32 xv, u32 xi, u32 yv, u32 yi) { return yv < xv || (yv == xv && yi < xi); }
 
+/* ---- index folds (roll, pad): IndexMap::Folded, n >= 2; `_near` for -n <= v < 2n ---- */
+static inline long af_fold_mod(long v, long p) { long m = v % p; return m < 0 ? m + p : m; }
+static inline long af_fold_wrap(long v, long n) { return af_fold_mod(v, n); }
+static inline long af_fold_wrap_near(long v, long n) { return v < 0 ? v + n : (v >= n ? v - n : v); }
+static inline long af_fold_clamp(long v, long n) { return v < 0 ? 0 : (v >= n ? n - 1 : v); }
+static inline long af_fold_reflect(long v, long n) { long m = af_fold_mod(v, 2 * (n - 1)); return m >= n ? 2 * (n - 1) - m : m; }
+static inline long af_fold_reflect_near(long v, long n) { return v < 0 ? -v : (v >= n ? 2 * (n - 1) - v : v); }
+static inline long af_fold_symmetric(long v, long n) { long m = af_fold_mod(v, 2 * n); return m >= n ? 2 * n - 1 - m : m; }
+static inline long af_fold_symmetric_near(long v, long n) { return v < 0 ? -v - 1 : (v >= n ? 2 * n - 1 - v : v); }
+
 /* ---- generators: an index (iota, identity) as an element, saturating like Rust `as` ---- */
 static inline f32 af_index_f32(ulong v) { return (f32)v; }
 static inline i32 af_index_i32(ulong v) { return v > (ulong)INT_MAX ? INT_MAX : (i32)v; }

@@ -842,6 +842,16 @@ fn af_rem_u32(x: u32, y: u32, bad: ptr<function, u32>) -> u32 {
 }
 fn af_mod_u32(x: u32, y: u32, bad: ptr<function, u32>) -> u32 { return af_rem_u32(x, y, bad); }
 
+// ---- index folds (roll, pad): IndexMap::Folded, n >= 2; `_near` for -n <= v < 2n ----
+fn af_fold_mod(v: i32, p: i32) -> i32 { let m = v % p; return select(m, m + p, m < 0); }
+fn af_fold_wrap(v: i32, n: i32) -> i32 { return af_fold_mod(v, n); }
+fn af_fold_wrap_near(v: i32, n: i32) -> i32 { return select(select(v, v - n, v >= n), v + n, v < 0); }
+fn af_fold_clamp(v: i32, n: i32) -> i32 { return clamp(v, 0, n - 1); }
+fn af_fold_reflect(v: i32, n: i32) -> i32 { let m = af_fold_mod(v, 2 * (n - 1)); return select(m, 2 * (n - 1) - m, m >= n); }
+fn af_fold_reflect_near(v: i32, n: i32) -> i32 { return select(select(v, 2 * (n - 1) - v, v >= n), -v, v < 0); }
+fn af_fold_symmetric(v: i32, n: i32) -> i32 { let m = af_fold_mod(v, 2 * n); return select(m, 2 * n - 1 - m, m >= n); }
+fn af_fold_symmetric_near(v: i32, n: i32) -> i32 { return select(select(v, 2 * n - 1 - v, v >= n), -v - 1, v < 0); }
+
 // ---- bool ----
 fn af_not_b8(x: bool) -> bool { return !x; }
 fn af_and_b8(x: bool, y: bool) -> bool { return x && y; }

@@ -8,6 +8,7 @@ mod dynarray;
 mod element;
 mod inspect;
 mod math;
+mod movement;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 mod ops;
@@ -27,6 +28,7 @@ pub use dynarray::DynArray;
 pub use element::{Element, Float, Index, Logical, Numeric};
 pub use inspect::{SUMMARY_THRESHOLD, allclose, assert_allclose};
 pub use math::{max, min, select};
+pub use movement::Pad;
 pub use ops::Operand;
 pub use random::{Rng, RngState};
 pub use reduce::Bool;

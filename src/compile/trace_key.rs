@@ -201,6 +201,7 @@ fn op_words(op: &Op, w: &mut Vec<u64>) {
         }
         Op::Broadcast => w.push(13),
         Op::Tile => w.push(14),
+        Op::Fold { axis, mode, shift } => w.extend([17, *axis as u64, *mode as u64, *shift as u64]),
         Op::Reduce { op, axes } => {
             w.extend([15, *op as u64, axes.len() as u64]);
             w.extend(axes.iter().map(|&x| x as u64));

@@ -71,7 +71,12 @@ pub fn magnitudes(
         Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Cast(_) => {
             elementwise(&node(dtype), inputs, result, out)
         }
-        Op::Reshape | Op::Broadcast | Op::Permute(_) | Op::Slice { .. } | Op::Tile => {
+        Op::Reshape
+        | Op::Broadcast
+        | Op::Permute(_)
+        | Op::Slice { .. }
+        | Op::Tile
+        | Op::Fold { .. } => {
             let m = mags(0);
             moved(&node(DType::F64), &[(&m, inputs[0].shape)], result)
         }

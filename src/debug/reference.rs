@@ -121,6 +121,14 @@ pub fn eval(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])]) -> Result<TypedVec, 
                 v.get(ravel(&src, from))
             })
         }
+        Op::Fold { axis, mode, shift } => {
+            let (v, from) = inputs[0];
+            collect(n.dtype, len, |i| {
+                let mut src = unravel(i, shape);
+                src[*axis] = fold_index(idx_minus(src[*axis], *shift), from[*axis], *mode);
+                v.get(ravel(&src, from))
+            })
+        }
         Op::Reduce { op, axes } => reduce(*op, axes, inputs[0].0, inputs[0].1, n),
         Op::Intrinsic(i) => {
             let out = crate::ir::IntrinsicOutput {
@@ -223,4 +231,29 @@ fn reduce(op: ReduceOp, axes: &[usize], v: &TypedVec, from: &[usize], n: &NodeIn
     );
     r::finish(op, std::iter::once(&partials), &mut out, n.len(), inner);
     out
+}
+
+fn idx_minus(i: usize, shift: isize) -> isize {
+    i as isize - shift
+}
+
+/// Index `i` brought into `0..n` by reflecting or wrapping it step by step, as NumPy's `pad` and
+/// `roll` describe it (written apart from the kernels' closed forms, `FoldMode::apply`).
+fn fold_index(mut i: isize, n: usize, mode: crate::ir::FoldMode) -> usize {
+    use crate::ir::FoldMode;
+    let n = n as isize;
+    if n <= 1 {
+        return 0;
+    }
+    while i < 0 || i >= n {
+        i = match mode {
+            FoldMode::Wrap => i.rem_euclid(n),
+            FoldMode::Clamp => i.clamp(0, n - 1),
+            FoldMode::Reflect if i < 0 => -i,
+            FoldMode::Reflect => 2 * (n - 1) - i,
+            FoldMode::Symmetric if i < 0 => -i - 1,
+            FoldMode::Symmetric => 2 * n - 1 - i,
+        };
+    }
+    i as usize
 }

@@ -6,9 +6,11 @@
 
 mod fold;
 mod record;
+mod reindex;
 pub mod section;
 
 pub use crate::ir::{NodeInfo, NodeState, NodeTable};
 pub use record::*;
+pub use reindex::{FUSED_CONCAT_PARTS, PadFill, pad, roll, with_slice};
 
 pub use crate::compile::{Handle, NodeHandle};

@@ -16,7 +16,7 @@ use crate::ir::{
 use smallvec::SmallVec;
 use std::sync::Arc;
 
-fn shape_str(s: &[usize]) -> String {
+pub(crate) fn shape_str(s: &[usize]) -> String {
     format!("{s:?}")
 }
 
@@ -360,22 +360,30 @@ pub struct SliceSpec {
     pub index: bool,
 }
 
-pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
-    if spec.len() > a.shape.len() {
+/// One axis of a resolved slice: `len` elements from `start`, `step` apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AxisRange {
+    pub start: usize,
+    pub step: isize,
+    pub len: usize,
+}
+
+/// The region `spec` selects in an array of `shape`, one range per axis (an indexed axis is one
+/// element long), or the error naming what is out of range.
+pub fn slice_bounds(shape: &[usize], spec: &[SliceSpec], site: Site) -> Result<Vec<AxisRange>> {
+    if spec.len() > shape.len() {
         return Err(Error::new(
             ErrorKind::Argument,
             format!(
                 "{} slice ranges for an array of shape {}",
                 spec.len(),
-                shape_str(&a.shape)
+                shape_str(shape)
             ),
         )
         .at(site));
     }
-    let mut start = SmallVec::new();
-    let mut step = SmallVec::new();
-    let mut shape = Shape::new();
-    for (d, &n) in a.shape.iter().enumerate() {
+    let mut out = Vec::with_capacity(shape.len());
+    for (d, &n) in shape.iter().enumerate() {
         let s = spec.get(d).copied().unwrap_or(SliceSpec {
             start: None,
             end: None,
@@ -396,9 +404,11 @@ pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
                     n - 1
                 )));
             }
-            start.push(if i < 0 { i + n } else { i });
-            step.push(1);
-            shape.push(1);
+            out.push(AxisRange {
+                start: (if i < 0 { i + n } else { i }) as usize,
+                step: 1,
+                len: 1,
+            });
             continue;
         }
         if s.step == 0 {
@@ -450,10 +460,20 @@ pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
         } else {
             (b - e + (-s.step) - 1).div_euclid(-s.step).max(0)
         };
-        start.push(if len == 0 { 0 } else { b });
-        step.push(s.step);
-        shape.push(len as usize);
+        out.push(AxisRange {
+            start: if len == 0 { 0 } else { b as usize },
+            step: s.step,
+            len: len as usize,
+        });
     }
+    Ok(out)
+}
+
+pub fn slice(a: &Handle, spec: &[SliceSpec], site: Site) -> Result<Handle> {
+    let region = slice_bounds(&a.shape, spec, site)?;
+    let start: SmallVec<[isize; 4]> = region.iter().map(|r| r.start as isize).collect();
+    let step: SmallVec<[isize; 4]> = region.iter().map(|r| r.step).collect();
+    let shape: Shape = region.iter().map(|r| r.len).collect();
     let sliced = Inner::get().record(
         Op::Slice { start, step },
         &[a],
@@ -599,6 +619,7 @@ pub fn gather(a: &Handle, idx: &Handle, axis: usize, site: Site) -> Result<Handl
     intrinsic(Intrinsic::Gather { axis }, &[a, idx], site)
 }
 
+/// Joins `parts` along `axis`: a few parts fuse (`reindex.rs`), more run the intrinsic.
 pub fn concat(parts: &[&Handle], axis: usize, site: Site) -> Result<Handle> {
-    intrinsic(Intrinsic::Concat { axis }, parts, site)
+    super::reindex::concat(parts, axis, site)
 }

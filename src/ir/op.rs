@@ -31,6 +31,14 @@ pub enum Op {
     Broadcast,
     /// Periodic copy to the node's shape (the seed's periodic copy, NumPy `tile`).
     Tile,
+    /// Along `axis`, output index `i` reads input index `mode(i - shift)` folded into the input's
+    /// length (`roll`, `pad`'s edge, wrap and reflect modes, the parts of a fused `concat`); the
+    /// node's length along `axis` may differ from the input's. Fused as a view.
+    Fold {
+        axis: usize,
+        mode: FoldMode,
+        shift: isize,
+    },
     /// Reduction over `axes` of the input (sorted, unique). The result drops those axes.
     Reduce {
         op: ReduceOp,
@@ -38,6 +46,52 @@ pub enum Op {
     },
     /// A non-fusible operation implemented by hand-written kernels.
     Intrinsic(Intrinsic),
+}
+
+/// How a [`Op::Fold`] brings an index outside `0..n` back into it (NumPy's pad modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FoldMode {
+    /// Periodically: `i mod n` (`roll`, pad mode `wrap`).
+    Wrap,
+    /// To the nearest end: `clamp(i, 0, n - 1)` (pad mode `edge`).
+    Clamp,
+    /// Mirrored about the end elements, which are not repeated: `.. 2 1 | 0 1 2 .. n-1 | n-2 ..`
+    /// (pad mode `reflect`, period `2 (n - 1)`).
+    Reflect,
+    /// Mirrored with the end elements repeated: `.. 1 0 | 0 1 .. n-1 | n-1 n-2 ..` (pad mode
+    /// `symmetric`, period `2 n`).
+    Symmetric,
+}
+
+impl FoldMode {
+    /// Index `i` folded into `0..n` (`n` at least 1).
+    pub fn apply(self, i: isize, n: usize) -> isize {
+        let n = n as isize;
+        if n <= 1 {
+            return 0;
+        }
+        match self {
+            FoldMode::Wrap => i.rem_euclid(n),
+            FoldMode::Clamp => i.clamp(0, n - 1),
+            FoldMode::Reflect => {
+                let m = i.rem_euclid(2 * (n - 1));
+                (n - 1) - ((n - 1) - m).abs()
+            }
+            FoldMode::Symmetric => {
+                let m = i.rem_euclid(2 * n);
+                ((2 * n - 1) - ((2 * n - 1) - 2 * m).abs()) / 2
+            }
+        }
+    }
+    /// The mode's name in logs and trace keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            FoldMode::Wrap => "wrap",
+            FoldMode::Clamp => "edge",
+            FoldMode::Reflect => "reflect",
+            FoldMode::Symmetric => "symmetric",
+        }
+    }
 }
 
 /// Position-dependent generators.
@@ -120,6 +174,7 @@ impl Op {
             | Op::Slice { .. }
             | Op::Broadcast
             | Op::Tile
+            | Op::Fold { .. }
             | Op::Reduce { .. }
             | Op::Intrinsic(_) => 0,
         }
@@ -138,6 +193,7 @@ impl Op {
                 | Op::Slice { .. }
                 | Op::Broadcast
                 | Op::Tile
+                | Op::Fold { .. }
                 | Op::Cast(_)
         ) || matches!(self, Op::Intrinsic(i) if i.moves_data())
     }
@@ -160,6 +216,7 @@ impl Op {
             Op::Slice { .. } => "slice",
             Op::Broadcast => "broadcast",
             Op::Tile => "tile",
+            Op::Fold { .. } => "fold",
             Op::Reduce { op, .. } => op.name(),
             Op::Intrinsic(i) => i.name(),
         }
@@ -192,6 +249,7 @@ impl Op {
             Op::Slice { .. } => "slice".into(),
             Op::Broadcast => "broadcast".into(),
             Op::Tile => "tile".into(),
+            Op::Fold { mode, .. } => format!("fold_{}", mode.name()),
             Op::Reduce { op, .. } => op.name().into(),
             Op::Intrinsic(i) => i.name().into(),
         }

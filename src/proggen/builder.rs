@@ -371,6 +371,10 @@ impl<'a> KernelBuilder<'a> {
             Op::Slice { start, step } => {
                 smallvec::smallvec![(n.inputs[0], pos.slice_input(start, step))]
             }
+            Op::Fold { axis, mode, shift } => smallvec::smallvec![(
+                n.inputs[0],
+                pos.fold_input(*axis, *mode, *shift, shape_of(0)[*axis])
+            )],
             _ => SmallVec::new(),
         }
     }
@@ -433,7 +437,7 @@ impl<'a> KernelBuilder<'a> {
                 let (cond, a, b) = (ins[0], ins[1], ins[2]);
                 self.push(site, dtype, |dst| Instr::Select { dst, cond, a, b })
             }
-            Op::Broadcast | Op::Permute(_) | Op::Slice { .. } => ins[0],
+            Op::Broadcast | Op::Permute(_) | Op::Slice { .. } | Op::Fold { .. } => ins[0],
             Op::Reshape | Op::Tile => {
                 let src_id = n.inputs[0];
                 let nodes = self.nodes;

@@ -1,7 +1,9 @@
 //! The fused kernel the program generator produces: a register program over an iteration domain,
 //! target-neutral. The CPU executor runs it tile by tile; GPU targets render it to source.
 
-use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, Scalar, Shape, Site, UnaryOp};
+use crate::ir::{
+    BinaryOp, DType, FoldMode, GenKind, RandomDist, ReduceOp, Scalar, Shape, Site, UnaryOp,
+};
 use smallvec::SmallVec;
 
 /// A virtual register (SSA value) of a kernel.
@@ -40,16 +42,84 @@ pub enum IndexMap {
         offset: isize,
         strides: SmallVec<[isize; 6]>,
     },
-    /// `sum_j ((offset_j + sum_k coef_jk * d_k) mod modulus_j) * stride_j` (periodic copy).
-    Periodic { dims: Vec<PeriodicDim> },
+    /// `sum_j fold_j(offset_j + sum_k coef_jk * d_k) * stride_j`: a position folded back into an
+    /// axis along some of the node's axes (periodic copy, roll, pad), see [`FoldedDim`].
+    Folded { dims: Vec<FoldedDim> },
 }
 
+/// One axis of a [`IndexMap::Folded`] map: the affine position `offset + coef . d` passed through
+/// `folds` in order, times `stride` (the axis's stride in the buffer).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PeriodicDim {
+pub struct FoldedDim {
     pub offset: isize,
     pub coef: SmallVec<[isize; 6]>,
-    pub modulus: usize,
+    pub folds: SmallVec<[Fold; 1]>,
     pub stride: usize,
+}
+
+/// `a + b * mode(v, n)`: a position `v` folded into `0..n` by `mode`, then placed by the views
+/// above the fold (`a`, `b`: a slice of the folded value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fold {
+    pub mode: FoldMode,
+    pub n: usize,
+    pub a: isize,
+    pub b: isize,
+}
+
+impl Fold {
+    /// A fold into `0..n` with nothing above it.
+    pub fn new(mode: FoldMode, n: usize) -> Fold {
+        Fold {
+            mode,
+            n,
+            a: 0,
+            b: 1,
+        }
+    }
+    /// The folded, placed position.
+    pub fn apply(&self, v: isize) -> isize {
+        self.a + self.b * self.mode.apply(v, self.n)
+    }
+}
+
+impl FoldedDim {
+    /// For each fold, whether its input stays within one period of `0..n` on either side over a
+    /// domain of `shape` (a compare and an add fold it then, without a division).
+    pub fn near(&self, shape: &[usize]) -> SmallVec<[bool; 1]> {
+        let (mut lo, mut hi) = (self.offset as i128, self.offset as i128);
+        for (&c, &n) in self.coef.iter().zip(shape) {
+            let r = c as i128 * (n.max(1) as i128 - 1);
+            if r < 0 {
+                lo += r;
+            } else {
+                hi += r;
+            }
+        }
+        self.folds
+            .iter()
+            .map(|f| {
+                let n = f.n as i128;
+                let near = match f.mode {
+                    FoldMode::Wrap | FoldMode::Symmetric => lo >= -n && hi < 2 * n,
+                    FoldMode::Reflect => lo >= -(n - 1) && hi <= 2 * (n - 1),
+                    FoldMode::Clamp => true,
+                };
+                let (x, y) = (f.a as i128, f.a as i128 + f.b as i128 * (n - 1).max(0));
+                (lo, hi) = (x.min(y), x.max(y));
+                near
+            })
+            .collect()
+    }
+
+    /// The position along this axis (before `stride`) at domain index `d`.
+    pub fn at(&self, d: &[usize]) -> isize {
+        let mut v = self.offset;
+        for (c, &x) in self.coef.iter().zip(d) {
+            v += c * x as isize;
+        }
+        self.folds.iter().fold(v, |v, f| f.apply(v))
+    }
 }
 
 /// One instruction. Every instruction writes register `dst` for all elements of a tile.

@@ -66,6 +66,7 @@ fn lazy_kind(n: &NodeInfo) -> bool {
             | Op::Broadcast
             | Op::Permute(_)
             | Op::Slice { .. }
+            | Op::Fold { .. }
             | Op::Reshape
             | Op::Tile
     )
@@ -91,7 +92,12 @@ pub struct Analysis {
 fn is_view(op: &Op) -> bool {
     matches!(
         op,
-        Op::Permute(_) | Op::Slice { .. } | Op::Broadcast | Op::Reshape | Op::Tile
+        Op::Permute(_)
+            | Op::Slice { .. }
+            | Op::Fold { .. }
+            | Op::Broadcast
+            | Op::Reshape
+            | Op::Tile
     )
 }
 

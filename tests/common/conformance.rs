@@ -14,11 +14,11 @@
 use arrayflow::exec::TypedVec;
 use arrayflow::intrinsics::transpose::TransposeShape;
 use arrayflow::ir::{BinaryOp, contiguous_strides};
-use arrayflow::ir::{DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
+use arrayflow::ir::{DType, FoldMode, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
 use arrayflow::proggen::codegen::gpu::{self, BufArg, GpuPlan, Target, Unsupported, elem_bytes};
 use arrayflow::proggen::codegen::{opencl, wgsl};
 use arrayflow::proggen::kernel::{
-    Domain, FusedKernel, IndexMap, Instr, ParamKind, PeriodicDim, ReduceStore, Reg, Store,
+    Domain, Fold, FoldedDim, FusedKernel, IndexMap, Instr, ParamKind, ReduceStore, Reg, Store,
 };
 use arrayflow::proggen::sequence::IntrinsicCall;
 use std::collections::HashMap;
@@ -231,13 +231,19 @@ pub fn strided(offset: isize, strides: &[isize]) -> IndexMap {
 
 /// Tiles an input of `shape_in` over the domain: dim j reads `(offset_j + d_j) mod shape_in[j]`.
 pub fn periodic(shape_in: &[usize], offset: &[isize]) -> IndexMap {
+    folded(shape_in, offset, &vec![FoldMode::Wrap; shape_in.len()])
+}
+
+/// Reads an input of `shape_in` over the domain with dim j at `modes[j](offset_j + d_j)` folded
+/// into `shape_in[j]` (roll, pad's modes).
+pub fn folded(shape_in: &[usize], offset: &[isize], modes: &[FoldMode]) -> IndexMap {
     let cs = contiguous_strides(shape_in);
-    IndexMap::Periodic {
+    IndexMap::Folded {
         dims: (0..shape_in.len())
-            .map(|j| PeriodicDim {
+            .map(|j| FoldedDim {
                 offset: offset[j],
                 coef: (0..shape_in.len()).map(|k| (k == j) as isize).collect(),
-                modulus: shape_in[j],
+                folds: smallvec::smallvec![Fold::new(modes[j], shape_in[j])],
                 stride: cs[j],
             })
             .collect(),
@@ -1387,4 +1393,65 @@ pub fn philox_reference(key: [u32; 2], position: u64, dist: RandomDist, d: DType
 /// The random key as its parameter slot holds it.
 pub fn key_param(key: [u32; 2]) -> u64 {
     ((key[1] as u64) << 32) | key[0] as u64
+}
+
+/// Folded maps in every mode (roll, pad), also nested and placed by a reversed slice, against a
+/// walk written here: the element read at each domain position of a [9, 11] domain over a
+/// [3, 4] input of distinct values.
+pub fn folded_maps_match<D: Device>(dev: &D) {
+    use FoldMode::*;
+    // Bounce off the ends one step at a time (repeating the end element when `repeat`).
+    fn bounce(mut v: isize, n: isize, repeat: bool) -> isize {
+        if n == 1 {
+            return 0;
+        }
+        while v < 0 || v >= n {
+            v = if v < 0 {
+                -v - repeat as isize
+            } else {
+                2 * (n - 1) - v + repeat as isize
+            };
+        }
+        v
+    }
+    fn walk(mode: FoldMode, v: isize, n: usize) -> isize {
+        let n = n as isize;
+        match mode {
+            Wrap => ((v % n) + n) % n,
+            Clamp => v.max(0).min(n - 1),
+            Reflect => bounce(v, n, false),
+            Symmetric => bounce(v, n, true),
+        }
+    }
+    let input: Vec<f32> = (0..12).map(|v| (v * 7 % 12) as f32 + 0.5).collect();
+    let x = TypedVec::F32(input.clone());
+    let modes = [Wrap, Clamp, Reflect, Symmetric];
+    for (i, &m0) in modes.iter().enumerate() {
+        let m1 = modes[(i + 1) % 4];
+        let offset = [-5isize, -7];
+        let mut map = folded(&[3, 4], &offset, &[m0, m1]);
+        // Nest a second fold on axis 1 (a pad of a roll) placed by a reversed slice: axis 1
+        // reads 3 - reflect(wrap(v, 4) - 1, 4)... as `a + b * mode`.
+        let IndexMap::Folded { dims } = &mut map else {
+            unreachable!()
+        };
+        dims[1].folds[0].a = -1;
+        dims[1].folds.push(Fold {
+            mode: m0,
+            n: 4,
+            a: 3,
+            b: -1,
+        });
+        let (out, fault) = dev.run(&map_kernel(&[9, 11], map), &[&x], &[]).into_parts();
+        assert_eq!(fault, 0);
+        let mut want = Vec::new();
+        for d0 in 0..9isize {
+            for d1 in 0..11isize {
+                let r = walk(m0, d0 + offset[0], 3);
+                let c = 3 - walk(m0, walk(m1, d1 + offset[1], 4) - 1, 4);
+                want.push(input[(r * 4 + c) as usize]);
+            }
+        }
+        assert_eq!(out[0].f32(), &want[..], "modes {m0:?}, {m1:?}");
+    }
 }

@@ -448,7 +448,36 @@ impl Gen {
         let shape = cx.arr(x).shape.clone();
         let n: usize = shape.iter().product();
         let rank = shape.len();
-        let expr = match self.rng.random_range(0..5) {
+        let expr = match self.rng.random_range(0..7) {
+            5 if rank >= 1 => {
+                let axis = self.rng.random_range(0..rank);
+                let reach = 2 * n as i64 + 3;
+                let shift = self.rng.random_range(-reach..=reach) as isize;
+                Expr::Roll { a: x, shift, axis }
+            }
+            6 if rank >= 1 => {
+                let k = self.rng.random_range(1..=rank);
+                let widths: Vec<(usize, usize)> = shape[..k]
+                    .iter()
+                    .map(|&d| {
+                        let w = [0, 1, 2, d, 2 * d + 1];
+                        (self.pick(&w), self.pick(&w))
+                    })
+                    .collect();
+                let empty = shape[..k].contains(&0);
+                let mode = if empty {
+                    0
+                } else {
+                    self.rng.random_range(0..5u8)
+                };
+                let c = self.pick(&[0.0, 1.0, -2.5, 7.0]);
+                Expr::Pad {
+                    a: x,
+                    widths,
+                    mode,
+                    c,
+                }
+            }
             0 => {
                 // Split n's factors over a random rank.
                 let mut f = vec![];

@@ -237,6 +237,24 @@ pub fn eval(expr: &Expr, env: &Env) -> R<OArr> {
             }
             Ok(x.map_idx(x.ty, shape.clone(), |o| bsrc(o, &x.shape)))
         }
+        Expr::Roll { a, shift, axis } => {
+            let x = get(env, *a)?;
+            let st = strides(&x.shape);
+            let n = x.shape[*axis] as isize;
+            Ok(x.map_idx(x.ty, x.shape.clone(), |o| {
+                (0..o.len())
+                    .map(|d| {
+                        let i = if d == *axis {
+                            (o[d] as isize - shift).rem_euclid(n) as usize
+                        } else {
+                            o[d]
+                        };
+                        i * st[d]
+                    })
+                    .sum()
+            }))
+        }
+        Expr::Pad { a, widths, mode, c } => pad(get(env, *a)?, widths, *mode, *c),
         Expr::Tile { a, reps } => {
             let x = get(env, *a)?;
             let rank = reps.len().max(x.shape.len());
@@ -1083,4 +1101,74 @@ fn slice(x: &OArr, axes: &[SliceAxis]) -> R<OArr> {
     Ok(x.map_idx(x.ty, shape, |o| {
         o.iter().enumerate().map(|(d, &i)| idx[d][i] * st[d]).sum()
     }))
+}
+
+/// NumPy's `pad` by walking: position `k` relative to the first element, bounced off the ends one
+/// step at a time (mode 3 reflect: the end element once; 4 symmetric: twice), clamped (1), wrapped
+/// (2), or `None` for the constant (0).
+fn pad_src(k: isize, n: usize, mode: u8) -> Option<usize> {
+    let n = n as isize;
+    if (0..n).contains(&k) {
+        return Some(k as usize);
+    }
+    match mode {
+        0 => None,
+        1 => Some(k.clamp(0, n - 1) as usize),
+        2 => Some(k.rem_euclid(n) as usize),
+        _ if n == 1 => Some(0),
+        _ => {
+            let repeat = (mode == 4) as isize;
+            let mut v = k;
+            while v < 0 || v >= n {
+                v = if v < 0 {
+                    -v - repeat
+                } else {
+                    2 * (n - 1) - v + repeat
+                };
+            }
+            Some(v as usize)
+        }
+    }
+}
+
+fn pad(x: &OArr, widths: &[(usize, usize)], mode: u8, c: f64) -> R<OArr> {
+    if widths.len() > x.shape.len() || (mode != 0 && x.v.is_empty()) {
+        return Err("pad".into());
+    }
+    let w = |d: usize| widths.get(d).copied().unwrap_or((0, 0));
+    let shape: Vec<usize> = (0..x.shape.len())
+        .map(|d| x.shape[d] + w(d).0 + w(d).1)
+        .collect();
+    let st = strides(&x.shape);
+    let c = match x.ty {
+        Ty::Bool => (c != 0.0) as u8 as f64,
+        Ty::I32 => c as i32 as f64,
+        Ty::U32 => c as u32 as f64,
+        Ty::F32 => c as f32 as f64,
+        Ty::F64 => c,
+    };
+    let n = numel(&shape);
+    let (mut v, mut e) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let o = unravel(i, &shape);
+        let src: Option<usize> = (0..o.len())
+            .map(|d| pad_src(o[d] as isize - w(d).0 as isize, x.shape[d], mode).map(|j| j * st[d]))
+            .sum();
+        match src {
+            Some(j) => {
+                v.push(x.v[j]);
+                e.push(x.e[j]);
+            }
+            None => {
+                v.push(c);
+                e.push(0.0);
+            }
+        }
+    }
+    Ok(OArr {
+        ty: x.ty,
+        shape,
+        v,
+        e,
+    })
 }

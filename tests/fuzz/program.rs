@@ -331,6 +331,18 @@ pub enum Expr {
         a: usize,
         reps: Vec<usize>,
     },
+    Roll {
+        a: usize,
+        shift: isize,
+        axis: usize,
+    },
+    /// `pad` with mode 0 constant `c`, 1 edge, 2 wrap, 3 reflect, 4 symmetric.
+    Pad {
+        a: usize,
+        widths: Vec<(usize, usize)>,
+        mode: u8,
+        c: f64,
+    },
 }
 
 impl Expr {
@@ -350,7 +362,9 @@ impl Expr {
             | Expr::Permute { a, .. }
             | Expr::Slice { a, .. }
             | Expr::Broadcast { a, .. }
-            | Expr::Tile { a, .. } => vec![*a],
+            | Expr::Tile { a, .. }
+            | Expr::Roll { a, .. }
+            | Expr::Pad { a, .. } => vec![*a],
             Expr::Binary { a, b, .. } => o(a).into_iter().chain(o(b)).collect(),
             Expr::Select { c, a, b } => std::iter::once(*c).chain(o(a)).chain(o(b)).collect(),
             Expr::Matmul { a, b } => vec![*a, *b],
@@ -612,6 +626,17 @@ pub fn expr_src(names: Names, expr: &Expr, ty_of: &dyn Fn(usize) -> Ty) -> Strin
         }
         Expr::Broadcast { a, shape } => format!("{}.broadcast_to(&{})", n(a), list(shape)),
         Expr::Tile { a, reps } => format!("{}.tile(&{})", n(a), list(reps)),
+        Expr::Roll { a, shift, axis } => format!("{}.roll({shift}, {axis})", n(a)),
+        Expr::Pad { a, widths, mode, c } => {
+            let m = match mode {
+                0 => format!("Pad::Constant({c:?} as _)"),
+                1 => "Pad::Edge".into(),
+                2 => "Pad::Wrap".into(),
+                3 => "Pad::Reflect".into(),
+                _ => "Pad::Symmetric".into(),
+            };
+            format!("{}.pad(&{widths:?}, {m})", n(a))
+        }
     }
 }
 
@@ -752,7 +777,7 @@ pub fn to_rust(p: &Program) -> String {
     let _ = writeln!(out, "#![allow(unused)]");
     let _ = writeln!(
         out,
-        "use arrayflow::{{select, Array, Rng, Runtime, Slice}};\n"
+        "use arrayflow::{{select, Array, Pad, Rng, Runtime, Slice}};\n"
     );
     out.push_str(DATA_SRC);
     let _ = writeln!(out, "\nfn main() -> arrayflow::Result<()> {{");

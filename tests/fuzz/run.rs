@@ -3,7 +3,7 @@
 
 use super::oracle::{self, OArr};
 use super::program::{Bin, Expr, Opd, Program, Red, Section, Stmt, Ty, Un, section_name};
-use arrayflow::{Array, Element, Float, Logical, Numeric, Rng, Runtime, Slice, select};
+use arrayflow::{Array, Element, Float, Logical, Numeric, Pad, Rng, Runtime, Slice, select};
 
 /// An array of any element type.
 pub enum V {
@@ -542,6 +542,21 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
         }
         Expr::Tile { a, reps } => {
             dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.tile(reps)))
+        }
+        Expr::Roll { a, shift, axis } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.roll(*shift, *axis)))
+        }
+        Expr::Pad { a, widths, mode, c } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => {
+                let m = match mode {
+                    0 => Pad::Constant(T::of(*c)),
+                    1 => Pad::Edge,
+                    2 => Pad::Wrap,
+                    3 => Pad::Reflect,
+                    _ => Pad::Symmetric,
+                };
+                T::wrap(x.pad(widths, m))
+            })
         }
     })
 }

@@ -1,5 +1,6 @@
 //! Index walking for the CPU tile VM: for each element of a tile, the linear index an `IndexMap`
-//! selects. Contiguous maps are plain ranges; strided maps walk rows of the innermost domain axis.
+//! selects. Contiguous maps are plain ranges; strided maps walk rows of the innermost domain axis;
+//! folded maps (tile, roll, pad) are computed per element.
 
 use crate::proggen::kernel::IndexMap;
 
@@ -32,19 +33,12 @@ pub fn for_each_index(
                 }
             });
         }
-        IndexMap::Periodic { dims } => {
+        IndexMap::Folded { dims } => {
             let rank = shape.len();
             let mut idx = unravel(t0, shape);
             for i in 0..len {
-                let mut src = 0usize;
-                for d in dims {
-                    let mut v = d.offset;
-                    for k in 0..rank {
-                        v += d.coef[k] * idx[k] as isize;
-                    }
-                    src += (v.rem_euclid(d.modulus as isize) as usize) * d.stride;
-                }
-                f(i, src);
+                let src: isize = dims.iter().map(|d| d.at(&idx) * d.stride as isize).sum();
+                f(i, src as usize);
                 let mut k = rank;
                 while k > 0 {
                     idx[k - 1] += 1;

@@ -67,7 +67,7 @@ impl RowPlan {
             crate::proggen::kernel::Instr::Load { map, .. } => match map {
                 IndexMap::Contiguous => false,
                 IndexMap::Strided { strides, .. } => strides.last().is_some_and(|s| s.abs() > 1),
-                IndexMap::Periodic { .. } => true,
+                IndexMap::Folded { .. } => true,
             },
             _ => false,
         });
@@ -130,7 +130,7 @@ impl RowPlan {
                     strided(0, permute(&d))
                 }
                 IndexMap::Strided { offset, strides } => strided(*offset, permute(strides)),
-                IndexMap::Periodic { dims } => IndexMap::Periodic {
+                IndexMap::Folded { dims } => IndexMap::Folded {
                     dims: dims
                         .iter()
                         .map(|d| {

@@ -53,7 +53,7 @@ fn literal(v: Scalar) -> String {
 }
 
 /// The index expression a map selects for the current element.
-fn index(map: &IndexMap) -> String {
+fn index(map: &IndexMap, domain: &[usize]) -> String {
     match map {
         IndexMap::Contiguous => "lin".into(),
         IndexMap::Strided { offset, strides } => {
@@ -66,7 +66,7 @@ fn index(map: &IndexMap) -> String {
             s.push(')');
             s
         }
-        IndexMap::Periodic { dims } => {
+        IndexMap::Folded { dims } => {
             let mut s = String::from("(uint64_t)(0");
             for d in dims {
                 let mut v = format!("(int64_t){}", d.offset);
@@ -75,8 +75,10 @@ fn index(map: &IndexMap) -> String {
                         let _ = write!(v, " + (int64_t){c} * (int64_t)d{k}");
                     }
                 }
-                let m = d.modulus;
-                let _ = write!(s, " + ((({v}) % {m} + {m}) % {m}) * {}", d.stride);
+                for (f, near) in d.folds.iter().zip(d.near(domain)) {
+                    v = super::fold_expr(f, near, &v, &|x| format!("(int64_t){x}"));
+                }
+                let _ = write!(s, " + ({v}) * {}", d.stride);
             }
             s.push(')');
             s
@@ -272,7 +274,7 @@ pub fn render(k: &FusedKernel) -> String {
         let dst = ins.dst();
         let t = |r: u32| k.reg_dtypes[r as usize];
         let rhs = match ins {
-            Instr::Load { input, map, .. } => format!("in{input}[{}]", index(map)),
+            Instr::Load { input, map, .. } => format!("in{input}[{}]", index(map, &k.domain.shape)),
             Instr::Const { slot, .. } => format!("p{slot}"),
             Instr::Random {
                 map: IndexMap::Contiguous,
@@ -292,12 +294,12 @@ pub fn render(k: &FusedKernel) -> String {
                 format!(
                     "af_{f}_{ct}((u32)params[{key_slot}], (u32)(params[{key_slot}] >> 32), params[{counter_slot}] + {g})",
                     ct = ctype(t(dst)),
-                    g = index(map)
+                    g = index(map, &k.domain.shape)
                 )
             }
             Instr::Gen {
                 kind, shape, map, ..
-            } => generator(kind, shape, &index(map), t(dst)),
+            } => generator(kind, shape, &index(map, &k.domain.shape), t(dst)),
             Instr::Unary { op, a, .. } => format!("{}(r{a})", unary_fn(*op, t(*a))),
             Instr::Binary { op, a, b, .. } => {
                 binary_call(*op, t(*a), &format!("r{a}"), &format!("r{b}"))

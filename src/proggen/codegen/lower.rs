@@ -11,7 +11,7 @@
 
 use super::gpu::{BufArg, GpuPlan, Pass, Target, elem_bytes};
 use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, UnaryOp, contiguous_strides};
-use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, Reg};
+use crate::proggen::kernel::{Fold, FusedKernel, IndexMap, Instr, Reg};
 
 /// How a target lays kernels out (the printer's constants and tuning).
 #[derive(Debug, Clone, Copy)]
@@ -135,8 +135,8 @@ pub enum Index {
     Lin,
     /// An affine function of the coordinates.
     Affine(Affine),
-    /// `sum ((affine mod modulus) * stride)` (a mathematical modulus, never negative).
-    Periodic(Vec<PeriodicTerm>),
+    /// `sum (fold(affine) * stride)`: positions folded back into an axis (tile, roll, pad).
+    Folded(Vec<FoldedTerm>),
 }
 
 /// `offset + sum coef * d{axis}` over the terms (coefficients non-zero).
@@ -148,14 +148,17 @@ pub struct Affine {
     pub terms: Vec<(usize, isize)>,
 }
 
-/// One term of a periodic index: `(at mod modulus) * stride`.
+/// One term of a folded index: `folds(at) * stride`, the folds applied in order (each
+/// `a + b * mode(v)` into `0..n`: [`Fold`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PeriodicTerm {
-    /// The affine position before the modulus.
+pub struct FoldedTerm {
+    /// The affine position before the folds.
     pub at: Affine,
-    /// The period (positive).
-    pub modulus: usize,
-    /// The factor of the reduced position in the index.
+    /// The folds, innermost first.
+    pub folds: Vec<Fold>,
+    /// For each fold, whether its input stays within a period of its range (`FoldedDim::near`).
+    pub near: Vec<bool>,
+    /// The factor of the folded position in the index.
     pub stride: usize,
 }
 
@@ -320,7 +323,7 @@ impl Lowered<'_> {
 }
 
 /// The neutral form of an index map.
-fn index(map: &IndexMap) -> Index {
+fn index(map: &IndexMap, domain: &[usize]) -> Index {
     let affine = |offset: isize, coef: &[isize]| Affine {
         offset,
         terms: coef
@@ -333,11 +336,12 @@ fn index(map: &IndexMap) -> Index {
     match map {
         IndexMap::Contiguous => Index::Lin,
         IndexMap::Strided { offset, strides } => Index::Affine(affine(*offset, strides)),
-        IndexMap::Periodic { dims } => Index::Periodic(
+        IndexMap::Folded { dims } => Index::Folded(
             dims.iter()
-                .map(|d| PeriodicTerm {
+                .map(|d| FoldedTerm {
                     at: affine(d.offset, &d.coef),
-                    modulus: d.modulus,
+                    folds: d.folds.to_vec(),
+                    near: d.near(domain).to_vec(),
                     stride: d.stride,
                 })
                 .collect(),
@@ -382,7 +386,7 @@ fn steps(k: &FusedKernel) -> Vec<Step> {
             let op = match ins {
                 Instr::Load { input, map, .. } => StepOp::Load {
                     input: *input,
-                    at: index(map),
+                    at: index(map, &k.domain.shape),
                 },
                 Instr::Const { slot, .. } => StepOp::Param { slot: *slot },
                 Instr::Random {
@@ -395,13 +399,13 @@ fn steps(k: &FusedKernel) -> Vec<Step> {
                     dist: *dist,
                     key_slot: *key_slot,
                     counter_slot: *counter_slot,
-                    at: index(map),
+                    at: index(map, &k.domain.shape),
                 },
                 Instr::Gen {
                     kind, shape, map, ..
                 } => StepOp::Gen {
                     generator: generator(kind, shape),
-                    at: index(map),
+                    at: index(map, &k.domain.shape),
                 },
                 Instr::Unary { op, a, .. } => StepOp::Unary {
                     op: *op,

@@ -817,16 +817,14 @@ fn index(at: &Index) -> String {
     match at {
         Index::Lin => "lin".into(),
         Index::Affine(a) => format!("(ulong)({})", terms(a)),
-        Index::Periodic(dims) => {
+        Index::Folded(dims) => {
             let mut s = String::from("(ulong)(0L");
             for d in dims {
-                let m = d.modulus;
-                let _ = write!(
-                    s,
-                    " + ((({}) % {m}L + {m}L) % {m}L) * {}L",
-                    terms(&d.at),
-                    d.stride
-                );
+                let mut v = terms(&d.at);
+                for (f, &near) in d.folds.iter().zip(&d.near) {
+                    v = super::fold_expr(f, near, &v, &|x| format!("{x}L"));
+                }
+                let _ = write!(s, " + ({v}) * {}L", d.stride);
             }
             s.push(')');
             s

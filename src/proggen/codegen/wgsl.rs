@@ -285,22 +285,28 @@ fn check(k: &FusedKernel) -> Result<(), Unsupported> {
     Ok(())
 }
 
-/// A periodic map computes `offset + coef . d` in i32 and reduces it with an i32 modulus.
+/// A folded map computes `offset + coef . d` and its folds in i32.
 fn check_map(map: &IndexMap, shape: &[usize]) -> Result<(), Unsupported> {
-    let IndexMap::Periodic { dims } = map else {
+    let IndexMap::Folded { dims } = map else {
         return Ok(());
     };
     for d in dims {
-        let reach = d.offset.unsigned_abs() as u128
+        let mut reach = d.offset.unsigned_abs() as u128
             + d.coef
                 .iter()
                 .zip(shape)
                 .map(|(c, n)| c.unsigned_abs() as u128 * n.saturating_sub(1) as u128)
                 .sum::<u128>();
-        if reach >= 1 << 31 || d.modulus == 0 || d.modulus >= 1 << 30 {
-            return Err(unsupported(
-                "wgsl: periodic index exceeds 32-bit arithmetic",
-            ));
+        for f in &d.folds {
+            // The modulus's operand, twice the period, and the placed result.
+            let inner = reach + 4 * f.n as u128;
+            reach = f.a.unsigned_abs() as u128 + f.b.unsigned_abs() as u128 * f.n as u128;
+            if inner >= 1 << 31 || reach >= 1 << 31 || f.n >= 1 << 29 {
+                return Err(unsupported("wgsl: folded index exceeds 32-bit arithmetic"));
+            }
+        }
+        if reach * d.stride.max(1) as u128 >= 1 << 31 {
+            return Err(unsupported("wgsl: folded index exceeds 32-bit arithmetic"));
         }
     }
     Ok(())
@@ -318,7 +324,7 @@ fn index(at: &Index) -> String {
             s.push(')');
             s
         }
-        Index::Periodic(dims) => {
+        Index::Folded(dims) => {
             let mut s = String::from("(0u");
             for d in dims {
                 let mut v = format!("({}i", d.at.offset);
@@ -326,8 +332,10 @@ fn index(at: &Index) -> String {
                     let _ = write!(v, " + ({c}i) * i32(d{k})");
                 }
                 v.push(')');
-                let m = d.modulus;
-                let _ = write!(s, " + u32(({v} % {m}i + {m}i) % {m}i) * {}u", d.stride);
+                for (f, &near) in d.folds.iter().zip(&d.near) {
+                    v = super::fold_expr(f, near, &v, &|x| format!("{x}i"));
+                }
+                let _ = write!(s, " + u32({v}) * {}u", d.stride);
             }
             s.push(')');
             s
