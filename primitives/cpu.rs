@@ -1,5 +1,8 @@
 //! Scalar helpers for the CPU target's primitive sources: the integer element trait and the
-//! Philox4x32-10 counter-based generator (the same stream every executor produces).
+//! counter-based generators, Philox4x32-10 and Hash32 (the same streams every executor
+//! produces), with their distributions.
+
+use crate::ir::{RandomDist, RngAlgorithm};
 
 /// Integer element types (`i32`, `u32`) with the wrapping arithmetic the runtime promises.
 pub trait IntElem: Copy + PartialOrd + PartialEq + Default + Send + Sync + 'static {
@@ -425,6 +428,151 @@ pub fn random_run_w<T, const W: usize>(
     while i < n {
         out[i] = one(g0 + i as u64, &mut cache);
         i += 1;
+    }
+}
+
+/// SplitMix64's output function (Steele, Lea and Flood, OOPSLA'14): the Hash32 generator's key
+/// from a seed, so that nearby seeds give unrelated keys.
+pub fn splitmix64(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Chris Wellons' `lowbias32` integer hash (hash-prospector), a bijection of `u32`.
+#[inline(always)]
+pub fn lowbias32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^ (x >> 16)
+}
+
+/// Word `c` of the Hash32 generator with `key`: `lowbias32(lowbias32(c + key[0]) ^ key[1])`,
+/// 32-bit operations only (a keyed bijection of the 32-bit counter: period 2^32 words).
+#[inline(always)]
+pub fn hash32(key: [u32; 2], c: u32) -> u32 {
+    lowbias32(lowbias32(c.wrapping_add(key[0])) ^ key[1])
+}
+
+/// How many 32-bit words one value of `dist` takes (see [`words_per_value`]); exponential takes
+/// the words of a uniform, integers one.
+pub fn dist_words(dist: RandomDist, f64: bool) -> usize {
+    match dist {
+        RandomDist::Uniform | RandomDist::Exponential => 1 + f64 as usize,
+        RandomDist::Normal => words_per_value(true, f64),
+        RandomDist::Integers => 1,
+    }
+}
+
+/// The `w` words of stream element `g` (the rest zero). Philox: [`stream_words`] (words of a
+/// 128-bit block, `cache` keeps the last block). Hash32: words `g * w + j` (mod 2^32) for `j < w`.
+#[inline]
+pub fn random_words(
+    alg: RngAlgorithm,
+    key: [u32; 2],
+    g: u64,
+    w: usize,
+    cache: &mut (u64, [u32; 4]),
+) -> [u32; 4] {
+    match alg {
+        RngAlgorithm::Philox => stream_words(key, g, w, cache),
+        RngAlgorithm::Hash32 => {
+            let c = (g as u32).wrapping_mul(w as u32);
+            std::array::from_fn(|j| if j < w { hash32(key, c.wrapping_add(j as u32)) } else { 0 })
+        }
+    }
+}
+
+/// Hash32's [`random_run_w`]: `out[i] = conv(words of element g0 + i)`, eight elements at a time
+/// as lanes (structure of arrays, so the hash and the conversion vectorise).
+#[inline]
+pub fn hash_run_w<T, const W: usize>(
+    key: [u32; 2],
+    g0: u64,
+    out: &mut [T],
+    conv: impl Fn(&[u32; W]) -> T,
+) {
+    const L: usize = 8;
+    let mut chunks = out.chunks_exact_mut(L);
+    let mut c0 = (g0 as u32).wrapping_mul(W as u32);
+    for ch in &mut chunks {
+        let mut words = [[0u32; L]; W];
+        for (j, lane) in words.iter_mut().enumerate() {
+            for (l, v) in lane.iter_mut().enumerate() {
+                *v = hash32(key, c0.wrapping_add((l * W + j) as u32));
+            }
+        }
+        let vals: [T; L] = std::array::from_fn(|l| conv(&std::array::from_fn(|j| words[j][l])));
+        for (o, v) in ch.iter_mut().zip(vals) {
+            *o = v;
+        }
+        c0 = c0.wrapping_add((L * W) as u32);
+    }
+    for o in chunks.into_remainder() {
+        *o = conv(&std::array::from_fn(|j| hash32(key, c0.wrapping_add(j as u32))));
+        c0 = c0.wrapping_add(W as u32);
+    }
+}
+
+/// `out[i] = conv(words of stream element g0 + i)` for either generator, `W` words per value.
+#[inline]
+pub fn random_fill<T, const W: usize>(
+    alg: RngAlgorithm,
+    key: [u32; 2],
+    g0: u64,
+    out: &mut [T],
+    conv: impl Fn(&[u32; W]) -> T,
+) {
+    match alg {
+        RngAlgorithm::Philox => random_run_w::<T, W>(key, g0, out, conv),
+        RngAlgorithm::Hash32 => hash_run_w::<T, W>(key, g0, out, conv),
+    }
+}
+
+/// Standard exponential f32 from one word: `-ln(u1)` with `u1 = (w >> 8) + 1` over 2^24, in
+/// (0, 1], through [`rng_ln`] in f64 and rounded once (`0 - ln`, so `u1 = 1` gives +0).
+#[inline(always)]
+pub fn exponential_f32(w: u32) -> f32 {
+    let u1 = ((w >> 8) as f32 + 1.0) * (1.0 / 16_777_216.0);
+    (0.0 - rng_ln(u1 as f64)) as f32
+}
+/// Standard exponential f64 from two words: `-ln(1 - u53)` through [`rng_ln`].
+#[inline(always)]
+pub fn exponential_f64(hi: u32, lo: u32) -> f64 {
+    0.0 - rng_ln(1.0 - uniform_f64(hi, lo))
+}
+/// [`RandomDist::Integers`]' multiplier for `range` (2^32 for 0: the word itself).
+#[inline]
+pub fn integers_multiplier(range: u32) -> u64 {
+    if range == 0 { 1 << 32 } else { range as u64 }
+}
+/// An integer in `[0, m)` from one word by Lemire's multiply-shift, `m` from
+/// [`integers_multiplier`].
+#[inline(always)]
+pub fn integer_u32(w: u32, m: u64) -> u32 {
+    ((w as u64 * m) >> 32) as u32
+}
+/// The f32 value of `dist` (not integers) from its words.
+#[inline(always)]
+pub fn random_f32(dist: RandomDist, r: &[u32]) -> f32 {
+    match dist {
+        RandomDist::Uniform => uniform_f32(r[0]),
+        RandomDist::Normal => normal_f32(r[0], r[1]),
+        RandomDist::Exponential => exponential_f32(r[0]),
+        RandomDist::Integers => unreachable!("integers are u32"),
+    }
+}
+/// The f64 value of `dist` (not integers) from its words.
+#[inline(always)]
+pub fn random_f64(dist: RandomDist, r: &[u32]) -> f64 {
+    match dist {
+        RandomDist::Uniform => uniform_f64(r[0], r[1]),
+        RandomDist::Normal => normal_f64([r[0], r[1], r[2], r[3]]),
+        RandomDist::Exponential => exponential_f64(r[0], r[1]),
+        RandomDist::Integers => unreachable!("integers are u32"),
     }
 }
 

@@ -12,7 +12,9 @@
 //! library's checks and the OpenCL cases.
 
 use arrayflow::exec::TypedVec;
-use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp};
+use arrayflow::ir::{
+    BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, RngAlgorithm, Shape, UnaryOp,
+};
 use arrayflow::proggen::codegen::c::ctype;
 use arrayflow::proggen::codegen::gpu::Target;
 use arrayflow::proggen::codegen::opencl::{self, LIBRARY};
@@ -463,9 +465,11 @@ fn random_streams_match_the_cpu_philox() {
         ] {
             let r = k.push(d, |dst| Instr::Random {
                 dst,
+                alg: RngAlgorithm::Philox,
                 dist,
                 key_slot: 0,
                 counter_slot: 1,
+                range_slot: None,
                 map,
             });
             k.store(r);
