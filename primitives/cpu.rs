@@ -352,7 +352,7 @@ pub fn stream_words(key: [u32; 2], g: u64, w: usize, cache: &mut (u64, [u32; 4])
 
 /// Eight consecutive Philox blocks at once, as four lanes of words (structure of arrays, so the
 /// compiler vectorises the rounds). Same bits as [`philox_at`] for each block.
-#[inline]
+#[inline(always)]
 pub fn philox_x8(key: [u32; 2], first_block: u64) -> [[u32; 8]; 4] {
     const M0: u64 = 0xD251_1F53;
     const M1: u64 = 0xCD9E_8D57;
@@ -385,7 +385,13 @@ pub fn philox_x8(key: [u32; 2], first_block: u64) -> [[u32; 8]; 4] {
 
 /// Fills `out[i]` with `conv(words of stream element g0 + i)` (see [`words_per_value`]), eight
 /// Philox blocks at a time in the middle of the run.
-pub fn random_run<T>(key: [u32; 2], g0: u64, w: usize, out: &mut [T], conv: impl Fn(&[u32]) -> T) {
+pub fn random_run<T: Copy + Default>(
+    key: [u32; 2],
+    g0: u64,
+    w: usize,
+    out: &mut [T],
+    conv: impl Fn(&[u32]) -> T,
+) {
     match w {
         1 => random_run_w::<T, 1>(key, g0, out, |r| conv(r)),
         2 => random_run_w::<T, 2>(key, g0, out, |r| conv(r)),
@@ -395,8 +401,8 @@ pub fn random_run<T>(key: [u32; 2], g0: u64, w: usize, out: &mut [T], conv: impl
 
 /// [`random_run`] with the words per value known at compile time (the middle of the run has no
 /// slices of run-time length, so the conversion inlines and vectorises).
-#[inline]
-pub fn random_run_w<T, const W: usize>(
+#[inline(always)]
+pub fn random_run_w<T: Copy + Default, const W: usize>(
     key: [u32; 2],
     g0: u64,
     out: &mut [T],
@@ -417,10 +423,15 @@ pub fn random_run_w<T, const W: usize>(
     while i + 8 * per <= n {
         let lanes = philox_x8(key, (g0 + i as u64) / per as u64);
         let dst = &mut out[i..i + 8 * per];
-        for b in 0..8 {
-            for v in 0..per {
+        for v in 0..per {
+            // One value per lane in a loop over lanes (it vectorises), then stored in order.
+            let mut vals = [T::default(); 8];
+            for (b, x) in vals.iter_mut().enumerate() {
                 let words: [u32; W] = std::array::from_fn(|k| lanes[v * W + k][b]);
-                dst[b * per + v] = conv(&words);
+                *x = conv(&words);
+            }
+            for (b, x) in vals.into_iter().enumerate() {
+                dst[b * per + v] = x;
             }
         }
         i += 8 * per;
@@ -481,14 +492,20 @@ pub fn random_words(
         RngAlgorithm::Philox => stream_words(key, g, w, cache),
         RngAlgorithm::Hash32 => {
             let c = (g as u32).wrapping_mul(w as u32);
-            std::array::from_fn(|j| if j < w { hash32(key, c.wrapping_add(j as u32)) } else { 0 })
+            std::array::from_fn(|j| {
+                if j < w {
+                    hash32(key, c.wrapping_add(j as u32))
+                } else {
+                    0
+                }
+            })
         }
     }
 }
 
 /// Hash32's [`random_run_w`]: `out[i] = conv(words of element g0 + i)`, eight elements at a time
-/// as lanes (structure of arrays, so the hash and the conversion vectorise).
-#[inline]
+/// as lanes (the words of all eight first, then one value per lane: both loops vectorise).
+#[inline(always)]
 pub fn hash_run_w<T, const W: usize>(
     key: [u32; 2],
     g0: u64,
@@ -496,8 +513,8 @@ pub fn hash_run_w<T, const W: usize>(
     conv: impl Fn(&[u32; W]) -> T,
 ) {
     const L: usize = 8;
-    let mut chunks = out.chunks_exact_mut(L);
     let mut c0 = (g0 as u32).wrapping_mul(W as u32);
+    let mut chunks = out.chunks_exact_mut(L);
     for ch in &mut chunks {
         let mut words = [[0u32; L]; W];
         for (j, lane) in words.iter_mut().enumerate() {
@@ -505,21 +522,54 @@ pub fn hash_run_w<T, const W: usize>(
                 *v = hash32(key, c0.wrapping_add((l * W + j) as u32));
             }
         }
-        let vals: [T; L] = std::array::from_fn(|l| conv(&std::array::from_fn(|j| words[j][l])));
-        for (o, v) in ch.iter_mut().zip(vals) {
-            *o = v;
+        for (l, o) in ch.iter_mut().enumerate() {
+            let r: [u32; W] = std::array::from_fn(|j| words[j][l]);
+            *o = conv(&r);
         }
         c0 = c0.wrapping_add((L * W) as u32);
     }
     for o in chunks.into_remainder() {
-        *o = conv(&std::array::from_fn(|j| hash32(key, c0.wrapping_add(j as u32))));
+        *o = conv(&std::array::from_fn(|j| {
+            hash32(key, c0.wrapping_add(j as u32))
+        }));
         c0 = c0.wrapping_add(W as u32);
     }
 }
 
 /// `out[i] = conv(words of stream element g0 + i)` for either generator, `W` words per value.
+/// On x86-64 CPUs with AVX2 the loops run in a copy compiled for AVX2 (eight u32 or four f64
+/// lanes; the crate itself targets baseline x86-64, SSE2). Both copies compute the same bits:
+/// no fused multiply-adds either way.
 #[inline]
-pub fn random_fill<T, const W: usize>(
+pub fn random_fill<T: Copy + Default, const W: usize>(
+    alg: RngAlgorithm,
+    key: [u32; 2],
+    g0: u64,
+    out: &mut [T],
+    conv: impl Fn(&[u32; W]) -> T,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { random_fill_avx2::<T, W>(alg, key, g0, out, conv) };
+    }
+    random_fill_any::<T, W>(alg, key, g0, out, conv)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn random_fill_avx2<T: Copy + Default, const W: usize>(
+    alg: RngAlgorithm,
+    key: [u32; 2],
+    g0: u64,
+    out: &mut [T],
+    conv: impl Fn(&[u32; W]) -> T,
+) {
+    random_fill_any::<T, W>(alg, key, g0, out, conv)
+}
+
+#[inline(always)]
+fn random_fill_any<T: Copy + Default, const W: usize>(
     alg: RngAlgorithm,
     key: [u32; 2],
     g0: u64,
@@ -584,7 +634,10 @@ pub fn uniform_f32(w: u32) -> f32 {
 /// Uniform f64 in [0, 1) from two words (53 random bits).
 #[inline]
 pub fn uniform_f64(hi: u32, lo: u32) -> f64 {
-    ((((hi as u64) << 32) | lo as u64) >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
+    // `((hi << 32 | lo) >> 11) / 2^53` as the sum of its 32 high and 21 low bits, each exact and
+    // not overlapping, so the sum is exact: the same value, from u32 conversions (which vectorise;
+    // AVX2 has no u64 to f64 conversion).
+    hi as f64 * (1.0 / 4_294_967_296.0) + (lo >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
 }
 /// Standard normal f32 by Box-Muller from two words: `sqrt(-2 ln u1) cos(2 pi u2)` in f32, with
 /// `ln` and `cos` of [`rng_ln`] and [`rng_cos`] rounded to f32 (within 1 ulp of the correctly
@@ -688,7 +741,9 @@ const C6: f64 = -1.135_964_755_778_819_482_65e-11;
 /// 151 bits of pi/2, then fdlibm's sine or cosine polynomial of the reduced argument.
 #[inline(always)]
 pub fn rng_cos(x: f64) -> f64 {
-    let n = (x * INVPIO2 + 0.5) as i32;
+    // SAFETY: x is in [0, 2 pi], so the value is in [0.5, 4.5] (a plain `as` would clamp,
+    // which kept the loops over lanes from vectorising).
+    let n = unsafe { (x * INVPIO2 + 0.5).to_int_unchecked::<i32>() };
     let fnk = n as f64;
     // x - n pi/2 as y0 + y1, pi/2 = PIO2_1 + PIO2_2 + PIO2_3 + PIO2_3T (the first three have 33
     // bits, so their products with n <= 4 are exact, and so is x - n PIO2_1 by Sterbenz); the

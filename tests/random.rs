@@ -66,7 +66,12 @@ fn words(alg: RngAlgorithm, key: [u32; 2], g: u64, w: usize) -> Vec<u32> {
             block[first..first + w].to_vec()
         }
         RngAlgorithm::Hash32 => (0..w)
-            .map(|j| hash32(key, (g as u32).wrapping_mul(w as u32).wrapping_add(j as u32)))
+            .map(|j| {
+                hash32(
+                    key,
+                    (g as u32).wrapping_mul(w as u32).wrapping_add(j as u32),
+                )
+            })
             .collect(),
     }
 }
@@ -165,7 +170,11 @@ fn check_stream(alg: RngAlgorithm, key: [u32; 2], start: u64) {
     assert_eq!(got, want, "{}", ctx("integers i32 full range"));
 
     let got = read(&rng.integers::<u32>(&[600], 5, 42));
-    let want: Vec<u32> = o.next(600, 1).iter().map(|r| integer(r[0], 37) + 5).collect();
+    let want: Vec<u32> = o
+        .next(600, 1)
+        .iter()
+        .map(|r| integer(r[0], 37) + 5)
+        .collect();
     assert_eq!(got, want, "{}", ctx("integers u32 [5, 42)"));
 
     let got = read(&rng.bernoulli(&[n], 0.3));
@@ -240,7 +249,15 @@ fn both_cpu_tiers_agree_bit_for_bit() {
     }
     static SERIAL: Mutex<()> = Mutex::new(());
     let _g = SERIAL.lock();
-    type Draws = (Vec<f32>, Vec<f64>, Vec<f32>, Vec<f64>, Vec<i32>, Vec<f32>, f64);
+    type Draws = (
+        Vec<f32>,
+        Vec<f64>,
+        Vec<f32>,
+        Vec<f64>,
+        Vec<i32>,
+        Vec<f32>,
+        f64,
+    );
     let draw = |alg| -> Draws {
         let mut rng = Rng::from_key(alg, [5, 6], 3);
         (
@@ -267,7 +284,11 @@ fn both_cpu_tiers_agree_bit_for_bit() {
         assert_eq!(b64(&vm.3), b64(&native.3), "{alg:?} exponential f64");
         assert_eq!(vm.4, native.4, "{alg:?} integers");
         assert_eq!(b32(&vm.5), b32(&native.5), "{alg:?} normal f32 transposed");
-        assert_eq!(vm.6.to_bits(), native.6.to_bits(), "{alg:?} sum of uniforms");
+        assert_eq!(
+            vm.6.to_bits(),
+            native.6.to_bits(),
+            "{alg:?} sum of uniforms"
+        );
         // And the oracle, for the exact ones.
         let mut o = Walk {
             alg,
@@ -349,19 +370,28 @@ fn uniform_and_integers_pass_chi_square() {
                 bins[(u * 100.0) as usize] += 1;
             }
             let (chi, bound) = chi_square(&bins);
-            assert!(chi < bound, "{alg:?} seed {seed} uniform: chi2 {chi} >= {bound}");
+            assert!(
+                chi < bound,
+                "{alg:?} seed {seed} uniform: chi2 {chi} >= {bound}"
+            );
             let mut bins = vec![0u64; 10];
             for v in read(&rng.integers::<i32>(&[n], -3, 7)) {
                 bins[(v + 3) as usize] += 1;
             }
             let (chi, bound) = chi_square(&bins);
-            assert!(chi < bound, "{alg:?} seed {seed} integers: chi2 {chi} >= {bound}");
+            assert!(
+                chi < bound,
+                "{alg:?} seed {seed} integers: chi2 {chi} >= {bound}"
+            );
             let mut bins = vec![0u64; 37];
             for v in read(&rng.integers::<u32>(&[n], 1000, 1037)) {
                 bins[(v - 1000) as usize] += 1;
             }
             let (chi, bound) = chi_square(&bins);
-            assert!(chi < bound, "{alg:?} seed {seed} integers u32: chi2 {chi} >= {bound}");
+            assert!(
+                chi < bound,
+                "{alg:?} seed {seed} integers u32: chi2 {chi} >= {bound}"
+            );
             // Consecutive pairs of words, 16 x 16 bins of their top bits (serial correlation).
             let w = read(&rng.bits(&[2 * n]));
             let mut bins = vec![0u64; 256];
@@ -369,14 +399,20 @@ fn uniform_and_integers_pass_chi_square() {
                 bins[((p[0] >> 28) * 16 + (p[1] >> 28)) as usize] += 1;
             }
             let (chi, bound) = chi_square(&bins);
-            assert!(chi < bound, "{alg:?} seed {seed} pairs: chi2 {chi} >= {bound}");
+            assert!(
+                chi < bound,
+                "{alg:?} seed {seed} pairs: chi2 {chi} >= {bound}"
+            );
             // Low bits too (a weak hash shows there first).
             let mut bins = vec![0u64; 256];
             for x in &w {
                 bins[(x & 255) as usize] += 1;
             }
             let (chi, bound) = chi_square(&bins);
-            assert!(chi < bound, "{alg:?} seed {seed} low bits: chi2 {chi} >= {bound}");
+            assert!(
+                chi < bound,
+                "{alg:?} seed {seed} low bits: chi2 {chi} >= {bound}"
+            );
         }
     }
 }
@@ -385,7 +421,10 @@ fn uniform_and_integers_pass_chi_square() {
 fn moments(v: &[f64]) -> (f64, f64) {
     let n = v.len() as f64;
     let m = v.iter().sum::<f64>() / n;
-    (m, v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0))
+    (
+        m,
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0),
+    )
 }
 
 #[test]
@@ -401,31 +440,52 @@ fn normal_and_exponential_moments_within_five_standard_errors() {
         ] {
             let (m, var) = moments(&v);
             // SE of the mean sigma/sqrt(n); of the variance sigma^2 sqrt(2/(n-1)).
-            assert!((m - mean).abs() < 5.0 * std / nf.sqrt(), "{alg:?} normal {what} mean {m}");
+            assert!(
+                (m - mean).abs() < 5.0 * std / nf.sqrt(),
+                "{alg:?} normal {what} mean {m}"
+            );
             let se = std * std * (2.0 / (nf - 1.0)).sqrt();
-            assert!((var - std * std).abs() < 5.0 * se, "{alg:?} normal {what} var {var}");
+            assert!(
+                (var - std * std).abs() < 5.0 * se,
+                "{alg:?} normal {what} var {var}"
+            );
         }
         let lambda = 4.0;
         for (what, v) in [
             ("f64", read(&rng.exponential::<f64>(&[n], lambda))),
             ("f32", f64s(&read(&rng.exponential::<f32>(&[n], 4.0)))),
         ] {
-            assert!(v.iter().all(|&x| x >= 0.0 && x.is_finite()), "{alg:?} {what}");
+            assert!(
+                v.iter().all(|&x| x >= 0.0 && x.is_finite()),
+                "{alg:?} {what}"
+            );
             let (m, var) = moments(&v);
             // Mean 1/lambda (SE 1/(lambda sqrt n)); variance 1/lambda^2 with SE sqrt(8/n)/lambda^2
             // (fourth central moment 9/lambda^4).
             let mu = 1.0 / lambda;
-            assert!((m - mu).abs() < 5.0 * mu / nf.sqrt(), "{alg:?} exponential {what} mean {m}");
+            assert!(
+                (m - mu).abs() < 5.0 * mu / nf.sqrt(),
+                "{alg:?} exponential {what} mean {m}"
+            );
             let se = (8.0 / nf).sqrt() * mu * mu;
-            assert!((var - mu * mu).abs() < 5.0 * se, "{alg:?} exponential {what} var {var}");
+            assert!(
+                (var - mu * mu).abs() < 5.0 * se,
+                "{alg:?} exponential {what} var {var}"
+            );
         }
         let v = f64s(&read(&rng.uniform_in::<f32>(&[n], -2.0, 6.0)));
         let (m, var) = moments(&v);
         assert!(v.iter().all(|&x| (-2.0..6.0).contains(&x)));
-        assert!((m - 2.0).abs() < 5.0 * (64.0f64 / 12.0).sqrt() / nf.sqrt(), "{alg:?} {m}");
+        assert!(
+            (m - 2.0).abs() < 5.0 * (64.0f64 / 12.0).sqrt() / nf.sqrt(),
+            "{alg:?} {m}"
+        );
         // Variance of a uniform's sample variance: (b-a)^4 / 180 / n (excess kurtosis -6/5).
         let se = (8f64.powi(4) / 180.0 / nf).sqrt();
-        assert!((var - 64.0 / 12.0).abs() < 5.0 * se, "{alg:?} uniform_in var {var}");
+        assert!(
+            (var - 64.0 / 12.0).abs() < 5.0 * se,
+            "{alg:?} uniform_in var {var}"
+        );
     }
 }
 
@@ -433,7 +493,12 @@ fn normal_and_exponential_moments_within_five_standard_errors() {
 fn correlation(a: &[f64], b: &[f64]) -> f64 {
     let (ma, va) = moments(a);
     let (mb, vb) = moments(b);
-    let cov = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum::<f64>() / (a.len() as f64 - 1.0);
+    let cov = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - ma) * (y - mb))
+        .sum::<f64>()
+        / (a.len() as f64 - 1.0);
     cov / (va * vb).sqrt()
 }
 
@@ -473,7 +538,10 @@ fn bernoulli_frequencies() {
         for p in [0.001, 0.3, 0.5, 0.999] {
             let k = read(&rng.bernoulli(&[n], p)).iter().filter(|&&b| b).count() as f64;
             let se = (p * (1.0 - p) / n as f64).sqrt();
-            assert!((k / n as f64 - p).abs() < 5.0 * se, "{alg:?} p {p}: {k} of {n}");
+            assert!(
+                (k / n as f64 - p).abs() < 5.0 * se,
+                "{alg:?} p {p}: {k} of {n}"
+            );
         }
     }
 }

@@ -168,7 +168,8 @@ static inline void af_stream(u32 k0, u32 k1, uint64_t g, int w, u32 r[4]) {
   for (int k = 0; k < w; k++) r[k] = b[first + k];
 }
 static inline f32 af_uniform_f32(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 1, r); return (f32)(r[0] >> 8) * (1.0f / 16777216.0f); }
-static inline f64 af_u53(u32 hi, u32 lo) { return (f64)((((uint64_t)hi << 32) | lo) >> 11) * (1.0 / 9007199254740992.0); }
+/* ((hi << 32 | lo) >> 11) / 2^53 as an exact sum of its high 32 and low 21 bits (vectorises). */
+static inline f64 af_u53(u32 hi, u32 lo) { return (f64)hi * (1.0 / 4294967296.0) + (f64)(lo >> 11) * (1.0 / 9007199254740992.0); }
 static inline f64 af_uniform_f64(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 2, r); return af_u53(r[0], r[1]); }
 /* The generators' ln and cos (primitives/cpu.rs: rng_ln, rng_cos, the same operations in the
  * same order, so both CPU tiers produce the same bits): fdlibm's log, and cos for 0 <= x <= 2 pi. */

@@ -208,7 +208,9 @@ impl Rng {
         if !(l < h && l.is_finite() && h.is_finite() && span.is_finite()) {
             return Err(bad(
                 s,
-                format!("uniform_in: need finite lo < hi with a finite hi - lo, got lo = {l}, hi = {h}"),
+                format!(
+                    "uniform_in: need finite lo < hi with a finite hi - lo, got lo = {l}, hi = {h}"
+                ),
             ));
         }
         let u = self.uniform::<T>(shape);
@@ -234,7 +236,9 @@ impl Rng {
         if !(m.is_finite() && d.is_finite() && d >= 0.0) {
             return Err(bad(
                 s,
-                format!("normal_with: need a finite mean and a finite std >= 0, got mean = {m}, std = {d}"),
+                format!(
+                    "normal_with: need a finite mean and a finite std >= 0, got mean = {m}, std = {d}"
+                ),
             ));
         }
         let z = self.normal::<T>(shape);
@@ -274,7 +278,10 @@ impl Rng {
         let s = site();
         let (l, h) = (int_of(lo.scalar()), int_of(hi.scalar()));
         if l >= h {
-            return Err(bad(s, format!("integers: need lo < hi, got lo = {l}, hi = {h}")));
+            return Err(bad(
+                s,
+                format!("integers: need lo < hi, got lo = {l}, hi = {h}"),
+            ));
         }
         // hi - lo < 2^32 for both element types.
         let m = self.draw_handle(shape, RandomDist::Integers, DType::U32, (h - l) as u32);

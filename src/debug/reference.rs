@@ -167,13 +167,26 @@ fn generate(g: &GenKind, shape: &[usize], dtype: DType) -> TypedVec {
             let mut cache = (u64::MAX, [0u32; 4]);
             let f64 = dtype == DType::F64;
             let w = prim::dist_words(*dist, f64);
-            let mut words = |i: usize| prim::random_words(*alg, *key, counter + i as u64, w, &mut cache);
+            let mut words =
+                |i: usize| prim::random_words(*alg, *key, counter + i as u64, w, &mut cache);
             match dtype {
-                DType::F32 => TypedVec::F32((0..len).map(|i| prim::random_f32(*dist, &words(i))).collect()),
-                DType::F64 => TypedVec::F64((0..len).map(|i| prim::random_f64(*dist, &words(i))).collect()),
+                DType::F32 => TypedVec::F32(
+                    (0..len)
+                        .map(|i| prim::random_f32(*dist, &words(i)))
+                        .collect(),
+                ),
+                DType::F64 => TypedVec::F64(
+                    (0..len)
+                        .map(|i| prim::random_f64(*dist, &words(i)))
+                        .collect(),
+                ),
                 _ => {
                     let m = prim::integers_multiplier(*range);
-                    TypedVec::U32((0..len).map(|i| prim::integer_u32(words(i)[0], m)).collect())
+                    TypedVec::U32(
+                        (0..len)
+                            .map(|i| prim::integer_u32(words(i)[0], m))
+                            .collect(),
+                    )
                 }
             }
         }

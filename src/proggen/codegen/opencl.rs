@@ -32,12 +32,12 @@
 //! output, its value partials and (argmax/argmin) its index partials.
 
 use super::c::ctype;
+use super::c::{random_name, range_arg};
 use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
 use super::lower::{
     Affine, Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout,
     ReducePolicy, Step, StepOp, lower,
 };
-use super::c::{random_name, range_arg};
 use crate::ir::{DType, ReduceOp};
 use crate::proggen::kernel::{FusedKernel, ParamKind};
 use std::fmt::Write;
@@ -804,7 +804,6 @@ fn rhs(step: &Step, t: Target) -> String {
         StepOp::Cast { a, from, to } => format!("af_cast_{}_{}(r{a})", ctype(*from), ctype(*to)),
     }
 }
-
 
 /// The `ulong` index expression for the current element.
 fn index(at: &Index) -> String {

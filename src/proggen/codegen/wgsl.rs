@@ -48,12 +48,12 @@
 //! Index arithmetic is u32 (wrapping, exact for any index inside a bindable buffer), so a domain of
 //! 2^31 elements or more is not rendered; neither is anything touching f64.
 
+use super::c::{random_name, range_arg};
 use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
 use super::lower::{
     Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout, ReducePolicy,
     Reduction, StepOp, lower,
 };
-use super::c::{random_name, range_arg};
 use crate::ir::{DType, RandomDist, ReduceOp, RngAlgorithm};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
 use std::fmt::Write;
