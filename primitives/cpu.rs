@@ -1,5 +1,8 @@
 //! Scalar helpers for the CPU target's primitive sources: the integer element trait and the
-//! Philox4x32-10 counter-based generator (the same stream every executor produces).
+//! counter-based generators, Philox4x32-10 and Hash32 (the same streams every executor
+//! produces), with their distributions.
+
+use crate::ir::{RandomDist, RngAlgorithm};
 
 /// Integer element types (`i32`, `u32`) with the wrapping arithmetic the runtime promises.
 pub trait IntElem: Copy + PartialOrd + PartialEq + Default + Send + Sync + 'static {
@@ -349,7 +352,7 @@ pub fn stream_words(key: [u32; 2], g: u64, w: usize, cache: &mut (u64, [u32; 4])
 
 /// Eight consecutive Philox blocks at once, as four lanes of words (structure of arrays, so the
 /// compiler vectorises the rounds). Same bits as [`philox_at`] for each block.
-#[inline]
+#[inline(always)]
 pub fn philox_x8(key: [u32; 2], first_block: u64) -> [[u32; 8]; 4] {
     const M0: u64 = 0xD251_1F53;
     const M1: u64 = 0xCD9E_8D57;
@@ -382,7 +385,13 @@ pub fn philox_x8(key: [u32; 2], first_block: u64) -> [[u32; 8]; 4] {
 
 /// Fills `out[i]` with `conv(words of stream element g0 + i)` (see [`words_per_value`]), eight
 /// Philox blocks at a time in the middle of the run.
-pub fn random_run<T>(key: [u32; 2], g0: u64, w: usize, out: &mut [T], conv: impl Fn(&[u32]) -> T) {
+pub fn random_run<T: Copy + Default>(
+    key: [u32; 2],
+    g0: u64,
+    w: usize,
+    out: &mut [T],
+    conv: impl Fn(&[u32]) -> T,
+) {
     match w {
         1 => random_run_w::<T, 1>(key, g0, out, |r| conv(r)),
         2 => random_run_w::<T, 2>(key, g0, out, |r| conv(r)),
@@ -392,8 +401,8 @@ pub fn random_run<T>(key: [u32; 2], g0: u64, w: usize, out: &mut [T], conv: impl
 
 /// [`random_run`] with the words per value known at compile time (the middle of the run has no
 /// slices of run-time length, so the conversion inlines and vectorises).
-#[inline]
-pub fn random_run_w<T, const W: usize>(
+#[inline(always)]
+pub fn random_run_w<T: Copy + Default, const W: usize>(
     key: [u32; 2],
     g0: u64,
     out: &mut [T],
@@ -414,10 +423,15 @@ pub fn random_run_w<T, const W: usize>(
     while i + 8 * per <= n {
         let lanes = philox_x8(key, (g0 + i as u64) / per as u64);
         let dst = &mut out[i..i + 8 * per];
-        for b in 0..8 {
-            for v in 0..per {
+        for v in 0..per {
+            // One value per lane in a loop over lanes (it vectorises), then stored in order.
+            let mut vals = [T::default(); 8];
+            for (b, x) in vals.iter_mut().enumerate() {
                 let words: [u32; W] = std::array::from_fn(|k| lanes[v * W + k][b]);
-                dst[b * per + v] = conv(&words);
+                *x = conv(&words);
+            }
+            for (b, x) in vals.into_iter().enumerate() {
+                dst[b * per + v] = x;
             }
         }
         i += 8 * per;
@@ -425,6 +439,190 @@ pub fn random_run_w<T, const W: usize>(
     while i < n {
         out[i] = one(g0 + i as u64, &mut cache);
         i += 1;
+    }
+}
+
+/// SplitMix64's output function (Steele, Lea and Flood, OOPSLA'14): the Hash32 generator's key
+/// from a seed, so that nearby seeds give unrelated keys.
+pub fn splitmix64(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Chris Wellons' `lowbias32` integer hash (hash-prospector), a bijection of `u32`.
+#[inline(always)]
+pub fn lowbias32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^ (x >> 16)
+}
+
+/// Word `c` of the Hash32 generator with `key`: `lowbias32(lowbias32(c + key[0]) ^ key[1])`,
+/// 32-bit operations only (a keyed bijection of the 32-bit counter: period 2^32 words).
+#[inline(always)]
+pub fn hash32(key: [u32; 2], c: u32) -> u32 {
+    lowbias32(lowbias32(c.wrapping_add(key[0])) ^ key[1])
+}
+
+/// How many 32-bit words one value of `dist` takes (see [`words_per_value`]); exponential takes
+/// the words of a uniform, integers one.
+pub fn dist_words(dist: RandomDist, f64: bool) -> usize {
+    match dist {
+        RandomDist::Uniform | RandomDist::Exponential => 1 + f64 as usize,
+        RandomDist::Normal => words_per_value(true, f64),
+        RandomDist::Integers => 1,
+    }
+}
+
+/// The `w` words of stream element `g` (the rest zero). Philox: [`stream_words`] (words of a
+/// 128-bit block, `cache` keeps the last block). Hash32: words `g * w + j` (mod 2^32) for `j < w`.
+#[inline]
+pub fn random_words(
+    alg: RngAlgorithm,
+    key: [u32; 2],
+    g: u64,
+    w: usize,
+    cache: &mut (u64, [u32; 4]),
+) -> [u32; 4] {
+    match alg {
+        RngAlgorithm::Philox => stream_words(key, g, w, cache),
+        RngAlgorithm::Hash32 => {
+            let c = (g as u32).wrapping_mul(w as u32);
+            std::array::from_fn(|j| {
+                if j < w {
+                    hash32(key, c.wrapping_add(j as u32))
+                } else {
+                    0
+                }
+            })
+        }
+    }
+}
+
+/// Hash32's [`random_run_w`]: `out[i] = conv(words of element g0 + i)`, eight elements at a time
+/// as lanes (the words of all eight first, then one value per lane: both loops vectorise).
+#[inline(always)]
+pub fn hash_run_w<T, const W: usize>(
+    key: [u32; 2],
+    g0: u64,
+    out: &mut [T],
+    conv: impl Fn(&[u32; W]) -> T,
+) {
+    const L: usize = 8;
+    let mut c0 = (g0 as u32).wrapping_mul(W as u32);
+    let mut chunks = out.chunks_exact_mut(L);
+    for ch in &mut chunks {
+        let mut words = [[0u32; L]; W];
+        for (j, lane) in words.iter_mut().enumerate() {
+            for (l, v) in lane.iter_mut().enumerate() {
+                *v = hash32(key, c0.wrapping_add((l * W + j) as u32));
+            }
+        }
+        for (l, o) in ch.iter_mut().enumerate() {
+            let r: [u32; W] = std::array::from_fn(|j| words[j][l]);
+            *o = conv(&r);
+        }
+        c0 = c0.wrapping_add((L * W) as u32);
+    }
+    for o in chunks.into_remainder() {
+        *o = conv(&std::array::from_fn(|j| {
+            hash32(key, c0.wrapping_add(j as u32))
+        }));
+        c0 = c0.wrapping_add(W as u32);
+    }
+}
+
+/// `out[i] = conv(words of stream element g0 + i)` for either generator, `W` words per value.
+/// On x86-64 CPUs with AVX2 the loops run in a copy compiled for AVX2 (eight u32 or four f64
+/// lanes; the crate itself targets baseline x86-64, SSE2). Both copies compute the same bits:
+/// no fused multiply-adds either way.
+#[inline]
+pub fn random_fill<T: Copy + Default, const W: usize>(
+    alg: RngAlgorithm,
+    key: [u32; 2],
+    g0: u64,
+    out: &mut [T],
+    conv: impl Fn(&[u32; W]) -> T,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { random_fill_avx2::<T, W>(alg, key, g0, out, conv) };
+    }
+    random_fill_any::<T, W>(alg, key, g0, out, conv)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn random_fill_avx2<T: Copy + Default, const W: usize>(
+    alg: RngAlgorithm,
+    key: [u32; 2],
+    g0: u64,
+    out: &mut [T],
+    conv: impl Fn(&[u32; W]) -> T,
+) {
+    random_fill_any::<T, W>(alg, key, g0, out, conv)
+}
+
+#[inline(always)]
+fn random_fill_any<T: Copy + Default, const W: usize>(
+    alg: RngAlgorithm,
+    key: [u32; 2],
+    g0: u64,
+    out: &mut [T],
+    conv: impl Fn(&[u32; W]) -> T,
+) {
+    match alg {
+        RngAlgorithm::Philox => random_run_w::<T, W>(key, g0, out, conv),
+        RngAlgorithm::Hash32 => hash_run_w::<T, W>(key, g0, out, conv),
+    }
+}
+
+/// Standard exponential f32 from one word: `-ln(u1)` with `u1 = (w >> 8) + 1` over 2^24, in
+/// (0, 1], through [`rng_ln`] in f64 and rounded once (`0 - ln`, so `u1 = 1` gives +0).
+#[inline(always)]
+pub fn exponential_f32(w: u32) -> f32 {
+    let u1 = ((w >> 8) as f32 + 1.0) * (1.0 / 16_777_216.0);
+    (0.0 - rng_ln(u1 as f64)) as f32
+}
+/// Standard exponential f64 from two words: `-ln(1 - u53)` through [`rng_ln`].
+#[inline(always)]
+pub fn exponential_f64(hi: u32, lo: u32) -> f64 {
+    0.0 - rng_ln(1.0 - uniform_f64(hi, lo))
+}
+/// [`RandomDist::Integers`]' multiplier for `range` (2^32 for 0: the word itself).
+#[inline]
+pub fn integers_multiplier(range: u32) -> u64 {
+    if range == 0 { 1 << 32 } else { range as u64 }
+}
+/// An integer in `[0, m)` from one word by Lemire's multiply-shift, `m` from
+/// [`integers_multiplier`].
+#[inline(always)]
+pub fn integer_u32(w: u32, m: u64) -> u32 {
+    ((w as u64 * m) >> 32) as u32
+}
+/// The f32 value of `dist` (not integers) from its words.
+#[inline(always)]
+pub fn random_f32(dist: RandomDist, r: &[u32]) -> f32 {
+    match dist {
+        RandomDist::Uniform => uniform_f32(r[0]),
+        RandomDist::Normal => normal_f32(r[0], r[1]),
+        RandomDist::Exponential => exponential_f32(r[0]),
+        RandomDist::Integers => unreachable!("integers are u32"),
+    }
+}
+/// The f64 value of `dist` (not integers) from its words.
+#[inline(always)]
+pub fn random_f64(dist: RandomDist, r: &[u32]) -> f64 {
+    match dist {
+        RandomDist::Uniform => uniform_f64(r[0], r[1]),
+        RandomDist::Normal => normal_f64([r[0], r[1], r[2], r[3]]),
+        RandomDist::Exponential => exponential_f64(r[0], r[1]),
+        RandomDist::Integers => unreachable!("integers are u32"),
     }
 }
 
@@ -436,7 +634,10 @@ pub fn uniform_f32(w: u32) -> f32 {
 /// Uniform f64 in [0, 1) from two words (53 random bits).
 #[inline]
 pub fn uniform_f64(hi: u32, lo: u32) -> f64 {
-    ((((hi as u64) << 32) | lo as u64) >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
+    // `((hi << 32 | lo) >> 11) / 2^53` as the sum of its 32 high and 21 low bits, each exact and
+    // not overlapping, so the sum is exact: the same value, from u32 conversions (which vectorise;
+    // AVX2 has no u64 to f64 conversion).
+    hi as f64 * (1.0 / 4_294_967_296.0) + (lo >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
 }
 /// Standard normal f32 by Box-Muller from two words: `sqrt(-2 ln u1) cos(2 pi u2)` in f32, with
 /// `ln` and `cos` of [`rng_ln`] and [`rng_cos`] rounded to f32 (within 1 ulp of the correctly
@@ -540,7 +741,9 @@ const C6: f64 = -1.135_964_755_778_819_482_65e-11;
 /// 151 bits of pi/2, then fdlibm's sine or cosine polynomial of the reduced argument.
 #[inline(always)]
 pub fn rng_cos(x: f64) -> f64 {
-    let n = (x * INVPIO2 + 0.5) as i32;
+    // SAFETY: x is in [0, 2 pi], so the value is in [0.5, 4.5] (a plain `as` would clamp,
+    // which kept the loops over lanes from vectorising).
+    let n = unsafe { (x * INVPIO2 + 0.5).to_int_unchecked::<i32>() };
     let fnk = n as f64;
     // x - n pi/2 as y0 + y1, pi/2 = PIO2_1 + PIO2_2 + PIO2_3 + PIO2_3T (the first three have 33
     // bits, so their products with n <= 4 are exact, and so is x - n PIO2_1 by Sterbenz); the

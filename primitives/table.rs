@@ -274,7 +274,7 @@ pub enum Helper {
     FloorMod,
     /// NaN-propagating min and max (`cpu::fmin_nan`, `cpu::fmax_nan`).
     NanMinMax,
-    /// Philox4x32-10 and the uniform/normal conversions (`cpu::philox4x32_10`).
+    /// The random generators (`cpu::philox4x32_10`, `cpu::hash32`) and their distributions.
     Philox,
     /// Inverse hyperbolic cosine accurate near 1 (`cpu::acosh_accurate`).
     Acosh,

@@ -13,7 +13,8 @@
 
 use arrayflow::exec::TypedVec;
 use arrayflow::ir::{
-    BinaryOp, DType, FoldMode, GenKind, Intrinsic, RandomDist, ReduceOp, Shape, UnaryOp,
+    BinaryOp, DType, FoldMode, GenKind, Intrinsic, RandomDist, ReduceOp, RngAlgorithm, Shape,
+    UnaryOp,
 };
 use arrayflow::proggen::codegen::c::ctype;
 use arrayflow::proggen::codegen::gpu::Target;
@@ -465,9 +466,11 @@ fn random_streams_match_the_cpu_philox() {
         ] {
             let r = k.push(d, |dst| Instr::Random {
                 dst,
+                alg: RngAlgorithm::Philox,
                 dist,
                 key_slot: 0,
                 counter_slot: 1,
+                range_slot: None,
                 map,
             });
             k.store(r);

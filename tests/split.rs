@@ -79,6 +79,7 @@ fn param_values(rng: &mut Rand, k: &FusedKernel) -> Vec<u64> {
             ParamKind::Const(d) => scalar(rng, *d).bits(),
             ParamKind::RandomKey => rng.next(),
             ParamKind::RandomCounter => rng.next() >> 24,
+            ParamKind::RandomRange => rng.next() >> 40,
         })
         .collect()
 }
@@ -397,9 +398,11 @@ fn random_kernel(rng: &mut Rand, size: usize, reduce: bool) -> (FusedKernel, Vec
                 Some((
                     Instr::Random {
                         dst,
+                        alg: arrayflow::ir::RngAlgorithm::Philox,
                         dist: rng.pick(&[RandomDist::Uniform, RandomDist::Normal]),
                         key_slot: params.len() as u32 - 2,
                         counter_slot: params.len() as u32 - 1,
+                        range_slot: None,
                         map,
                     },
                     rng.pick(&floats),

@@ -15,7 +15,9 @@
 
 use arrayflow::exec::TypedVec;
 use arrayflow::intrinsics::wgsl as intrinsics;
-use arrayflow::ir::{BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, UnaryOp};
+use arrayflow::ir::{
+    BinaryOp, DType, GenKind, Intrinsic, RandomDist, ReduceOp, RngAlgorithm, UnaryOp,
+};
 use arrayflow::proggen::codegen::gpu::{self, GpuPlan, Target};
 use arrayflow::proggen::codegen::wgsl::{self, LIBRARY};
 use arrayflow::proggen::kernel::{FusedKernel, IndexMap, Instr};
@@ -199,12 +201,24 @@ fn casts_select_consts_and_generators_validate() {
     validate_kernel(&gen_kernel(lin, &[101], DType::F32), "linspace");
     for dist in [RandomDist::Uniform, RandomDist::Normal] {
         validate_kernel(&random_kernel(dist, 1000), "random");
-        let g = GenKind::Random {
-            key: [1, 2],
-            counter: 5 << 32 | 7,
-            dist,
-        };
-        validate_kernel(&gen_kernel(g, &[1000], DType::F32), "random generator");
+    }
+    // Every generator and distribution in the generator form (key, counter, range in the source).
+    for alg in [RngAlgorithm::Philox, RngAlgorithm::Hash32] {
+        for (dist, d) in [
+            (RandomDist::Uniform, DType::F32),
+            (RandomDist::Normal, DType::F32),
+            (RandomDist::Exponential, DType::F32),
+            (RandomDist::Integers, DType::U32),
+        ] {
+            let g = GenKind::Random {
+                alg,
+                key: [1, 2],
+                counter: 5 << 32 | 7,
+                dist,
+                range: 10,
+            };
+            validate_kernel(&gen_kernel(g, &[1000], d), "random generator");
+        }
     }
     // f64 anywhere is unsupported.
     assert!(wgsl::render(&unary_kernel(UnaryOp::Sin, DType::F64, 4), target()).is_err());
@@ -1035,9 +1049,11 @@ fn philox_uniform_is_bit_identical_to_the_cpu() {
     // The generator form (key and counter in the source) gives the same stream.
     let gk = gen_kernel(
         GenKind::Random {
+            alg: RngAlgorithm::Philox,
             key,
             counter,
             dist: RandomDist::Uniform,
+            range: 0,
         },
         &[n],
         DType::F32,

@@ -178,7 +178,8 @@ static inline void af_stream(u32 k0, u32 k1, uint64_t g, int w, u32 r[4]) {
   for (int k = 0; k < w; k++) r[k] = b[first + k];
 }
 static inline f32 af_uniform_f32(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 1, r); return (f32)(r[0] >> 8) * (1.0f / 16777216.0f); }
-static inline f64 af_u53(u32 hi, u32 lo) { return (f64)((((uint64_t)hi << 32) | lo) >> 11) * (1.0 / 9007199254740992.0); }
+/* ((hi << 32 | lo) >> 11) / 2^53 as an exact sum of its high 32 and low 21 bits (vectorises). */
+static inline f64 af_u53(u32 hi, u32 lo) { return (f64)hi * (1.0 / 4294967296.0) + (f64)(lo >> 11) * (1.0 / 9007199254740992.0); }
 static inline f64 af_uniform_f64(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 2, r); return af_u53(r[0], r[1]); }
 /* The generators' ln and cos (primitives/cpu.rs: rng_ln, rng_cos, the same operations in the
  * same order, so both CPU tiers produce the same bits): fdlibm's log, and cos for 0 <= x <= 2 pi. */
@@ -276,3 +277,59 @@ static inline void af_philox_x8(uint64_t first, u32 k0, u32 k1, u32 c0[8], u32 c
     while (i < m) { af_stream(k0, k1, g0 + i, W, r); out[i] = af_w_##dist##_##T(r); i++; } \
   }
 AF_FILL(uniform, f32, 1) AF_FILL(uniform, f64, 2) AF_FILL(normal, f32, 2) AF_FILL(normal, f64, 4)
+/* More distributions (primitives/cpu.rs: exponential_f32, exponential_f64, integer_u32). */
+static inline f32 af_w_exponential_f32(const u32 *r) {
+  f32 u1 = ((f32)(r[0] >> 8) + 1.0f) * (1.0f / 16777216.0f);
+  return (f32)(0.0 - af_rng_ln((f64)u1));
+}
+static inline f64 af_w_exponential_f64(const u32 *r) { return 0.0 - af_rng_ln(1.0 - af_u53(r[0], r[1])); }
+/* Lemire's multiply-shift; range 0 stands for 2^32 (the word itself). */
+static inline uint64_t af_int_mul(u32 range) { return range ? (uint64_t)range : (uint64_t)1 << 32; }
+static inline u32 af_w_integers_u32(const u32 *r, uint64_t m) { return (u32)(((uint64_t)r[0] * m) >> 32); }
+static inline f32 af_exponential_f32(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 1, r); return af_w_exponential_f32(r); }
+static inline f64 af_exponential_f64(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_stream(k0, k1, g, 2, r); return af_w_exponential_f64(r); }
+static inline u32 af_integers_u32(u32 k0, u32 k1, uint64_t g, u32 range) { u32 r[4]; af_stream(k0, k1, g, 1, r); return af_w_integers_u32(r, af_int_mul(range)); }
+AF_FILL(exponential, f32, 1) AF_FILL(exponential, f64, 2)
+static void af_fill_integers_u32(u32 k0, u32 k1, uint64_t g0, u32 *out, uint64_t m, u32 range) {
+  const uint64_t mul = af_int_mul(range); uint64_t i = 0; u32 r[4];
+  while (i < m && (g0 + i) % 4 != 0) { af_stream(k0, k1, g0 + i, 1, r); out[i] = af_w_integers_u32(r, mul); i++; }
+  while (i + 32 <= m) {
+    u32 c[4][8]; af_philox_x8((g0 + i) / 4, k0, k1, c[0], c[1], c[2], c[3]);
+    for (int v = 0; v < 4; v++) for (int b = 0; b < 8; b++) out[i + b * 4 + v] = (u32)(((uint64_t)c[v][b] * mul) >> 32);
+    i += 32; }
+  while (i < m) { af_stream(k0, k1, g0 + i, 1, r); out[i] = af_w_integers_u32(r, mul); i++; }
+}
+
+/* ---- Hash32: two keyed rounds of Wellons' lowbias32 over a 32-bit word counter (primitives/cpu.rs:
+ * hash32, random_words, hash_run_w): element g of a draw of w words per value takes words g * w + j. */
+static inline u32 af_lowbias32(u32 x) {
+  x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; return x ^ (x >> 16);
+}
+static inline u32 af_hash32(u32 k0, u32 k1, u32 c) { return af_lowbias32(af_lowbias32(c + k0) ^ k1); }
+static inline void af_hstream(u32 k0, u32 k1, uint64_t g, int w, u32 r[4]) {
+  u32 c = (u32)g * (u32)w;
+  for (int k = 0; k < w; k++) r[k] = af_hash32(k0, k1, c + (u32)k);
+}
+#define AF_HONE(dist, T, W) \
+  static inline T af_h_##dist##_##T(u32 k0, u32 k1, uint64_t g) { u32 r[4]; af_hstream(k0, k1, g, W, r); return af_w_##dist##_##T(r); }
+AF_HONE(uniform, f32, 1) AF_HONE(uniform, f64, 2) AF_HONE(normal, f32, 2) AF_HONE(normal, f64, 4)
+AF_HONE(exponential, f32, 1) AF_HONE(exponential, f64, 2)
+static inline u32 af_h_integers_u32(u32 k0, u32 k1, uint64_t g, u32 range) { return (u32)(((uint64_t)af_hash32(k0, k1, (u32)g) * af_int_mul(range)) >> 32); }
+/* out[i] = value of element g0 + i for i < m, eight elements at a time as lanes (loops over lanes
+ * the compiler vectorises), then the rest one by one. */
+#define AF_HFILL(dist, T, W) \
+  static void af_fill_h_##dist##_##T(u32 k0, u32 k1, uint64_t g0, T *out, uint64_t m) { \
+    u32 c0 = (u32)g0 * (u32)W; uint64_t i = 0; \
+    for (; i + 8 <= m; i += 8, c0 += 8u * W) { \
+      u32 w[W][8]; T vals[8]; \
+      for (int j = 0; j < W; j++) for (int l = 0; l < 8; l++) w[j][l] = af_hash32(k0, k1, c0 + (u32)(l * W + j)); \
+      for (int l = 0; l < 8; l++) { u32 r[4] = { w[0][l], w[(1 % W)][l], w[(2 % W)][l], w[(3 % W)][l] }; vals[l] = af_w_##dist##_##T(r); } \
+      for (int l = 0; l < 8; l++) out[i + l] = vals[l]; } \
+    for (; i < m; i++) out[i] = af_h_##dist##_##T(k0, k1, g0 + i); \
+  }
+AF_HFILL(uniform, f32, 1) AF_HFILL(uniform, f64, 2) AF_HFILL(normal, f32, 2) AF_HFILL(normal, f64, 4)
+AF_HFILL(exponential, f32, 1) AF_HFILL(exponential, f64, 2)
+static void af_fill_h_integers_u32(u32 k0, u32 k1, uint64_t g0, u32 *out, uint64_t m, u32 range) {
+  const uint64_t mul = af_int_mul(range); u32 c0 = (u32)g0;
+  for (uint64_t i = 0; i < m; i++) out[i] = (u32)(((uint64_t)af_hash32(k0, k1, c0 + (u32)i) * mul) >> 32);
+}

@@ -204,6 +204,26 @@ static inline f32 af_normal_f32(u32 k0, u32 k1, ulong g) {
   f32 u1 = ((f32)(r.x >> 8) + 1.0f) * (1.0f / 16777216.0f), u2 = (f32)(r.y >> 8) * (1.0f / 16777216.0f);
   return sqrt(-2.0f * log(u1)) * cos(6.28318530717958647692f * u2);
 }
+/* More distributions (primitives/cpu.rs: exponential_f32, integer_u32; range 0 stands for 2^32). */
+static inline f32 af_w_exponential_f32(u32 w) {
+  f32 u1 = ((f32)(w >> 8) + 1.0f) * (1.0f / 16777216.0f);
+  return 0.0f - log(u1);
+}
+static inline u32 af_w_integers_u32(u32 w, u32 range) { return range == 0u ? w : mul_hi(w, range); }
+static inline f32 af_exponential_f32(u32 k0, u32 k1, ulong g) { return af_w_exponential_f32(af_word1(k0, k1, g)); }
+static inline u32 af_integers_u32(u32 k0, u32 k1, ulong g, u32 range) { return af_w_integers_u32(af_word1(k0, k1, g), range); }
+/* ---- Hash32 (primitives/cpu.rs: hash32, random_words): element g of w words per value takes
+ * words g * w + j of two keyed rounds of Wellons' lowbias32 over a 32-bit counter. ---- */
+static inline u32 af_lowbias32(u32 x) { x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; return x ^ (x >> 16); }
+static inline u32 af_hash32(u32 k0, u32 k1, u32 c) { return af_lowbias32(af_lowbias32(c + k0) ^ k1); }
+static inline f32 af_h_uniform_f32(u32 k0, u32 k1, ulong g) { return (f32)(af_hash32(k0, k1, (u32)g) >> 8) * (1.0f / 16777216.0f); }
+static inline f32 af_h_normal_f32(u32 k0, u32 k1, ulong g) {
+  u32 c = (u32)g * 2u, w0 = af_hash32(k0, k1, c), w1 = af_hash32(k0, k1, c + 1u);
+  f32 u1 = ((f32)(w0 >> 8) + 1.0f) * (1.0f / 16777216.0f), u2 = (f32)(w1 >> 8) * (1.0f / 16777216.0f);
+  return sqrt(-2.0f * log(u1)) * cos(6.28318530717958647692f * u2);
+}
+static inline f32 af_h_exponential_f32(u32 k0, u32 k1, ulong g) { return af_w_exponential_f32(af_hash32(k0, k1, (u32)g)); }
+static inline u32 af_h_integers_u32(u32 k0, u32 k1, ulong g, u32 range) { return af_w_integers_u32(af_hash32(k0, k1, (u32)g), range); }
 
 #ifdef AF_FP64
 /* ======== f64: only on devices with cl_khr_fp64 ======== */
@@ -295,6 +315,15 @@ static inline f64 af_uniform_f64(u32 k0, u32 k1, ulong g) { uint2 r = af_word2(k
 static inline f64 af_normal_f64(u32 k0, u32 k1, ulong g) {
   uint4 r = af_philox(g, k0, k1);
   f64 u1 = 1.0 - af_u53(r.x, r.y), u2 = af_u53(r.z, r.w);
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+}
+static inline f64 af_exponential_f64(u32 k0, u32 k1, ulong g) { uint2 r = af_word2(k0, k1, g); return 0.0 - log(1.0 - af_u53(r.x, r.y)); }
+static inline f64 af_h_uniform_f64(u32 k0, u32 k1, ulong g) { u32 c = (u32)g * 2u; return af_u53(af_hash32(k0, k1, c), af_hash32(k0, k1, c + 1u)); }
+static inline f64 af_h_exponential_f64(u32 k0, u32 k1, ulong g) { return 0.0 - log(1.0 - af_h_uniform_f64(k0, k1, g)); }
+static inline f64 af_h_normal_f64(u32 k0, u32 k1, ulong g) {
+  u32 c = (u32)g * 4u;
+  f64 u1 = 1.0 - af_u53(af_hash32(k0, k1, c), af_hash32(k0, k1, c + 1u));
+  f64 u2 = af_u53(af_hash32(k0, k1, c + 2u), af_hash32(k0, k1, c + 3u));
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }
 #endif

@@ -955,6 +955,50 @@ fn af_normal_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
   return af_sqrt_f32(-2.0f * af_ln_f32(u1)) * af_cos_f32(6.28318530717958647692f * u2);
 }
 
+// More distributions (primitives/cpu.rs: exponential_f32, integer_u32).
+fn af_w_exponential_f32(w: u32) -> f32 {
+  let u1 = (f32(w >> 8u) + 1.0f) * (1.0f / 16777216.0f);
+  return 0.0f - af_ln_f32(u1);
+}
+// Lemire's multiply-shift; range 0 stands for 2^32 (the word itself).
+fn af_w_integers_u32(w: u32, range: u32) -> u32 {
+  return select(af_mul_wide(w, range).y, w, range == 0u);
+}
+fn af_exponential_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
+  return af_w_exponential_f32(af_stream(k0, k1, g, 1u).x);
+}
+fn af_integers_u32(k0: u32, k1: u32, g: vec2<u32>, range: u32) -> u32 {
+  return af_w_integers_u32(af_stream(k0, k1, g, 1u).x, range);
+}
+// ---- Hash32 (primitives/cpu.rs: hash32, random_words): element g of w words per value takes
+// words g * w + j of two keyed rounds of Wellons' lowbias32 over a 32-bit counter ----
+fn af_lowbias32(v: u32) -> u32 {
+  var x = v;
+  x ^= x >> 16u;
+  x *= 0x7feb352du;
+  x ^= x >> 15u;
+  x *= 0x846ca68bu;
+  return x ^ (x >> 16u);
+}
+fn af_hash32(k0: u32, k1: u32, c: u32) -> u32 {
+  return af_lowbias32(af_lowbias32(c + k0) ^ k1);
+}
+fn af_h_uniform_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
+  return f32(af_hash32(k0, k1, g.x) >> 8u) * (1.0f / 16777216.0f);
+}
+fn af_h_normal_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
+  let c = g.x * 2u;
+  let u1 = (f32(af_hash32(k0, k1, c) >> 8u) + 1.0f) * (1.0f / 16777216.0f);
+  let u2 = f32(af_hash32(k0, k1, c + 1u) >> 8u) * (1.0f / 16777216.0f);
+  return af_sqrt_f32(-2.0f * af_ln_f32(u1)) * af_cos_f32(6.28318530717958647692f * u2);
+}
+fn af_h_exponential_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
+  return af_w_exponential_f32(af_hash32(k0, k1, g.x));
+}
+fn af_h_integers_u32(k0: u32, k1: u32, g: vec2<u32>, range: u32) -> u32 {
+  return af_w_integers_u32(af_hash32(k0, k1, g.x), range);
+}
+
 // ---- argmax / argmin (src/exec/cpu/reduce.rs) ----
 // Whether candidate (vb, ib) replaces (va, ia): index 0xffffffff is "none"; the first NaN wins, then
 // the strictly better value, ties to the lower index. The rule does not depend on the order in

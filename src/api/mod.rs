@@ -30,7 +30,7 @@ pub use inspect::{SUMMARY_THRESHOLD, allclose, assert_allclose};
 pub use math::{max, min, select};
 pub use movement::Pad;
 pub use ops::Operand;
-pub use random::{Rng, RngState};
+pub use random::{Rng, RngAlgorithm, RngState};
 pub use reduce::Bool;
 pub use runtime::{
     Backend, CacheStats, DeviceChoice, DeviceInfo, DeviceKind, DeviceLimits, ErrorHandling,

@@ -185,7 +185,9 @@ fn op_words(op: &Op, w: &mut Vec<u64>) {
             end,
             n,
         }) => w.extend([4, start.to_bits(), step.to_bits(), end.to_bits(), *n as u64]),
-        Op::Generate(GenKind::Random { dist, .. }) => w.extend([5, *dist as u64]),
+        Op::Generate(GenKind::Random { alg, dist, .. }) => {
+            w.extend([5, *dist as u64 | (*alg as u64) << 8])
+        }
         Op::Unary(u) => w.extend([6, *u as u64]),
         Op::Binary(b) => w.extend([7, *b as u64]),
         Op::Select => w.push(8),

@@ -6,7 +6,7 @@
 
 use crate::exec::TypedVec;
 use crate::ir::NodeInfo;
-use crate::ir::{DType, GenKind, Op, RandomDist, ReduceOp, Scalar};
+use crate::ir::{DType, GenKind, Op, ReduceOp, Scalar};
 use crate::primitives::cpu as prim;
 use crate::primitives::{
     binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
@@ -163,37 +163,36 @@ fn generate(g: &GenKind, shape: &[usize], dtype: DType) -> TypedVec {
                 start + step * i as f64
             })
         }),
-        GenKind::Random { key, counter, dist } => {
-            let normal = *dist == RandomDist::Normal;
+        GenKind::Random {
+            alg,
+            key,
+            counter,
+            dist,
+            range,
+        } => {
+            // Element by element through the scalar stream functions (the executors run them
+            // vectorised, a tile or sub-block at a time).
             let mut cache = (u64::MAX, [0u32; 4]);
+            let f64 = dtype == DType::F64;
+            let w = prim::dist_words(*dist, f64);
+            let mut words =
+                |i: usize| prim::random_words(*alg, *key, counter + i as u64, w, &mut cache);
             match dtype {
-                DType::F32 => {
-                    let w = prim::words_per_value(normal, false);
-                    TypedVec::F32(
-                        (0..len)
-                            .map(|i| {
-                                let r = prim::stream_words(*key, counter + i as u64, w, &mut cache);
-                                if normal {
-                                    prim::normal_f32(r[0], r[1])
-                                } else {
-                                    prim::uniform_f32(r[0])
-                                }
-                            })
-                            .collect(),
-                    )
-                }
+                DType::F32 => TypedVec::F32(
+                    (0..len)
+                        .map(|i| prim::random_f32(*dist, &words(i)))
+                        .collect(),
+                ),
+                DType::F64 => TypedVec::F64(
+                    (0..len)
+                        .map(|i| prim::random_f64(*dist, &words(i)))
+                        .collect(),
+                ),
                 _ => {
-                    let w = prim::words_per_value(normal, true);
-                    TypedVec::F64(
+                    let m = prim::integers_multiplier(*range);
+                    TypedVec::U32(
                         (0..len)
-                            .map(|i| {
-                                let r = prim::stream_words(*key, counter + i as u64, w, &mut cache);
-                                if normal {
-                                    prim::normal_f64(r)
-                                } else {
-                                    prim::uniform_f64(r[0], r[1])
-                                }
-                            })
+                            .map(|i| prim::integer_u32(words(i)[0], m))
                             .collect(),
                     )
                 }

@@ -108,20 +108,65 @@ pub enum GenKind {
         end: f64,
         n: usize,
     },
-    /// Philox4x32-10 counter-based random numbers: element `i` uses counter `counter + i`.
+    /// Counter-based random numbers: element `i` is value `counter + i` of the stream of `alg`
+    /// with `key` (`primitives/cpu.rs`: `random_words` says which words each value takes).
     Random {
+        alg: RngAlgorithm,
         key: [u32; 2],
         counter: u64,
         dist: RandomDist,
+        /// [`RandomDist::Integers`]: how many values (`0` for 2^32: the raw word); `0` for the
+        /// other distributions. A kernel parameter, like key and counter.
+        range: u32,
     },
 }
 
+/// The counter-based generators (every executor computes the same words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RngAlgorithm {
+    /// Philox4x32-10 (Salmon et al., SC'11): 64-bit key, 64-bit counter of 128-bit blocks of four
+    /// words; period 2^66 words per key. The slower, long-period generator.
+    #[default]
+    Philox,
+    /// Two keyed rounds of Wellons' `lowbias32` integer hash over a 32-bit word counter
+    /// (`primitives::cpu::hash32`): about 18 32-bit operations per word, no wide multiplies, so
+    /// it vectorises everywhere (WGSL included); period 2^32 words per key. The fast,
+    /// short-period generator.
+    Hash32,
+}
+
+/// What a random draw's values are, from uniform words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RandomDist {
-    /// Uniform on [0, 1).
+    /// Uniform on [0, 1) (24 random bits for f32, 53 for f64).
     Uniform,
     /// Standard normal (Box-Muller).
     Normal,
+    /// Standard exponential (rate 1): `-ln(u)` with `u` uniform on (0, 1].
+    Exponential,
+    /// `u32` in `[0, range)` by Lemire's multiply-shift: `(word * range) >> 32` (bias below
+    /// `range / 2^32`); the raw word when `range` is 0.
+    Integers,
+}
+
+impl RandomDist {
+    /// The distribution's name in op names and generated code.
+    pub fn name(self) -> &'static str {
+        match self {
+            RandomDist::Uniform => "uniform",
+            RandomDist::Normal => "normal",
+            RandomDist::Exponential => "exponential",
+            RandomDist::Integers => "integers",
+        }
+    }
+    /// Estimated instructions per element of a Philox draw (the op's recompute cost).
+    pub fn cost(self) -> u32 {
+        match self {
+            RandomDist::Uniform | RandomDist::Integers => 16,
+            RandomDist::Exponential => 32,
+            RandomDist::Normal => 48,
+        }
+    }
 }
 
 /// Hand-written, non-fusible operations (the seed's intrinsic library) with the data that
@@ -162,10 +207,7 @@ impl Op {
             Op::Unary(u) => u.cost(),
             Op::Binary(b) => b.cost(),
             Op::Select | Op::Cast(_) => 1,
-            Op::Generate(GenKind::Random { dist, .. }) => match dist {
-                RandomDist::Uniform => 16,
-                RandomDist::Normal => 48,
-            },
+            Op::Generate(GenKind::Random { dist, .. }) => dist.cost(),
             Op::Generate(_) => 1,
             Op::Source
             | Op::Const(_)
@@ -231,14 +273,7 @@ impl Op {
                 GenKind::Iota { .. } => "iota".into(),
                 GenKind::Identity => "identity".into(),
                 GenKind::Linspace { .. } => "linspace".into(),
-                GenKind::Random {
-                    dist: RandomDist::Uniform,
-                    ..
-                } => "random_uniform".into(),
-                GenKind::Random {
-                    dist: RandomDist::Normal,
-                    ..
-                } => "random_normal".into(),
+                GenKind::Random { dist, .. } => format!("random_{}", dist.name()),
             },
             Op::Unary(u) => u.name().into(),
             Op::Binary(b) => b.name().into(),

@@ -393,17 +393,21 @@ impl<'a> KernelBuilder<'a> {
                 let slot = self.param(id, ParamKind::Const(dtype));
                 self.push(site, dtype, |dst| Instr::Const { dst, slot, dtype })
             }
-            Op::Generate(GenKind::Random { dist, .. }) => {
+            Op::Generate(GenKind::Random { alg, dist, .. }) => {
                 let map = pos.to_linear(&n.shape, &self.shape);
-                let dist = *dist;
+                let (alg, dist) = (*alg, *dist);
                 let key_slot = self.param(id, ParamKind::RandomKey);
                 let counter_slot = self.param(id, ParamKind::RandomCounter);
+                let range_slot = (dist == crate::ir::RandomDist::Integers)
+                    .then(|| self.param(id, ParamKind::RandomRange));
                 self.cost += 10;
                 self.push(site, dtype, |dst| Instr::Random {
                     dst,
+                    alg,
                     dist,
                     key_slot,
                     counter_slot,
+                    range_slot,
                     map,
                 })
             }

@@ -2,7 +2,8 @@
 //! target-neutral. The CPU executor runs it tile by tile; GPU targets render it to source.
 
 use crate::ir::{
-    BinaryOp, DType, FoldMode, GenKind, RandomDist, ReduceOp, Scalar, Shape, Site, UnaryOp,
+    BinaryOp, DType, FoldMode, GenKind, RandomDist, ReduceOp, RngAlgorithm, Scalar, Shape, Site,
+    UnaryOp,
 };
 use smallvec::SmallVec;
 
@@ -137,12 +138,15 @@ pub enum Instr {
         slot: u32,
         dtype: DType,
     },
-    /// Philox random numbers; the stream's key and counter are parameters `key_slot`, `counter_slot`.
+    /// Counter-based random numbers of generator `alg`; the stream's key and counter are
+    /// parameters `key_slot`, `counter_slot`, an integer draw's range parameter `range_slot`.
     Random {
         dst: Reg,
+        alg: RngAlgorithm,
         dist: RandomDist,
         key_slot: u32,
         counter_slot: u32,
+        range_slot: Option<u32>,
         map: IndexMap,
     },
     Gen {
@@ -267,6 +271,9 @@ pub enum ParamKind {
     RandomKey,
     /// A random stream's first counter.
     RandomCounter,
+    /// An integer draw's range (`GenKind::Random::range`; part of the recorded op, so a code
+    /// reuse section keeps it as recorded).
+    RandomRange,
 }
 
 impl ParamKind {
@@ -287,6 +294,9 @@ impl ParamKind {
                 ParamKind::RandomCounter,
                 crate::ir::Op::Generate(GenKind::Random { counter, .. }),
             ) => *counter,
+            (ParamKind::RandomRange, crate::ir::Op::Generate(GenKind::Random { range, .. })) => {
+                *range as u64
+            }
             _ => unreachable!("parameter {self:?} of a {op:?} node"),
         }
     }

@@ -130,9 +130,11 @@ impl Kb {
     pub fn random_from(&mut self, dist: RandomDist, d: DType, key_slot: u32, map: IndexMap) -> Reg {
         self.push(d, |dst| Instr::Random {
             dst,
+            alg: arrayflow::ir::RngAlgorithm::Philox,
             dist,
             key_slot,
             counter_slot: key_slot + 1,
+            range_slot: None,
             map,
         })
     }

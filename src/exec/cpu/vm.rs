@@ -328,17 +328,21 @@ fn run_tile(
                     Ok(())
                 }
                 Instr::Random {
+                    alg,
                     dist,
                     key_slot,
                     counter_slot,
+                    range_slot,
                     map,
                     ..
                 } => {
                     let key = params[*key_slot as usize];
                     let kind = GenKind::Random {
+                        alg: *alg,
                         key: [key as u32, (key >> 32) as u32],
                         counter: params[*counter_slot as usize],
                         dist: *dist,
+                        range: range_slot.map_or(0, |r| params[r as usize] as u32),
                     };
                     generate(&kind, &[], map, shape, t0, n, d);
                     Ok(())
@@ -423,49 +427,72 @@ fn generate(
     out: Dst,
 ) {
     match kind {
-        GenKind::Random { key, counter, dist } => {
-            let (key, counter, dist) = (*key, *counter, *dist);
-            let normal = dist == RandomDist::Normal;
-            let mut cache = (u64::MAX, [0u32; 4]);
+        GenKind::Random {
+            alg,
+            key,
+            counter,
+            dist,
+            range,
+        } => {
+            let (alg, key, counter, dist) = (*alg, *key, *counter, *dist);
             let g0 = counter + t0 as u64;
+            if *map == IndexMap::Contiguous {
+                // One vectorised run per tile: eight Philox blocks or eight Hash32 elements at
+                // a time (primitives/cpu.rs: random_fill).
+                use RandomDist as D;
+                match (out, dist) {
+                    (Dst::F32(o), D::Uniform) => {
+                        prim::random_fill::<_, 1>(alg, key, g0, o, |r| prim::uniform_f32(r[0]))
+                    }
+                    (Dst::F32(o), D::Normal) => {
+                        prim::random_fill::<_, 2>(alg, key, g0, o, |r| prim::normal_f32(r[0], r[1]))
+                    }
+                    (Dst::F32(o), D::Exponential) => {
+                        prim::random_fill::<_, 1>(alg, key, g0, o, |r| prim::exponential_f32(r[0]))
+                    }
+                    (Dst::F64(o), D::Uniform) => prim::random_fill::<_, 2>(alg, key, g0, o, |r| {
+                        prim::uniform_f64(r[0], r[1])
+                    }),
+                    (Dst::F64(o), D::Normal) => {
+                        prim::random_fill::<_, 4>(alg, key, g0, o, |r| prim::normal_f64(*r))
+                    }
+                    (Dst::F64(o), D::Exponential) => {
+                        prim::random_fill::<_, 2>(alg, key, g0, o, |r| {
+                            prim::exponential_f64(r[0], r[1])
+                        })
+                    }
+                    (Dst::U32(o), D::Integers) => {
+                        let m = prim::integers_multiplier(*range);
+                        prim::random_fill::<_, 1>(alg, key, g0, o, |r| prim::integer_u32(r[0], m))
+                    }
+                    _ => unreachable!("random {dist:?} of another element type"),
+                }
+                return;
+            }
+            let mut cache = (u64::MAX, [0u32; 4]);
             match out {
-                Dst::F32(o) if *map == IndexMap::Contiguous => {
-                    if normal {
-                        prim::random_run_w::<_, 2>(key, g0, o, |r| prim::normal_f32(r[0], r[1]));
-                    } else {
-                        prim::random_run_w::<_, 1>(key, g0, o, |r| prim::uniform_f32(r[0]));
-                    }
-                }
-                Dst::F64(o) if *map == IndexMap::Contiguous => {
-                    if normal {
-                        prim::random_run_w::<_, 4>(key, g0, o, |r| prim::normal_f64(*r));
-                    } else {
-                        prim::random_run_w::<_, 2>(key, g0, o, |r| prim::uniform_f64(r[0], r[1]));
-                    }
-                }
                 Dst::F32(o) => {
-                    let w = prim::words_per_value(normal, false);
+                    let w = prim::dist_words(dist, false);
                     for_each_index(map, shape, t0, n, |i, lin| {
-                        let r = prim::stream_words(key, counter + lin as u64, w, &mut cache);
-                        o[i] = if normal {
-                            prim::normal_f32(r[0], r[1])
-                        } else {
-                            prim::uniform_f32(r[0])
-                        };
+                        let r = prim::random_words(alg, key, counter + lin as u64, w, &mut cache);
+                        o[i] = prim::random_f32(dist, &r);
                     })
                 }
                 Dst::F64(o) => {
-                    let w = prim::words_per_value(normal, true);
+                    let w = prim::dist_words(dist, true);
                     for_each_index(map, shape, t0, n, |i, lin| {
-                        let r = prim::stream_words(key, counter + lin as u64, w, &mut cache);
-                        o[i] = if normal {
-                            prim::normal_f64(r)
-                        } else {
-                            prim::uniform_f64(r[0], r[1])
-                        };
+                        let r = prim::random_words(alg, key, counter + lin as u64, w, &mut cache);
+                        o[i] = prim::random_f64(dist, &r);
                     })
                 }
-                _ => unreachable!("random numbers are floats"),
+                Dst::U32(o) => {
+                    let m = prim::integers_multiplier(*range);
+                    for_each_index(map, shape, t0, n, |i, lin| {
+                        let r = prim::random_words(alg, key, counter + lin as u64, 1, &mut cache);
+                        o[i] = prim::integer_u32(r[0], m);
+                    })
+                }
+                _ => unreachable!("random numbers are floats or u32"),
             }
         }
         _ => {

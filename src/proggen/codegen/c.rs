@@ -4,7 +4,9 @@
 //! `red` (the Rust side reduces those tiles exactly as the tile VM does). It returns 0, or 1 + the
 //! index of an instruction that faulted (integer division by zero).
 
-use crate::ir::{BinaryOp, DType, GenKind, RandomDist, Scalar, UnaryOp, contiguous_strides};
+use crate::ir::{
+    BinaryOp, DType, GenKind, RandomDist, RngAlgorithm, Scalar, UnaryOp, contiguous_strides,
+};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
 use std::fmt::Write;
 
@@ -131,14 +133,42 @@ fn generator(kind: &GenKind, shape: &[usize], g: &str, t: DType) -> String {
                 literal(Scalar::F64(*step))
             )
         }
-        GenKind::Random { key, counter, dist } => {
-            let f = match dist {
-                RandomDist::Uniform => "uniform",
-                RandomDist::Normal => "normal",
-            };
-            format!("af_{f}_{ct}({}u, {}u, {counter}ull + {g})", key[0], key[1])
-        }
+        GenKind::Random {
+            alg,
+            key,
+            counter,
+            dist,
+            range,
+        } => format!(
+            "af_{}_{ct}({}u, {}u, {counter}ull + {g}{})",
+            random_name(*alg, *dist),
+            key[0],
+            key[1],
+            range_arg(*dist, &format!("{range}u"))
+        ),
     }
+}
+
+/// The library's name for a draw of `dist` from `alg` (`af_<name>_<type>`, `af_fill_<name>_<type>`).
+pub(crate) fn random_name(alg: RngAlgorithm, dist: RandomDist) -> String {
+    match alg {
+        RngAlgorithm::Philox => dist.name().to_string(),
+        RngAlgorithm::Hash32 => format!("h_{}", dist.name()),
+    }
+}
+
+/// The extra argument of an integer draw (its range), empty for other distributions.
+pub(crate) fn range_arg(dist: RandomDist, range: &str) -> String {
+    if dist == RandomDist::Integers {
+        format!(", {range}")
+    } else {
+        String::new()
+    }
+}
+
+/// An integer draw's range: its parameter slot's low word.
+fn range_param(slot: Option<u32>) -> String {
+    slot.map_or("0u".into(), |r| format!("(u32)params[{r}]"))
 }
 
 /// Elements per sub-block whose random values are generated ahead of the element loop.
@@ -240,22 +270,22 @@ pub fn render(k: &FusedKernel) -> String {
         for &n in &batched {
             let Instr::Random {
                 dst,
+                alg,
                 dist,
                 key_slot,
                 counter_slot,
+                range_slot,
                 ..
             } = &k.instrs[n]
             else {
                 unreachable!()
             };
-            let f = match dist {
-                RandomDist::Uniform => "uniform",
-                RandomDist::Normal => "normal",
-            };
+            let f = random_name(*alg, *dist);
             let t = ctype(k.reg_dtypes[*dst as usize]);
+            let range = range_arg(*dist, &range_param(*range_slot));
             let _ = writeln!(
                 s,
-                "  {t} rnd{n}[{SUB}]; af_fill_{f}_{t}((u32)params[{key_slot}], (u32)(params[{key_slot}] >> 32), params[{counter_slot}] + t0 + i0, rnd{n}, m);"
+                "  {t} rnd{n}[{SUB}]; af_fill_{f}_{t}((u32)params[{key_slot}], (u32)(params[{key_slot}] >> 32), params[{counter_slot}] + t0 + i0, rnd{n}, m{range});"
             );
         }
         s.push_str("  for (uint64_t i = i0; i < i0 + m; i++) {\n");
@@ -281,22 +311,20 @@ pub fn render(k: &FusedKernel) -> String {
                 ..
             } => format!("rnd{i}[i - i0]"),
             Instr::Random {
+                alg,
                 dist,
                 key_slot,
                 counter_slot,
+                range_slot,
                 map,
                 ..
-            } => {
-                let f = match dist {
-                    RandomDist::Uniform => "uniform",
-                    RandomDist::Normal => "normal",
-                };
-                format!(
-                    "af_{f}_{ct}((u32)params[{key_slot}], (u32)(params[{key_slot}] >> 32), params[{counter_slot}] + {g})",
-                    ct = ctype(t(dst)),
-                    g = index(map, &k.domain.shape)
-                )
-            }
+            } => format!(
+                "af_{f}_{ct}((u32)params[{key_slot}], (u32)(params[{key_slot}] >> 32), params[{counter_slot}] + {g}{range})",
+                f = random_name(*alg, *dist),
+                ct = ctype(t(dst)),
+                g = index(map, &k.domain.shape),
+                range = range_arg(*dist, &range_param(*range_slot))
+            ),
             Instr::Gen {
                 kind, shape, map, ..
             } => generator(kind, shape, &index(map, &k.domain.shape), t(dst)),

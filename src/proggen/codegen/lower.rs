@@ -10,7 +10,9 @@
 //! size, unrolling, when quads are taken, how reductions are split, which buffers a pass binds).
 
 use super::gpu::{BufArg, GpuPlan, Pass, Target, elem_bytes};
-use crate::ir::{BinaryOp, DType, GenKind, RandomDist, ReduceOp, UnaryOp, contiguous_strides};
+use crate::ir::{
+    BinaryOp, DType, GenKind, RandomDist, ReduceOp, RngAlgorithm, UnaryOp, contiguous_strides,
+};
 use crate::proggen::kernel::{Fold, FusedKernel, IndexMap, Instr, Reg};
 
 /// How a target lays kernels out (the printer's constants and tuning).
@@ -176,11 +178,13 @@ pub enum Generator {
         end: f64,
         n: usize,
     },
-    /// Philox draws with the key and first counter baked in.
+    /// Random draws with the key, first counter and range baked in.
     Random {
+        alg: RngAlgorithm,
         key: [u32; 2],
         counter: u64,
         dist: RandomDist,
+        range: u32,
     },
 }
 
@@ -205,11 +209,13 @@ pub enum StepOp {
     Load { input: u32, at: Index },
     /// The constant in parameter `slot`.
     Param { slot: u32 },
-    /// Philox draws, key and counter in parameters.
+    /// Random draws, key, counter and an integer draw's range in parameters.
     Random {
+        alg: RngAlgorithm,
         dist: RandomDist,
         key_slot: u32,
         counter_slot: u32,
+        range_slot: Option<u32>,
         at: Index,
     },
     /// A generator's value at index `at` of its own shape.
@@ -367,7 +373,19 @@ fn generator(kind: &GenKind, shape: &[usize]) -> Generator {
             end,
             n,
         },
-        GenKind::Random { key, counter, dist } => Generator::Random { key, counter, dist },
+        GenKind::Random {
+            alg,
+            key,
+            counter,
+            dist,
+            range,
+        } => Generator::Random {
+            alg,
+            key,
+            counter,
+            dist,
+            range,
+        },
     }
 }
 
@@ -390,15 +408,19 @@ fn steps(k: &FusedKernel) -> Vec<Step> {
                 },
                 Instr::Const { slot, .. } => StepOp::Param { slot: *slot },
                 Instr::Random {
+                    alg,
                     dist,
                     key_slot,
                     counter_slot,
+                    range_slot,
                     map,
                     ..
                 } => StepOp::Random {
+                    alg: *alg,
                     dist: *dist,
                     key_slot: *key_slot,
                     counter_slot: *counter_slot,
+                    range_slot: *range_slot,
                     at: index(map, &k.domain.shape),
                 },
                 Instr::Gen {

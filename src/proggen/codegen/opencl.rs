@@ -32,12 +32,13 @@
 //! output, its value partials and (argmax/argmin) its index partials.
 
 use super::c::ctype;
+use super::c::{random_name, range_arg};
 use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
 use super::lower::{
     Affine, Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout,
     ReducePolicy, Step, StepOp, lower,
 };
-use crate::ir::{DType, RandomDist, ReduceOp};
+use crate::ir::{DType, ReduceOp};
 use crate::proggen::kernel::{FusedKernel, ParamKind};
 use std::fmt::Write;
 
@@ -773,15 +774,21 @@ fn rhs(step: &Step, t: Target) -> String {
         StepOp::Load { input, at } => format!("in{input}[{}]", index(at)),
         StepOp::Param { slot } => format!("k{slot}"),
         StepOp::Random {
+            alg,
             dist,
             key_slot,
             counter_slot,
+            range_slot,
             at,
         } => format!(
-            "af_{}_{}((u32)p{key_slot}, (u32)(p{key_slot} >> 32), p{counter_slot} + {})",
-            dist_name(*dist),
+            "af_{}_{}((u32)p{key_slot}, (u32)(p{key_slot} >> 32), p{counter_slot} + {}{})",
+            random_name(*alg, *dist),
             ctype(step.ty),
-            index(at)
+            index(at),
+            range_arg(
+                *dist,
+                &range_slot.map_or("0u".into(), |r| format!("(u32)p{r}"))
+            )
         ),
         StepOp::Gen { generator: g, at } => generator(g, &index(at), step.ty, t),
         StepOp::Unary { op, a, ty } => format!("af_{}_{}(r{a})", op.name(), ctype(*ty)),
@@ -795,13 +802,6 @@ fn rhs(step: &Step, t: Target) -> String {
         }
         StepOp::Select { cond, a, b } => format!("(r{cond} ? r{a} : r{b})"),
         StepOp::Cast { a, from, to } => format!("af_cast_{}_{}(r{a})", ctype(*from), ctype(*to)),
-    }
-}
-
-fn dist_name(d: RandomDist) -> &'static str {
-    match d {
-        RandomDist::Uniform => "uniform",
-        RandomDist::Normal => "normal",
     }
 }
 
@@ -866,11 +866,18 @@ fn generator(kind: &Generator, g: &str, d: DType, t: Target) -> String {
             f32_literal(*start as f32),
             f32_literal(*step as f32)
         ),
-        Generator::Random { key, counter, dist } => format!(
-            "af_{}_{ct}({}u, {}u, {counter}UL + {g})",
-            dist_name(*dist),
+        Generator::Random {
+            alg,
+            key,
+            counter,
+            dist,
+            range,
+        } => format!(
+            "af_{}_{ct}({}u, {}u, {counter}UL + {g}{})",
+            random_name(*alg, *dist),
             key[0],
-            key[1]
+            key[1],
+            range_arg(*dist, &format!("{range}u"))
         ),
     }
 }

@@ -48,12 +48,13 @@
 //! Index arithmetic is u32 (wrapping, exact for any index inside a bindable buffer), so a domain of
 //! 2^31 elements or more is not rendered; neither is anything touching f64.
 
+use super::c::{random_name, range_arg};
 use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
 use super::lower::{
     Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout, ReducePolicy,
     Reduction, StepOp, lower,
 };
-use crate::ir::{DType, RandomDist, ReduceOp};
+use crate::ir::{DType, RandomDist, ReduceOp, RngAlgorithm};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
 use std::fmt::Write;
 use std::sync::OnceLock;
@@ -343,12 +344,8 @@ fn index(at: &Index) -> String {
     }
 }
 
-fn random_fn(dist: RandomDist, t: DType) -> String {
-    let f = match dist {
-        RandomDist::Uniform => "uniform",
-        RandomDist::Normal => "normal",
-    };
-    format!("af_{f}_{}", tname(t))
+fn random_fn(alg: RngAlgorithm, dist: RandomDist, t: DType) -> String {
+    format!("af_{}_{}", random_name(alg, dist), tname(t))
 }
 
 /// A position-dependent generator's value at generator index `g` (an u32 expression).
@@ -377,13 +374,20 @@ fn generator(kind: &Generator, g: &str, t: DType) -> String {
             );
             format!("af_cast_f32_{tn}({v})")
         }
-        Generator::Random { key, counter, dist } => format!(
-            "{}({}u, {}u, af_add64(vec2<u32>({}u, {}u), {g}))",
-            random_fn(*dist, t),
+        Generator::Random {
+            alg,
+            key,
+            counter,
+            dist,
+            range,
+        } => format!(
+            "{}({}u, {}u, af_add64(vec2<u32>({}u, {}u), {g}){})",
+            random_fn(*alg, *dist, t),
             key[0],
             key[1],
             *counter as u32,
-            (*counter >> 32) as u32
+            (*counter >> 32) as u32,
+            range_arg(*dist, &format!("{range}u"))
         ),
     }
 }
@@ -543,18 +547,24 @@ fn body(l: &Lowered, pad: &str, access: Access) -> String {
             }
             StepOp::Param { slot } => format!("p{slot}"),
             StepOp::Random {
+                alg,
                 dist,
                 key_slot,
                 counter_slot,
+                range_slot,
                 at,
             } => format!(
-                "{}(params[{}u], params[{}u], af_add64(vec2<u32>(params[{}u], params[{}u]), {}))",
-                random_fn(*dist, step.ty),
+                "{}(params[{}u], params[{}u], af_add64(vec2<u32>(params[{}u], params[{}u]), {}){})",
+                random_fn(*alg, *dist, step.ty),
                 2 * key_slot,
                 2 * key_slot + 1,
                 2 * counter_slot,
                 2 * counter_slot + 1,
-                index(at)
+                index(at),
+                range_arg(
+                    *dist,
+                    &range_slot.map_or("0u".into(), |r| format!("params[{}u]", 2 * r))
+                )
             ),
             StepOp::Gen { generator: g, at } => generator(g, &index(at), step.ty),
             StepOp::Unary { op, a, ty } => format!("af_{}_{}(r{a})", op.name(), tname(*ty)),
