@@ -319,9 +319,9 @@ fn slice_and_masked_assignment() {
 
     // a reversed region takes the values reversed; an indexed axis; a broadcast row; a scalar
     let w = base
-        .with_slice(s![-2, 7..3;-1], &va.slice(s![0]))
+        .with_slice(s![-2, 7..3;-1], va.slice(s![0]))
         .with_slice(s![.., 0], -1.0)
-        .with_slice(s![0..2, ..], &Array::from_vec(vals[..8].to_vec(), &[8]));
+        .with_slice(s![0..2, ..], Array::from_vec(vals[..8].to_vec(), &[8]));
     let mut want = x.clone();
     for k in 0..4 {
         want[3 * 8 + 7 - k] = vals[k];
