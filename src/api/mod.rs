@@ -4,6 +4,7 @@
 //! profiles know the user's call site.
 
 mod array;
+mod counting;
 mod dynarray;
 mod element;
 mod inspect;
@@ -15,6 +16,7 @@ mod random;
 mod reduce;
 mod reuse;
 mod runtime;
+mod scatter;
 mod slicing;
 mod view;
 
