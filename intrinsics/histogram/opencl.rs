@@ -9,7 +9,7 @@
 use crate::ir::{DType, Intrinsic};
 use crate::proggen::codegen::c::ctype;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
-use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
+use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for};
 use crate::proggen::sequence::IntrinsicCall;
 
 /// Most bins counted in local memory (16 KiB of u32 counters).
@@ -81,7 +81,17 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     } else {
         "if (fault != 0u) af_fault[0] = fault;"
     };
-    let mut source = prelude(t);
+    let count_groups = if local {
+        groups_for(n, LOCAL as u64 * PER_THREAD).min(MAX_COUNT_GROUPS as u32)
+    } else {
+        groups_for(n, LOCAL as u64)
+    };
+    // The locally counting loop has a trip count the same for every thread (PoCL miscompiled the
+    // grid-stride form around the barriers when the input had one element: every thread, or
+    // none, counted it).
+    let threads = count_groups.max(1) as u64 * LOCAL as u64;
+    let trips = n.div_ceil(threads);
+    let mut source = crate::intrinsics::scatter::opencl_head(t);
     let counting = if local {
         format!(
             r#"
@@ -92,8 +102,11 @@ void af_count({args}) {{
   for (uint b = get_local_id(0); b < {bins}u; b += {LOCAL}u) lh[b] = 0u;
   barrier(CLK_LOCAL_MEM_FENCE);
   {head}
-  for (ulong i = get_global_id(0); i < {n}UL; i += get_global_size(0)) {{
-    {body}
+  for (uint k = 0u; k < {trips}u; k++) {{
+    const ulong i = get_global_id(0) + (ulong)k * {threads}UL;
+    if (i < {n}UL) {{
+      {body}
+    }}
   }}
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint b = get_local_id(0); b < {bins}u; b += {LOCAL}u) {{
@@ -127,11 +140,6 @@ void af_count_zero(__global uint *counts) {{
 }}
 {counting}"#
     ));
-    let count_groups = if local {
-        groups_for(n, LOCAL as u64 * PER_THREAD).min(MAX_COUNT_GROUPS as u32)
-    } else {
-        groups_for(n, LOCAL as u64)
-    };
     let mut buffers = vec![BufArg::Input(0)];
     if hist {
         buffers.push(BufArg::Input(1));

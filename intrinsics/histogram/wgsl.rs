@@ -43,11 +43,10 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
     let (decls, head, body) = if hist {
         let last = bins - 1;
         (
-            format!(
-                "@group(0) @binding(0) var<storage, read> k_x: array<f32>;
+            "@group(0) @binding(0) var<storage, read> k_x: array<f32>;
 @group(0) @binding(1) var<storage, read> k_edges: array<f32>;
 @group(0) @binding(2) var<storage, read_write> k_counts: array<atomic<u32>>;"
-            ),
+                .to_string(),
             format!(
                 "let e0 = k_edges[0];
   let e1 = k_edges[{bins}];
@@ -88,6 +87,8 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
         )
     };
     let s = stride(count_groups);
+    // The same trip count for every thread (as on OpenCL, see `opencl.rs`).
+    let trips = n.div_ceil(s as usize);
     let counting = if local {
         format!(
             "var<workgroup> k_local: array<atomic<u32>, {bins}>;
@@ -97,8 +98,11 @@ fn af_count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invoca
   for (var b = lid; b < {bins}u; b += {LOCAL}u) {{ atomicStore(&k_local[b], 0u); }}
   workgroupBarrier();
   {head}
-  for (var i = gid.x; i < {n}u; i += {s}u) {{
-    {body}
+  for (var k = 0u; k < {trips}u; k++) {{
+    let i = gid.x + k * {s}u;
+    if (i < {n}u) {{
+      {body}
+    }}
   }}
   workgroupBarrier();
   for (var b = lid; b < {bins}u; b += {LOCAL}u) {{

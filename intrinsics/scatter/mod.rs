@@ -25,6 +25,8 @@ mod cpu;
 mod opencl;
 mod wgsl;
 
+pub(crate) use opencl::head as opencl_head;
+
 use super::{Cost, IntrinsicDef, MagInput, Operand, Output, moved_by, numel};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{DType, Intrinsic, Scalar, Shape, Site, TypedVec, collect};

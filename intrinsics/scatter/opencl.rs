@@ -18,7 +18,7 @@ use super::{Geom, Kind, parts};
 use crate::ir::DType;
 use crate::proggen::codegen::c::ctype;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
-use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
+use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for};
 use crate::proggen::sequence::IntrinsicCall;
 
 /// The plan for `call` (data, indices, values).
@@ -51,18 +51,10 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
         dim = g.dim,
     );
     let n_check = n_src.max(g.n_idx as u64);
-    let mut source = prelude(t);
+    let mut source = head(t);
     if kind == Kind::Add && call.dtype == DType::F64 {
         source.push_str("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n");
     }
-    source.push_str(&format!(
-        r#"
-{ENTRY_ATTR}
-void af_scatter_copy(__global const {ty} *data, __global {ty} *out) {{
-  for (ulong t = get_global_id(0); t < {n_out}UL; t += get_global_size(0)) out[t] = data[t];
-}}
-"#
-    ));
     let out_groups = groups_for(n_out, LOCAL as u64);
     let src_groups = groups_for(n_src, LOCAL as u64);
     let check_groups = groups_for(n_check, LOCAL as u64);
@@ -90,6 +82,11 @@ void af_scatter_copy(__global const {ty} *data, __global {ty} *out) {{
         };
         source.push_str(&format!(
             r#"
+{ENTRY_ATTR}
+void af_scatter_copy(__global const {ty} *data, __global {ty} *out) {{
+  for (ulong t = get_global_id(0); t < {n_out}UL; t += get_global_size(0)) out[t] = data[t];
+}}
+
 static void af_add_at(__global {ty} *p, const {ty} v) {{
 {add}
 }}
@@ -207,4 +204,15 @@ fn pass(entry: &str, buffers: Vec<BufArg>, groups: u32) -> Pass {
         groups,
         local: LOCAL,
     }
+}
+
+/// The program's first lines: the element type names of the primitive library and f64 where the
+/// device has it (the library itself is not needed: a smaller source builds faster).
+pub fn head(t: Target) -> String {
+    let mut s = String::from("#pragma OPENCL FP_CONTRACT OFF\n");
+    s.push_str("typedef float f32; typedef int i32; typedef uint u32; typedef uchar b8;\n");
+    if t.fp64 {
+        s.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\ntypedef double f64;\n");
+    }
+    s
 }
