@@ -51,8 +51,16 @@ pub fn bincount(length: usize, x: &TypedVec, out: &mut TypedVec) -> Result<(), E
     macro_rules! go {
         ($v:expr, $at:expr) => {{
             let at = $at;
+            // Chunks in parallel, the first bad position of each (rayon's `position_first`
+            // took 25 ns an element).
             let bad = if $v.len() >= CHUNK {
-                $v.par_iter().position_first(|&v| at(v) >= length)
+                $v.par_chunks(CHUNK)
+                    .enumerate()
+                    .filter_map(|(c, part)| {
+                        let p = part.iter().position(|&v| at(v) >= length)?;
+                        Some(c * CHUNK + p)
+                    })
+                    .min()
             } else {
                 $v.iter().position(|&v| at(v) >= length)
             };

@@ -16,9 +16,10 @@
 //! largest `j`, or the last in the indices' row-major order) on every executor: the GPU kernels
 //! first compute, per target, the largest source position that names it (an atomic max) and
 //! then let only that source write. `scatter_add` adds every duplicate: integers wrap (exact on
-//! every executor); floats accumulate in f64 on the CPU and with atomic adds in the element type
-//! in an unspecified order on a GPU, so float sums with duplicates may differ in the last bits
-//! between executors. An index out of range (negative, or past the axis) fails the program, as
+//! every executor); floats accumulate in f64 on the CPU, in a fixed order (a long row's fixed
+//! chunks of sources first add in the element type), and with atomic adds in the element type in
+//! an unspecified order on a GPU, so float sums with duplicates may differ in the last bits
+//! between executors (and between runs on a GPU). An index out of range (negative, or past the axis) fails the program, as
 //! gather's does (no negative indices from the end).
 
 mod cpu;

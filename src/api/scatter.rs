@@ -131,9 +131,10 @@ impl<T: Element> Array<T> {
 impl<T: Numeric> Array<T> {
     /// A copy of this array with `values` added at `indices` along `axis` (PyTorch's
     /// `index_add`, NumPy's `np.add.at`); shapes as in [`Array::scatter`]. Duplicate indices
-    /// accumulate. Integers wrap. Floats add in f64 on the CPU and with atomic adds in the element
-    /// type in an unspecified order on a GPU, so sums with duplicates may differ in the last bits
-    /// between executors (and between runs on a GPU).
+    /// accumulate. Integers wrap. Floats add in f64 in a fixed order on the CPU (many sources per
+    /// target: fixed chunks of them first add in the element type) and with atomic adds in the
+    /// element type in an unspecified order on a GPU, so sums with duplicates may differ in the
+    /// last bits between executors (and between runs on a GPU).
     #[doc(alias = "index_add")]
     #[track_caller]
     pub fn scatter_add<I: Index>(
