@@ -294,9 +294,7 @@ fn main() {
 
     let stats = Runtime::stats();
     println!();
-    println!(
-        "| workload | n | arrayflow | GB/s | rayon peer | GB/s | peer / arrayflow |"
-    );
+    println!("| workload | n | arrayflow | GB/s | rayon peer | GB/s | peer / arrayflow |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for r in &rows {
         println!(

@@ -33,7 +33,11 @@ fn on_the_device<T: Element>(what: &str, f: impl FnOnce()) {
     let st = Runtime::stats().since(&before);
     let device = !matches!(Runtime::backend(), Backend::Cpu);
     if device && T::DTYPE != DType::F64 {
-        assert_eq!(st.device.fallbacks, 0, "{what}: ran on the CPU: {:?}", st.device);
+        assert_eq!(
+            st.device.fallbacks, 0,
+            "{what}: ran on the CPU: {:?}",
+            st.device
+        );
     }
 }
 
@@ -118,7 +122,11 @@ fn histogram_case<T: F>(bins: usize, lo: f64, hi: f64, n: usize, seed: u64) {
     let e = edges::<T>(bins, lo, hi);
     let x = data(&mut r, n, &e, lo, hi);
     let want = histogram_oracle(&x, &e);
-    let what = format!("{:?} histogram of {} into {bins} on [{lo}, {hi}]", T::DTYPE, x.len());
+    let what = format!(
+        "{:?} histogram of {} into {bins} on [{lo}, {hi}]",
+        T::DTYPE,
+        x.len()
+    );
     on_the_device::<T>(&what, || {
         // Also of a 2-D array: the histogram counts every element.
         let a = Array::from_slice(&x, &[x.len()]);
@@ -155,7 +163,11 @@ fn histogram_of_computed_values_and_any_shape() {
     assert_same(&read(&got), &[4, 4, 4, 8], "histogram of x * 0.25");
     // Hand-checked: NaN and outside values ignored, lo and hi counted.
     let x = Array::from_vec(vec![-0.5f64, 0.0, 0.2, 0.4, 0.6, 1.0, 1.5, f64::NAN], &[8]);
-    assert_same(&read(&x.histogram(2, 0.0, 1.0)), &[3, 2], "histogram by hand");
+    assert_same(
+        &read(&x.histogram(2, 0.0, 1.0)),
+        &[3, 2],
+        "histogram by hand",
+    );
 }
 
 #[test]
@@ -186,19 +198,32 @@ fn bincount_counts_each_value() {
 fn bincount_out_of_range_fails_the_read() {
     let _one = SERIAL.lock();
     for (name, a) in [
-        ("u32 value 5 for length 5", Array::from_vec(vec![0u32, 5, 1], &[3]).bincount(5)),
-        ("i32 value -1", Array::from_vec(vec![0i32, -1], &[2]).bincount(5)),
+        (
+            "u32 value 5 for length 5",
+            Array::from_vec(vec![0u32, 5, 1], &[3]).bincount(5),
+        ),
+        (
+            "i32 value -1",
+            Array::from_vec(vec![0i32, -1], &[2]).bincount(5),
+        ),
         ("length 0", Array::from_vec(vec![0u32], &[1]).bincount(0)),
     ] {
         let e = a.to_vec().expect_err(name);
         assert_eq!(e.kind, ErrorKind::InvalidResult, "{name}: {e}");
         let text = e.to_string();
         assert!(text.contains("out of range"), "{name}: {text}");
-        assert!(text.contains("counting.rs"), "{name}: names the call site: {text}");
+        assert!(
+            text.contains("counting.rs"),
+            "{name}: names the call site: {text}"
+        );
     }
     // Valid calls work afterwards; an empty input counts nothing.
     let ok = Array::from_vec(vec![4u32, 4, 0], &[3]).bincount(5);
-    assert_same(&read(&ok), &[1, 0, 0, 0, 2], "a valid call after the errors");
+    assert_same(
+        &read(&ok),
+        &[1, 0, 0, 0, 2],
+        "a valid call after the errors",
+    );
     let empty = Array::<u32>::zeros(&[0]).bincount(3);
     assert_same(&read(&empty), &[0, 0, 0], "bincount of nothing");
 }
@@ -254,8 +279,14 @@ fn count_nonzero_along_axes() {
     let x: Vec<f64> = (0..n).map(|i| pick(&mut r, i)).collect();
     count_nonzero_case(x.iter().map(|&v| v as f32).collect::<Vec<f32>>(), 0.0);
     count_nonzero_case(x.clone(), 0.0);
-    count_nonzero_case((0..n).map(|_| r.random_range(-2..=2)).collect::<Vec<i32>>(), 0);
-    count_nonzero_case((0..n).map(|_| r.random_range(0..=2)).collect::<Vec<u32>>(), 0);
+    count_nonzero_case(
+        (0..n).map(|_| r.random_range(-2..=2)).collect::<Vec<i32>>(),
+        0,
+    );
+    count_nonzero_case(
+        (0..n).map(|_| r.random_range(0..=2)).collect::<Vec<u32>>(),
+        0,
+    );
 }
 
 /// The error's text names this file and the line of the call.
@@ -263,7 +294,10 @@ fn count_nonzero_along_axes() {
 fn at_this_line(e: &arrayflow::Error, line: u32, what: &str) {
     let text = e.to_string();
     let want = format!("counting.rs:{line}:");
-    assert!(text.contains(&want), "{what}: `{text}` does not name `{want}`");
+    assert!(
+        text.contains(&want),
+        "{what}: `{text}` does not name `{want}`"
+    );
 }
 
 #[test]

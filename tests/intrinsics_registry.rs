@@ -249,9 +249,8 @@ fn scatter_case(r: &mut StdRng, form: &str) -> Case {
     };
     let vals = values(r, dtype, len(&vs));
     // Each value's target: its multi-index with the axis part replaced by its index.
-    let strides = |s: &[usize]| -> Vec<usize> {
-        (0..s.len()).map(|d| s[d + 1..].iter().product()).collect()
-    };
+    let strides =
+        |s: &[usize]| -> Vec<usize> { (0..s.len()).map(|d| s[d + 1..].iter().product()).collect() };
     let (vst, ist, dst) = (strides(&vs), strides(&is), strides(&ds));
     let target = |v: usize| -> usize {
         let m: Vec<usize> = (0..vs.len()).map(|d| (v / vst[d]) % vs[d]).collect();
@@ -277,7 +276,9 @@ fn scatter_case(r: &mut StdRng, form: &str) -> Case {
     };
     macro_rules! apply {
         ($v:ident, $add:expr) => {{
-            let (TypedVec::$v(d), TypedVec::$v(x)) = (&data, &vals) else { unreachable!() };
+            let (TypedVec::$v(d), TypedVec::$v(x)) = (&data, &vals) else {
+                unreachable!()
+            };
             let mut out = d.clone();
             for (v, &x) in x.iter().enumerate() {
                 let t = target(v);
@@ -290,8 +291,16 @@ fn scatter_case(r: &mut StdRng, form: &str) -> Case {
     let expected = match dtype {
         DType::F32 => apply!(F32, |a: f32, b: f32| if add { a + b } else { b }),
         DType::F64 => apply!(F64, |a: f64, b: f64| if add { a + b } else { b }),
-        DType::I32 => apply!(I32, |a: i32, b: i32| if add { a.wrapping_add(b) } else { b }),
-        DType::U32 => apply!(U32, |a: u32, b: u32| if add { a.wrapping_add(b) } else { b }),
+        DType::I32 => apply!(I32, |a: i32, b: i32| if add {
+            a.wrapping_add(b)
+        } else {
+            b
+        }),
+        DType::U32 => apply!(U32, |a: u32, b: u32| if add {
+            a.wrapping_add(b)
+        } else {
+            b
+        }),
         _ => apply!(Bool, |_: bool, b: bool| b),
     };
     let op = match form {

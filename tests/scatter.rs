@@ -42,12 +42,22 @@ trait Case: Element {
     fn acc(a: f64, b: Self) -> f64;
     fn from_acc(a: f64) -> Self;
     /// `a.scatter_add(i, v, axis)` (numbers only).
-    fn add<I: arrayflow::Index>(a: &Array<Self>, i: &Array<I>, v: &Array<Self>, axis: usize) -> Array<Self>;
+    fn add<I: arrayflow::Index>(
+        a: &Array<Self>,
+        i: &Array<I>,
+        v: &Array<Self>,
+        axis: usize,
+    ) -> Array<Self>;
 }
 
 macro_rules! adds {
     () => {
-        fn add<I: arrayflow::Index>(a: &Array<Self>, i: &Array<I>, v: &Array<Self>, axis: usize) -> Array<Self> {
+        fn add<I: arrayflow::Index>(
+            a: &Array<Self>,
+            i: &Array<I>,
+            v: &Array<Self>,
+            axis: usize,
+        ) -> Array<Self> {
             a.scatter_add(i, v, axis)
         }
     };
@@ -130,7 +140,12 @@ impl Case for bool {
     fn from_acc(a: f64) -> bool {
         a != 0.0
     }
-    fn add<I: arrayflow::Index>(_: &Array<bool>, _: &Array<I>, _: &Array<bool>, _: usize) -> Array<bool> {
+    fn add<I: arrayflow::Index>(
+        _: &Array<bool>,
+        _: &Array<I>,
+        _: &Array<bool>,
+        _: usize,
+    ) -> Array<bool> {
         unreachable!("scatter_add adds numbers")
     }
 }
@@ -273,7 +288,11 @@ fn on_the_device<T: Element>(what: &str, f: impl FnOnce()) {
     let st = Runtime::stats().since(&before);
     let device = !matches!(Runtime::backend(), Backend::Cpu);
     if device && T::DTYPE == DType::F32 {
-        assert_eq!(st.device.fallbacks, 0, "{what}: ran on the CPU: {:?}", st.device);
+        assert_eq!(
+            st.device.fallbacks, 0,
+            "{what}: ran on the CPU: {:?}",
+            st.device
+        );
     }
 }
 
@@ -410,7 +429,13 @@ fn scatter_add_of_many_rows_and_columns() {
         &Array::from_slice(&vals, &vshape),
         1,
     );
-    check(&read(&got), &want, &size, &terms, "scatter_add [64, 9, 5] axis 1");
+    check(
+        &read(&got),
+        &want,
+        &size,
+        &terms,
+        "scatter_add [64, 9, 5] axis 1",
+    );
 }
 
 #[test]
@@ -419,8 +444,13 @@ fn computed_inputs_and_broadcast_values() {
     // Data, indices and values computed by fused kernels; the result used by one.
     let x = Array::from_vec((0..12).map(|i| i as f32).collect(), &[3, 4]);
     let idx = Array::from_vec(vec![5u32, 3, 5], &[3]) - 2u32; // [3, 1, 3]
-    let v = Array::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], &[3, 3]);
-    let got = ((&x * 2.0).scatter(&idx, &(&v + 0.5), 1) + 1.0).to_vec().unwrap();
+    let v = Array::from_vec(
+        vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+        &[3, 3],
+    );
+    let got = ((&x * 2.0).scatter(&idx, &(&v + 0.5), 1) + 1.0)
+        .to_vec()
+        .unwrap();
     let mut want: Vec<f32> = (0..12).map(|i| i as f32 * 2.0 + 1.0).collect();
     for row in 0..3 {
         for (j, &col) in [3usize, 1, 3].iter().enumerate() {
@@ -432,7 +462,11 @@ fn computed_inputs_and_broadcast_values() {
     }
     assert_same(&got, &want, "scatter of computed inputs");
     // A scalar broadcast to the values' shape, scatter and put_along_axis.
-    let s = x.scatter(&Array::from_vec(vec![0i32, 2], &[2]), &Array::scalar(-1.0f32), 0);
+    let s = x.scatter(
+        &Array::from_vec(vec![0i32, 2], &[2]),
+        &Array::scalar(-1.0f32),
+        0,
+    );
     let mut want: Vec<f32> = (0..12).map(|i| i as f32).collect();
     want[..4].fill(-1.0);
     want[8..].fill(-1.0);
@@ -446,9 +480,7 @@ fn computed_inputs_and_broadcast_values() {
     assert_same(&read(&s), &want, "scatter_add of a broadcast row");
     let cols = Array::from_vec(vec![3i32, 0, 3, 2, 2, 2], &[3, 2]);
     let p = x.put_along_axis(&cols, &Array::from_vec(vec![7.0f32, 8.0], &[1, 2]), 1);
-    let want = vec![
-        8.0, 1.0, 2.0, 7.0, 4.0, 5.0, 8.0, 7.0, 8.0, 9.0, 8.0, 11.0,
-    ];
+    let want = vec![8.0, 1.0, 2.0, 7.0, 4.0, 5.0, 8.0, 7.0, 8.0, 9.0, 8.0, 11.0];
     // Row 0: col 3 <- 7, col 0 <- 8; row 1: col 3 <- 7, col 2 <- 8; row 2: col 2 <- 7 then 8.
     let want: Vec<f32> = want.to_vec();
     assert_same(&read(&p), &want, "put_along_axis of broadcast values");
@@ -460,17 +492,34 @@ fn index_out_of_range_fails_the_read() {
     let x = Array::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
     let v2 = Array::from_vec(vec![9.0f32; 4], &[2, 2]);
     let cases = [
-        ("u32 index 3 on an axis of 3", x.scatter(&Array::from_vec(vec![0u32, 3], &[2]), &v2, 1)),
-        ("i32 index -1", x.scatter(&Array::from_vec(vec![-1i32, 0], &[2]), &v2, 1)),
-        ("scatter_add index 2 on axis 0", x.scatter_add(&Array::from_vec(vec![2i32], &[1]), &Array::scalar(1.0), 0)),
+        (
+            "u32 index 3 on an axis of 3",
+            x.scatter(&Array::from_vec(vec![0u32, 3], &[2]), &v2, 1),
+        ),
+        (
+            "i32 index -1",
+            x.scatter(&Array::from_vec(vec![-1i32, 0], &[2]), &v2, 1),
+        ),
+        (
+            "scatter_add index 2 on axis 0",
+            x.scatter_add(&Array::from_vec(vec![2i32], &[1]), &Array::scalar(1.0), 0),
+        ),
         (
             "put_along_axis index 7",
-            x.put_along_axis(&Array::from_vec(vec![0u32, 7], &[2, 1]), &Array::scalar(0.0), 1),
+            x.put_along_axis(
+                &Array::from_vec(vec![0u32, 7], &[2, 1]),
+                &Array::scalar(0.0),
+                1,
+            ),
         ),
         // Every index is checked, even where no value is scattered (a data row of length 0).
         (
             "no sources",
-            Array::<f32>::zeros(&[0, 3]).scatter(&Array::from_vec(vec![4u32], &[1]), &Array::<f32>::zeros(&[0, 1]), 1),
+            Array::<f32>::zeros(&[0, 3]).scatter(
+                &Array::from_vec(vec![4u32], &[1]),
+                &Array::<f32>::zeros(&[0, 1]),
+                1,
+            ),
         ),
     ];
     for (name, a) in cases {
@@ -478,11 +527,18 @@ fn index_out_of_range_fails_the_read() {
         assert_eq!(e.kind, ErrorKind::InvalidResult, "{name}: {e}");
         let text = e.to_string();
         assert!(text.contains("out of bounds"), "{name}: {text}");
-        assert!(text.contains("scatter.rs"), "{name}: names the call site: {text}");
+        assert!(
+            text.contains("scatter.rs"),
+            "{name}: names the call site: {text}"
+        );
     }
     // Valid calls still work afterwards.
     let ok = x.scatter(&Array::from_vec(vec![2u32, 0], &[2]), &v2, 1);
-    assert_same(&read(&ok), &[9.0, 2.0, 9.0, 9.0, 5.0, 9.0], "a valid call after the errors");
+    assert_same(
+        &read(&ok),
+        &[9.0, 2.0, 9.0, 9.0, 5.0, 9.0],
+        "a valid call after the errors",
+    );
 }
 
 /// The error's text names this file and the line of the call.
@@ -490,27 +546,54 @@ fn index_out_of_range_fails_the_read() {
 fn at_this_line(e: &arrayflow::Error, line: u32, what: &str) {
     let text = e.to_string();
     let want = format!("scatter.rs:{line}:");
-    assert!(text.contains(&want), "{what}: `{text}` does not name `{want}`");
+    assert!(
+        text.contains(&want),
+        "{what}: `{text}` does not name `{want}`"
+    );
 }
 
 #[test]
 fn bad_calls_are_errors_at_the_callers_line() {
     let x = Array::from_vec(vec![1.0f32; 6], &[2, 3]);
     let i2 = Array::from_vec(vec![0u32, 1], &[2]);
-    let (e, line) = (x.try_scatter(&i2, &Array::from_vec(vec![1.0f32; 3], &[3]), 1).unwrap_err(), line!());
+    let (e, line) = (
+        x.try_scatter(&i2, &Array::from_vec(vec![1.0f32; 3], &[3]), 1)
+            .unwrap_err(),
+        line!(),
+    );
     at_this_line(&e, line, "values of the wrong shape");
     assert!(e.to_string().contains("expected shape [2, 2]"), "{e}");
     assert_eq!(e.kind, ErrorKind::Shape);
-    let (e, line) = (x.try_scatter_add(&i2, &Array::from_vec(vec![1.0f32; 4], &[2, 2]), 2).unwrap_err(), line!());
+    let (e, line) = (
+        x.try_scatter_add(&i2, &Array::from_vec(vec![1.0f32; 4], &[2, 2]), 2)
+            .unwrap_err(),
+        line!(),
+    );
     at_this_line(&e, line, "axis out of range");
     assert!(e.to_string().contains("axis 2 is out of range"), "{e}");
-    let (e, line) = (x.try_put_along_axis(&i2, &Array::scalar(1.0), 1).unwrap_err(), line!());
+    let (e, line) = (
+        x.try_put_along_axis(&i2, &Array::scalar(1.0), 1)
+            .unwrap_err(),
+        line!(),
+    );
     at_this_line(&e, line, "put_along_axis indices of another rank");
     assert!(e.to_string().contains("do not fit"), "{e}");
     let wrong = Array::from_vec(vec![0u32; 6], &[3, 2]);
-    let (e, line) = (x.try_put_along_axis(&wrong, &Array::scalar(1.0), 1).unwrap_err(), line!());
+    let (e, line) = (
+        x.try_put_along_axis(&wrong, &Array::scalar(1.0), 1)
+            .unwrap_err(),
+        line!(),
+    );
     at_this_line(&e, line, "put_along_axis indices of another extent");
-    let (e, line) = (x.try_put_along_axis(&i2.reshape(&[2, 1]), &Array::from_vec(vec![1.0f32; 3], &[3]), 1).unwrap_err(), line!());
+    let (e, line) = (
+        x.try_put_along_axis(
+            &i2.reshape(&[2, 1]),
+            &Array::from_vec(vec![1.0f32; 3], &[3]),
+            1,
+        )
+        .unwrap_err(),
+        line!(),
+    );
     at_this_line(&e, line, "put_along_axis values of the wrong shape");
     assert!(e.to_string().contains("expected shape [2, 1]"), "{e}");
 }

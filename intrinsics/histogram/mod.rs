@@ -208,9 +208,7 @@ impl IntrinsicDef for Histogram {
         let edges: Vec<f64> = (0..e.len()).map(|k| e.get(k).as_f64()).collect();
         let bins = edges.len() - 1;
         let (scale, floor) = x.tolerance;
-        let mut m: Vec<f64> = (0..result.len())
-            .map(|b| result.get(b).as_f64())
-            .collect();
+        let mut m: Vec<f64> = (0..result.len()).map(|b| result.get(b).as_f64()).collect();
         for i in 0..x.value.len() {
             let (v, mag) = (x.value.get(i).as_f64(), x.magnitude[i]);
             if mag == 0.0 && floor == 0.0 {

@@ -161,7 +161,9 @@ fn rows<T: Send>(out: &mut [T], row_len: usize, work: usize, f: impl Fn(usize, &
             .enumerate()
             .for_each(|(p, r)| f(p, r));
     } else {
-        out.chunks_mut(row_len).enumerate().for_each(|(p, r)| f(p, r));
+        out.chunks_mut(row_len)
+            .enumerate()
+            .for_each(|(p, r)| f(p, r));
     }
 }
 
@@ -176,7 +178,13 @@ fn row_sources(g: &Geom, p: usize, mut f: impl FnMut(usize, usize, usize)) {
     }
 }
 
-fn replace<T: Copy + Send + Sync, I: Idx>(g: &Geom, idx: &[I], data: &[T], vals: &[T], out: &mut [T]) {
+fn replace<T: Copy + Send + Sync, I: Idx>(
+    g: &Geom,
+    idx: &[I],
+    data: &[T],
+    vals: &[T],
+    out: &mut [T],
+) {
     out.copy_from_slice(data);
     let post = g.post;
     rows(out, g.dim * post, g.n_src(), |p, row| {
@@ -193,7 +201,10 @@ fn add<T: Acc, I: Idx>(g: &Geom, idx: &[I], data: &[T], vals: &[T], out: &mut [T
         // Each row in source order, rows in parallel.
         rows(out, row_len, g.n_src(), |p, row| {
             let base = p * row_len;
-            let mut acc: Vec<T::W> = data[base..base + row_len].iter().map(|x| x.wide()).collect();
+            let mut acc: Vec<T::W> = data[base..base + row_len]
+                .iter()
+                .map(|x| x.wide())
+                .collect();
             row_sources(g, p, |s, ip, q| {
                 let t = idx[ip].at() * post + q;
                 acc[t] = T::add(acc[t], vals[s].wide());
@@ -217,7 +228,11 @@ fn add<T: Acc, I: Idx>(g: &Geom, idx: &[I], data: &[T], vals: &[T], out: &mut [T
                 if post == 1 && lo < hi {
                     // One value per index: walk both slices together.
                     let s0 = p * g.ni;
-                    let ii = if g.along { &idx[s0 + lo..s0 + hi] } else { &idx[lo..hi] };
+                    let ii = if g.along {
+                        &idx[s0 + lo..s0 + hi]
+                    } else {
+                        &idx[lo..hi]
+                    };
                     for (&i, &v) in ii.iter().zip(&vals[s0 + lo..s0 + hi]) {
                         let t = i.at();
                         acc[t] = T::add_part(acc[t], v.part());

@@ -150,7 +150,10 @@ impl IntrinsicDef for ScatterDef {
         if axis >= data.shape.len() {
             return Err(Error::new(
                 ErrorKind::Argument,
-                format!("{name} axis {axis} is out of range for shape {:?}", data.shape),
+                format!(
+                    "{name} axis {axis} is out of range for shape {:?}",
+                    data.shape
+                ),
             )
             .at(site));
         }
@@ -208,7 +211,10 @@ impl IntrinsicDef for ScatterDef {
                 format!(
                     "{name} values of shape {:?} do not match indices of shape {:?} along \
                      axis {axis} of data of shape {:?}: expected values of shape {:?}",
-                    values.shape, idx.shape, data.shape, &expected[..]
+                    values.shape,
+                    idx.shape,
+                    data.shape,
+                    &expected[..]
                 ),
             )
             .at(site));

@@ -24,7 +24,9 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
     let t = storage_type(call.dtype);
     let (n_out, n_src, n_idx) = (g.n_out(), g.n_src(), g.n_idx);
     if n_src >= u32::MAX as usize || n_out >= u32::MAX as usize {
-        return Err(Unsupported("wgsl: scatter of 2^32 - 1 or more elements".into()));
+        return Err(Unsupported(
+            "wgsl: scatter of 2^32 - 1 or more elements".into(),
+        ));
     }
     let n_check = n_src.max(n_idx);
     let post = g.post.max(1);
@@ -41,11 +43,7 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
     let dim = g.dim;
     let (out_groups, src_groups, check_groups) =
         (groups_for(n_out), groups_for(n_src), groups_for(n_check));
-    let (so, ss, sc) = (
-        stride(out_groups),
-        stride(src_groups),
-        stride(check_groups),
-    );
+    let (so, ss, sc) = (stride(out_groups), stride(src_groups), stride(check_groups));
     let mut source = String::new();
     if kind == Kind::Add {
         let (atom, add) = match call.dtype {

@@ -80,7 +80,12 @@ impl<T: Element> Array<T> {
     /// # Ok::<(), arrayflow::Error>(())
     /// ```
     #[track_caller]
-    pub fn scatter<I: Index>(&self, indices: &Array<I>, values: &Array<T>, axis: usize) -> Array<T> {
+    pub fn scatter<I: Index>(
+        &self,
+        indices: &Array<I>,
+        values: &Array<T>,
+        axis: usize,
+    ) -> Array<T> {
         ok(self.try_scatter(indices, values, axis))
     }
 
@@ -94,7 +99,14 @@ impl<T: Element> Array<T> {
         axis: usize,
     ) -> Result<Array<T>> {
         let want = gather_shape(self.shape(), indices.shape(), axis);
-        scatter_call(self, indices, values, Intrinsic::Scatter { axis }, want, site())
+        scatter_call(
+            self,
+            indices,
+            values,
+            Intrinsic::Scatter { axis },
+            want,
+            site(),
+        )
     }
 
     /// NumPy's `put_along_axis` as a new array: `indices` has this array's rank and its extents
@@ -124,7 +136,14 @@ impl<T: Element> Array<T> {
         axis: usize,
     ) -> Result<Array<T>> {
         let want = Some(indices.shape().to_vec());
-        scatter_call(self, indices, values, Intrinsic::PutAlongAxis { axis }, want, site())
+        scatter_call(
+            self,
+            indices,
+            values,
+            Intrinsic::PutAlongAxis { axis },
+            want,
+            site(),
+        )
     }
 }
 
@@ -156,6 +175,13 @@ impl<T: Numeric> Array<T> {
         axis: usize,
     ) -> Result<Array<T>> {
         let want = gather_shape(self.shape(), indices.shape(), axis);
-        scatter_call(self, indices, values, Intrinsic::ScatterAdd { axis }, want, site())
+        scatter_call(
+            self,
+            indices,
+            values,
+            Intrinsic::ScatterAdd { axis },
+            want,
+            site(),
+        )
     }
 }
