@@ -554,46 +554,29 @@ fn at_this_line(e: &arrayflow::Error, line: u32, what: &str) {
 
 #[test]
 fn bad_calls_are_errors_at_the_callers_line() {
+    // Each call sits on one line with its `line!()` (short names keep rustfmt from splitting).
     let x = Array::from_vec(vec![1.0f32; 6], &[2, 3]);
     let i2 = Array::from_vec(vec![0u32, 1], &[2]);
-    let (e, line) = (
-        x.try_scatter(&i2, &Array::from_vec(vec![1.0f32; 3], &[3]), 1)
-            .unwrap_err(),
-        line!(),
+    let (v3, v22, one) = (
+        Array::from_vec(vec![1.0f32; 3], &[3]),
+        Array::from_vec(vec![1.0f32; 4], &[2, 2]),
+        Array::scalar(1.0f32),
     );
+    let (e, line) = (x.try_scatter(&i2, &v3, 1).unwrap_err(), line!());
     at_this_line(&e, line, "values of the wrong shape");
     assert!(e.to_string().contains("expected shape [2, 2]"), "{e}");
     assert_eq!(e.kind, ErrorKind::Shape);
-    let (e, line) = (
-        x.try_scatter_add(&i2, &Array::from_vec(vec![1.0f32; 4], &[2, 2]), 2)
-            .unwrap_err(),
-        line!(),
-    );
+    let (e, line) = (x.try_scatter_add(&i2, &v22, 2).unwrap_err(), line!());
     at_this_line(&e, line, "axis out of range");
     assert!(e.to_string().contains("axis 2 is out of range"), "{e}");
-    let (e, line) = (
-        x.try_put_along_axis(&i2, &Array::scalar(1.0), 1)
-            .unwrap_err(),
-        line!(),
-    );
+    let (e, line) = (x.try_put_along_axis(&i2, &one, 1).unwrap_err(), line!());
     at_this_line(&e, line, "put_along_axis indices of another rank");
     assert!(e.to_string().contains("do not fit"), "{e}");
     let wrong = Array::from_vec(vec![0u32; 6], &[3, 2]);
-    let (e, line) = (
-        x.try_put_along_axis(&wrong, &Array::scalar(1.0), 1)
-            .unwrap_err(),
-        line!(),
-    );
+    let (e, line) = (x.try_put_along_axis(&wrong, &one, 1).unwrap_err(), line!());
     at_this_line(&e, line, "put_along_axis indices of another extent");
-    let (e, line) = (
-        x.try_put_along_axis(
-            &i2.reshape(&[2, 1]),
-            &Array::from_vec(vec![1.0f32; 3], &[3]),
-            1,
-        )
-        .unwrap_err(),
-        line!(),
-    );
+    let i21 = i2.reshape(&[2, 1]);
+    let (e, line) = (x.try_put_along_axis(&i21, &v3, 1).unwrap_err(), line!());
     at_this_line(&e, line, "put_along_axis values of the wrong shape");
     assert!(e.to_string().contains("expected shape [2, 1]"), "{e}");
 }
