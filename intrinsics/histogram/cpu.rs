@@ -89,34 +89,42 @@ pub fn bincount(length: usize, x: &TypedVec, out: &mut TypedVec) -> Result<(), E
 
 /// A float the histogram bins.
 trait Value: Copy + Sync + PartialOrd {
-    fn f(self) -> f64;
+    /// `(x - e0) * scale` as a bin below `bins` (clamped; NaN gives 0), in the element type.
+    fn guess(self, e0: Self, scale: Self, bins: usize) -> usize;
+    /// `bins / (e1 - e0)` in the element type.
+    fn scale(e0: Self, e1: Self, bins: usize) -> Self;
 }
-impl Value for f32 {
-    fn f(self) -> f64 {
-        self as f64
-    }
+macro_rules! value {
+    ($t:ty) => {
+        impl Value for $t {
+            #[inline]
+            fn guess(self, e0: $t, scale: $t, bins: usize) -> usize {
+                let g = (self - e0) * scale;
+                if g >= bins as $t {
+                    bins - 1
+                } else if g > 0.0 {
+                    g as usize
+                } else {
+                    0
+                }
+            }
+            fn scale(e0: $t, e1: $t, bins: usize) -> $t {
+                bins as $t / (e1 - e0)
+            }
+        }
+    };
 }
-impl Value for f64 {
-    fn f(self) -> f64 {
-        self
-    }
-}
+value!(f32);
+value!(f64);
 
 /// The bin of `x` (see `mod.rs`): a guess from the bin width, settled by the edges.
 #[inline]
-fn bin_of<T: Value>(x: T, edges: &[T], scale: f64) -> Option<usize> {
+fn bin_of<T: Value>(x: T, edges: &[T], scale: T) -> Option<usize> {
     let bins = edges.len() - 1;
     if !(x >= edges[0] && x <= edges[bins]) {
         return None;
     }
-    let g = (x.f() - edges[0].f()) * scale;
-    let mut b = if g >= bins as f64 {
-        bins - 1
-    } else if g > 0.0 {
-        g as usize
-    } else {
-        0
-    };
+    let mut b = x.guess(edges[0], scale, bins);
     if x < edges[b] || (b + 1 < bins && x >= edges[b + 1]) {
         let (mut lo, mut hi) = (0, bins - 1);
         while lo < hi {
@@ -139,7 +147,7 @@ pub fn histogram(x: &TypedVec, edges: &TypedVec, out: &mut TypedVec) -> Result<(
     macro_rules! go {
         ($x:expr, $e:expr) => {{
             let bins = $e.len() - 1;
-            let scale = bins as f64 / ($e[bins].f() - $e[0].f());
+            let scale = Value::scale($e[0], $e[bins], bins);
             count($x, counts, |v| bin_of(v, $e, scale));
         }};
     }
