@@ -1,5 +1,6 @@
 //! The intrinsic library (the seed's 700) and its registry: hand-written, non-fusible kernels, one
-//! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`). Each folder's `mod.rs`
+//! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`, `scatter/`: scatter,
+//! scatter_add and put_along_axis; `histogram/`: bincount and histogram). Each folder's `mod.rs`
 //! implements [`IntrinsicDef`], the one description of the intrinsic that every stage dispatches
 //! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
 //! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
@@ -52,8 +53,10 @@
 pub mod concat;
 pub mod cpu;
 pub mod gather;
+pub mod histogram;
 pub mod matmul;
 pub mod opencl;
+pub mod scatter;
 pub mod transpose;
 pub mod wgsl;
 
@@ -81,6 +84,9 @@ pub struct MagInput<'a> {
     pub value: &'a TypedVec,
     pub shape: &'a [usize],
     pub magnitude: &'a [f64],
+    /// The input op's allowance as `(scale, floor)`: element `i` may differ by
+    /// `scale * magnitude[i] + floor` (infinite where the magnitude is).
+    pub tolerance: (f64, f64),
 }
 
 /// Work of one call, for the profiler and cost-based choices: arithmetic operations and bytes
@@ -190,11 +196,16 @@ pub trait IntrinsicDef: Sync {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 4] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 9] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
     &transpose::Transpose,
+    &scatter::ScatterDef(scatter::Kind::Replace),
+    &scatter::ScatterDef(scatter::Kind::Add),
+    &scatter::ScatterDef(scatter::Kind::Along),
+    &histogram::Bincount,
+    &histogram::Histogram,
 ];
 
 /// The registry index of `op`'s definition.
@@ -204,6 +215,11 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::Gather { .. } => 1,
         Intrinsic::Concat { .. } => 2,
         Intrinsic::Transpose { .. } => 3,
+        Intrinsic::Scatter { .. } => 4,
+        Intrinsic::ScatterAdd { .. } => 5,
+        Intrinsic::PutAlongAxis { .. } => 6,
+        Intrinsic::Bincount { .. } => 7,
+        Intrinsic::Histogram { .. } => 8,
     }
 }
 
@@ -293,6 +309,11 @@ mod tests {
             (Intrinsic::Gather { axis: 1 }, "gather"),
             (Intrinsic::Concat { axis: 0 }, "concat"),
             (Intrinsic::Transpose { offset: 3 }, "transpose"),
+            (Intrinsic::Scatter { axis: 0 }, "scatter"),
+            (Intrinsic::ScatterAdd { axis: 1 }, "scatter_add"),
+            (Intrinsic::PutAlongAxis { axis: 0 }, "put_along_axis"),
+            (Intrinsic::Bincount { length: 4 }, "bincount"),
+            (Intrinsic::Histogram { bins: 4 }, "histogram"),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

@@ -215,6 +215,167 @@ fn transpose_case(r: &mut StdRng) -> Case {
     }
 }
 
+/// A scatter of `op`'s form: data, indices with duplicates, values; the sources applied in order
+/// by a loop over the values' multi-indices (the last duplicate wins, or they add).
+fn scatter_case(r: &mut StdRng, form: &str) -> Case {
+    let rank = r.random_range(1..=3);
+    let ds = shape(r, rank, 4);
+    let axis = r.random_range(0..rank);
+    let along = form == "put_along_axis";
+    let is = if along {
+        let mut s = ds.clone();
+        s[axis] = r.random_range(1..=5);
+        s
+    } else {
+        let rank = r.random_range(1..=2);
+        shape(r, rank, 4)
+    };
+    let dtype = if form == "scatter_add" {
+        [DType::F32, DType::F64, DType::I32, DType::U32][r.random_range(0..4)]
+    } else {
+        any_type(r)
+    };
+    let data = values(r, dtype, len(&ds));
+    let picks: Vec<usize> = (0..len(&is)).map(|_| r.random_range(0..ds[axis])).collect();
+    let idx = if r.random_range(0..2) == 0 {
+        TypedVec::I32(picks.iter().map(|&i| i as i32).collect())
+    } else {
+        TypedVec::U32(picks.iter().map(|&i| i as u32).collect())
+    };
+    let vs: Vec<usize> = if along {
+        is.clone()
+    } else {
+        [&ds[..axis], &is[..], &ds[axis + 1..]].concat()
+    };
+    let vals = values(r, dtype, len(&vs));
+    // Each value's target: its multi-index with the axis part replaced by its index.
+    let strides =
+        |s: &[usize]| -> Vec<usize> { (0..s.len()).map(|d| s[d + 1..].iter().product()).collect() };
+    let (vst, ist, dst) = (strides(&vs), strides(&is), strides(&ds));
+    let target = |v: usize| -> usize {
+        let m: Vec<usize> = (0..vs.len()).map(|d| (v / vst[d]) % vs[d]).collect();
+        let mut t = 0;
+        if along {
+            for d in 0..ds.len() {
+                let k = if d == axis { picks[v] } else { m[d] };
+                t += k * dst[d];
+            }
+        } else {
+            let ir = is.len();
+            let j: usize = (0..ir).map(|d| m[axis + d] * ist[d]).sum();
+            for d in 0..ds.len() {
+                let k = match d.cmp(&axis) {
+                    std::cmp::Ordering::Less => m[d],
+                    std::cmp::Ordering::Equal => picks[j],
+                    std::cmp::Ordering::Greater => m[d + ir - 1],
+                };
+                t += k * dst[d];
+            }
+        }
+        t
+    };
+    macro_rules! apply {
+        ($v:ident, $add:expr) => {{
+            let (TypedVec::$v(d), TypedVec::$v(x)) = (&data, &vals) else {
+                unreachable!()
+            };
+            let mut out = d.clone();
+            for (v, &x) in x.iter().enumerate() {
+                let t = target(v);
+                out[t] = $add(out[t], x);
+            }
+            TypedVec::$v(out)
+        }};
+    }
+    let add = form == "scatter_add";
+    let expected = match dtype {
+        DType::F32 => apply!(F32, |a: f32, b: f32| if add { a + b } else { b }),
+        DType::F64 => apply!(F64, |a: f64, b: f64| if add { a + b } else { b }),
+        DType::I32 => apply!(I32, |a: i32, b: i32| if add {
+            a.wrapping_add(b)
+        } else {
+            b
+        }),
+        DType::U32 => apply!(U32, |a: u32, b: u32| if add {
+            a.wrapping_add(b)
+        } else {
+            b
+        }),
+        _ => apply!(Bool, |_: bool, b: bool| b),
+    };
+    let op = match form {
+        "scatter" => Intrinsic::Scatter { axis },
+        "scatter_add" => Intrinsic::ScatterAdd { axis },
+        _ => Intrinsic::PutAlongAxis { axis },
+    };
+    Case {
+        op,
+        inputs: vec![
+            (data, Shape::from_slice(&ds)),
+            (idx, Shape::from_slice(&is)),
+            (vals, Shape::from_slice(&vs)),
+        ],
+        expected,
+        out_shape: ds,
+    }
+}
+
+fn bincount_case(r: &mut StdRng) -> Case {
+    let length = r.random_range(1..=12);
+    let rank = r.random_range(1..=2);
+    let xs = shape(r, rank, 9);
+    let picks: Vec<usize> = (0..len(&xs)).map(|_| r.random_range(0..length)).collect();
+    let mut counts = vec![0u32; length];
+    for &p in &picks {
+        counts[p] += 1;
+    }
+    let x = if r.random_range(0..2) == 0 {
+        TypedVec::I32(picks.iter().map(|&i| i as i32).collect())
+    } else {
+        TypedVec::U32(picks.iter().map(|&i| i as u32).collect())
+    };
+    Case {
+        op: Intrinsic::Bincount { length },
+        inputs: vec![(x, Shape::from_slice(&xs))],
+        expected: TypedVec::U32(counts),
+        out_shape: vec![length],
+    }
+}
+
+/// Values on a grid of quarters, edges at the integers 0..=bins: each value's bin by a scan.
+fn histogram_case(r: &mut StdRng) -> Case {
+    let bins = r.random_range(1..=8);
+    let rank = r.random_range(1..=2);
+    let xs = shape(r, rank, 9);
+    let grid: Vec<f64> = (0..len(&xs))
+        .map(|_| r.random_range(-4..=(4 * bins as i32 + 4)) as f64 / 4.0)
+        .collect();
+    let mut counts = vec![0u32; bins];
+    for &x in &grid {
+        if x >= 0.0 && x <= bins as f64 {
+            counts[(x.floor() as usize).min(bins - 1)] += 1;
+        }
+    }
+    let edges: Vec<f64> = (0..=bins).map(|k| k as f64).collect();
+    let (x, e) = if r.random_range(0..2) == 0 {
+        (
+            TypedVec::F32(grid.iter().map(|&v| v as f32).collect()),
+            TypedVec::F32(edges.iter().map(|&v| v as f32).collect()),
+        )
+    } else {
+        (TypedVec::F64(grid), TypedVec::F64(edges))
+    };
+    Case {
+        op: Intrinsic::Histogram { bins },
+        inputs: vec![
+            (x, Shape::from_slice(&xs)),
+            (e, Shape::from_slice(&[bins + 1])),
+        ],
+        expected: TypedVec::U32(counts),
+        out_shape: vec![bins],
+    }
+}
+
 /// A random valid call of the intrinsic named `name` (every registered one must have a case).
 fn case(name: &str, r: &mut StdRng) -> Case {
     match name {
@@ -222,6 +383,9 @@ fn case(name: &str, r: &mut StdRng) -> Case {
         "gather" => gather_case(r),
         "concat" => concat_case(r),
         "transpose" => transpose_case(r),
+        "scatter" | "scatter_add" | "put_along_axis" => scatter_case(r, name),
+        "bincount" => bincount_case(r),
+        "histogram" => histogram_case(r),
         other => panic!("intrinsic {other} is registered but has no case in this test"),
     }
 }
@@ -375,6 +539,82 @@ fn checks_reject_bad_calls_at_the_callers_line() {
                 shape: &m23,
                 dtype: DType::F32,
             }],
+        ),
+        // Values of shape [2, 3] for indices [4] along axis 1 (expected [2, 4]).
+        (
+            Intrinsic::Scatter { axis: 1 },
+            vec![
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[4],
+                    dtype: DType::U32,
+                },
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+            ],
+        ),
+        // Bool data cannot be added.
+        (
+            Intrinsic::ScatterAdd { axis: 0 },
+            vec![
+                Operand {
+                    shape: &[3],
+                    dtype: DType::Bool,
+                },
+                Operand {
+                    shape: &[2],
+                    dtype: DType::I32,
+                },
+                Operand {
+                    shape: &[2],
+                    dtype: DType::Bool,
+                },
+            ],
+        ),
+        // Indices of another rank.
+        (
+            Intrinsic::PutAlongAxis { axis: 0 },
+            vec![
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[2],
+                    dtype: DType::I32,
+                },
+                Operand {
+                    shape: &[2],
+                    dtype: DType::F32,
+                },
+            ],
+        ),
+        // Float values to count.
+        (
+            Intrinsic::Bincount { length: 3 },
+            vec![Operand {
+                shape: &[5],
+                dtype: DType::F32,
+            }],
+        ),
+        // Four edges for four bins.
+        (
+            Intrinsic::Histogram { bins: 4 },
+            vec![
+                Operand {
+                    shape: &[5],
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[4],
+                    dtype: DType::F32,
+                },
+            ],
         ),
     ];
     assert_eq!(

@@ -1,9 +1,10 @@
 //! The language-specific interface (the seed's LSI 100) for Rust: `Array<T>` with operator
-//! overloading, math functions, reductions, generators, views, random numbers, reads and writes,
-//! and the `Runtime` controls. Every public function is `#[track_caller]` so errors, caches and
+//! overloading, math functions, reductions, generators, views, scatter (`scatter.rs`) and
+//! counting (`counting.rs`), random numbers, reads and writes, and the `Runtime` controls. Every public function is `#[track_caller]` so errors, caches and
 //! profiles know the user's call site.
 
 mod array;
+mod counting;
 mod dynarray;
 mod element;
 mod inspect;
@@ -16,6 +17,7 @@ mod random;
 mod reduce;
 mod reuse;
 mod runtime;
+mod scatter;
 mod slicing;
 mod view;
 

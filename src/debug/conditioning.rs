@@ -91,6 +91,7 @@ pub fn magnitudes(
                     value: x.value,
                     shape: x.shape,
                     magnitude: x.magnitude,
+                    tolerance: (x.tolerance.scale, x.tolerance.floor),
                 })
                 .collect();
             i.def().magnitudes(i, &out, &ins, result)

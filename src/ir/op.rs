@@ -184,6 +184,20 @@ pub enum Intrinsic {
     /// element `offset` on. Never recorded: GPU executors run fused kernels that only copy a
     /// transpose as this intrinsic (`intrinsics/transpose/`).
     Transpose { offset: usize },
+    /// Scatter, replacing (`intrinsics/scatter/`): inputs: data, indices (i32 or u32), values of
+    /// gather's output shape; output (p, idx[j], q) = values (p, j, q), the largest `j` winning
+    /// among duplicates, else data.
+    Scatter { axis: usize },
+    /// Scatter-add (`index_add`): as `Scatter`, duplicates accumulate onto data.
+    ScatterAdd { axis: usize },
+    /// NumPy `put_along_axis`, replacing: inputs: data, indices of data's rank, values of the
+    /// indices' shape; the last source in row-major order wins among duplicates.
+    PutAlongAxis { axis: usize },
+    /// Counts of each value `0..length` over all elements of an i32/u32 input (`intrinsics/
+    /// histogram/`); a value out of range fails the program.
+    Bincount { length: usize },
+    /// Counts of a float input's elements in `bins` bins. Inputs: the data, the `bins + 1` edges.
+    Histogram { bins: usize },
 }
 
 /// One output of an intrinsic call: its shape and element type.

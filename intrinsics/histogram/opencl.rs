@@ -1,0 +1,173 @@
+//! Counting on OpenCL, two passes of one program: `af_count_zero` zeroes the counts, then
+//! `af_count` walks the input with a grid-stride loop. With at most [`LOCAL_BINS`] bins each
+//! work-group counts into `__local` counters (`atomic_inc`) and adds each non-zero one to the
+//! global counts (`atomic_add`) at its end, with a bounded number of work-groups so that the
+//! global adds stay few; with more bins the threads add to the global counts directly.
+//! `bincount` sets the fault word (scratch 0) for a value out of range; `histogram` bins as
+//! `mod.rs` says (a guess, settled by comparisons with the edges, input 1).
+
+use crate::ir::{DType, Intrinsic};
+use crate::proggen::codegen::c::ctype;
+use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
+use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for};
+use crate::proggen::sequence::IntrinsicCall;
+
+/// Most bins counted in local memory (16 KiB of u32 counters).
+pub const LOCAL_BINS: usize = 4096;
+/// Most work-groups of a locally counting pass (each adds up to `bins` global atomics).
+pub const MAX_COUNT_GROUPS: u64 = 1024;
+/// Elements a thread of a locally counting pass takes at least.
+pub const PER_THREAD: u64 = 16;
+
+/// The bin of `x` (in `b`, a `uint`) from `edges`, `bins`, `e0`, `e1` and `scale` in scope.
+pub fn bin_code(bins: usize, ty: &str) -> String {
+    format!(
+        "const {ty} g = (x - e0) * scale;
+      uint b = g >= ({ty}){bins} ? {last}u : (g > ({ty})0 ? (uint)g : 0u);
+      if (x < edges[b] || (b + 1u < {bins}u && x >= edges[b + 1u])) {{
+        uint lo = 0u, hi = {last}u;
+        while (lo < hi) {{
+          const uint mid = (lo + hi + 1u) >> 1;
+          if (edges[mid] <= x) lo = mid; else hi = mid - 1u;
+        }}
+        b = lo;
+      }}",
+        last = bins - 1
+    )
+}
+
+pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
+    let n = call.in_shapes[0].iter().product::<usize>() as u64;
+    let (hist, bins) = match call.op {
+        Intrinsic::Histogram { bins } => (true, bins),
+        Intrinsic::Bincount { length } => (false, length),
+        _ => unreachable!(),
+    };
+    let xt = ctype(call.in_dtypes[0]);
+    let local = bins > 0 && bins <= LOCAL_BINS;
+    let (head, args, body) = if hist {
+        (
+            format!(
+                "const {xt} e0 = edges[0], e1 = edges[{bins}];
+  const {xt} scale = ({xt}){bins} / (e1 - e0);"
+            ),
+            format!("__global const {xt} *data, __global const {xt} *edges, __global uint *counts"),
+            format!(
+                "const {xt} x = data[i];
+    if (x >= e0 && x <= e1) {{
+      {}
+      AF_COUNT(b);
+    }}",
+                bin_code(bins, xt)
+            ),
+        )
+    } else {
+        let check = match call.in_dtypes[0] {
+            DType::I32 => format!("v >= 0 && (ulong)v < {bins}UL"),
+            DType::U32 => format!("(ulong)v < {bins}UL"),
+            d => return Err(Unsupported(format!("bincount of {d}"))),
+        };
+        (
+            "u32 fault = 0u;".to_string(),
+            format!("__global const {xt} *data, __global uint *counts, __global u32 *af_fault"),
+            format!(
+                "const {xt} v = data[i];
+    if ({check}) {{ const uint b = (uint)v; AF_COUNT(b); }} else fault = 1u;"
+            ),
+        )
+    };
+    let tail = if hist {
+        ""
+    } else {
+        "if (fault != 0u) af_fault[0] = fault;"
+    };
+    let count_groups = if local {
+        groups_for(n, LOCAL as u64 * PER_THREAD).min(MAX_COUNT_GROUPS as u32)
+    } else {
+        groups_for(n, LOCAL as u64)
+    };
+    // The locally counting loop has a trip count the same for every thread (PoCL miscompiled the
+    // grid-stride form around the barriers when the input had one element: every thread, or
+    // none, counted it).
+    let threads = count_groups.max(1) as u64 * LOCAL as u64;
+    let trips = n.div_ceil(threads);
+    let mut source = crate::intrinsics::scatter::opencl_head(t);
+    let counting = if local {
+        format!(
+            r#"
+#define AF_COUNT(b) atomic_inc(&lh[b])
+{ENTRY_ATTR}
+void af_count({args}) {{
+  __local uint lh[{bins}];
+  for (uint b = get_local_id(0); b < {bins}u; b += {LOCAL}u) lh[b] = 0u;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  {head}
+  for (uint k = 0u; k < {trips}u; k++) {{
+    const ulong i = get_global_id(0) + (ulong)k * {threads}UL;
+    if (i < {n}UL) {{
+      {body}
+    }}
+  }}
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint b = get_local_id(0); b < {bins}u; b += {LOCAL}u) {{
+    const uint c = lh[b];
+    if (c != 0u) atomic_add(&counts[b], c);
+  }}
+  {tail}
+}}
+"#
+        )
+    } else {
+        format!(
+            r#"
+#define AF_COUNT(b) atomic_inc(&counts[b])
+{ENTRY_ATTR}
+void af_count({args}) {{
+  {head}
+  for (ulong i = get_global_id(0); i < {n}UL; i += get_global_size(0)) {{
+    {body}
+  }}
+  {tail}
+}}
+"#
+        )
+    };
+    source.push_str(&format!(
+        r#"
+{ENTRY_ATTR}
+void af_count_zero(__global uint *counts) {{
+  for (ulong b = get_global_id(0); b < {bins}UL; b += get_global_size(0)) counts[b] = 0u;
+}}
+{counting}"#
+    ));
+    let mut buffers = vec![BufArg::Input(0)];
+    if hist {
+        buffers.push(BufArg::Input(1));
+    }
+    buffers.push(BufArg::Output(0));
+    if !hist {
+        buffers.push(BufArg::Scratch(0));
+    }
+    Ok(GpuPlan {
+        source,
+        scratch: if hist { Vec::new() } else { vec![4] },
+        passes: vec![
+            Pass {
+                entry: "af_count_zero".into(),
+                buffers: vec![BufArg::Output(0)],
+                params: false,
+                groups: groups_for(bins as u64, LOCAL as u64),
+                local: LOCAL,
+            },
+            Pass {
+                entry: "af_count".into(),
+                buffers,
+                params: false,
+                groups: count_groups,
+                local: LOCAL,
+            },
+        ],
+        fault: (!hist).then_some(0),
+        immediate_words: None,
+    })
+}

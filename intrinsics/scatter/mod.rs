@@ -1,0 +1,365 @@
+//! Scatter, the inverse of gather, in three forms: `scatter` (replace), `scatter_add`
+//! (`index_add`: duplicates accumulate) and NumPy's `put_along_axis` (replace, one index per
+//! value). Their checks, reference, conditioning and cost, and their kernels (`cpu.rs`: checked
+//! loops, parallel over independent rows or over fixed chunks of sources; `opencl.rs`, `wgsl.rs`:
+//! a copy pass, then a claim pass and a write pass for the replacing forms or one pass of atomic
+//! adds for `scatter_add`).
+//!
+//! Every form reads data, indices (i32 or u32) and values, and writes a copy of data in which
+//! each value lands at its index. A source element is `(p, j, q)`: `p` runs over the axes of data
+//! before `axis`, `q` over those after it and `j` over the indices (flattened) for `scatter`, or
+//! over the indices' own `axis` for `put_along_axis`. Its index is `idx[j]` (`scatter`) or the
+//! index element at the source's own position (`put_along_axis`); it lands on data element
+//! `(p, idx, q)`.
+//!
+//! Duplicates: the replacing forms keep the value of the **last** source in source order (the
+//! largest `j`, or the last in the indices' row-major order) on every executor: the GPU kernels
+//! first compute, per target, the largest source position that names it (an atomic max) and
+//! then let only that source write. `scatter_add` adds every duplicate: integers wrap (exact on
+//! every executor); floats accumulate in f64 on the CPU, in a fixed order (a long row's fixed
+//! chunks of sources first add in the element type), and with atomic adds in the element type in
+//! an unspecified order on a GPU, so float sums with duplicates may differ in the last bits
+//! between executors (and between runs on a GPU). An index out of range (negative, or past the axis) fails the program, as
+//! gather's does (no negative indices from the end).
+
+mod cpu;
+mod opencl;
+mod wgsl;
+
+pub(crate) use opencl::head as opencl_head;
+
+use super::{Cost, IntrinsicDef, MagInput, Operand, Output, moved_by, numel};
+use crate::error::{Error, ErrorKind, Result};
+use crate::ir::{DType, Intrinsic, Scalar, Shape, Site, TypedVec, collect};
+use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
+use crate::proggen::sequence::IntrinsicCall;
+
+/// Which form of scatter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `scatter`: replace, indices shared along the other axes.
+    Replace,
+    /// `scatter_add`: accumulate, indices shared along the other axes.
+    Add,
+    /// `put_along_axis`: replace, one index per value.
+    Along,
+}
+
+/// The definition of one form (the registry holds one per form).
+pub struct ScatterDef(pub Kind);
+
+/// `(form, axis)` of an op this folder defines.
+pub(crate) fn parts(op: &Intrinsic) -> (Kind, usize) {
+    match op {
+        Intrinsic::Scatter { axis } => (Kind::Replace, *axis),
+        Intrinsic::ScatterAdd { axis } => (Kind::Add, *axis),
+        Intrinsic::PutAlongAxis { axis } => (Kind::Along, *axis),
+        _ => unreachable!("scatter's definition called for {op:?}"),
+    }
+}
+
+fn name_of(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Replace => "scatter",
+        Kind::Add => "scatter_add",
+        Kind::Along => "put_along_axis",
+    }
+}
+
+/// Where each source element of a call lands (see the module comment).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Geom {
+    /// Elements of data before `axis` (rows).
+    pub pre: usize,
+    /// Data's extent along `axis` (the range of a valid index).
+    pub dim: usize,
+    /// Elements of data after `axis`.
+    pub post: usize,
+    /// Sources per row and column: the indices' length (scatter) or their extent along `axis`.
+    pub ni: usize,
+    /// Index elements.
+    pub n_idx: usize,
+    /// Whether each source has its own index (`put_along_axis`).
+    pub along: bool,
+}
+
+impl Geom {
+    pub fn new(data: &[usize], idx: &[usize], axis: usize, kind: Kind) -> Geom {
+        let along = kind == Kind::Along;
+        let n_idx = idx.iter().product();
+        Geom {
+            pre: data[..axis].iter().product(),
+            dim: data[axis],
+            post: data[axis + 1..].iter().product(),
+            ni: if along { idx[axis] } else { n_idx },
+            n_idx,
+            along,
+        }
+    }
+    pub fn of(call: &IntrinsicCall) -> Geom {
+        let (kind, axis) = parts(&call.op);
+        Geom::new(&call.in_shapes[0], &call.in_shapes[1], axis, kind)
+    }
+    /// Source (value) elements.
+    pub fn n_src(&self) -> usize {
+        self.pre * self.ni * self.post
+    }
+    /// Output (data) elements.
+    pub fn n_out(&self) -> usize {
+        self.pre * self.dim * self.post
+    }
+    /// The index element source `s` uses.
+    pub fn index_pos(&self, s: usize) -> usize {
+        if self.along {
+            s
+        } else {
+            (s / self.post.max(1)) % self.ni.max(1)
+        }
+    }
+    /// The output element source `s` lands on with index `i` (in range).
+    pub fn target(&self, s: usize, i: usize) -> usize {
+        let post = self.post.max(1);
+        let p = s / (self.ni * post).max(1);
+        (p * self.dim + i) * post + s % post
+    }
+}
+
+/// Index element `pos` as a position along the axis, `None` when out of range.
+fn index_at(idx: &TypedVec, pos: usize, dim: usize) -> Option<usize> {
+    let x = idx.get(pos).as_f64();
+    (x >= 0.0 && x < dim as f64).then_some(x as usize)
+}
+
+/// The message of an index out of range (the CPU entry and the reference say the same).
+pub(crate) fn out_of_range(kind: Kind, shown: &str, pos: usize, axis: usize, dim: usize) -> String {
+    format!(
+        "{} index {shown} (at position {pos}) is out of bounds for axis {axis} of length {dim}",
+        name_of(kind)
+    )
+}
+
+impl IntrinsicDef for ScatterDef {
+    fn name(&self) -> &'static str {
+        name_of(self.0)
+    }
+
+    fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
+        let (kind, axis) = parts(op);
+        let name = name_of(kind);
+        let (data, idx, values) = (inputs[0], inputs[1], inputs[2]);
+        if axis >= data.shape.len() {
+            return Err(Error::new(
+                ErrorKind::Argument,
+                format!(
+                    "{name} axis {axis} is out of range for shape {:?}",
+                    data.shape
+                ),
+            )
+            .at(site));
+        }
+        if !idx.dtype.is_int() {
+            return Err(Error::new(
+                ErrorKind::DType,
+                format!("{name} indices must be i32 or u32, not {}", idx.dtype),
+            )
+            .at(site));
+        }
+        if values.dtype != data.dtype {
+            return Err(Error::new(
+                ErrorKind::DType,
+                format!(
+                    "{name} values of {} into data of {}: the types must match",
+                    values.dtype, data.dtype
+                ),
+            )
+            .at(site));
+        }
+        if kind == Kind::Add && data.dtype == DType::Bool {
+            return Err(Error::new(
+                ErrorKind::DType,
+                "scatter_add adds numbers: f32, f64, i32 or u32, not bool".to_string(),
+            )
+            .at(site));
+        }
+        let expected: Shape = if kind == Kind::Along {
+            let fits = idx.shape.len() == data.shape.len()
+                && (0..data.shape.len()).all(|d| d == axis || idx.shape[d] == data.shape[d]);
+            if !fits {
+                return Err(Error::new(
+                    ErrorKind::Shape,
+                    format!(
+                        "put_along_axis indices of shape {:?} do not fit data of shape {:?} \
+                         along axis {axis}",
+                        idx.shape, data.shape
+                    ),
+                )
+                .at(site)
+                .hint("the indices have the data's rank and its extents on every other axis"));
+            }
+            Shape::from_slice(idx.shape)
+        } else {
+            data.shape[..axis]
+                .iter()
+                .chain(idx.shape.iter())
+                .chain(data.shape[axis + 1..].iter())
+                .copied()
+                .collect()
+        };
+        if values.shape != &expected[..] {
+            return Err(Error::new(
+                ErrorKind::Shape,
+                format!(
+                    "{name} values of shape {:?} do not match indices of shape {:?} along \
+                     axis {axis} of data of shape {:?}: expected values of shape {:?}",
+                    values.shape,
+                    idx.shape,
+                    data.shape,
+                    &expected[..]
+                ),
+            )
+            .at(site));
+        }
+        Ok(vec![Output {
+            shape: Shape::from_slice(data.shape),
+            dtype: data.dtype,
+        }])
+    }
+
+    fn key_words(&self, op: &Intrinsic, w: &mut Vec<u64>) {
+        w.push(parts(op).1 as u64);
+    }
+
+    /// Every index is checked first (one out of range is an error), then the sources are applied
+    /// one by one in source order onto a copy of data: the last one wins (replace) or each adds
+    /// in f64 (floats) or with wrapping 64-bit integers (integers).
+    fn reference(
+        &self,
+        op: &Intrinsic,
+        inputs: &[(&TypedVec, &[usize])],
+        outputs: &[Output],
+    ) -> std::result::Result<Vec<TypedVec>, String> {
+        let (kind, axis) = parts(op);
+        let (data, dshape) = inputs[0];
+        let (idx, ishape) = inputs[1];
+        let (values, _) = inputs[2];
+        let g = Geom::new(dshape, ishape, axis, kind);
+        for pos in 0..g.n_idx {
+            if index_at(idx, pos, g.dim).is_none() {
+                let shown = idx.get(pos).as_f64().to_string();
+                return Err(out_of_range(kind, &shown, pos, axis, g.dim));
+            }
+        }
+        let n = g.n_out();
+        let land = |s: usize| {
+            let i = index_at(idx, g.index_pos(s), g.dim).expect("checked");
+            g.target(s, i)
+        };
+        let dtype = outputs[0].dtype;
+        let out = match (kind, dtype) {
+            (Kind::Add, DType::F32 | DType::F64) => {
+                let mut acc: Vec<f64> = (0..n).map(|t| data.get(t).as_f64()).collect();
+                for s in 0..g.n_src() {
+                    acc[land(s)] += values.get(s).as_f64();
+                }
+                collect(dtype, n, |t| Scalar::F64(acc[t]))
+            }
+            (Kind::Add, _) => {
+                let int = |v: Scalar| match v {
+                    Scalar::I32(x) => x as i64,
+                    Scalar::U32(x) => x as i64,
+                    other => other.as_f64() as i64,
+                };
+                let mut acc: Vec<i64> = (0..n).map(|t| int(data.get(t))).collect();
+                for s in 0..g.n_src() {
+                    let t = land(s);
+                    acc[t] = acc[t].wrapping_add(int(values.get(s)));
+                }
+                match dtype {
+                    DType::I32 => TypedVec::I32(acc.iter().map(|&x| x as i32).collect()),
+                    _ => TypedVec::U32(acc.iter().map(|&x| x as u32).collect()),
+                }
+            }
+            _ => {
+                let mut out: Vec<Scalar> = (0..n).map(|t| data.get(t)).collect();
+                for s in 0..g.n_src() {
+                    out[land(s)] = values.get(s);
+                }
+                collect(dtype, n, |t| out[t])
+            }
+        };
+        Ok(vec![out])
+    }
+
+    /// Replacing forms move magnitudes with the data (the indices are exact); `scatter_add`'s
+    /// element scales with the sum of its terms' sizes, as a sum's does.
+    fn magnitudes(
+        &self,
+        op: &Intrinsic,
+        out: &Output,
+        inputs: &[MagInput],
+        result: &TypedVec,
+    ) -> Vec<f64> {
+        let (kind, axis) = parts(op);
+        if kind != Kind::Add {
+            let m0 = TypedVec::F64(inputs[0].magnitude.to_vec());
+            let m2 = TypedVec::F64(inputs[2].magnitude.to_vec());
+            let parts = [
+                (&m0, inputs[0].shape),
+                (inputs[1].value, inputs[1].shape),
+                (&m2, inputs[2].shape),
+            ];
+            return moved_by(op, out, &parts, result);
+        }
+        let g = Geom::new(inputs[0].shape, inputs[1].shape, axis, kind);
+        let size = |x: &MagInput, i: usize| x.value.get(i).as_f64().abs().max(x.magnitude[i]);
+        let mut m: Vec<f64> = (0..g.n_out()).map(|t| size(&inputs[0], t)).collect();
+        for s in 0..g.n_src() {
+            match index_at(inputs[1].value, g.index_pos(s), g.dim) {
+                Some(i) => m[g.target(s, i)] += size(&inputs[2], s),
+                None => return (0..result.len()).map(|_| f64::INFINITY).collect(),
+            }
+        }
+        m
+    }
+
+    fn moves_data(&self) -> bool {
+        self.0 != Kind::Add
+    }
+
+    /// Data copied once; each source reads its index and value and touches one output element
+    /// (replace: also the claim array, 4 bytes per output element, written, claimed and read).
+    fn cost(&self, call: &IntrinsicCall) -> Cost {
+        let g = Geom::of(call);
+        let el = call.dtype.size() as u64;
+        let src = numel(&call.in_shapes[2]);
+        let copy = 2 * g.n_out() as u64 * el;
+        let per_src = el + DType::U32.size() as u64 + el;
+        match self.0 {
+            Kind::Add => Cost {
+                flops: src,
+                bytes: copy + src * (per_src + el),
+            },
+            _ => Cost {
+                flops: 0,
+                bytes: copy + 4 * g.n_out() as u64 + src * (per_src + 8),
+            },
+        }
+    }
+
+    fn cpu(
+        &self,
+        call: &IntrinsicCall,
+        inputs: &[&TypedVec],
+        outputs: &mut [TypedVec],
+    ) -> std::result::Result<(), Error> {
+        cpu::run(call, inputs, &mut outputs[0])
+    }
+
+    fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        opencl::render(call, t)
+    }
+
+    fn wgsl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        wgsl::render(call)
+    }
+}

@@ -1,0 +1,218 @@
+//! Scatter on OpenCL, rendered per call's shapes (see `mod.rs` for where a source lands).
+//!
+//! Replace (`scatter`, `put_along_axis`), three passes over one program:
+//! 1. `af_scatter_init`: `out = data` and the claim array (scratch 1, a u32 per output element)
+//!    set to 0;
+//! 2. `af_scatter_claim`: each source `s` with a valid index does `atomic_max(claim[t], s + 1)`;
+//!    an index out of range sets the fault word (scratch 0) to 1 (every index element is
+//!    checked, even when there are no sources);
+//! 3. `af_scatter_write`: the source whose `s + 1` is its target's claim writes its value, so the
+//!    last duplicate in source order wins whatever the threads' timing.
+//!
+//! Add (`scatter_add`), two passes: `af_scatter_copy` (`out = data`), then `af_scatter_add`:
+//! integer atomic adds, or a compare-and-swap loop on the bits of the element for f32
+//! (`atomic_cmpxchg`) and f64 (`atom_cmpxchg` of `cl_khr_int64_base_atomics`; a device without
+//! it fails the build, and the call runs on the CPU).
+
+use super::{Geom, Kind, parts};
+use crate::ir::DType;
+use crate::proggen::codegen::c::ctype;
+use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
+use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for};
+use crate::proggen::sequence::IntrinsicCall;
+
+/// The plan for `call` (data, indices, values).
+pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
+    let (kind, _) = parts(&call.op);
+    let g = Geom::of(call);
+    let it = call.in_dtypes[1];
+    let in_range = match it {
+        DType::I32 => format!("i >= 0 && (ulong)i < {}UL", g.dim),
+        DType::U32 => format!("(ulong)i < {}UL", g.dim),
+        d => return Err(Unsupported(format!("scatter indices of type {d}"))),
+    };
+    let (n_out, n_src) = (g.n_out() as u64, g.n_src() as u64);
+    if n_src >= u32::MAX as u64 {
+        return Err(Unsupported(
+            "scatter of 2^32 - 1 or more sources (claims are u32)".into(),
+        ));
+    }
+    let (ty, it) = (ctype(call.dtype), ctype(it));
+    // Source `s`: its index element, and the target of index `i`.
+    let post = g.post.max(1);
+    let pos = if g.along {
+        "s".to_string()
+    } else {
+        format!("(s / {post}UL) % {}UL", g.ni.max(1))
+    };
+    let target = format!(
+        "((s / {row}UL) * {dim}UL + (ulong)i) * {post}UL + s % {post}UL",
+        row = (g.ni * post).max(1),
+        dim = g.dim,
+    );
+    let n_check = n_src.max(g.n_idx as u64);
+    let mut source = head(t);
+    if kind == Kind::Add && call.dtype == DType::F64 {
+        source.push_str("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n");
+    }
+    let out_groups = groups_for(n_out, LOCAL as u64);
+    let src_groups = groups_for(n_src, LOCAL as u64);
+    let check_groups = groups_for(n_check, LOCAL as u64);
+    if kind == Kind::Add {
+        let add = match call.dtype {
+            DType::F32 => "  volatile __global uint *u = (volatile __global uint *)p;
+  uint old = *u;
+  for (;;) {
+    const uint seen = old;
+    old = atomic_cmpxchg(u, seen, as_uint(as_float(seen) + v));
+    if (old == seen) break;
+  }"
+            .to_string(),
+            DType::F64 => "  volatile __global ulong *u = (volatile __global ulong *)p;
+  ulong old = *u;
+  for (;;) {
+    const ulong seen = old;
+    old = atom_cmpxchg(u, seen, as_ulong(as_double(seen) + v));
+    if (old == seen) break;
+  }"
+            .to_string(),
+            DType::I32 => "  atomic_add((volatile __global int *)p, v);".to_string(),
+            DType::U32 => "  atomic_add((volatile __global uint *)p, v);".to_string(),
+            d => return Err(Unsupported(format!("scatter_add of {d}"))),
+        };
+        source.push_str(&format!(
+            r#"
+{ENTRY_ATTR}
+void af_scatter_copy(__global const {ty} *data, __global {ty} *out) {{
+  for (ulong t = get_global_id(0); t < {n_out}UL; t += get_global_size(0)) out[t] = data[t];
+}}
+
+static void af_add_at(__global {ty} *p, const {ty} v) {{
+{add}
+}}
+
+{ENTRY_ATTR}
+void af_scatter_add(__global const {it} *idx, __global const {ty} *vals, __global {ty} *out, __global u32 *af_fault) {{
+  u32 fault = 0u;
+  for (ulong s = get_global_id(0); s < {n_check}UL; s += get_global_size(0)) {{
+    if (s < {n_idx}UL) {{ const {it} i = idx[s]; if (!({in_range})) fault = 1u; }}
+    if (s < {n_src}UL) {{
+      const {it} i = idx[{pos}];
+      if ({in_range}) af_add_at(out + ({target}), vals[s]);
+    }}
+  }}
+  if (fault != 0u) af_fault[0] = fault;
+}}
+"#,
+            n_idx = g.n_idx,
+        ));
+        return Ok(GpuPlan {
+            source,
+            scratch: vec![4],
+            passes: vec![
+                pass(
+                    "af_scatter_copy",
+                    vec![BufArg::Input(0), BufArg::Output(0)],
+                    out_groups,
+                ),
+                pass(
+                    "af_scatter_add",
+                    vec![
+                        BufArg::Input(1),
+                        BufArg::Input(2),
+                        BufArg::Output(0),
+                        BufArg::Scratch(0),
+                    ],
+                    check_groups,
+                ),
+            ],
+            fault: Some(0),
+            immediate_words: None,
+        });
+    }
+    source.push_str(&format!(
+        r#"
+{ENTRY_ATTR}
+void af_scatter_init(__global const {ty} *data, __global {ty} *out, __global uint *claim) {{
+  for (ulong t = get_global_id(0); t < {n_out}UL; t += get_global_size(0)) {{
+    out[t] = data[t];
+    claim[t] = 0u;
+  }}
+}}
+
+{ENTRY_ATTR}
+void af_scatter_claim(__global const {it} *idx, __global uint *claim, __global u32 *af_fault) {{
+  u32 fault = 0u;
+  for (ulong s = get_global_id(0); s < {n_check}UL; s += get_global_size(0)) {{
+    if (s < {n_idx}UL) {{ const {it} i = idx[s]; if (!({in_range})) fault = 1u; }}
+    if (s < {n_src}UL) {{
+      const {it} i = idx[{pos}];
+      if ({in_range}) atomic_max((volatile __global uint *)(claim + ({target})), (uint)(s + 1UL));
+    }}
+  }}
+  if (fault != 0u) af_fault[0] = fault;
+}}
+
+{ENTRY_ATTR}
+void af_scatter_write(__global const {it} *idx, __global const {ty} *vals, __global const uint *claim, __global {ty} *out) {{
+  for (ulong s = get_global_id(0); s < {n_src}UL; s += get_global_size(0)) {{
+    const {it} i = idx[{pos}];
+    if ({in_range}) {{
+      const ulong t = {target};
+      if (claim[t] == (uint)(s + 1UL)) out[t] = vals[s];
+    }}
+  }}
+}}
+"#,
+        n_idx = g.n_idx,
+    ));
+    Ok(GpuPlan {
+        source,
+        scratch: vec![4, (n_out * 4).max(4)],
+        passes: vec![
+            pass(
+                "af_scatter_init",
+                vec![BufArg::Input(0), BufArg::Output(0), BufArg::Scratch(1)],
+                out_groups,
+            ),
+            pass(
+                "af_scatter_claim",
+                vec![BufArg::Input(1), BufArg::Scratch(1), BufArg::Scratch(0)],
+                check_groups,
+            ),
+            pass(
+                "af_scatter_write",
+                vec![
+                    BufArg::Input(1),
+                    BufArg::Input(2),
+                    BufArg::Scratch(1),
+                    BufArg::Output(0),
+                ],
+                src_groups,
+            ),
+        ],
+        fault: Some(0),
+        immediate_words: None,
+    })
+}
+
+fn pass(entry: &str, buffers: Vec<BufArg>, groups: u32) -> Pass {
+    Pass {
+        entry: entry.into(),
+        buffers,
+        params: false,
+        groups,
+        local: LOCAL,
+    }
+}
+
+/// The program's first lines: the element type names of the primitive library and f64 where the
+/// device has it (the library itself is not needed: a smaller source builds faster).
+pub fn head(t: Target) -> String {
+    let mut s = String::from("#pragma OPENCL FP_CONTRACT OFF\n");
+    s.push_str("typedef float f32; typedef int i32; typedef uint u32; typedef uchar b8;\n");
+    if t.fp64 {
+        s.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\ntypedef double f64;\n");
+    }
+    s
+}
