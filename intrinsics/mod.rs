@@ -1,5 +1,5 @@
 //! The intrinsic library (the seed's 700) and its registry: hand-written, non-fusible kernels, one
-//! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`). Each folder's `mod.rs`
+//! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`, `scan/`). Each folder's `mod.rs`
 //! implements [`IntrinsicDef`], the one description of the intrinsic that every stage dispatches
 //! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
 //! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
@@ -17,8 +17,9 @@
 //!
 //! # Rules for what comes next
 //!
-//! The four intrinsics here have one output, one generated kernel (or two passes) per target and a
-//! shape known when they are recorded. The trait is shaped for the others as follows.
+//! The intrinsics here have one output, one generated kernel (or a few passes: matmul's split `k`,
+//! scan's reduce-then-scan) per target and a shape known when they are recorded. The trait is
+//! shaped for the others as follows.
 //!
 //! - **Several outputs** (`lu`, `topk`): [`IntrinsicDef::check`] and [`IntrinsicDef::reference`]
 //!   already return one [`Output`] / value per output, [`IntrinsicDef::cpu`] writes `outputs[k]`
@@ -54,6 +55,7 @@ pub mod cpu;
 pub mod gather;
 pub mod matmul;
 pub mod opencl;
+pub mod scan;
 pub mod transpose;
 pub mod wgsl;
 
@@ -190,11 +192,12 @@ pub trait IntrinsicDef: Sync {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 4] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 5] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
     &transpose::Transpose,
+    &scan::Scan,
 ];
 
 /// The registry index of `op`'s definition.
@@ -204,6 +207,7 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::Gather { .. } => 1,
         Intrinsic::Concat { .. } => 2,
         Intrinsic::Transpose { .. } => 3,
+        Intrinsic::Scan { .. } => 4,
     }
 }
 
@@ -293,6 +297,13 @@ mod tests {
             (Intrinsic::Gather { axis: 1 }, "gather"),
             (Intrinsic::Concat { axis: 0 }, "concat"),
             (Intrinsic::Transpose { offset: 3 }, "transpose"),
+            (
+                Intrinsic::Scan {
+                    op: crate::ir::ReduceOp::Sum,
+                    axis: 0,
+                },
+                "scan",
+            ),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

@@ -1,6 +1,6 @@
 //! The language-specific interface (the seed's LSI 100) for Rust: `Array<T>` with operator
-//! overloading, math functions, reductions, generators, views, random numbers, reads and writes,
-//! and the `Runtime` controls. Every public function is `#[track_caller]` so errors, caches and
+//! overloading, math functions, reductions, scans, generators, views, random numbers, reads and
+//! writes, and the `Runtime` controls. Every public function is `#[track_caller]` so errors, caches and
 //! profiles know the user's call site.
 
 mod array;
@@ -15,6 +15,7 @@ mod random;
 mod reduce;
 mod reuse;
 mod runtime;
+mod scan;
 mod slicing;
 mod view;
 

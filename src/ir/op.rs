@@ -85,6 +85,9 @@ pub enum Intrinsic {
     /// element `offset` on. Never recorded: GPU executors run fused kernels that only copy a
     /// transpose as this intrinsic (`intrinsics/transpose/`).
     Transpose { offset: usize },
+    /// Inclusive scan along `axis` (`cumsum`, `cumprod`, `cummax`, `cummin`): `op` is one of
+    /// `Sum`, `Prod`, `Max`, `Min`. Input: the data; the output has its shape and type.
+    Scan { op: ReduceOp, axis: usize },
 }
 
 /// One output of an intrinsic call: its shape and element type.
