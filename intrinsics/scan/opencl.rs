@@ -13,52 +13,78 @@
 //!
 //! Columns (`post > 1`): `af_scan_cols_reduce`, `af_scan_cols_carry`, `af_scan_cols` (a thread
 //! per chunk of a line), or only `af_scan_cols` when each thread takes a whole line.
-//! Sums and products accumulate in the element type (integers wrap through the library's
-//! `af_add_i32`, ...); max and min are the library's NaN-propagating `af_max_*`/`af_min_*`.
+//! Sums and products accumulate in the element type (integers wrap, through unsigned
+//! arithmetic); max and min propagate NaN and keep the earlier of equal values, as the primitive
+//! library's `af_max_*`/`af_min_*` do.
 
 use super::{GPU_LOCAL, Geometry, GpuLayout};
 use crate::ir::{DType, ReduceOp};
-use crate::proggen::codegen::c::ctype;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
-use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for, prelude};
+use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for};
 
 /// Totals one thread of the carry pass takes per step.
 const CARRY_PER_THREAD: usize = 8;
 
-/// The combining function and identity of `op` on `d` in OpenCL C.
-pub(super) fn comb_and_id(op: ReduceOp, d: DType) -> Result<(String, &'static str), Unsupported> {
-    let f = match op {
-        ReduceOp::Sum => "add",
-        ReduceOp::Prod => "mul",
-        ReduceOp::Max => "max",
-        ReduceOp::Min => "min",
-        o => return Err(Unsupported(format!("no scan for {}", o.name()))),
+/// The program's first lines: f64 support where needed, the element type's name `T`, the
+/// combining function `af_scan_comb(a, b)` (`a` first) and the identity `AF_ID`. Written here
+/// rather than taken from the primitive library: a scan needs four of its functions, and a program
+/// of a few hundred lines builds several times faster on PoCL than one with the whole library
+/// (shapes are literals, so a program builds per shape).
+pub(super) fn prelude(op: ReduceOp, d: DType) -> Result<String, Unsupported> {
+    let t = match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I32 => "int",
+        DType::U32 => "uint",
+        d => return Err(Unsupported(format!("scan of {d}"))),
+    };
+    let float = d.is_float();
+    let comb = match (op, d) {
+        (ReduceOp::Sum, DType::I32) => "as_int(as_uint(a) + as_uint(b))",
+        (ReduceOp::Prod, DType::I32) => "as_int(as_uint(a) * as_uint(b))",
+        (ReduceOp::Sum, _) => "a + b",
+        (ReduceOp::Prod, _) => "a * b",
+        (ReduceOp::Max, _) if float => "(isnan(a) || isnan(b)) ? (T)NAN : (b > a ? b : a)",
+        (ReduceOp::Min, _) if float => "(isnan(a) || isnan(b)) ? (T)NAN : (b < a ? b : a)",
+        (ReduceOp::Max, _) => "b > a ? b : a",
+        (ReduceOp::Min, _) => "b < a ? b : a",
+        (o, _) => return Err(Unsupported(format!("no scan for {}", o.name()))),
     };
     let id = match (op, d) {
         (ReduceOp::Sum, _) => "0",
         (ReduceOp::Prod, _) => "1",
-        (ReduceOp::Max, DType::F32 | DType::F64) => "-INFINITY",
-        (ReduceOp::Min, DType::F32 | DType::F64) => "INFINITY",
+        (ReduceOp::Max, _) if float => "-INFINITY",
+        (ReduceOp::Min, _) if float => "INFINITY",
         (ReduceOp::Max, DType::I32) => "INT_MIN",
         (ReduceOp::Min, DType::I32) => "INT_MAX",
-        (ReduceOp::Max, DType::U32) => "0u",
-        (ReduceOp::Min, DType::U32) => "UINT_MAX",
-        (_, d) => return Err(Unsupported(format!("scan of {d}"))),
+        (ReduceOp::Max, _) => "0u",
+        _ => "UINT_MAX",
     };
-    Ok((format!("af_{f}_{}", ctype(d)), id))
+    let fp64 = if d == DType::F64 {
+        "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    } else {
+        ""
+    };
+    Ok(format!(
+        "{fp64}#pragma OPENCL FP_CONTRACT OFF
+typedef {t} T;
+#define AF_ID ((T)({id}))
+static inline T af_scan_comb(T a, T b) {{ return {comb}; }}
+#define AF_COMB(a, b) af_scan_comb(a, b)
+"
+    ))
 }
 
 /// The plan of scan `op` over `g` of element type `d`.
 pub fn render(op: ReduceOp, g: Geometry, d: DType, t: Target) -> Result<GpuPlan, Unsupported> {
-    let (comb, id) = comb_and_id(op, d)?;
-    let el = ctype(d);
+    if d == DType::F64 && !t.fp64 {
+        return Err(Unsupported("the device does not compute f64".into()));
+    }
+    let mut source = prelude(op, d)?;
+    let el = "T";
     let per_thread = if d == DType::F64 { 8 } else { 16 };
     let layout = GpuLayout::of(g, per_thread);
     let len = g.len();
-    let mut source = prelude(t);
-    source.push_str(&format!(
-        "\n#define AF_COMB(a, b) {comb}(a, b)\n#define AF_ID (({el})({id}))\n"
-    ));
     let bytes = d.size() as u64;
     let pass = |entry: &str, buffers: Vec<BufArg>, groups: u32| Pass {
         entry: entry.into(),
@@ -192,7 +218,6 @@ void af_scan_reduce(__global const {el} *x, __global {el} *part) {{
     const {ix} start = b * {block}, end = min(start + {block}, ({ix}){len});
     const {ix} lo = max(start, ((end - 1) / {n}) * {n});
     {el} acc = AF_ID;
-    #pragma unroll
     for (uint i = 0u; i < {per}u; i++) {{
       const {ix} g = start + lid + {local}u * i;
       if (g >= lo && g < end) acc = AF_COMB(acc, x[g]);
@@ -227,7 +252,6 @@ void af_scan_carry(__global {el} *part) {{
     uint bits = 0u;
     {el} acc = AF_ID;
     uint fl = 0u;
-    #pragma unroll
     for (uint j = 0u; j < {e2}u; j++) {{
       const {ix} b = c0 + lid * {e2}u + j;
       const {el} t = b < {blocks} ? part[b] : AF_ID;
@@ -237,7 +261,6 @@ void af_scan_carry(__global {el} *part) {{
     }}
 {hs}    {el} run = pre;
     uint seen = 0u;
-    #pragma unroll
     for (uint j = 0u; j < {e2}u; j++) {{
       const {ix} b = c0 + lid * {e2}u + j;
       if (b < {blocks}) part[b] = run;
@@ -268,7 +291,6 @@ void af_scan_block(__global const {el} *x, {part_arg}__global {el} *y) {{
   const uint lid = get_local_id(0);
   for ({ix} b = get_group_id(0); b < {blocks}; b += get_num_groups(0)) {{
     const {ix} start = b * {block};
-    #pragma unroll
     for (uint i = 0u; i < {per}u; i++) {{
       const uint k = lid + {local}u * i;
       const {ix} g = start + k;
@@ -277,7 +299,6 @@ void af_scan_block(__global const {el} *x, {part_arg}__global {el} *y) {{
     barrier(CLK_LOCAL_MEM_FENCE);
     {el} acc = AF_ID;
     uint fl = 0u;
-    #pragma unroll
     for (uint j = 0u; j < {per}u; j++) {{
       const uint k = lid * {per}u + j;
       const {el} v = tile[k + k / 32u];
@@ -286,14 +307,12 @@ void af_scan_block(__global const {el} *x, {part_arg}__global {el} *y) {{
     }}
     const {el} carry = {carry};
 {hs}    uint seen = 0u;
-    #pragma unroll
     for (uint j = 0u; j < {per}u; j++) {{
       const uint k = lid * {per}u + j;
       if ((start + k) % {n} == 0) seen = 1u;
       if (seen == 0u) tile[k + k / 32u] = AF_COMB(pre, tile[k + k / 32u]);
     }}
     barrier(CLK_LOCAL_MEM_FENCE);
-    #pragma unroll
     for (uint i = 0u; i < {per}u; i++) {{
       const uint k = lid + {local}u * i;
       const {ix} g = start + k;
