@@ -215,7 +215,12 @@ fn scan_lanes<O: Op>(
         return;
     }
     let [y0, y1, y2, y3] = y;
-    let ys = [&mut y0[..len], &mut y1[..len], &mut y2[..len], &mut y3[..len]];
+    let ys = [
+        &mut y0[..len],
+        &mut y1[..len],
+        &mut y2[..len],
+        &mut y3[..len],
+    ];
     let xs = x.map(|x| &x[..len]);
     let mut acc = [0; LANES].map(|_| o.lift(xs[0][0]));
     for l in 0..LANES {
@@ -383,7 +388,11 @@ fn columns<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
         let at = |k: usize| (p * n + k) * post;
         let first = &x[at(k0) + q0..at(k0) + q1];
         let mut acc: Vec<O::A> = match carry {
-            Some(c) => c.iter().zip(first).map(|(&a, &v)| o.comb(a, o.lift(v))).collect(),
+            Some(c) => c
+                .iter()
+                .zip(first)
+                .map(|(&a, &v)| o.comb(a, o.lift(v)))
+                .collect(),
             None => first.iter().map(|&v| o.lift(v)).collect(),
         };
         let emit = |k: usize, acc: &[O::A]| {

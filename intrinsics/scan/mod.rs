@@ -263,22 +263,28 @@ impl IntrinsicDef for Scan {
                 TypedVec::F32(lines!(x, f64, |x: f32| x as f64, fop, |a: f64| a as f32))
             }
             TypedVec::F64(x) => TypedVec::F64(lines!(x, f64, |x: f64| x, fop, |a: f64| a)),
-            TypedVec::I32(x) if wraps => TypedVec::I32(lines!(
-                x,
-                u32,
-                |x: i32| x as u32,
-                iop,
-                |a: u32| a as i32
-            )),
-            TypedVec::U32(x) if wraps => {
-                TypedVec::U32(lines!(x, u32, |x: u32| x, iop, |a: u32| a))
+            TypedVec::I32(x) if wraps => {
+                TypedVec::I32(lines!(x, u32, |x: i32| x as u32, iop, |a: u32| a as i32))
             }
+            TypedVec::U32(x) if wraps => TypedVec::U32(lines!(x, u32, |x: u32| x, iop, |a: u32| a)),
             TypedVec::I32(x) => {
-                let m = |a: i32, b: i32| if rop == ReduceOp::Max { a.max(b) } else { a.min(b) };
+                let m = |a: i32, b: i32| {
+                    if rop == ReduceOp::Max {
+                        a.max(b)
+                    } else {
+                        a.min(b)
+                    }
+                };
                 TypedVec::I32(lines!(x, i32, |x: i32| x, m, |a: i32| a))
             }
             TypedVec::U32(x) => {
-                let m = |a: u32, b: u32| if rop == ReduceOp::Max { a.max(b) } else { a.min(b) };
+                let m = |a: u32, b: u32| {
+                    if rop == ReduceOp::Max {
+                        a.max(b)
+                    } else {
+                        a.min(b)
+                    }
+                };
                 TypedVec::U32(lines!(x, u32, |x: u32| x, m, |a: u32| a))
             }
             TypedVec::Bool(_) => return Err(format!("{} of bool", scan_name(rop))),

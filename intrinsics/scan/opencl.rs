@@ -106,14 +106,12 @@ pub fn render(op: ReduceOp, g: Geometry, d: DType, t: Target) -> Result<GpuPlan,
             let n = g.n.max(1);
             let groups = blocks.min(u32::MAX as usize) as u64;
             let split = blocks > 1;
-            source.push_str(&rows_source(ix, el, len, n, block, per_thread, blocks, split));
+            source.push_str(&rows_source(
+                ix, el, len, n, block, per_thread, blocks, split,
+            ));
             let mut passes = Vec::new();
             if split {
-                passes.push(pass(
-                    "af_scan_reduce",
-                    vec![x, part],
-                    groups_for(groups, 1),
-                ));
+                passes.push(pass("af_scan_reduce", vec![x, part], groups_for(groups, 1)));
                 passes.push(pass("af_scan_carry", vec![part], 1));
                 passes.push(pass(
                     "af_scan_block",

@@ -101,7 +101,6 @@ pub fn render(op: ReduceOp, g: Geometry, d: DType) -> Result<GpuPlan, Unsupporte
                 block,
                 per_thread,
                 blocks,
-                groups,
                 split,
             ));
             if split {
@@ -121,14 +120,7 @@ pub fn render(op: ReduceOp, g: Geometry, d: DType) -> Result<GpuPlan, Unsupporte
             let threads = g.pre * chunks * g.post;
             let groups = groups_for(threads);
             let line_groups = groups_for(g.pre * g.post);
-            source.push_str(&columns_source(
-                t,
-                g,
-                chunks,
-                chunk,
-                groups,
-                line_groups,
-            ));
+            source.push_str(&columns_source(t, g, chunks, chunk));
             if chunks > 1 {
                 (
                     vec![
@@ -186,14 +178,12 @@ fn rows_source(
     block: usize,
     per: usize,
     blocks: usize,
-    groups: u32,
     split: bool,
 ) -> String {
     let local = GPU_LOCAL;
     let e2 = CARRY_PER_THREAD;
     let tile = block + block / 32;
     let hs = hillis_steele(t);
-    let g = groups.max(1);
     let mut s = String::new();
     if split {
         s.push_str(&format!(
@@ -205,8 +195,8 @@ var<workgroup> sf: array<u32, {local}>;
 
 // Block b's total since its last segment start (its start when none lies inside).
 @compute @workgroup_size({local})
-fn af_scan_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
-  for (var b = wid.x; b < {blocks}u; b += {g}u) {{
+fn af_scan_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+  for (var b = wid.x; b < {blocks}u; b += nwg.x) {{
     let start = b * {block}u;
     let end = min(start + {block}u, {len}u);
     let lo = max(start, ((end - 1u) / {n}u) * {n}u);
@@ -298,8 +288,8 @@ var<workgroup> tile: array<{t}, {tile}>;
 // Block b scanned: segments start at multiples of {n}; elements before the block's first start
 // continue from its carry.
 @compute @workgroup_size({local})
-fn af_scan_block(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
-  for (var b = wid.x; b < {blocks}u; b += {g}u) {{
+fn af_scan_block(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+  for (var b = wid.x; b < {blocks}u; b += nwg.x) {{
     let start = b * {block}u;
     for (var i = 0u; i < {per}u; i++) {{
       let k = lid + {local}u * i;
@@ -342,24 +332,15 @@ fn af_scan_block(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
 }
 
 /// The entries of a column scan: `chunks` chunks of `chunk` elements per line.
-fn columns_source(
-    t: &str,
-    g: Geometry,
-    chunks: usize,
-    chunk: usize,
-    groups: u32,
-    line_groups: u32,
-) -> String {
+fn columns_source(t: &str, g: Geometry, chunks: usize, chunk: usize) -> String {
     let local = GPU_LOCAL;
     let (n, post) = (g.n.max(1), g.post.max(1));
     let threads = g.pre * chunks * g.post;
     let lines = g.pre * g.post;
-    let stride = groups.max(1) as usize * local;
-    let line_stride = line_groups.max(1) as usize * local;
     // Thread t takes chunk j of line (p, q), t = (p * chunks + j) * post + q.
     let head = |x: &str, what: &str| {
         format!(
-            "  for (var t = gid.x; t < {threads}u; t += {stride}u) {{
+            "  for (var t = gid.x; t < {threads}u; t += nwg.x * {local}u) {{
     let q = t % {post}u;
     let j = (t / {post}u) % {chunks}u;
     let p = t / ({post}u * {chunks}u);
@@ -378,7 +359,7 @@ fn columns_source(
 @group(0) @binding(1) var<storage, read_write> rpart: array<{t}>;
 
 @compute @workgroup_size({local})
-fn af_scan_cols_reduce(@builtin(global_invocation_id) gid: vec3<u32>) {{
+fn af_scan_cols_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
 {}    for (var k = k0 + 1u; k < k1; k++) {{
       i += {post}u;
       acc = af_scan_comb(acc, rx[i]);
@@ -391,8 +372,8 @@ fn af_scan_cols_reduce(@builtin(global_invocation_id) gid: vec3<u32>) {{
 
 // cpart[(p * chunks + j) * post + q] becomes the carry into chunk j of line (p, q).
 @compute @workgroup_size({local})
-fn af_scan_cols_carry(@builtin(global_invocation_id) gid: vec3<u32>) {{
-  for (var t = gid.x; t < {lines}u; t += {line_stride}u) {{
+fn af_scan_cols_carry(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
+  for (var t = gid.x; t < {lines}u; t += nwg.x * {local}u) {{
     let p = t / {post}u;
     let q = t % {post}u;
     var i = p * {chunks}u * {post}u + q;
@@ -424,7 +405,7 @@ fn af_scan_cols_carry(@builtin(global_invocation_id) gid: vec3<u32>) {{
 {part_decl}@group(0) @binding({out_binding}) var<storage, read_write> by: array<{t}>;
 
 @compute @workgroup_size({local})
-fn af_scan_cols(@builtin(global_invocation_id) gid: vec3<u32>) {{
+fn af_scan_cols(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
 {}    by[i] = acc;
     for (var k = k0 + 1u; k < k1; k++) {{
       i += {post}u;
