@@ -6,7 +6,7 @@
 //! - `af_scan_reduce(x, part)`: per block, its total since its last segment start (a segment
 //!   starts at every multiple of `n`), strided loads, a tree in local memory;
 //! - `af_scan_carry(part)`: one work-group turns the totals into each block's carry in place
-//!   (an exclusive segmented scan over blocks, 256 x 8 totals per step);
+//!   (an exclusive segmented scan over blocks, 256 x 16 totals per step);
 //! - `af_scan_block(x, [part,] y)`: per block, coalesced loads into local memory, each thread a
 //!   segmented scan of its consecutive elements, a segmented Hillis-Steele scan of the threads'
 //!   totals, the carry added to the elements before the first segment start, coalesced stores.
@@ -23,7 +23,7 @@ use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
 use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for};
 
 /// Totals one thread of the carry pass takes per step.
-const CARRY_PER_THREAD: usize = 8;
+const CARRY_PER_THREAD: usize = 16;
 
 /// The program's first lines: f64 support where needed, the element type's name `T`, the
 /// combining function `af_scan_comb(a, b)` (`a` first) and the identity `AF_ID`. Written here

@@ -1323,9 +1323,11 @@ pub fn matmul_matches<D: Device>(
 /// work-groups in the block passes (their grid-stride loops); column scans whole and cut into
 /// chunks, also on 3 work-groups.
 pub fn scan_matches<D: Device>(dev: &D) {
+    // More block totals than the carry pass takes in one step (4096 blocks of 2048 f64 on
+    // OpenCL, 2048 blocks of 2048 u32 on WGSL): two carry steps or more.
+    let long = if dev.fp64() { DType::F64 } else { DType::U32 };
     let cases: [(ReduceOp, DType, &[usize], usize, bool); 7] = [
-        // More than 2048 blocks (4096 u32 on OpenCL, 2048 on WGSL): two carry steps or more.
-        (ReduceOp::Sum, DType::U32, &[3, 2_800_001], 1, false),
+        (ReduceOp::Sum, long, &[3, 2_800_001], 1, false),
         (ReduceOp::Sum, DType::F32, &[5, 30_001], 1, true),
         (ReduceOp::Max, DType::F32, &[3, 9_000], 1, true),
         (ReduceOp::Min, DType::I32, &[20_000, 5], 0, true),
@@ -1353,6 +1355,12 @@ pub fn scan_matches<D: Device>(dev: &D) {
             DType::I32 => TypedVec::I32(
                 (0..len as u32)
                     .map(|i| i.wrapping_mul(2654435761) as i32 | 1)
+                    .collect(),
+            ),
+            // Small integers: every order of summation gives the same f64 sum.
+            DType::F64 => TypedVec::F64(
+                (0..len as u32)
+                    .map(|i| (i.wrapping_mul(2654435761) % 1000) as f64 - 500.0)
                     .collect(),
             ),
             _ => TypedVec::U32(
