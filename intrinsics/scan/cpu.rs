@@ -363,6 +363,13 @@ struct Out<T>(*mut T);
 unsafe impl<T: Send> Send for Out<T> {}
 unsafe impl<T: Send> Sync for Out<T> {}
 
+impl<T> Out<T> {
+    /// The pointer (a method, so closures capture the whole `Out`, which is `Sync`).
+    fn ptr(&self) -> *mut T {
+        self.0
+    }
+}
+
 /// Axes other than the last: tasks over (line `p`, columns `q0..q1`, rows `k0..k1`), each row of
 /// a task combined with the task's running row (or its carry).
 fn columns<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
@@ -382,7 +389,6 @@ fn columns<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
     // Scans block `b` of strip `s` of slab `p` from `carry` (one value per column); returns the
     // block's last row (its running values).
     let block = |p: usize, s: usize, b: usize, carry: Option<&[O::A]>, write: bool| {
-        let out = out;
         let (q0, q1) = (s * width, post.min((s + 1) * width));
         let (k0, k1) = (b * rows, n.min((b + 1) * rows));
         let at = |k: usize| (p * n + k) * post;
@@ -400,7 +406,8 @@ fn columns<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
                 debug_assert!(at(k) + q1 <= len);
                 // SAFETY: columns q0..q1 of row k of slab p belong to this task alone, within
                 // the output's length.
-                let yr = unsafe { std::slice::from_raw_parts_mut(out.0.add(at(k) + q0), q1 - q0) };
+                let yr =
+                    unsafe { std::slice::from_raw_parts_mut(out.ptr().add(at(k) + q0), q1 - q0) };
                 for (w, &a) in yr.iter_mut().zip(acc) {
                     *w = o.down(a);
                 }
