@@ -2,9 +2,10 @@
 //! of block (or chunk) totals, laid out by [`GpuLayout`]. No pass waits on another work-group
 //! (no single-pass look-back), so the plan needs no forward-progress guarantee.
 //!
-//! Rows (`post == 1`; blocks of 256 x 16 elements, 256 x 8 for f64):
+//! Rows (`post == 1`; blocks of 256 x 16 elements, 256 x 8 for f64; blocks wholly inside the
+//! array move 4-byte elements as 16-byte quads through vector pointers):
 //! - `af_scan_reduce(x, part)`: per block, its total since its last segment start (a segment
-//!   starts at every multiple of `n`), strided loads, a tree in local memory;
+//!   starts at every multiple of `n`), coalesced loads, a tree in local memory;
 //! - `af_scan_carry(part)`: one work-group turns the totals into each block's carry in place
 //!   (an exclusive segmented scan over blocks, 256 x 16 totals per step);
 //! - `af_scan_block(x, [part,] y)`: per block, coalesced loads into local memory, each thread a
@@ -68,6 +69,7 @@ pub(super) fn prelude(op: ReduceOp, d: DType) -> Result<String, Unsupported> {
     Ok(format!(
         "{fp64}#pragma OPENCL FP_CONTRACT OFF
 typedef {t} T;
+typedef {t}4 T4;
 #define AF_ID ((T)({id}))
 static inline T af_scan_comb(T a, T b) {{ return {comb}; }}
 #define AF_COMB(a, b) af_scan_comb(a, b)
@@ -106,8 +108,9 @@ pub fn render(op: ReduceOp, g: Geometry, d: DType, t: Target) -> Result<GpuPlan,
             let n = g.n.max(1);
             let groups = blocks.min(u32::MAX as usize) as u64;
             let split = blocks > 1;
+            let quads = d.size() == 4;
             source.push_str(&rows_source(
-                ix, el, len, n, block, per_thread, blocks, split,
+                ix, el, len, n, block, per_thread, blocks, split, quads,
             ));
             let mut passes = Vec::new();
             if split {
@@ -180,9 +183,88 @@ fn rows_source(
     per: usize,
     blocks: usize,
     split: bool,
+    quads: bool,
 ) -> String {
     let local = GPU_LOCAL;
     let e2 = CARRY_PER_THREAD;
+    // Global memory moves in coalesced runs: thread `lid` takes elements (or, with `quads`, the
+    // 16-byte quads of 4-byte elements) `lid + 256 i` of the block. A block wholly inside the
+    // array moves quads; the last, partial one single elements.
+    let per_q = per / 4;
+    let scalar_reduce = format!(
+        "      for (uint i = 0u; i < {per}u; i++) {{
+        const {ix} g = start + lid + {local}u * i;
+        if (g >= lo && g < end) acc = AF_COMB(acc, x[g]);
+      }}
+"
+    );
+    let scalar_loads = format!(
+        "      for (uint i = 0u; i < {per}u; i++) {{
+        const uint k = lid + {local}u * i;
+        const {ix} g = start + k;
+        tile[k + k / 32u] = g < {len} ? x[g] : AF_ID;
+      }}
+"
+    );
+    let scalar_stores = format!(
+        "      for (uint i = 0u; i < {per}u; i++) {{
+        const uint k = lid + {local}u * i;
+        const {ix} g = start + k;
+        if (g < {len}) y[g] = tile[k + k / 32u];
+      }}
+"
+    );
+    let (reduce_loads, block_loads, block_stores) = if quads {
+        (
+            format!(
+                "    if (end - start == {block}) {{
+      for (uint i = 0u; i < {per_q}u; i++) {{
+        const uint q = lid + {local}u * i;
+        const {ix} g = start + 4u * q;
+        const T4 v = ((__global const T4 *)x)[g / 4u];
+        if (g >= lo) acc = AF_COMB(acc, v.x);
+        if (g + 1u >= lo) acc = AF_COMB(acc, v.y);
+        if (g + 2u >= lo) acc = AF_COMB(acc, v.z);
+        if (g + 3u >= lo) acc = AF_COMB(acc, v.w);
+      }}
+    }} else {{
+{scalar_reduce}    }}
+"
+            ),
+            format!(
+                "    if (start + {block} <= {len}) {{
+      for (uint i = 0u; i < {per_q}u; i++) {{
+        const uint q = lid + {local}u * i;
+        const uint o = 4u * q + q / 8u;
+        const T4 v = ((__global const T4 *)x)[start / 4u + q];
+        tile[o] = v.x;
+        tile[o + 1u] = v.y;
+        tile[o + 2u] = v.z;
+        tile[o + 3u] = v.w;
+      }}
+    }} else {{
+{scalar_loads}    }}
+"
+            ),
+            format!(
+                "    if (start + {block} <= {len}) {{
+      for (uint i = 0u; i < {per_q}u; i++) {{
+        const uint q = lid + {local}u * i;
+        const uint o = 4u * q + q / 8u;
+        ((__global T4 *)y)[start / 4u + q] = (T4)(tile[o], tile[o + 1u], tile[o + 2u], tile[o + 3u]);
+      }}
+    }} else {{
+{scalar_stores}    }}
+"
+            ),
+        )
+    } else {
+        (
+            format!("    {{\n{scalar_reduce}    }}\n"),
+            format!("    {{\n{scalar_loads}    }}\n"),
+            format!("    {{\n{scalar_stores}    }}\n"),
+        )
+    };
     // Local memory holds a block with one pad element per 32 (no bank conflicts when a thread
     // walks its consecutive elements).
     let tile = block + block / 32;
@@ -216,11 +298,7 @@ void af_scan_reduce(__global const {el} *x, __global {el} *part) {{
     const {ix} start = b * {block}, end = min(start + {block}, ({ix}){len});
     const {ix} lo = max(start, ((end - 1) / {n}) * {n});
     {el} acc = AF_ID;
-    for (uint i = 0u; i < {per}u; i++) {{
-      const {ix} g = start + lid + {local}u * i;
-      if (g >= lo && g < end) acc = AF_COMB(acc, x[g]);
-    }}
-    sv[lid] = acc;
+{reduce_loads}    sv[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint h = {local}u / 2u; h > 0u; h >>= 1) {{
       if (lid < h) sv[lid] = AF_COMB(sv[lid], sv[lid + h]);
@@ -289,12 +367,7 @@ void af_scan_block(__global const {el} *x, {part_arg}__global {el} *y) {{
   const uint lid = get_local_id(0);
   for ({ix} b = get_group_id(0); b < {blocks}; b += get_num_groups(0)) {{
     const {ix} start = b * {block};
-    for (uint i = 0u; i < {per}u; i++) {{
-      const uint k = lid + {local}u * i;
-      const {ix} g = start + k;
-      tile[k + k / 32u] = g < {len} ? x[g] : AF_ID;
-    }}
-    barrier(CLK_LOCAL_MEM_FENCE);
+{block_loads}    barrier(CLK_LOCAL_MEM_FENCE);
     {el} acc = AF_ID;
     uint fl = 0u;
     for (uint j = 0u; j < {per}u; j++) {{
@@ -311,12 +384,7 @@ void af_scan_block(__global const {el} *x, {part_arg}__global {el} *y) {{
       if (seen == 0u) tile[k + k / 32u] = AF_COMB(pre, tile[k + k / 32u]);
     }}
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = 0u; i < {per}u; i++) {{
-      const uint k = lid + {local}u * i;
-      const {ix} g = start + k;
-      if (g < {len}) y[g] = tile[k + k / 32u];
-    }}
-    barrier(CLK_LOCAL_MEM_FENCE);
+{block_stores}    barrier(CLK_LOCAL_MEM_FENCE);
   }}
 }}
 "#

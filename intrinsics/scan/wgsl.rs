@@ -1,9 +1,11 @@
 //! Scans along an axis in WGSL: the passes of `opencl.rs` (reduce-then-scan over a scratch
 //! buffer of block totals, no single-pass look-back: Vulkan promises no forward progress between
 //! work-groups), with blocks of 256 x 8 elements (a block and its pads fit WebGPU's 16 KiB of
-//! workgroup memory) and u32 indices. f32, i32 and u32 (WGSL has no f64); sums and products in the
-//! element type, integers wrapping; max and min propagate NaN (tested on the bits: drivers may
-//! assume NaN away in comparisons) and keep the first of two zeros.
+//! workgroup memory) and u32 indices. Row passes bind the data as `array<vec4<T>>` and move
+//! 16-byte quads when the length is a multiple of 4. Grid-stride loops step by
+//! `num_workgroups`. f32, i32 and u32 (WGSL has no f64); sums and products in the element type,
+//! integers wrapping; max and min propagate NaN (tested on the bits: drivers may assume NaN away
+//! in comparisons) and keep the first of two zeros.
 
 use super::{GPU_LOCAL, Geometry, GpuLayout};
 use crate::ir::{DType, ReduceOp};
@@ -102,6 +104,7 @@ pub fn render(op: ReduceOp, g: Geometry, d: DType) -> Result<GpuPlan, Unsupporte
                 per_thread,
                 blocks,
                 split,
+                len % 4 == 0,
             ));
             if split {
                 (
@@ -179,16 +182,92 @@ fn rows_source(
     per: usize,
     blocks: usize,
     split: bool,
+    quads: bool,
 ) -> String {
     let local = GPU_LOCAL;
     let e2 = CARRY_PER_THREAD;
     let tile = block + block / 32;
+    // Global memory moves in coalesced runs: thread `lid` takes elements (or, with `quads`, the
+    // 16-byte quads: the input and output bound as `array<vec4<T>>`, the length a multiple of 4)
+    // `lid + 256 i` of the block.
+    let per_q = per / 4;
+    let data = if quads {
+        format!("vec4<{t}>")
+    } else {
+        t.to_string()
+    };
+    let (reduce_loads, block_loads, block_stores) = if quads {
+        (
+            format!(
+                "    for (var i = 0u; i < {per_q}u; i++) {{
+      let g = start + 4u * (lid + {local}u * i);
+      if (g < end) {{
+        let v = rx[g / 4u];
+        if (g >= lo) {{ acc = af_scan_comb(acc, v.x); }}
+        if (g + 1u >= lo) {{ acc = af_scan_comb(acc, v.y); }}
+        if (g + 2u >= lo) {{ acc = af_scan_comb(acc, v.z); }}
+        if (g + 3u >= lo) {{ acc = af_scan_comb(acc, v.w); }}
+      }}
+    }}
+"
+            ),
+            format!(
+                "    for (var i = 0u; i < {per_q}u; i++) {{
+      let q = lid + {local}u * i;
+      let o = 4u * q + q / 8u;
+      var v = vec4<{t}>(af_scan_id());
+      if (start + 4u * q < {len}u) {{ v = bx[start / 4u + q]; }}
+      tile[o] = v.x;
+      tile[o + 1u] = v.y;
+      tile[o + 2u] = v.z;
+      tile[o + 3u] = v.w;
+    }}
+"
+            ),
+            format!(
+                "    for (var i = 0u; i < {per_q}u; i++) {{
+      let q = lid + {local}u * i;
+      let o = 4u * q + q / 8u;
+      if (start + 4u * q < {len}u) {{
+        by[start / 4u + q] = vec4<{t}>(tile[o], tile[o + 1u], tile[o + 2u], tile[o + 3u]);
+      }}
+    }}
+"
+            ),
+        )
+    } else {
+        (
+            format!(
+                "    for (var i = 0u; i < {per}u; i++) {{
+      let k = start + lid + {local}u * i;
+      if (k >= lo && k < end) {{ acc = af_scan_comb(acc, rx[k]); }}
+    }}
+"
+            ),
+            format!(
+                "    for (var i = 0u; i < {per}u; i++) {{
+      let k = lid + {local}u * i;
+      var v = af_scan_id();
+      if (start + k < {len}u) {{ v = bx[start + k]; }}
+      tile[k + k / 32u] = v;
+    }}
+"
+            ),
+            format!(
+                "    for (var i = 0u; i < {per}u; i++) {{
+      let k = lid + {local}u * i;
+      if (start + k < {len}u) {{ by[start + k] = tile[k + k / 32u]; }}
+    }}
+"
+            ),
+        )
+    };
     let hs = hillis_steele(t);
     let mut s = String::new();
     if split {
         s.push_str(&format!(
             "
-@group(0) @binding(0) var<storage, read> rx: array<{t}>;
+@group(0) @binding(0) var<storage, read> rx: array<{data}>;
 @group(0) @binding(1) var<storage, read_write> rpart: array<{t}>;
 var<workgroup> sv: array<{t}, {local}>;
 var<workgroup> sf: array<u32, {local}>;
@@ -201,11 +280,7 @@ fn af_scan_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     let end = min(start + {block}u, {len}u);
     let lo = max(start, ((end - 1u) / {n}u) * {n}u);
     var acc = af_scan_id();
-    for (var i = 0u; i < {per}u; i++) {{
-      let k = start + lid + {local}u * i;
-      if (k >= lo && k < end) {{ acc = af_scan_comb(acc, rx[k]); }}
-    }}
-    sv[lid] = acc;
+{reduce_loads}    sv[lid] = acc;
     workgroupBarrier();
     for (var h = {local}u / 2u; h > 0u; h = h >> 1u) {{
       if (lid < h) {{ sv[lid] = af_scan_comb(sv[lid], sv[lid + h]); }}
@@ -281,8 +356,8 @@ var<workgroup> sf: array<u32, {local}>;
     };
     s.push_str(&format!(
         "
-@group(0) @binding(0) var<storage, read> bx: array<{t}>;
-{part_decl}@group(0) @binding({out_binding}) var<storage, read_write> by: array<{t}>;
+@group(0) @binding(0) var<storage, read> bx: array<{data}>;
+{part_decl}@group(0) @binding({out_binding}) var<storage, read_write> by: array<{data}>;
 var<workgroup> tile: array<{t}, {tile}>;
 
 // Block b scanned: segments start at multiples of {n}; elements before the block's first start
@@ -291,13 +366,7 @@ var<workgroup> tile: array<{t}, {tile}>;
 fn af_scan_block(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
   for (var b = wid.x; b < {blocks}u; b += nwg.x) {{
     let start = b * {block}u;
-    for (var i = 0u; i < {per}u; i++) {{
-      let k = lid + {local}u * i;
-      var v = af_scan_id();
-      if (start + k < {len}u) {{ v = bx[start + k]; }}
-      tile[k + k / 32u] = v;
-    }}
-    workgroupBarrier();
+{block_loads}    workgroupBarrier();
     var acc = af_scan_id();
     var fl = 0u;
     for (var j = 0u; j < {per}u; j++) {{
@@ -319,11 +388,7 @@ fn af_scan_block(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
       if (seen == 0u) {{ tile[k + k / 32u] = af_scan_comb(pre, tile[k + k / 32u]); }}
     }}
     workgroupBarrier();
-    for (var i = 0u; i < {per}u; i++) {{
-      let k = lid + {local}u * i;
-      if (start + k < {len}u) {{ by[start + k] = tile[k + k / 32u]; }}
-    }}
-    workgroupBarrier();
+{block_stores}    workgroupBarrier();
   }}
 }}
 "
