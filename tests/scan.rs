@@ -244,8 +244,8 @@ fn one(r: &mut rand::rngs::StdRng, d: &str, op: Op, shape: &[usize], axis: usize
 
 const TYPES: [&str; 4] = ["f32", "f64", "i32", "u32"];
 
-/// Every op and element type along each axis of a 3-D array: along axis 2 many short rows share
-/// a GPU block; axes 1 and 0 are strided (a GPU thread per line).
+/// Every op and element type along each axis of a 3-D array: along axis 2 short rows, axes 1 and
+/// 0 strided (a GPU thread per line); along axis 2 of [3, 5, 40] rows that share a GPU block.
 #[test]
 fn every_op_and_type_along_each_axis_of_a_3d_array() {
     let mut r = rng(0x5ca0);
@@ -256,13 +256,16 @@ fn every_op_and_type_along_each_axis_of_a_3d_array() {
             }
         }
     }
+    for (j, op) in OPS.into_iter().enumerate() {
+        one(&mut r, TYPES[j], op, &[3, 5, 40], 2);
+    }
 }
 
 /// 70,000 elements along one axis: 18 GPU blocks of 4096 (35 of 2048 on WGSL), rows starting
-/// inside blocks; the same length along a strided axis, which the GPU cuts into chunks; rows of a
-/// length that is no multiple of any block (every block holds a row start); few strided lines of
-/// 300. Each op once per shape, the element types in turn. A GPU executor runs every scan itself
-/// (none falls back to the CPU).
+/// inside blocks (every op); the same length along a strided axis, which the GPU cuts into
+/// chunks; rows of a length that is no multiple of any block (every block holds a row start);
+/// few strided lines of 300 (two ops each). The element types in turn. A GPU executor runs every
+/// scan itself (none falls back to the CPU).
 #[test]
 fn long_lines_cross_many_gpu_blocks() {
     let mut r = rng(0x70000);
@@ -278,7 +281,9 @@ fn long_lines_cross_many_gpu_blocks() {
     .enumerate()
     {
         for (j, op) in OPS.into_iter().enumerate() {
-            one(&mut r, TYPES[(j + k) % 4], op, &shape, axis);
+            if k == 0 || (j + k) % 2 == 0 {
+                one(&mut r, TYPES[(j + k) % 4], op, &shape, axis);
+            }
         }
     }
     assert_eq!(
@@ -320,7 +325,7 @@ fn nan_propagates_through_cummax_and_cummin() {
 }
 
 /// Empty arrays and axes give empty results of the same shape; a length-1 axis copies its input
-/// (each op once per shape, f32 and i32 in turn).
+/// (f32 and i32 in turn, every op on a length-1 axis).
 #[test]
 fn empty_and_length_one_axes() {
     let mut r = rng(0xe1);
@@ -337,6 +342,9 @@ fn empty_and_length_one_axes() {
     {
         let n = numel(&shape);
         for (j, op) in OPS.into_iter().enumerate() {
+            if n == 0 && j != k % 4 {
+                continue;
+            }
             if (j + k) % 2 == 0 {
                 let x = rand_f32(&mut r, n, -2.0, 2.0);
                 check(op, &x, &shape, axis, "f32");

@@ -76,19 +76,20 @@ impl Geometry {
 /// How a GPU plan cuts a scan (both targets; the elements a thread takes differ per target and
 /// element type).
 ///
-/// - **Rows** (`post == 1`, the axis is contiguous): the array is one sequence of `pre` segments
-///   of `n` elements, cut into blocks of `block` elements (256 threads times `per_thread`)
-///   regardless of where segments start, so short rows share a block and long rows span many.
-///   A block is scanned by one work-group as a segmented scan (a segment starts at every multiple
-///   of `n`). With more than one block: pass `af_scan_reduce` writes each block's total since its
-///   last segment start, pass `af_scan_carry` (one work-group) turns the totals into each block's
-///   carry in place (an exclusive segmented scan over blocks), and pass `af_scan_block` scans
-///   each block starting from its carry.
-/// - **Columns** (`post > 1`): a thread walks `chunk` consecutive elements of one line (threads
-///   of neighbouring lines read neighbouring addresses). With few lines the axis is cut into
-///   `chunks` chunks: pass `af_scan_cols_reduce` writes each chunk's total, pass
-///   `af_scan_cols_carry` (a thread per line) turns them into carries, pass `af_scan_cols` scans
-///   each chunk from its carry; otherwise only `af_scan_cols` runs.
+/// - **Rows** (`post == 1`, the axis is contiguous, rows longer than [`SHORT_ROW`]): the array
+///   is one sequence of `pre` segments of `n` elements, cut into blocks of `block` elements (256
+///   threads times `per_thread`) regardless of where segments start, so rows share a block and
+///   long rows span many. A block is scanned by one work-group as a segmented scan (a segment
+///   starts at every multiple of `n`). With more than one block: pass `af_scan_reduce` writes
+///   each block's total since its last segment start, pass `af_scan_carry` (one work-group)
+///   turns the totals into each block's carry in place (an exclusive segmented scan over
+///   blocks), and pass `af_scan_block` scans each block starting from its carry.
+/// - **Columns** (`post > 1`, or rows of at most [`SHORT_ROW`]): a thread walks `chunk`
+///   consecutive elements of one line (threads of neighbouring lines read neighbouring
+///   addresses; for short rows, neighbouring short runs that the cache serves). With few lines
+///   the axis is cut into `chunks` chunks: pass `af_scan_cols_reduce` writes each chunk's total,
+///   pass `af_scan_cols_carry` (a thread per line) turns them into carries, pass `af_scan_cols`
+///   scans each chunk from its carry; otherwise only `af_scan_cols` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuLayout {
     Rows {
@@ -102,6 +103,9 @@ pub enum GpuLayout {
     },
 }
 
+/// Rows of at most this many elements are scanned a thread per row (the columns layout): a
+/// block scan's local memory and barriers buy nothing there, and the kernel is far simpler.
+pub const SHORT_ROW: usize = 32;
 /// Threads of a work-group in every scan pass.
 pub const GPU_LOCAL: usize = 256;
 /// Lines of a column scan from which each thread walks a whole line (enough threads to fill a
@@ -117,7 +121,7 @@ const MAX_CHUNKS: usize = 1024;
 impl GpuLayout {
     /// The layout of a scan of geometry `g` with `per_thread` elements per thread in a row block.
     pub fn of(g: Geometry, per_thread: usize) -> GpuLayout {
-        if g.post == 1 {
+        if g.post == 1 && g.n > SHORT_ROW {
             let block = GPU_LOCAL * per_thread;
             GpuLayout::Rows {
                 block,
