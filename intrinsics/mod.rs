@@ -1,6 +1,6 @@
 //! The intrinsic library (the seed's 700) and its registry: hand-written, non-fusible kernels, one
-//! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`, `scatter/`: scatter,
-//! scatter_add and put_along_axis; `histogram/`: bincount and histogram). Each folder's `mod.rs`
+//! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`, `scan/`, `scatter/`:
+//! scatter, scatter_add and put_along_axis; `histogram/`: bincount and histogram). Each folder's `mod.rs`
 //! implements [`IntrinsicDef`], the one description of the intrinsic that every stage dispatches
 //! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
 //! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
@@ -18,8 +18,9 @@
 //!
 //! # Rules for what comes next
 //!
-//! The four intrinsics here have one output, one generated kernel (or two passes) per target and a
-//! shape known when they are recorded. The trait is shaped for the others as follows.
+//! The intrinsics here have one output, one generated kernel (or a few passes: matmul's split `k`,
+//! scan's reduce-then-scan) per target and a shape known when they are recorded. The trait is
+//! shaped for the others as follows.
 //!
 //! - **Several outputs** (`lu`, `topk`): [`IntrinsicDef::check`] and [`IntrinsicDef::reference`]
 //!   already return one [`Output`] / value per output, [`IntrinsicDef::cpu`] writes `outputs[k]`
@@ -56,6 +57,7 @@ pub mod gather;
 pub mod histogram;
 pub mod matmul;
 pub mod opencl;
+pub mod scan;
 pub mod scatter;
 pub mod transpose;
 pub mod wgsl;
@@ -196,7 +198,7 @@ pub trait IntrinsicDef: Sync {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 9] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 10] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
@@ -206,6 +208,7 @@ pub static REGISTRY: [&dyn IntrinsicDef; 9] = [
     &scatter::ScatterDef(scatter::Kind::Along),
     &histogram::Bincount,
     &histogram::Histogram,
+    &scan::Scan,
 ];
 
 /// The registry index of `op`'s definition.
@@ -220,6 +223,7 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::PutAlongAxis { .. } => 6,
         Intrinsic::Bincount { .. } => 7,
         Intrinsic::Histogram { .. } => 8,
+        Intrinsic::Scan { .. } => 9,
     }
 }
 
@@ -314,6 +318,13 @@ mod tests {
             (Intrinsic::PutAlongAxis { axis: 0 }, "put_along_axis"),
             (Intrinsic::Bincount { length: 4 }, "bincount"),
             (Intrinsic::Histogram { bins: 4 }, "histogram"),
+            (
+                Intrinsic::Scan {
+                    op: crate::ir::ReduceOp::Sum,
+                    axis: 0,
+                },
+                "scan",
+            ),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

@@ -1,14 +1,14 @@
 //! The intrinsic registry (`intrinsics/mod.rs`) against oracles written here: for every
 //! registered intrinsic, random valid calls on which its CPU entry, its reference implementation
-//! and a plain loop in this file agree exactly (matrix products of small integers, so every
-//! summation order gives the same value); its check gives the output shape the loop expects and
+//! and a plain loop in this file agree exactly (matrix products and scans of small integers, so
+//! every summation order gives the same value); its check gives the output shape the loop expects and
 //! rejects a bad call with an error at the caller's file:line; the front end passes the user's
 //! call site through the registry.
 
 use arrayflow::Array;
 use arrayflow::exec::TypedVec;
 use arrayflow::intrinsics::{self, Operand, Output, REGISTRY};
-use arrayflow::ir::{DType, Intrinsic, Shape, Site};
+use arrayflow::ir::{DType, Intrinsic, ReduceOp, Shape, Site};
 use arrayflow::proggen::sequence::IntrinsicCall;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -376,6 +376,74 @@ fn histogram_case(r: &mut StdRng) -> Case {
     }
 }
 
+fn scan_case(r: &mut StdRng) -> Case {
+    let rank = r.random_range(1..=3);
+    let s = shape(r, rank, 6);
+    let axis = r.random_range(0..rank);
+    let op = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min][r.random_range(0..4)];
+    let dtype = [DType::F32, DType::F64, DType::I32, DType::U32][r.random_range(0..4)];
+    let data = values(r, dtype, len(&s));
+    let (pre, n, post) = (len(&s[..axis]), s[axis], len(&s[axis + 1..]));
+    // Each line (p, q) from its first element on: out[(p, k, q)] combines data[(p, 0..=k, q)].
+    macro_rules! lines {
+        ($x:expr, $comb:expr) => {{
+            let mut out = $x.clone();
+            for p in 0..pre {
+                for q in 0..post {
+                    for k in 1..n {
+                        let (i, prev) = ((p * n + k) * post + q, (p * n + k - 1) * post + q);
+                        out[i] = $comb(out[prev], $x[i]);
+                    }
+                }
+            }
+            out
+        }};
+    }
+    macro_rules! float {
+        ($x:expr, $t:ty) => {
+            lines!($x, |a: $t, b: $t| match op {
+                ReduceOp::Sum => a + b,
+                ReduceOp::Prod => a * b,
+                ReduceOp::Max =>
+                    if b > a {
+                        b
+                    } else {
+                        a
+                    },
+                _ =>
+                    if b < a {
+                        b
+                    } else {
+                        a
+                    },
+            })
+        };
+    }
+    macro_rules! int {
+        ($x:expr, $t:ty) => {
+            lines!($x, |a: $t, b: $t| match op {
+                ReduceOp::Sum => a.wrapping_add(b),
+                ReduceOp::Prod => a.wrapping_mul(b),
+                ReduceOp::Max => std::cmp::max(a, b),
+                _ => std::cmp::min(a, b),
+            })
+        };
+    }
+    let expected = match &data {
+        TypedVec::F32(x) => TypedVec::F32(float!(x, f32)),
+        TypedVec::F64(x) => TypedVec::F64(float!(x, f64)),
+        TypedVec::I32(x) => TypedVec::I32(int!(x, i32)),
+        TypedVec::U32(x) => TypedVec::U32(int!(x, u32)),
+        TypedVec::Bool(_) => unreachable!(),
+    };
+    Case {
+        op: Intrinsic::Scan { op, axis },
+        inputs: vec![(data, Shape::from_slice(&s))],
+        expected,
+        out_shape: s,
+    }
+}
+
 /// A random valid call of the intrinsic named `name` (every registered one must have a case).
 fn case(name: &str, r: &mut StdRng) -> Case {
     match name {
@@ -386,6 +454,7 @@ fn case(name: &str, r: &mut StdRng) -> Case {
         "scatter" | "scatter_add" | "put_along_axis" => scatter_case(r, name),
         "bincount" => bincount_case(r),
         "histogram" => histogram_case(r),
+        "scan" => scan_case(r),
         other => panic!("intrinsic {other} is registered but has no case in this test"),
     }
 }
@@ -615,6 +684,16 @@ fn checks_reject_bad_calls_at_the_callers_line() {
                     dtype: DType::F32,
                 },
             ],
+        ),
+        (
+            Intrinsic::Scan {
+                op: ReduceOp::Sum,
+                axis: 2,
+            },
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::F32,
+            }],
         ),
     ];
     assert_eq!(

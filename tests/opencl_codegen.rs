@@ -794,6 +794,15 @@ fn recorded_kernels_build() {
 /// `intrinsics::transpose::as_transpose` recognises, every element type, edges, batches and an input
 /// offset: bit for bit a plain loop's (and the CPU tile VM's) result for the same kernel, also
 /// with 3 work-groups (the grid-stride loop over tiles); no f64 transpose without fp64.
+/// Row and column scans, their carry loops and grid-stride loops, against a plain loop.
+#[test]
+fn scan_matches_a_loop() {
+    let Some(cl) = opencl_device("scan_matches_a_loop") else {
+        return;
+    };
+    scan_matches(cl);
+}
+
 #[test]
 fn folded_maps_match_a_walk() {
     let Some(cl) = opencl_device("folded_maps_match_a_walk") else {

@@ -1080,6 +1080,13 @@ fn matmul_matches_a_plain_loop() {
     );
 }
 
+/// Row and column scans, their carry loops and grid-stride loops, against a plain loop.
+#[test]
+fn scan_matches_a_plain_loop() {
+    let Some(g) = wgpu_device() else { return };
+    scan_matches(g);
+}
+
 #[test]
 fn gather_and_concat_match_the_cpu() {
     let Some(g) = wgpu_device() else { return };

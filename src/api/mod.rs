@@ -1,5 +1,5 @@
 //! The language-specific interface (the seed's LSI 100) for Rust: `Array<T>` with operator
-//! overloading, math functions, reductions, generators, views, scatter (`scatter.rs`) and
+//! overloading, math functions, reductions, scans, generators, views, scatter (`scatter.rs`) and
 //! counting (`counting.rs`), random numbers, reads and writes, and the `Runtime` controls. Every public function is `#[track_caller]` so errors, caches and
 //! profiles know the user's call site.
 
@@ -17,6 +17,7 @@ mod random;
 mod reduce;
 mod reuse;
 mod runtime;
+mod scan;
 mod scatter;
 mod slicing;
 mod view;

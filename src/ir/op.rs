@@ -198,6 +198,9 @@ pub enum Intrinsic {
     Bincount { length: usize },
     /// Counts of a float input's elements in `bins` bins. Inputs: the data, the `bins + 1` edges.
     Histogram { bins: usize },
+    /// Inclusive scan along `axis` (`cumsum`, `cumprod`, `cummax`, `cummin`): `op` is one of
+    /// `Sum`, `Prod`, `Max`, `Min`. Input: the data; the output has its shape and type.
+    Scan { op: ReduceOp, axis: usize },
 }
 
 /// One output of an intrinsic call: its shape and element type.

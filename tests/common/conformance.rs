@@ -5,7 +5,7 @@
 //! to a plan, run a plan on given inputs, read its outputs and fault word — implemented once for
 //! OpenCL ([`Cl`], opencl3 on PoCL in CI) and once for WGSL ([`Gpu`], wgpu on lavapipe in CI,
 //! with [`validate`] checking sources with naga). Cases both targets run ([`transpose_matches`],
-//! [`matmul_matches`]) are here; each test file keeps what is particular to its target.
+//! [`matmul_matches`], [`scan_matches`]) are here; each test file keeps what is particular to its target.
 //!
 //! Both devices keep the programs they compiled by source text, so a test that runs one plan
 //! several times (a fault after a clean run, another grid size) compiles it once.
@@ -1320,6 +1320,135 @@ pub fn matmul_matches<D: Device>(
                     "matmul {m}x{k}x{n} {d} [{i},{j}]: {g} vs {want}"
                 );
             }
+        }
+    }
+}
+
+/// Scans (`Intrinsic::Scan`) against a plain loop, checked (an OpenCL build, naga) and run as
+/// the executors run plans: i32/u32 exactly (sums wrap), f32 sums within `1e-5 * sum |x|` of an
+/// f64 loop, NaN-propagating max and min exactly. Row scans with segments that start inside
+/// blocks, with more block totals than the carry pass takes in one step (its loop), and with 3
+/// work-groups in the block passes (their grid-stride loops); column scans whole and cut into
+/// chunks, also on 3 work-groups.
+pub fn scan_matches<D: Device>(dev: &D) {
+    // More block totals than the carry pass takes in one step (4096 blocks of 2048 f64 on
+    // OpenCL, 2048 blocks of 2048 u32 on WGSL): two carry steps or more.
+    let long = if dev.fp64() { DType::F64 } else { DType::U32 };
+    let cases: [(ReduceOp, DType, &[usize], usize, bool); 7] = [
+        (ReduceOp::Sum, long, &[3, 2_800_001], 1, false),
+        (ReduceOp::Sum, DType::F32, &[5, 30_001], 1, true),
+        (ReduceOp::Max, DType::F32, &[3, 9_000], 1, true),
+        (ReduceOp::Min, DType::I32, &[20_000, 5], 0, true),
+        (ReduceOp::Prod, DType::I32, &[4, 3, 1000], 1, false),
+        (ReduceOp::Min, DType::F32, &[700, 60], 0, false),
+        (ReduceOp::Sum, DType::I32, &[300, 7], 1, true),
+    ];
+    for (op, d, shape, axis, few_groups) in cases {
+        let what = format!("{op:?} scan of {d} {shape:?} along {axis}");
+        let len: usize = shape.iter().product();
+        let c = call(Intrinsic::Scan { op, axis }, &[shape], &[d], shape, d);
+        let mut plan = dev.render_intrinsic(&c, dev.target()).unwrap();
+        dev.check(&plan, &what);
+        let input = match d {
+            DType::F32 => {
+                let mut v: Vec<f32> = sample(len, 21, -1.0, 1.0)
+                    .iter()
+                    .map(|&x| x as f32)
+                    .collect();
+                if op == ReduceOp::Max {
+                    v[len / 3 + 17] = f32::NAN;
+                }
+                TypedVec::F32(v)
+            }
+            DType::I32 => TypedVec::I32(
+                (0..len as u32)
+                    .map(|i| i.wrapping_mul(2654435761) as i32 | 1)
+                    .collect(),
+            ),
+            // Small integers: every order of summation gives the same f64 sum.
+            DType::F64 => TypedVec::F64(
+                (0..len as u32)
+                    .map(|i| (i.wrapping_mul(2654435761) % 1000) as f64 - 500.0)
+                    .collect(),
+            ),
+            _ => TypedVec::U32(
+                (0..len as u32)
+                    .map(|i| i.wrapping_mul(2654435761))
+                    .collect(),
+            ),
+        };
+        // The plain loop: every line (p, q) from its first element.
+        let pre: usize = shape[..axis].iter().product();
+        let (n, post) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+        let x = |i: usize| input.get(i).as_f64();
+        let mut want = vec![0.0f64; len];
+        let mut mag = vec![0.0f64; len];
+        for p in 0..pre {
+            for q in 0..post {
+                let (mut acc, mut m) = (0.0f64, 0.0f64);
+                let mut w: u32 = 0;
+                for k in 0..n {
+                    let i = (p * n + k) * post + q;
+                    let v = x(i);
+                    m += v.abs();
+                    let bits = match &input {
+                        TypedVec::I32(a) => a[i] as u32,
+                        TypedVec::U32(a) => a[i],
+                        _ => 0,
+                    };
+                    w = if k == 0 {
+                        bits
+                    } else if op == ReduceOp::Sum {
+                        w.wrapping_add(bits)
+                    } else {
+                        w.wrapping_mul(bits)
+                    };
+                    acc = if k == 0 {
+                        v
+                    } else {
+                        match op {
+                            ReduceOp::Sum => acc + v,
+                            ReduceOp::Max if acc.is_nan() || v.is_nan() => f64::NAN,
+                            ReduceOp::Max => acc.max(v),
+                            ReduceOp::Min if acc.is_nan() || v.is_nan() => f64::NAN,
+                            _ => acc.min(v),
+                        }
+                    };
+                    want[i] = match (d, op) {
+                        (DType::I32, ReduceOp::Sum | ReduceOp::Prod) => w as i32 as f64,
+                        (DType::U32, ReduceOp::Sum | ReduceOp::Prod) => w as f64,
+                        _ => acc,
+                    };
+                    mag[i] = m;
+                }
+            }
+        }
+        let mut grids = vec![None];
+        if few_groups {
+            grids.push(Some(3));
+        }
+        for groups in grids {
+            if let Some(g) = groups {
+                // Every pass but a carry pass of one work-group.
+                for pass in plan.passes.iter_mut().filter(|p| p.groups > 1) {
+                    pass.groups = g;
+                }
+            }
+            let got = dev.run_plan(&plan, &[&input], &[(d, len)], &[]).outputs;
+            let bad: Vec<String> = (0..len)
+                .filter(|&i| {
+                    let (g, w) = (got[0].get(i).as_f64(), want[i]);
+                    let ok = if d == DType::F32 && op == ReduceOp::Sum {
+                        (g - w).abs() <= 1e-5 * mag[i]
+                    } else {
+                        g == w || (g.is_nan() && w.is_nan())
+                    };
+                    !ok
+                })
+                .take(5)
+                .map(|i| format!("[{i}] {} vs {}", got[0].get(i).as_f64(), want[i]))
+                .collect();
+            assert!(bad.is_empty(), "{what}, groups {groups:?}: {bad:?}");
         }
     }
 }
