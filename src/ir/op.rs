@@ -185,7 +185,7 @@ pub enum Intrinsic {
     /// transpose as this intrinsic (`intrinsics/transpose/`).
     Transpose { offset: usize },
     /// Scatter, replacing (`intrinsics/scatter/`): inputs: data, indices (i32 or u32), values of
-    /// gather's output shape; output (p, idx[j], q) = values (p, j, q), the largest `j` winning
+    /// gather's output shape; output `(p, idx[j], q)` = values `(p, j, q)`, the largest `j` winning
     /// among duplicates, else data.
     Scatter { axis: usize },
     /// Scatter-add (`index_add`): as `Scatter`, duplicates accumulate onto data.
