@@ -125,7 +125,7 @@ pub fn eval(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])]) -> Result<TypedVec, 
             let (v, from) = inputs[0];
             collect(n.dtype, len, |i| {
                 let mut src = unravel(i, shape);
-                src[*axis] = fold_index(idx_minus(src[*axis], *shift), from[*axis], *mode);
+                src[*axis] = fold_index(src[*axis] as isize - *shift, from[*axis], *mode);
                 v.get(ravel(&src, from))
             })
         }
@@ -230,10 +230,6 @@ fn reduce(op: ReduceOp, axes: &[usize], v: &TypedVec, from: &[usize], n: &NodeIn
     );
     r::finish(op, std::iter::once(&partials), &mut out, n.len(), inner);
     out
-}
-
-fn idx_minus(i: usize, shift: isize) -> isize {
-    i as isize - shift
 }
 
 /// Index `i` brought into `0..n` by reflecting or wrapping it step by step, as NumPy's `pad` and
