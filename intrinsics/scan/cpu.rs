@@ -3,9 +3,10 @@
 //! - **Contiguous axis, short rows** (`post == 1`, `n` below [`LONG_ROW`]): rows in parallel
 //!   (tasks of at least [`TASK`] elements); inside a task [`LANES`] rows are scanned in one loop,
 //!   so the core overlaps their dependency chains.
-//! - **Contiguous axis, long rows**: a two-pass scan over fixed chunks of [`CHUNK`] elements of
-//!   every row: the chunks' totals in parallel, then each row's carries in order, then every
-//!   chunk rescanned from its carry in parallel ([`LANES`] chunks of a row per loop).
+//! - **Contiguous axis, long rows**: fixed chunks of [`CHUNK`] elements of every row, claimed in
+//!   order by one task per thread: a task sums its chunk, takes the carry the previous chunk
+//!   published, publishes its own and rescans the chunk while it is in cache (the input is read
+//!   once from memory; see [`long_rows`]).
 //! - **Other axes** (`post > 1`): a task walks the axis for up to [`COLS`] neighbouring lines at
 //!   once (row `k` of the task combined with row `k - 1`: contiguous, vectorisable); with few such
 //!   tasks the axis is cut into blocks of rows and scanned in the same two passes.
@@ -20,7 +21,10 @@ use crate::error::Error;
 use crate::ir::{ReduceOp, TypedVec};
 use crate::primitives::cpu::{fmax_nan, fmin_nan};
 use rayon::prelude::*;
+use std::cell::UnsafeCell;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Scans of at most this many elements run on the calling thread alone.
 const SERIAL: usize = 1 << 15;
@@ -303,57 +307,111 @@ fn total<O: Op>(o: O, x: &[O::T]) -> O::A {
         .fold(t, |a, &v| o.comb(a, o.lift(v)))
 }
 
-/// Rows of at least [`LONG_ROW`] elements: chunk totals, carries, rescans.
+/// The inclusive prefix of one chunk of a long row, published once by the task that scans the
+/// chunk and read by the task of the next chunk.
+struct Slot<A> {
+    ready: AtomicBool,
+    value: UnsafeCell<MaybeUninit<A>>,
+}
+
+// SAFETY: the value is written once, before `ready` is set (release), and read only after
+// `ready` is seen set (acquire).
+unsafe impl<A: Send> Sync for Slot<A> {}
+
+impl<A: Copy> Slot<A> {
+    fn new() -> Slot<A> {
+        Slot {
+            ready: AtomicBool::new(false),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+    fn publish(&self, a: A) {
+        // SAFETY: only the task that claimed this chunk writes, once, before setting `ready`.
+        unsafe { (*self.value.get()).write(a) };
+        self.ready.store(true, Ordering::Release);
+    }
+    /// The published value; spins (then yields) until it is there. `failed` is set when a task
+    /// panicked: its chunk will never be published.
+    fn wait(&self, failed: &AtomicBool) -> A {
+        let mut spins = 0u32;
+        while !self.ready.load(Ordering::Acquire) {
+            assert!(!failed.load(Ordering::Relaxed), "a scan task failed");
+            if spins < 1 << 10 {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        // SAFETY: `ready` (acquire) says the value was written.
+        unsafe { (*self.value.get()).assume_init() }
+    }
+}
+
+/// Rows of at least [`LONG_ROW`] elements, in one pass over memory: chunks of [`CHUNK`] are
+/// claimed in order (an atomic counter) by one task per thread; a task sums its chunk (in
+/// [`LANES`] quarters), waits for the previous chunk of the row to publish its inclusive prefix,
+/// publishes its own, and scans the chunk (still in cache) from that carry, the quarters in one
+/// loop. A task waits only for a chunk claimed before its own, whose task is running, so this
+/// cannot deadlock whatever the number of threads; the carries combine the chunk totals in
+/// order, so the result does not depend on it either.
 fn long_rows<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
     let n = g.n;
     let per_row = n.div_ceil(CHUNK);
-    let totals: Vec<O::A> = (0..g.pre * per_row)
-        .into_par_iter()
-        .map(|c| {
-            let (r, j) = (c / per_row, c % per_row);
-            let s = r * n + j * CHUNK;
-            total(o, &x[s..r * n + n.min((j + 1) * CHUNK)])
-        })
-        .collect();
-    // The carry into each chunk: the combination of the row's earlier chunks.
-    let mut carries: Vec<Option<O::A>> = vec![None; totals.len()];
-    for r in 0..g.pre {
-        let mut acc: Option<O::A> = None;
-        for j in 0..per_row {
-            let c = r * per_row + j;
-            carries[c] = acc;
-            acc = Some(acc.map_or(totals[c], |a| o.comb(a, totals[c])));
+    let chunks = g.pre * per_row;
+    let slots: Vec<Slot<O::A>> = (0..chunks).map(|_| Slot::new()).collect();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let out = Out(y.as_mut_ptr());
+    let chunk = |c: usize| {
+        let (r, j) = (c / per_row, c % per_row);
+        let (s, e) = (r * n + j * CHUNK, r * n + n.min((j + 1) * CHUNK));
+        let xc = &x[s..e];
+        // SAFETY: elements s..e of the output belong to chunk c alone, claimed by this task.
+        let yc = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(s), e - s) };
+        let q = (e - s).div_ceil(LANES);
+        let totals: Vec<O::A> = xc.chunks(q).map(|p| total(o, p)).collect();
+        let carry = (j > 0).then(|| slots[c - 1].wait(&failed));
+        // The carry into each quarter, then the chunk's inclusive prefix.
+        let mut into = [carry; LANES];
+        let mut acc = carry;
+        for (l, &t) in totals.iter().enumerate() {
+            into[l] = acc;
+            acc = Some(acc.map_or(t, |a| o.comb(a, t)));
         }
-    }
-    let group = LANES * CHUNK;
-    let groups = n.div_ceil(group);
-    y.par_chunks_mut(n)
-        .zip(x.par_chunks(n))
-        .enumerate()
-        .flat_map(|(r, (yr, xr))| {
-            yr.par_chunks_mut(group)
-                .zip(xr.par_chunks(group))
-                .enumerate()
-                .map(move |(k, p)| (r * groups + k, p))
-        })
-        .for_each(|(id, (yg, xg))| {
-            let (r, k) = (id / groups, id % groups);
-            let first = r * per_row + k * LANES;
-            if xg.len() == group {
-                let (x0, rest) = xg.split_at(CHUNK);
-                let (x1, rest) = rest.split_at(CHUNK);
-                let (x2, x3) = rest.split_at(CHUNK);
-                let (y0, rest) = yg.split_at_mut(CHUNK);
-                let (y1, rest) = rest.split_at_mut(CHUNK);
-                let (y2, y3) = rest.split_at_mut(CHUNK);
-                let c = [0, 1, 2, 3].map(|l| carries[first + l]);
-                scan_lanes(o, [x0, x1, x2, x3], [y0, y1, y2, y3], c);
-            } else {
-                for (l, (xc, yc)) in xg.chunks(CHUNK).zip(yg.chunks_mut(CHUNK)).enumerate() {
-                    scan_one(o, xc, yc, carries[first + l]);
-                }
+        slots[c].publish(acc.expect("a chunk is not empty"));
+        if totals.len() == LANES && xc.len() == LANES * q {
+            let (x0, rest) = xc.split_at(q);
+            let (x1, rest) = rest.split_at(q);
+            let (x2, x3) = rest.split_at(q);
+            let (y0, rest) = yc.split_at_mut(q);
+            let (y1, rest) = rest.split_at_mut(q);
+            let (y2, y3) = rest.split_at_mut(q);
+            scan_lanes(o, [x0, x1, x2, x3], [y0, y1, y2, y3], into);
+        } else {
+            for ((xp, yp), &c) in xc.chunks(q).zip(yc.chunks_mut(q)).zip(&into) {
+                scan_one(o, xp, yp, c);
             }
-        });
+        }
+    };
+    let task = || {
+        loop {
+            let c = next.fetch_add(1, Ordering::Relaxed);
+            if c >= chunks || failed.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| chunk(c))) {
+                failed.store(true, Ordering::Relaxed);
+                std::panic::resume_unwind(p);
+            }
+        }
+    };
+    let tasks = rayon::current_num_threads().clamp(1, chunks);
+    rayon::scope(|sc| {
+        for _ in 0..tasks {
+            sc.spawn(|_| task());
+        }
+    });
 }
 
 /// The output as a pointer that parallel tasks writing disjoint elements share.
@@ -464,4 +522,49 @@ fn columns<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
         let (t, b) = (i / blocks, i % blocks);
         block(t / strips, t % strips, b, carries[i].as_deref(), true);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Long rows give the same bits on one thread and on several (the chunks and their carries
+    /// do not depend on the threads), and one thread does not wait on itself.
+    #[test]
+    fn long_rows_do_not_depend_on_the_threads() {
+        let g = Geometry {
+            pre: 3,
+            n: LONG_ROW + 3 * CHUNK / 2 + 5,
+            post: 1,
+        };
+        let x = TypedVec::F32(
+            (0..g.len())
+                .map(|i| ((i as u32).wrapping_mul(2654435761) >> 8) as f32 * 1e-6 - 8.0)
+                .collect(),
+        );
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut y = TypedVec::F32(vec![0.0; g.len()]);
+            pool.install(|| run(ReduceOp::Sum, g, &x, &mut y)).unwrap();
+            y
+        };
+        let one = on(1);
+        assert_eq!(one, on(3));
+        let (TypedVec::F32(x), TypedVec::F32(y)) = (&x, &one) else {
+            unreachable!()
+        };
+        let mut acc = 0.0f64;
+        for (i, (&v, &w)) in x.iter().zip(y).enumerate() {
+            acc = if i % g.n == 0 {
+                v as f64
+            } else {
+                acc + v as f64
+            };
+            let allowed = 1e-7 * (i % g.n + 1) as f64 * 9.0;
+            assert!((w as f64 - acc).abs() <= allowed, "[{i}] {w} vs {acc}");
+        }
+    }
 }
