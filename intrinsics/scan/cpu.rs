@@ -3,10 +3,10 @@
 //! - **Contiguous axis, short rows** (`post == 1`, `n` below [`LONG_ROW`]): rows in parallel
 //!   (tasks of at least [`TASK`] elements); inside a task [`LANES`] rows are scanned in one loop,
 //!   so the core overlaps their dependency chains.
-//! - **Contiguous axis, long rows**: fixed chunks of [`CHUNK`] elements of every row, claimed in
-//!   order by one task per thread: a task sums its chunk, takes the carry the previous chunk
-//!   published, publishes its own and rescans the chunk while it is in cache (the input is read
-//!   once from memory; see [`long_rows`]).
+//! - **Contiguous axis, long rows**: fixed chunks of [`CHUNK`] elements of every row, in groups
+//!   of a few per thread: the group's chunk totals in parallel, its carries in order, then its
+//!   chunks rescanned from their carries in parallel while the group is in the caches (the input
+//!   is read from memory about once; see [`long_rows`]).
 //! - **Other axes** (`post > 1`): a task walks the axis for up to [`COLS`] neighbouring lines at
 //!   once (row `k` of the task combined with row `k - 1`: contiguous, vectorisable); with few such
 //!   tasks the axis is cut into blocks of rows and scanned in the same two passes.
@@ -21,10 +21,7 @@ use crate::error::Error;
 use crate::ir::{ReduceOp, TypedVec};
 use crate::primitives::cpu::{fmax_nan, fmin_nan};
 use rayon::prelude::*;
-use std::cell::UnsafeCell;
 use std::marker::PhantomData;
-use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Scans of at most this many elements run on the calling thread alone.
 const SERIAL: usize = 1 << 15;
@@ -307,111 +304,79 @@ fn total<O: Op>(o: O, x: &[O::T]) -> O::A {
         .fold(t, |a, &v| o.comb(a, o.lift(v)))
 }
 
-/// The inclusive prefix of one chunk of a long row, published once by the task that scans the
-/// chunk and read by the task of the next chunk.
-struct Slot<A> {
-    ready: AtomicBool,
-    value: UnsafeCell<MaybeUninit<A>>,
-}
+/// Input bytes of one group of [`long_rows`]: small enough to stay in the last-level cache
+/// between the group's two passes, large enough that the two fork-joins per group cost little.
+const GROUP_BYTES: usize = 8 << 20;
 
-// SAFETY: the value is written once, before `ready` is set (release), and read only after
-// `ready` is seen set (acquire).
-unsafe impl<A: Send> Sync for Slot<A> {}
-
-impl<A: Copy> Slot<A> {
-    fn new() -> Slot<A> {
-        Slot {
-            ready: AtomicBool::new(false),
-            value: UnsafeCell::new(MaybeUninit::uninit()),
-        }
-    }
-    fn publish(&self, a: A) {
-        // SAFETY: only the task that claimed this chunk writes, once, before setting `ready`.
-        unsafe { (*self.value.get()).write(a) };
-        self.ready.store(true, Ordering::Release);
-    }
-    /// The published value; spins (then yields) until it is there. `failed` is set when a task
-    /// panicked: its chunk will never be published.
-    fn wait(&self, failed: &AtomicBool) -> A {
-        let mut spins = 0u32;
-        while !self.ready.load(Ordering::Acquire) {
-            assert!(!failed.load(Ordering::Relaxed), "a scan task failed");
-            if spins < 1 << 10 {
-                std::hint::spin_loop();
-                spins += 1;
-            } else {
-                std::thread::yield_now();
-            }
-        }
-        // SAFETY: `ready` (acquire) says the value was written.
-        unsafe { (*self.value.get()).assume_init() }
-    }
-}
-
-/// Rows of at least [`LONG_ROW`] elements, in one pass over memory: chunks of [`CHUNK`] are
-/// claimed in order (an atomic counter) by one task per thread; a task sums its chunk (in
-/// [`LANES`] quarters), waits for the previous chunk of the row to publish its inclusive prefix,
-/// publishes its own, and scans the chunk (still in cache) from that carry, the quarters in one
-/// loop. A task waits only for a chunk claimed before its own, whose task is running, so this
-/// cannot deadlock whatever the number of threads; the carries combine the chunk totals in
-/// order, so the result does not depend on it either.
+/// Rows of at least [`LONG_ROW`] elements: fixed chunks of [`CHUNK`] (every row cut alike),
+/// taken in groups of [`GROUP_BYTES`] (at least four chunks per thread). Per group: the chunks' totals in parallel
+/// (each in [`LANES`] quarters), then the carries in order (a row's running prefix goes on from
+/// group to group), then every chunk rescanned from its carry in parallel, its quarters in one
+/// loop, while the group's input is still in the caches: the input is read from memory about
+/// once. The carries combine the chunk totals in order, so the result depends on the shape
+/// only, not on the threads or the groups.
 fn long_rows<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
     let n = g.n;
     let per_row = n.div_ceil(CHUNK);
     let chunks = g.pre * per_row;
-    let slots: Vec<Slot<O::A>> = (0..chunks).map(|_| Slot::new()).collect();
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let out = Out(y.as_mut_ptr());
-    let chunk = |c: usize| {
+    let range = |c: usize| {
         let (r, j) = (c / per_row, c % per_row);
-        let (s, e) = (r * n + j * CHUNK, r * n + n.min((j + 1) * CHUNK));
-        let xc = &x[s..e];
-        // SAFETY: elements s..e of the output belong to chunk c alone, claimed by this task.
-        let yc = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(s), e - s) };
-        let q = (e - s).div_ceil(LANES);
-        let totals: Vec<O::A> = xc.chunks(q).map(|p| total(o, p)).collect();
-        let carry = (j > 0).then(|| slots[c - 1].wait(&failed));
-        // The carry into each quarter, then the chunk's inclusive prefix.
-        let mut into = [carry; LANES];
-        let mut acc = carry;
-        for (l, &t) in totals.iter().enumerate() {
-            into[l] = acc;
-            acc = Some(acc.map_or(t, |a| o.comb(a, t)));
-        }
-        slots[c].publish(acc.expect("a chunk is not empty"));
-        if totals.len() == LANES && xc.len() == LANES * q {
-            let (x0, rest) = xc.split_at(q);
-            let (x1, rest) = rest.split_at(q);
-            let (x2, x3) = rest.split_at(q);
-            let (y0, rest) = yc.split_at_mut(q);
-            let (y1, rest) = rest.split_at_mut(q);
-            let (y2, y3) = rest.split_at_mut(q);
-            scan_lanes(o, [x0, x1, x2, x3], [y0, y1, y2, y3], into);
-        } else {
-            for ((xp, yp), &c) in xc.chunks(q).zip(yc.chunks_mut(q)).zip(&into) {
-                scan_one(o, xp, yp, c);
-            }
-        }
+        r * n + j * CHUNK..r * n + n.min((j + 1) * CHUNK)
     };
-    let task = || {
-        loop {
-            let c = next.fetch_add(1, Ordering::Relaxed);
-            if c >= chunks || failed.load(Ordering::Relaxed) {
-                break;
+    let quarter = |c: usize| range(c).len().div_ceil(LANES);
+    let out = Out(y.as_mut_ptr());
+    let group =
+        (GROUP_BYTES / (CHUNK * std::mem::size_of::<O::T>())).max(4 * rayon::current_num_threads());
+    // The running prefix of the current row before the current chunk.
+    let mut running: Option<O::A> = None;
+    for first in (0..chunks).step_by(group) {
+        let last = chunks.min(first + group);
+        let totals: Vec<[Option<O::A>; LANES]> = (first..last)
+            .into_par_iter()
+            .map(|c| {
+                let mut t = [None; LANES];
+                for (l, p) in x[range(c)].chunks(quarter(c)).enumerate() {
+                    t[l] = Some(total(o, p));
+                }
+                t
+            })
+            .collect();
+        let mut into: Vec<[Option<O::A>; LANES]> = Vec::with_capacity(totals.len());
+        for (c, t) in (first..last).zip(&totals) {
+            if c % per_row == 0 {
+                running = None;
             }
-            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| chunk(c))) {
-                failed.store(true, Ordering::Relaxed);
-                std::panic::resume_unwind(p);
+            let mut carry = [None; LANES];
+            for (l, t) in t.iter().enumerate() {
+                carry[l] = running;
+                if let Some(t) = *t {
+                    running = Some(running.map_or(t, |a| o.comb(a, t)));
+                }
             }
+            into.push(carry);
         }
-    };
-    let tasks = rayon::current_num_threads().clamp(1, chunks);
-    rayon::scope(|sc| {
-        for _ in 0..tasks {
-            sc.spawn(|_| task());
-        }
-    });
+        (first..last).into_par_iter().for_each(|c| {
+            let r = range(c);
+            let q = quarter(c);
+            let xc = &x[r.clone()];
+            // SAFETY: the elements of chunk c belong to this task alone, within the output.
+            let yc = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(r.start), r.len()) };
+            let carry = into[c - first];
+            if xc.len() == LANES * q {
+                let (x0, rest) = xc.split_at(q);
+                let (x1, rest) = rest.split_at(q);
+                let (x2, x3) = rest.split_at(q);
+                let (y0, rest) = yc.split_at_mut(q);
+                let (y1, rest) = rest.split_at_mut(q);
+                let (y2, y3) = rest.split_at_mut(q);
+                scan_lanes(o, [x0, x1, x2, x3], [y0, y1, y2, y3], carry);
+            } else {
+                for ((xp, yp), &cy) in xc.chunks(q).zip(yc.chunks_mut(q)).zip(&carry) {
+                    scan_one(o, xp, yp, cy);
+                }
+            }
+        });
+    }
 }
 
 /// The output as a pointer that parallel tasks writing disjoint elements share.
@@ -529,7 +494,7 @@ mod tests {
     use super::*;
 
     /// Long rows give the same bits on one thread and on several (the chunks and their carries
-    /// do not depend on the threads), and one thread does not wait on itself.
+    /// do not depend on the threads or their groups), close to an f64 loop.
     #[test]
     fn long_rows_do_not_depend_on_the_threads() {
         let g = Geometry {
