@@ -104,7 +104,7 @@ pub fn render(op: ReduceOp, g: Geometry, d: DType) -> Result<GpuPlan, Unsupporte
                 per_thread,
                 blocks,
                 split,
-                len % 4 == 0,
+                len.is_multiple_of(4),
             ));
             if split {
                 (
