@@ -5,7 +5,8 @@
 //!   no copy out), against a hand-written rayon two-pass scan of the same data into a
 //!   preallocated vector (chunks of n / (4 x threads): chunk sums in eight f32 lanes in parallel,
 //!   the chunks' carries in order, every chunk rescanned from its carry in parallel; f32
-//!   accumulation) and a sequential loop (f32 accumulation).
+//!   accumulation) and a sequential loop (f32 accumulation). Also the scan's CPU entry alone
+//!   (`intrinsics::cpu::run` on vectors, no runtime), which tells the runtime's share.
 //! - **GPU** (`ARRAYFLOW_DEVICE=opencl[:N]` or `wgpu[:N]`): `x.cumsum(0)` of 2^27 f32
 //!   (`SCAN_GPU_LOG2` overrides) against the cheapest device copy arrayflow has, `&x + 0.0`
 //!   (not folded: `x + 0.0` is not `x` for `x = -0.0`; one kernel reading n and writing n
@@ -168,6 +169,24 @@ fn cpu_part(target: Duration) {
             a.cumsum(0).eval().expect("eval");
         }
     });
+    // The CPU entry alone, on vectors (no runtime: no recording, no scheduler, no buffers).
+    let call = arrayflow::proggen::sequence::IntrinsicCall {
+        op: arrayflow::ir::Intrinsic::Scan {
+            op: arrayflow::ir::ReduceOp::Sum,
+            axis: 0,
+        },
+        in_shapes: vec![arrayflow::ir::Shape::from_slice(&[n])],
+        in_dtypes: vec![arrayflow::ir::DType::F32],
+        out_shape: arrayflow::ir::Shape::from_slice(&[n]),
+        dtype: arrayflow::ir::DType::F32,
+    };
+    let xv = arrayflow::exec::TypedVec::F32(x.clone());
+    let mut yv = arrayflow::exec::TypedVec::F32(vec![0.0; n]);
+    let t_entry = time_loop(target, |k| {
+        for _ in 0..k {
+            arrayflow::intrinsics::cpu::run(&call, &[&xv], &mut yv).expect("scan");
+        }
+    });
     let t_rayon = time_loop(target, |k| {
         for _ in 0..k {
             rayon_scan(&x, &mut y);
@@ -185,6 +204,12 @@ fn cpu_part(target: Duration) {
         n.trailing_zeros()
     ));
     row("arrayflow x.cumsum(0), CPU executor", t_af, n, None);
+    row(
+        "  its CPU entry alone, no runtime",
+        t_entry,
+        n,
+        Some(t_entry.as_secs_f64() / t_af.as_secs_f64()),
+    );
     row(
         "rayon two-pass scan (f32 accumulation)",
         t_rayon,

@@ -262,7 +262,7 @@ fn every_op_and_type_along_each_axis_of_a_3d_array() {
 }
 
 /// 70,000 elements along one axis: 18 GPU blocks of 4096 (35 of 2048 on WGSL), rows starting
-/// inside blocks (every op); the same length along a strided axis, which the GPU cuts into
+/// inside blocks, the CPU's chunks of long rows and a short last chunk (every op); the same length along a strided axis, which the GPU cuts into
 /// chunks; rows of a length that is no multiple of any block (every block holds a row start);
 /// few strided lines of 300 (two ops each). The element types in turn. A GPU executor runs every
 /// scan itself (none falls back to the CPU).
@@ -272,7 +272,7 @@ fn long_lines_cross_many_gpu_blocks() {
     let before = arrayflow::Runtime::stats().device.fallbacks;
     let n = 70_000;
     for (k, (shape, axis)) in [
-        (vec![2, n], 1),
+        (vec![2, n + 1], 1),
         (vec![n, 2], 0),
         (vec![13, 5003], 1),
         (vec![2, 300, 3], 1),

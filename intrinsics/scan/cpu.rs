@@ -3,9 +3,10 @@
 //! - **Contiguous axis, short rows** (`post == 1`, `n` below [`LONG_ROW`]): rows in parallel
 //!   (tasks of at least [`TASK`] elements); inside a task [`LANES`] rows are scanned in one loop,
 //!   so the core overlaps their dependency chains.
-//! - **Contiguous axis, long rows**: a two-pass scan over fixed chunks of [`CHUNK`] elements of
-//!   every row: the chunks' totals in parallel, then each row's carries in order, then every
-//!   chunk rescanned from its carry in parallel ([`LANES`] chunks of a row per loop).
+//! - **Contiguous axis, long rows**: fixed chunks of [`CHUNK`] elements of every row, in groups
+//!   of a few per thread: the group's chunk totals in parallel, its carries in order, then its
+//!   chunks rescanned from their carries in parallel while the group is in the caches (the input
+//!   is read from memory about once; see [`long_rows`]).
 //! - **Other axes** (`post > 1`): a task walks the axis for up to [`COLS`] neighbouring lines at
 //!   once (row `k` of the task combined with row `k - 1`: contiguous, vectorisable); with few such
 //!   tasks the axis is cut into blocks of rows and scanned in the same two passes.
@@ -303,57 +304,79 @@ fn total<O: Op>(o: O, x: &[O::T]) -> O::A {
         .fold(t, |a, &v| o.comb(a, o.lift(v)))
 }
 
-/// Rows of at least [`LONG_ROW`] elements: chunk totals, carries, rescans.
+/// Input bytes of one group of [`long_rows`]: small enough to stay in the last-level cache
+/// between the group's two passes, large enough that the two fork-joins per group cost little.
+const GROUP_BYTES: usize = 8 << 20;
+
+/// Rows of at least [`LONG_ROW`] elements: fixed chunks of [`CHUNK`] (every row cut alike),
+/// taken in groups of [`GROUP_BYTES`] (at least four chunks per thread). Per group: the chunks' totals in parallel
+/// (each in [`LANES`] quarters), then the carries in order (a row's running prefix goes on from
+/// group to group), then every chunk rescanned from its carry in parallel, its quarters in one
+/// loop, while the group's input is still in the caches: the input is read from memory about
+/// once. The carries combine the chunk totals in order, so the result depends on the shape
+/// only, not on the threads or the groups.
 fn long_rows<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
     let n = g.n;
     let per_row = n.div_ceil(CHUNK);
-    let totals: Vec<O::A> = (0..g.pre * per_row)
-        .into_par_iter()
-        .map(|c| {
-            let (r, j) = (c / per_row, c % per_row);
-            let s = r * n + j * CHUNK;
-            total(o, &x[s..r * n + n.min((j + 1) * CHUNK)])
-        })
-        .collect();
-    // The carry into each chunk: the combination of the row's earlier chunks.
-    let mut carries: Vec<Option<O::A>> = vec![None; totals.len()];
-    for r in 0..g.pre {
-        let mut acc: Option<O::A> = None;
-        for j in 0..per_row {
-            let c = r * per_row + j;
-            carries[c] = acc;
-            acc = Some(acc.map_or(totals[c], |a| o.comb(a, totals[c])));
+    let chunks = g.pre * per_row;
+    let range = |c: usize| {
+        let (r, j) = (c / per_row, c % per_row);
+        r * n + j * CHUNK..r * n + n.min((j + 1) * CHUNK)
+    };
+    let quarter = |c: usize| range(c).len().div_ceil(LANES);
+    let out = Out(y.as_mut_ptr());
+    let group =
+        (GROUP_BYTES / (CHUNK * std::mem::size_of::<O::T>())).max(4 * rayon::current_num_threads());
+    // The running prefix of the current row before the current chunk.
+    let mut running: Option<O::A> = None;
+    for first in (0..chunks).step_by(group) {
+        let last = chunks.min(first + group);
+        let totals: Vec<[Option<O::A>; LANES]> = (first..last)
+            .into_par_iter()
+            .map(|c| {
+                let mut t = [None; LANES];
+                for (l, p) in x[range(c)].chunks(quarter(c)).enumerate() {
+                    t[l] = Some(total(o, p));
+                }
+                t
+            })
+            .collect();
+        let mut into: Vec<[Option<O::A>; LANES]> = Vec::with_capacity(totals.len());
+        for (c, t) in (first..last).zip(&totals) {
+            if c % per_row == 0 {
+                running = None;
+            }
+            let mut carry = [None; LANES];
+            for (l, t) in t.iter().enumerate() {
+                carry[l] = running;
+                if let Some(t) = *t {
+                    running = Some(running.map_or(t, |a| o.comb(a, t)));
+                }
+            }
+            into.push(carry);
         }
-    }
-    let group = LANES * CHUNK;
-    let groups = n.div_ceil(group);
-    y.par_chunks_mut(n)
-        .zip(x.par_chunks(n))
-        .enumerate()
-        .flat_map(|(r, (yr, xr))| {
-            yr.par_chunks_mut(group)
-                .zip(xr.par_chunks(group))
-                .enumerate()
-                .map(move |(k, p)| (r * groups + k, p))
-        })
-        .for_each(|(id, (yg, xg))| {
-            let (r, k) = (id / groups, id % groups);
-            let first = r * per_row + k * LANES;
-            if xg.len() == group {
-                let (x0, rest) = xg.split_at(CHUNK);
-                let (x1, rest) = rest.split_at(CHUNK);
-                let (x2, x3) = rest.split_at(CHUNK);
-                let (y0, rest) = yg.split_at_mut(CHUNK);
-                let (y1, rest) = rest.split_at_mut(CHUNK);
-                let (y2, y3) = rest.split_at_mut(CHUNK);
-                let c = [0, 1, 2, 3].map(|l| carries[first + l]);
-                scan_lanes(o, [x0, x1, x2, x3], [y0, y1, y2, y3], c);
+        (first..last).into_par_iter().for_each(|c| {
+            let r = range(c);
+            let q = quarter(c);
+            let xc = &x[r.clone()];
+            // SAFETY: the elements of chunk c belong to this task alone, within the output.
+            let yc = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(r.start), r.len()) };
+            let carry = into[c - first];
+            if xc.len() == LANES * q {
+                let (x0, rest) = xc.split_at(q);
+                let (x1, rest) = rest.split_at(q);
+                let (x2, x3) = rest.split_at(q);
+                let (y0, rest) = yc.split_at_mut(q);
+                let (y1, rest) = rest.split_at_mut(q);
+                let (y2, y3) = rest.split_at_mut(q);
+                scan_lanes(o, [x0, x1, x2, x3], [y0, y1, y2, y3], carry);
             } else {
-                for (l, (xc, yc)) in xg.chunks(CHUNK).zip(yg.chunks_mut(CHUNK)).enumerate() {
-                    scan_one(o, xc, yc, carries[first + l]);
+                for ((xp, yp), &cy) in xc.chunks(q).zip(yc.chunks_mut(q)).zip(&carry) {
+                    scan_one(o, xp, yp, cy);
                 }
             }
         });
+    }
 }
 
 /// The output as a pointer that parallel tasks writing disjoint elements share.
@@ -464,4 +487,49 @@ fn columns<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
         let (t, b) = (i / blocks, i % blocks);
         block(t / strips, t % strips, b, carries[i].as_deref(), true);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Long rows give the same bits on one thread and on several (the chunks and their carries
+    /// do not depend on the threads or their groups), close to an f64 loop.
+    #[test]
+    fn long_rows_do_not_depend_on_the_threads() {
+        let g = Geometry {
+            pre: 3,
+            n: LONG_ROW + 3 * CHUNK / 2 + 5,
+            post: 1,
+        };
+        let x = TypedVec::F32(
+            (0..g.len())
+                .map(|i| ((i as u32).wrapping_mul(2654435761) >> 8) as f32 * 1e-6 - 8.0)
+                .collect(),
+        );
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut y = TypedVec::F32(vec![0.0; g.len()]);
+            pool.install(|| run(ReduceOp::Sum, g, &x, &mut y)).unwrap();
+            y
+        };
+        let one = on(1);
+        assert_eq!(one, on(3));
+        let (TypedVec::F32(x), TypedVec::F32(y)) = (&x, &one) else {
+            unreachable!()
+        };
+        let mut acc = 0.0f64;
+        for (i, (&v, &w)) in x.iter().zip(y).enumerate() {
+            acc = if i % g.n == 0 {
+                v as f64
+            } else {
+                acc + v as f64
+            };
+            let allowed = 1e-7 * (i % g.n + 1) as f64 * 9.0;
+            assert!((w as f64 - acc).abs() <= allowed, "[{i}] {w} vs {acc}");
+        }
+    }
 }
