@@ -1,5 +1,6 @@
 //! The intrinsic library (the seed's 700) and its registry: hand-written, non-fusible kernels, one
-//! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`). Each folder's `mod.rs`
+//! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`; `sort/` holds the five
+//! ordering intrinsics: sort, argsort, take_along_axis, searchsorted, unique_runs). Each folder's `mod.rs`
 //! implements [`IntrinsicDef`], the one description of the intrinsic that every stage dispatches
 //! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
 //! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
@@ -54,6 +55,7 @@ pub mod cpu;
 pub mod gather;
 pub mod matmul;
 pub mod opencl;
+pub mod sort;
 pub mod transpose;
 pub mod wgsl;
 
@@ -190,11 +192,16 @@ pub trait IntrinsicDef: Sync {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 4] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 9] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
     &transpose::Transpose,
+    &sort::Sort,
+    &sort::Argsort,
+    &sort::TakeAlongAxis,
+    &sort::SearchSorted,
+    &sort::UniqueRuns,
 ];
 
 /// The registry index of `op`'s definition.
@@ -204,6 +211,11 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::Gather { .. } => 1,
         Intrinsic::Concat { .. } => 2,
         Intrinsic::Transpose { .. } => 3,
+        Intrinsic::Sort { .. } => 4,
+        Intrinsic::Argsort { .. } => 5,
+        Intrinsic::TakeAlongAxis { .. } => 6,
+        Intrinsic::SearchSorted { .. } => 7,
+        Intrinsic::UniqueRuns => 8,
     }
 }
 
@@ -293,6 +305,23 @@ mod tests {
             (Intrinsic::Gather { axis: 1 }, "gather"),
             (Intrinsic::Concat { axis: 0 }, "concat"),
             (Intrinsic::Transpose { offset: 3 }, "transpose"),
+            (
+                Intrinsic::Sort {
+                    axis: 0,
+                    descending: false,
+                },
+                "sort",
+            ),
+            (
+                Intrinsic::Argsort {
+                    axis: 1,
+                    descending: true,
+                },
+                "argsort",
+            ),
+            (Intrinsic::TakeAlongAxis { axis: 0 }, "take_along_axis"),
+            (Intrinsic::SearchSorted { right: true }, "searchsorted"),
+            (Intrinsic::UniqueRuns, "unique_runs"),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

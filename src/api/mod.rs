@@ -1,5 +1,5 @@
 //! The language-specific interface (the seed's LSI 100) for Rust: `Array<T>` with operator
-//! overloading, math functions, reductions, generators, views, random numbers, reads and writes,
+//! overloading, math functions, reductions, generators, views, sorting, random numbers, reads and writes,
 //! and the `Runtime` controls. Every public function is `#[track_caller]` so errors, caches and
 //! profiles know the user's call site.
 
@@ -16,6 +16,7 @@ mod reduce;
 mod reuse;
 mod runtime;
 mod slicing;
+mod sort;
 mod view;
 
 pub use crate::debug::{
@@ -35,4 +36,5 @@ pub use runtime::{
     FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats,
 };
 pub use slicing::{AxisArg, RangeArg, SliceInt};
+pub use sort::Side;
 pub use view::Slice;
