@@ -18,6 +18,7 @@
 
 mod cpu;
 mod opencl;
+mod plan;
 mod wgsl;
 
 use super::{Cost, IntrinsicDef, MagInput, Operand, Output, moved_by, numel};

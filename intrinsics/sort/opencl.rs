@@ -1,23 +1,28 @@
 //! The sorting intrinsics in OpenCL C, rendered per call's shapes (no primitive library: the
 //! kernels move bits and compare integer keys). Elements are bound as their raw bits (`uint`,
 //! `ulong` for f64, `uchar` for a bool take); `af_key` maps them to canonical keys
-//! (`super`'s module comment), so f64 sorts with 64-bit keys in 8 passes.
+//! (`super`'s module comment), so f64 sorts with 64-bit keys in 8 digits. Kernels that work on
+//! tiles or blocks launch one work-group per tile or block (no grid-stride loop around
+//! barriers: PoCL builds such kernels several times faster).
 //!
 //! - **Sort / argsort, rows up to [`SMALL`]**: one pass `af_bitonic`; a work-group loads up to
 //!   2048 (key, position) pairs of one or more rows into local memory (rows padded to a power of
 //!   two with the largest key and position), sorts each row with a bitonic network (every row
 //!   ascending: a flip step, then half-cleaners), and writes the positions or the elements they
 //!   name (read again from the input, so bits are kept).
-//! - **Longer rows**: an LSD radix sort of 8-bit digits, five passes per digit over tiles of
-//!   [`TILE`] elements of one row: `af_hist<p>` (each tile's digit counts, stored digit-major
-//!   per row: `hist[(row * 256 + digit) * tiles_per_row + tile]`), `af_scan_reduce`,
-//!   `af_scan_top`, `af_scan_down` (an exclusive scan of that array, which makes each entry the
-//!   global position of the tile's first element with that digit), `af_scatter<p>` (the tile
-//!   sorted by the digit in local memory with four stable 2-bit splits, then each element written
-//!   to its position). The first pass reads the input in its layout, the last writes the output
-//!   in it; between passes the raw elements (and for argsort their positions) ping-pong between
-//!   scratch buffers. Scratch: 0 the histograms, 1 the scan's block sums, 2 and 3 the elements,
-//!   4 and 5 the positions (argsort).
+//! - **Longer rows**: an LSD radix sort of 8-bit digits over tiles of [`TILE`] elements of one
+//!   row. Per digit: `af_hist` (each tile's digit counts, stored digit-major per row:
+//!   `hist[(row * 256 + digit) * tiles_per_row + tile]`), an exclusive scan of that array
+//!   (`af_scan_top` alone, or `af_scan_reduce`, `af_scan_top`, `af_scan_down` in blocks: see
+//!   `plan::ONE_SCAN`), which makes each entry the global position of the tile's first element
+//!   with that digit (rows follow each other, so one scan serves every row), and `af_scatter`
+//!   (the tile sorted by the digit in local memory with four stable 2-bit splits, each a
+//!   work-group scan of per-thread counts packed two to a word, then each element written to
+//!   its position). The same entries serve every digit: the digit's shift is a scratch word that
+//!   `af_init` (or `af_in`) zeroes and `af_scan_top` advances, so a program has few kernels to
+//!   build. Rows along an inner axis (and argsort's positions) are first copied out to
+//!   contiguous rows (`af_in`) and written back at the end (`af_out`); between digits the raw
+//!   elements (and positions) ping-pong between scratch buffers (`plan::radix_passes`).
 //! - **take_along_axis**: `af_take`, a grid-stride loop; an index out of range writes 0 and sets
 //!   the fault word (scratch 0), and the CPU reruns the call for the error.
 //! - **searchsorted**: `af_searchsorted`, a binary search per value (`super::search`'s
@@ -26,37 +31,27 @@
 //!   exclusive scan; writes the count and the closing `n`), `af_runs_scatter` (each start's
 //!   position, then zeros past the runs).
 
+use super::plan::{BLOCK, Bitonic, LOCAL, Radix, fill, radix_passes, sort_limits};
 use super::{Rows, SMALL, Take};
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
-use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, MAX_GROUPS};
+use crate::proggen::codegen::opencl::{ENTRY_ATTR, MAX_GROUPS};
 use crate::proggen::sequence::IntrinsicCall;
 
 /// Elements of one radix tile (256 threads, 8 each).
 const TILE: usize = 2048;
-/// Entries per block of the scans (256 threads, 8 each).
-const BLOCK: usize = 2048;
 
-/// Replaces each `@NAME@` of `template` by its value.
-pub(super) fn fill(template: &str, vars: &[(&str, String)]) -> String {
-    let mut s = template.to_string();
-    for (k, v) in vars {
-        s = s.replace(&format!("@{k}@"), v);
-    }
-    debug_assert!(
-        !s.as_bytes()
-            .windows(2)
-            .any(|w| w[0] == b'@' && w[1].is_ascii_uppercase()),
-        "unfilled template:\n{s}"
-    );
-    s
-}
-
+/// Work-groups of a grid-stride pass over `items` work-group items.
 fn groups(items: usize) -> u32 {
     items.clamp(1, MAX_GROUPS as usize) as u32
 }
 
-/// The raw type of `d`'s bits and the body of `af_key` (ascending keys XOR `mask`).
+/// One work-group per item (tiles, blocks, groups of rows).
+fn exact(items: usize) -> u32 {
+    u32::try_from(items.max(1)).expect("a sort's work-groups fit in 32 bits")
+}
+
+/// The raw type of `d`'s bits and `af_key` (ascending keys XOR the descending mask).
 fn key_of(d: DType, descending: bool) -> Result<(&'static str, String), Unsupported> {
     let (kt, body, mask) = match d {
         DType::F32 => (
@@ -77,7 +72,8 @@ fn key_of(d: DType, descending: bool) -> Result<(&'static str, String), Unsuppor
     Ok((
         kt,
         format!(
-            "typedef {kt} kt;\ninline kt af_key(kt b) {{ return ({body}) ^ ({kt}){mask}; }}\n"
+            "typedef {kt} kt;\ninline kt af_key(kt b) {{ return ({body}) ^ ({kt}){mask}; }}\n\
+             inline uint af_digit(kt v, uint sh) {{ return (uint)(af_key(v) >> sh) & 255u; }}\n"
         ),
     ))
 }
@@ -93,198 +89,243 @@ fn geometry(r: Rows) -> String {
     )
 }
 
-/// The work-group scans the kernels share: exclusive prefix sums of one `uint` or `uint2` per
-/// thread over the 256 threads (`*tot`: the total), through `s`.
+/// Exclusive prefix sums of one `uint` or `uint2` per thread over the 256 threads of a
+/// work-group (`*tot`: the total), in `s[0 .. 273)`: 16 threads scan 16 values each, one thread
+/// the 16 totals (four barriers, none in a loop).
 const SCANS: &str = r#"
 inline uint af_scan1(__local uint *s, uint v, uint lid, uint *tot) {
   s[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint off = 1u; off < 256u; off <<= 1) {
-    const uint t = lid >= off ? s[lid - off] : 0u;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    s[lid] += t;
-    barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid < 16u) {
+    uint acc = 0u;
+    for (uint k = lid * 16u; k < lid * 16u + 16u; k++) { const uint x = s[k]; s[k] = acc; acc += x; }
+    s[256u + lid] = acc;
   }
-  const uint incl = s[lid];
-  *tot = s[255];
   barrier(CLK_LOCAL_MEM_FENCE);
-  return incl - v;
+  if (lid == 0u) {
+    uint acc = 0u;
+    for (uint k = 256u; k < 272u; k++) { const uint x = s[k]; s[k] = acc; acc += x; }
+    s[272] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint ex = s[lid] + s[256u + lid / 16u];
+  *tot = s[272];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return ex;
 }
+
 inline uint2 af_scan2(__local uint2 *s, uint2 v, uint lid, uint2 *tot) {
   s[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint off = 1u; off < 256u; off <<= 1) {
-    const uint2 t = lid >= off ? s[lid - off] : (uint2)(0u, 0u);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    s[lid] += t;
-    barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid < 16u) {
+    uint2 acc = (uint2)(0u, 0u);
+    for (uint k = lid * 16u; k < lid * 16u + 16u; k++) { const uint2 x = s[k]; s[k] = acc; acc += x; }
+    s[256u + lid] = acc;
   }
-  const uint2 incl = s[lid];
-  *tot = s[255];
   barrier(CLK_LOCAL_MEM_FENCE);
-  return incl - v;
+  if (lid == 0u) {
+    uint2 acc = (uint2)(0u, 0u);
+    for (uint k = 256u; k < 272u; k++) { const uint2 x = s[k]; s[k] = acc; acc += x; }
+    s[272] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint2 ex = s[lid] + s[256u + lid / 16u];
+  *tot = s[272];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return ex;
 }
 "#;
 
-/// Exclusive scan of `hist[0 .. HLEN)` in place, in blocks of 2048 (`NB` blocks; `part` holds
-/// the block sums).
+/// The histograms' exclusive scan: `af_scan_top` scans `TOPLEN` entries of its first buffer in
+/// chunks of 2048 with one work-group (and advances the shift word); with blocks, the block
+/// sums of `af_scan_reduce` and, after, `af_scan_down` adding each block's offset.
 const SCAN_PASSES: &str = r#"
 @ENTRY@
-void af_scan_reduce(__global const uint *hist, __global uint *part) {
-  __local uint s[256];
-  const uint lid = get_local_id(0);
-  for (ulong b = get_group_id(0); b < NB; b += get_num_groups(0)) {
-    uint sum = 0u;
-    for (uint i = 0u; i < 8u; i++) {
-      const ulong e = b * 2048UL + lid * 8u + i;
-      if (e < HLEN) sum += hist[e];
-    }
-    uint tot;
-    af_scan1(s, sum, lid, &tot);
-    if (lid == 0u) part[b] = tot;
-  }
-}
-
-@ENTRY@
-void af_scan_top(__global uint *part) {
-  __local uint s[256];
+void af_scan_top(__global uint *part, __global uint *meta) {
+  __local uint s[273];
   const uint lid = get_local_id(0);
   uint carry = 0u;
-  for (ulong c = 0; c < NB; c += 2048UL) {
+  for (ulong c = 0; c < TOPLEN; c += 2048UL) {
     uint v[8];
     uint sum = 0u;
     for (uint i = 0u; i < 8u; i++) {
       const ulong e = c + lid * 8u + i;
-      v[i] = e < NB ? part[e] : 0u;
+      v[i] = e < TOPLEN ? part[e] : 0u;
       sum += v[i];
     }
     uint tot;
     uint ex = af_scan1(s, sum, lid, &tot) + carry;
     for (uint i = 0u; i < 8u; i++) {
       const ulong e = c + lid * 8u + i;
-      if (e < NB) part[e] = ex;
+      if (e < TOPLEN) part[e] = ex;
       ex += v[i];
     }
     carry += tot;
   }
+  /* The next digit's shift: the scatter of this one reads it less 8. */
+  if (lid == 0u) meta[0] += 8u;
+}
+"#;
+
+const SCAN_BLOCKS: &str = r#"
+@ENTRY@
+void af_scan_reduce(__global const uint *hist, __global uint *part) {
+  __local uint s[273];
+  const uint lid = get_local_id(0);
+  const ulong b = get_group_id(0);
+  uint sum = 0u;
+  for (uint i = 0u; i < 8u; i++) {
+    const ulong e = b * 2048UL + lid * 8u + i;
+    if (e < HLEN) sum += hist[e];
+  }
+  uint tot;
+  af_scan1(s, sum, lid, &tot);
+  if (lid == 0u) part[b] = tot;
 }
 
 @ENTRY@
 void af_scan_down(__global uint *hist, __global const uint *part) {
-  __local uint s[256];
+  __local uint s[273];
   const uint lid = get_local_id(0);
-  for (ulong b = get_group_id(0); b < NB; b += get_num_groups(0)) {
-    uint v[8];
-    uint sum = 0u;
-    for (uint i = 0u; i < 8u; i++) {
-      const ulong e = b * 2048UL + lid * 8u + i;
-      v[i] = e < HLEN ? hist[e] : 0u;
-      sum += v[i];
-    }
-    uint tot;
-    uint ex = af_scan1(s, sum, lid, &tot) + part[b];
-    for (uint i = 0u; i < 8u; i++) {
-      const ulong e = b * 2048UL + lid * 8u + i;
-      if (e < HLEN) hist[e] = ex;
-      ex += v[i];
-    }
+  const ulong b = get_group_id(0);
+  uint v[8];
+  uint sum = 0u;
+  for (uint i = 0u; i < 8u; i++) {
+    const ulong e = b * 2048UL + lid * 8u + i;
+    v[i] = e < HLEN ? hist[e] : 0u;
+    sum += v[i];
+  }
+  uint tot;
+  uint ex = af_scan1(s, sum, lid, &tot) + part[b];
+  for (uint i = 0u; i < 8u; i++) {
+    const ulong e = b * 2048UL + lid * 8u + i;
+    if (e < HLEN) hist[e] = ex;
+    ex += v[i];
   }
 }
 "#;
 
 const HIST: &str = r#"
 @ENTRY@
-void af_hist@P@(__global const kt *src, __global uint *hist) {
+void af_hist(__global const kt *src, __global uint *hist, __global const uint *meta) {
   __local uint h[256];
   const uint lid = get_local_id(0);
-  for (ulong tile = get_group_id(0); tile < NTILES; tile += get_num_groups(0)) {
-    const ulong row = tile / TPR, t = tile % TPR;
-    const uint base = (uint)t * TILE;
-    const uint cnt = (uint)min((ulong)TILE, DIM - base);
-    h[lid] = 0u;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = 0u; i < ITEMS; i++) {
-      const uint li = i * 256u + lid;
-      if (li < cnt) atomic_inc(&h[af_digit(src[@SRC@], @SH@u)]);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    hist[(row * 256UL + lid) * TPR + t] = h[lid];
-    barrier(CLK_LOCAL_MEM_FENCE);
+  const uint sh = meta[0];
+  const ulong tile = get_group_id(0);
+  const ulong row = tile / TPR, t = tile % TPR;
+  const uint base = (uint)t * TILE;
+  const uint cnt = (uint)min((ulong)TILE, DIM - base);
+  h[lid] = 0u;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint i = 0u; i < ITEMS; i++) {
+    const uint li = i * 256u + lid;
+    if (li < cnt) atomic_inc(&h[af_digit(src[row * DIM + base + li], sh)]);
   }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  hist[(row * 256UL + lid) * TPR + t] = h[lid];
+}
+
+@ENTRY@
+void af_init(__global uint *meta) {
+  if (get_global_id(0) == 0) meta[0] = 0u;
 }
 "#;
 
 const SCATTER: &str = r#"
 @ENTRY@
-void af_scatter@P@(__global const kt *src, @SIDX@__global const uint *hist, __global @DT@ *dst@DIDX@) {
+void af_scatter(__global const kt *src, @SIDX@__global const uint *hist, __global const uint *meta, __global kt *dst@DIDX@) {
   __local kt lk[TILE];
   @LXDECL@
-  __local uint2 sc[256];
+  __local uint2 sc[273];
   __local uint off[256];
   const uint lid = get_local_id(0);
-  for (ulong tile = get_group_id(0); tile < NTILES; tile += get_num_groups(0)) {
-    const ulong row = tile / TPR, t = tile % TPR;
-    const uint base = (uint)t * TILE;
-    const uint cnt = (uint)min((ulong)TILE, DIM - base);
+  const uint sh0 = meta[0] - 8u;
+  const ulong tile = get_group_id(0);
+  const ulong row = tile / TPR, t = tile % TPR;
+  const uint base = (uint)t * TILE;
+  const uint cnt = (uint)min((ulong)TILE, DIM - base);
+  for (uint i = 0u; i < ITEMS; i++) {
+    const uint li = i * 256u + lid;
+    if (li < cnt) {
+      lk[li] = src[row * DIM + base + li];
+      @LXLOAD@
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  /* The tile sorted by the digit in local memory: four stable splits of two bits. */
+  for (uint s2 = 0u; s2 < 8u; s2 += 2u) {
+    const uint sh = sh0 + s2;
+    kt rk[ITEMS];
+    @RXDECL@
+    uint c0 = 0u, c1 = 0u, c2 = 0u, c3 = 0u;
     for (uint i = 0u; i < ITEMS; i++) {
-      const uint li = i * 256u + lid;
+      const uint li = lid * ITEMS + i;
       if (li < cnt) {
-        lk[li] = src[@SRC@];
-        @LXLOAD@
+        rk[i] = lk[li];
+        @RXLOAD@
+        const uint b = (uint)(af_key(rk[i]) >> sh) & 3u;
+        c0 += b == 0u; c1 += b == 1u; c2 += b == 2u; c3 += b == 3u;
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* The tile sorted by the digit in local memory: four stable splits of two bits. */
-    for (uint sh = @SH@u; sh < @SH@u + 8u; sh += 2u) {
-      kt rk[ITEMS];
-      @RXDECL@
-      uint c0 = 0u, c1 = 0u, c2 = 0u, c3 = 0u;
-      for (uint i = 0u; i < ITEMS; i++) {
-        const uint li = lid * ITEMS + i;
-        if (li < cnt) {
-          rk[i] = lk[li];
-          @RXLOAD@
-          const uint b = (uint)(af_key(rk[i]) >> sh) & 3u;
-          c0 += b == 0u; c1 += b == 1u; c2 += b == 2u; c3 += b == 3u;
-        }
-      }
-      uint2 tot;
-      const uint2 ex = af_scan2(sc, (uint2)(c0 | (c1 << 16), c2 | (c3 << 16)), lid, &tot);
-      const uint t0 = tot.x & 0xffffu, t1 = tot.x >> 16, t2 = tot.y & 0xffffu;
-      uint p0 = ex.x & 0xffffu, p1 = t0 + (ex.x >> 16);
-      uint p2 = t0 + t1 + (ex.y & 0xffffu), p3 = t0 + t1 + t2 + (ex.y >> 16);
-      for (uint i = 0u; i < ITEMS; i++) {
-        const uint li = lid * ITEMS + i;
-        if (li < cnt) {
-          const uint b = (uint)(af_key(rk[i]) >> sh) & 3u;
-          const uint pos = b == 0u ? p0 : b == 1u ? p1 : b == 2u ? p2 : p3;
-          p0 += b == 0u; p1 += b == 1u; p2 += b == 2u; p3 += b == 3u;
-          lk[pos] = rk[i];
-          @LXSTORE@
-        }
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    /* Where each digit's run starts in the tile, then its global position less that start. */
+    uint2 tot;
+    const uint2 ex = af_scan2(sc, (uint2)(c0 | (c1 << 16), c2 | (c3 << 16)), lid, &tot);
+    const uint t0 = tot.x & 0xffffu, t1 = tot.x >> 16, t2 = tot.y & 0xffffu;
+    uint p0 = ex.x & 0xffffu, p1 = t0 + (ex.x >> 16);
+    uint p2 = t0 + t1 + (ex.y & 0xffffu), p3 = t0 + t1 + t2 + (ex.y >> 16);
     for (uint i = 0u; i < ITEMS; i++) {
-      const uint li = i * 256u + lid;
+      const uint li = lid * ITEMS + i;
       if (li < cnt) {
-        const uint d = af_digit(lk[li], @SH@u);
-        if (li == 0u || af_digit(lk[li - 1u], @SH@u) != d) off[d] = li;
+        const uint b = (uint)(af_key(rk[i]) >> sh) & 3u;
+        const uint pos = b == 0u ? p0 : b == 1u ? p1 : b == 2u ? p2 : p3;
+        p0 += b == 0u; p1 += b == 1u; p2 += b == 2u; p3 += b == 3u;
+        lk[pos] = rk[i];
+        @LXSTORE@
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    off[lid] = hist[(row * 256UL + lid) * TPR + t] - off[lid];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = 0u; i < ITEMS; i++) {
-      const uint li = i * 256u + lid;
-      if (li < cnt) {
-        const kt v = lk[li];
-        const ulong pos = (ulong)(off[af_digit(v, @SH@u)] + li);
-        @STORE@
-      }
+  }
+  /* Where each digit's run starts in the tile, then its global position less that start. */
+  for (uint i = 0u; i < ITEMS; i++) {
+    const uint li = i * 256u + lid;
+    if (li < cnt) {
+      const uint d = af_digit(lk[li], sh0);
+      if (li == 0u || af_digit(lk[li - 1u], sh0) != d) off[d] = li;
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  off[lid] = hist[(row * 256UL + lid) * TPR + t] - off[lid];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint i = 0u; i < ITEMS; i++) {
+    const uint li = i * 256u + lid;
+    if (li < cnt) {
+      const kt v = lk[li];
+      const ulong pos = (ulong)(off[af_digit(v, sh0)] + li);
+      dst[pos] = v;
+      @STORE@
+    }
+  }
+}
+"#;
+
+/// Rows into contiguous scratch (and for argsort each element's position), with the shift at 0.
+const COPY_IN: &str = r#"
+@ENTRY@
+void af_in(__global const kt *src, __global kt *keys, @IDX@__global uint *meta) {
+  if (get_global_id(0) == 0) meta[0] = 0u;
+  for (ulong e = get_global_id(0); e < ROWS * DIM; e += get_global_size(0)) {
+    const ulong row = e / DIM, j = e % DIM;
+    keys[e] = src[@AT@];
+    @IDXSTORE@
+  }
+}
+"#;
+
+/// Contiguous rows back to the output's layout.
+const COPY_OUT: &str = r#"
+@ENTRY@
+void af_out(__global const @OT@ *s, __global @OT@ *out) {
+  for (ulong e = get_global_id(0); e < ROWS * DIM; e += get_global_size(0)) {
+    out[af_at(e / DIM, e % DIM)] = s[e];
   }
 }
 "#;
@@ -303,94 +344,36 @@ void af_bitonic(__global const kt *src, __global @DT@ *dst) {
   __local kt lk[LS];
   __local uint lx[LS];
   const uint lid = get_local_id(0);
-  for (ulong g = get_group_id(0); g < NG; g += get_num_groups(0)) {
-    for (uint e = lid; e < LS; e += 256u) {
-      const ulong row = g * (LS / SEG) + e / SEG;
-      const uint j = e % SEG;
-      if (row < ROWS && j < DIM) { lk[e] = af_key(src[af_at(row, j)]); lx[e] = j; }
-      else { lk[e] = (kt)@KMAX@; lx[e] = 0xffffffffu; }
+  const ulong g = get_group_id(0);
+  for (uint e = lid; e < LS; e += 256u) {
+    const ulong row = g * (LS / SEG) + e / SEG;
+    const uint j = e % SEG;
+    if (row < ROWS && j < DIM) { lk[e] = af_key(src[@AT_J@]); lx[e] = j; }
+    else { lk[e] = (kt)@KMAX@; lx[e] = 0xffffffffu; }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint k = 2u; k <= SEG; k <<= 1) {
+    const uint h = k >> 1;
+    for (uint q = lid; q < LS / 2u; q += 256u) {
+      const uint a = (q / h) * k + q % h;
+      af_cx(lk, lx, a, a + k - 1u - 2u * (q % h));
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint k = 2u; k <= SEG; k <<= 1) {
-      const uint h = k >> 1;
+    for (uint s = k >> 2; s > 0u; s >>= 1) {
       for (uint q = lid; q < LS / 2u; q += 256u) {
-        const uint a = (q / h) * k + q % h;
-        af_cx(lk, lx, a, a + k - 1u - 2u * (q % h));
+        const uint a = (q / s) * 2u * s + q % s;
+        af_cx(lk, lx, a, a + s);
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint s = k >> 2; s > 0u; s >>= 1) {
-        for (uint q = lid; q < LS / 2u; q += 256u) {
-          const uint a = (q / s) * 2u * s + q % s;
-          af_cx(lk, lx, a, a + s);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-      }
     }
-    for (uint e = lid; e < LS; e += 256u) {
-      const ulong row = g * (LS / SEG) + e / SEG;
-      const uint j = e % SEG;
-      if (row < ROWS && j < DIM) { const uint x = lx[e]; @OUT@ }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (uint e = lid; e < LS; e += 256u) {
+    const ulong row = g * (LS / SEG) + e / SEG;
+    const uint j = e % SEG;
+    if (row < ROWS && j < DIM) { const uint x = lx[e]; @OUT@ }
   }
 }
 "#;
-
-/// Where the bitonic path puts rows: rows padded to `seg` (a power of two), `ls` elements per
-/// work-group (a power of two, `seg` to [`SMALL`]), `ng` groups of rows.
-pub(super) struct Bitonic {
-    pub seg: usize,
-    pub ls: usize,
-    pub ng: usize,
-}
-
-impl Bitonic {
-    pub fn of(r: Rows) -> Bitonic {
-        let seg = r.dim.next_power_of_two();
-        let ls = (seg * r.count().next_power_of_two()).clamp(seg, SMALL.max(seg));
-        Bitonic {
-            seg,
-            ls,
-            ng: r.count().div_ceil(ls / seg),
-        }
-    }
-}
-
-/// The radix path's tiles: `tpr` tiles per row, `ntiles` in all, `hlen` histogram entries in
-/// `nb` scan blocks.
-pub(super) struct Radix {
-    pub tpr: usize,
-    pub ntiles: usize,
-    pub hlen: usize,
-    pub nb: usize,
-}
-
-impl Radix {
-    pub fn of(r: Rows, tile: usize) -> Radix {
-        let tpr = r.dim.div_ceil(tile);
-        let ntiles = r.count() * tpr;
-        let hlen = ntiles * 256;
-        Radix {
-            tpr,
-            ntiles,
-            hlen,
-            nb: hlen.div_ceil(BLOCK),
-        }
-    }
-}
-
-/// Why a sort of `call` cannot run on a GPU (empty, too large for 32-bit positions).
-pub(super) fn sort_limits(r: Rows) -> Result<(), Unsupported> {
-    if r.len() == 0 {
-        return Err(Unsupported("an empty sort runs on the CPU".into()));
-    }
-    if r.len() >= 1 << 32 {
-        return Err(Unsupported(
-            "a GPU sort of 2^32 elements or more needs 64-bit histograms".into(),
-        ));
-    }
-    Ok(())
-}
 
 /// Sort (`argsort` false) or argsort of `call` along `axis`.
 pub fn render_sort(
@@ -402,13 +385,9 @@ pub fn render_sort(
 ) -> Result<GpuPlan, Unsupported> {
     let r = Rows::of(&call.in_shapes[0], axis);
     sort_limits(r)?;
-    let d = call.in_dtypes[0];
-    let (kt, key) = key_of(d, descending)?;
+    let (kt, key) = key_of(call.in_dtypes[0], descending)?;
     let dt = if argsort { "uint" } else { kt };
     let mut source = format!("{key}{}", geometry(r));
-    source.push_str(&format!(
-        "inline uint af_digit(kt v, uint sh) {{ return (uint)(af_key(v) >> sh) & 255u; }}\n"
-    ));
     let at = |row: &str, j: &str| {
         if r.post == 1 {
             format!("{row} * DIM + {j}")
@@ -416,6 +395,7 @@ pub fn render_sort(
             format!("af_at({row}, {j})")
         }
     };
+    let entry = ("ENTRY", ENTRY_ATTR.to_string());
     if r.dim <= SMALL {
         let b = Bitonic::of(r);
         let out = if argsort {
@@ -423,16 +403,22 @@ pub fn render_sort(
         } else {
             format!("dst[{}] = src[{}];", at("row", "j"), at("row", "x"))
         };
+        let kmax = if kt == "uint" {
+            "0xffffffffu"
+        } else {
+            "0xffffffffffffffffUL"
+        };
         source.push_str(&format!(
-            "#define LS {}u\n#define SEG {}u\n#define NG {}UL\n",
-            b.ls, b.seg, b.ng
+            "#define LS {}u\n#define SEG {}u\n",
+            b.ls, b.seg
         ));
         source.push_str(&fill(
             BITONIC,
             &[
-                ("ENTRY", ENTRY_ATTR.into()),
+                entry,
                 ("DT", dt.into()),
-                ("KMAX", if kt == "uint" { "0xffffffffu" } else { "0xffffffffffffffffUL" }.into()),
+                ("AT_J", at("row", "j")),
+                ("KMAX", kmax.into()),
                 ("OUT", out),
             ],
         ));
@@ -441,126 +427,60 @@ pub fn render_sort(
             "af_bitonic",
             1,
             false,
-            groups(b.ng),
+            exact(b.ng),
             LOCAL,
         ));
     }
     let x = Radix::of(r, TILE);
     source.push_str(&format!(
-        "#define TILE {TILE}u\n#define ITEMS {}u\n#define TPR {}UL\n#define NTILES {}UL\n\
-         #define HLEN {}UL\n#define NB {}UL\n",
+        "#define TILE {TILE}u\n#define ITEMS {}u\n#define TPR {}UL\n#define HLEN {}UL\n\
+         #define TOPLEN {}UL\n",
         TILE / LOCAL as usize,
         x.tpr,
-        x.ntiles,
         x.hlen,
-        x.nb
+        x.top_len()
     ));
     source.push_str(SCANS);
-    source.push_str(&fill(SCAN_PASSES, &[("ENTRY", ENTRY_ATTR.into())]));
-    let key_bytes = if kt == "ulong" { 8 } else { 4 };
-    let n = r.len() as u64;
-    let mut scratch = vec![x.hlen as u64 * 4, x.nb as u64 * 4, n * key_bytes, n * key_bytes];
-    if argsort {
-        scratch.extend([n * 4, n * 4]);
+    source.push_str(&fill(SCAN_PASSES, std::slice::from_ref(&entry)));
+    if !x.one_scan() {
+        source.push_str(&fill(SCAN_BLOCKS, std::slice::from_ref(&entry)));
     }
-    let keys = |p: usize| BufArg::Scratch(2 + (p % 2) as u32);
-    let idx = |p: usize| BufArg::Scratch(4 + (p % 2) as u32);
-    let mut passes = Vec::new();
-    let pass = |entry: String, buffers: Vec<BufArg>, groups: u32| Pass {
-        entry,
-        buffers,
-        params: false,
-        groups,
-        local: LOCAL,
-    };
-    for p in 0..key_bytes as usize {
-        let (first, last) = (p == 0, p + 1 == key_bytes as usize);
-        let src_arg = if first { BufArg::Input(0) } else { keys(p - 1) };
-        let src = if first {
-            at("row", "base + li")
-        } else {
-            "row * DIM + base + li".into()
-        };
-        let sh = (8 * p).to_string();
+    source.push_str(&fill(HIST, std::slice::from_ref(&entry)));
+    let on = |s: &str| if argsort { s.to_string() } else { String::new() };
+    source.push_str(&fill(
+        SCATTER,
+        &[
+            entry.clone(),
+            ("SIDX", on("__global const uint *sidx, ")),
+            ("DIDX", on(", __global uint *didx")),
+            ("LXDECL", on("__local uint lx[TILE];")),
+            ("LXLOAD", on("lx[li] = sidx[row * DIM + base + li];")),
+            ("RXDECL", on("uint rx[ITEMS];")),
+            ("RXLOAD", on("rx[i] = lx[li];")),
+            ("LXSTORE", on("lx[pos] = rx[i];")),
+            ("STORE", on("didx[pos] = lx[li];")),
+        ],
+    ));
+    let key_bytes = if kt == "ulong" { 8 } else { 4 };
+    let plan = radix_passes(r, &x, argsort, key_bytes, exact);
+    if plan.copy_in {
         source.push_str(&fill(
-            HIST,
+            COPY_IN,
             &[
-                ("ENTRY", ENTRY_ATTR.into()),
-                ("P", p.to_string()),
-                ("SRC", src.clone()),
-                ("SH", sh.clone()),
+                entry.clone(),
+                ("IDX", on("__global uint *idx, ")),
+                ("AT", at("row", "j")),
+                ("IDXSTORE", on("idx[e] = (uint)j;")),
             ],
         ));
-        let out_at = if r.post == 1 {
-            "pos".to_string()
-        } else {
-            "af_at(pos / DIM, pos % DIM)".to_string()
-        };
-        let store = match (last, argsort) {
-            (false, false) => "dst[pos] = v;".to_string(),
-            (false, true) => "dst[pos] = v; didx[pos] = lx[li];".to_string(),
-            (true, false) => format!("dst[{out_at}] = v;"),
-            (true, true) => format!("dst[{out_at}] = lx[li];"),
-        };
-        let lxload = match (first, argsort) {
-            (_, false) => String::new(),
-            (true, true) => "lx[li] = base + li;".into(),
-            (false, true) => "lx[li] = sidx[row * DIM + base + li];".into(),
-        };
-        let on = |s: &str| if argsort { s.to_string() } else { String::new() };
-        source.push_str(&fill(
-            SCATTER,
-            &[
-                ("ENTRY", ENTRY_ATTR.into()),
-                ("P", p.to_string()),
-                ("SIDX", if argsort && !first { "__global const uint *sidx, ".into() } else { String::new() }),
-                ("DT", if last { dt.into() } else { "kt".into() }),
-                ("DIDX", if argsort && !last { ", __global uint *didx".into() } else { String::new() }),
-                ("LXDECL", on("__local uint lx[TILE];")),
-                ("SRC", src),
-                ("LXLOAD", lxload),
-                ("SH", sh),
-                ("RXDECL", on("uint rx[ITEMS];")),
-                ("RXLOAD", on("rx[i] = lx[li];")),
-                ("LXSTORE", on("lx[pos] = rx[i];")),
-                ("STORE", store),
-            ],
-        ));
-        passes.push(pass(
-            format!("af_hist{p}"),
-            vec![src_arg, BufArg::Scratch(0)],
-            groups(x.ntiles),
-        ));
-        passes.push(pass(
-            "af_scan_reduce".into(),
-            vec![BufArg::Scratch(0), BufArg::Scratch(1)],
-            groups(x.nb),
-        ));
-        passes.push(pass("af_scan_top".into(), vec![BufArg::Scratch(1)], 1));
-        passes.push(pass(
-            "af_scan_down".into(),
-            vec![BufArg::Scratch(0), BufArg::Scratch(1)],
-            groups(x.nb),
-        ));
-        let mut bufs = vec![src_arg];
-        if argsort && !first {
-            bufs.push(idx(p - 1));
-        }
-        bufs.push(BufArg::Scratch(0));
-        if last {
-            bufs.push(BufArg::Output(0));
-        } else {
-            bufs.push(keys(p));
-            if argsort {
-                bufs.push(idx(p));
-            }
-        }
-        passes.push(pass(format!("af_scatter{p}"), bufs, groups(x.ntiles)));
+    }
+    if plan.copy_out {
+        source.push_str(&fill(COPY_OUT, &[entry, ("OT", dt.into())]));
     }
     Ok(GpuPlan {
         source,
-        scratch,
-        passes,
+        scratch: plan.scratch,
+        passes: plan.passes,
         fault: None,
         immediate_words: None,
     })
@@ -663,23 +583,22 @@ inline uint af_flag(__global const kt *s, ulong i) {
 
 @ENTRY@
 void af_runs_count(__global const kt *s, __global uint *part) {
-  __local uint sc[256];
+  __local uint sc[273];
   const uint lid = get_local_id(0);
-  for (ulong b = get_group_id(0); b < NB; b += get_num_groups(0)) {
-    uint c = 0u;
-    for (uint i = 0u; i < 8u; i++) {
-      const ulong e = b * 2048UL + lid * 8u + i;
-      if (e < N) c += af_flag(s, e);
-    }
-    uint tot;
-    af_scan1(sc, c, lid, &tot);
-    if (lid == 0u) part[b] = tot;
+  const ulong b = get_group_id(0);
+  uint c = 0u;
+  for (uint i = 0u; i < 8u; i++) {
+    const ulong e = b * 2048UL + lid * 8u + i;
+    if (e < N) c += af_flag(s, e);
   }
+  uint tot;
+  af_scan1(sc, c, lid, &tot);
+  if (lid == 0u) part[b] = tot;
 }
 
 @ENTRY@
 void af_runs_top(__global uint *part, __global uint *out) {
-  __local uint sc[256];
+  __local uint sc[273];
   const uint lid = get_local_id(0);
   uint carry = 0u;
   for (ulong c = 0; c < NB; c += 2048UL) {
@@ -704,25 +623,30 @@ void af_runs_top(__global uint *part, __global uint *out) {
 
 @ENTRY@
 void af_runs_scatter(__global const kt *s, __global const uint *part, __global uint *out) {
-  __local uint sc[256];
+  __local uint sc[273];
   const uint lid = get_local_id(0);
-  for (ulong b = get_group_id(0); b < NB; b += get_num_groups(0)) {
-    uint f[8];
-    uint c = 0u;
-    for (uint i = 0u; i < 8u; i++) {
-      const ulong e = b * 2048UL + lid * 8u + i;
-      f[i] = e < N ? af_flag(s, e) : 0u;
-      c += f[i];
-    }
-    uint tot;
-    uint ex = af_scan1(sc, c, lid, &tot) + part[b];
-    for (uint i = 0u; i < 8u; i++) {
-      if (f[i] != 0u) { out[1UL + ex] = (uint)(b * 2048UL + lid * 8u + i); ex++; }
-    }
+  const ulong b = get_group_id(0);
+  uint f[8];
+  uint c = 0u;
+  for (uint i = 0u; i < 8u; i++) {
+    const ulong e = b * 2048UL + lid * 8u + i;
+    f[i] = e < N ? af_flag(s, e) : 0u;
+    c += f[i];
   }
+  uint tot;
+  uint ex = af_scan1(sc, c, lid, &tot) + part[b];
+  for (uint i = 0u; i < 8u; i++) {
+    if (f[i] != 0u) { out[1UL + ex] = (uint)(b * 2048UL + lid * 8u + i); ex++; }
+  }
+  /* Zeros past the runs: this block's share of out[r + 2 .. N + 2). */
   const ulong r = out[0];
-  for (ulong e = get_global_id(0); e < N + 2UL; e += get_global_size(0)) {
-    if (e >= r + 2UL) out[e] = 0u;
+  for (ulong e = b * 2048UL + lid; e < (b + 1UL) * 2048UL; e += 256UL) {
+    if (e >= r + 2UL && e < N + 2UL) out[e] = 0u;
+  }
+  if (b + 1UL == NB) {
+    for (ulong e = NB * 2048UL + lid; e < N + 2UL; e += 256UL) {
+      if (e >= r + 2UL) out[e] = 0u;
+    }
   }
 }
 "#;
@@ -752,7 +676,7 @@ pub fn render_runs(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsuppor
             pass(
                 "af_runs_count",
                 vec![BufArg::Input(0), BufArg::Scratch(0)],
-                groups(nb),
+                exact(nb),
             ),
             pass(
                 "af_runs_top",
@@ -762,7 +686,7 @@ pub fn render_runs(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsuppor
             pass(
                 "af_runs_scatter",
                 vec![BufArg::Input(0), BufArg::Scratch(0), BufArg::Output(0)],
-                groups(nb),
+                exact(nb),
             ),
         ],
         fault: None,

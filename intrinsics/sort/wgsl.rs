@@ -7,15 +7,12 @@
 //! 2048), grid strides as literals of the dispatched group count, and one set of bindings per
 //! entry (entries of one source may reuse binding numbers).
 
-use super::opencl::{Bitonic, Radix, fill, sort_limits};
+use super::plan::{BLOCK, Bitonic, LOCAL, Radix, fill, radix_passes, sort_limits};
 use super::{Rows, SMALL, Take};
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Unsupported};
-use crate::proggen::codegen::wgsl::{LOCAL, MAX_GROUPS};
+use crate::proggen::codegen::wgsl::MAX_GROUPS;
 use crate::proggen::sequence::IntrinsicCall;
-
-/// Entries per block of the scans (256 threads, 8 each).
-const BLOCK: usize = 2048;
 
 fn groups(items: usize) -> u32 {
     items.clamp(1, MAX_GROUPS as usize) as u32
@@ -49,46 +46,86 @@ fn consts(r: Rows) -> String {
 }
 
 const SCANS: &str = r#"
-var<workgroup> af_s1: array<u32, 256>;
-var<workgroup> af_s2: array<vec2<u32>, 256>;
+var<workgroup> af_s1: array<u32, 273>;
+var<workgroup> af_s2: array<vec2<u32>, 273>;
 var<private> af_tot1: u32;
 var<private> af_tot2: vec2<u32>;
 
-// Exclusive prefix sum of one value per thread over the work-group; the total in af_tot1.
+// Exclusive prefix sum of one value per thread over the work-group (the total in af_tot1):
+// 16 threads scan 16 values each, one thread the 16 totals.
 fn af_scan1(v: u32, lid: u32) -> u32 {
   af_s1[lid] = v;
   workgroupBarrier();
-  for (var off = 1u; off < 256u; off <<= 1u) {
-    var t = 0u;
-    if (lid >= off) { t = af_s1[lid - off]; }
-    workgroupBarrier();
-    af_s1[lid] += t;
-    workgroupBarrier();
+  if (lid < 16u) {
+    var acc = 0u;
+    for (var k = lid * 16u; k < lid * 16u + 16u; k++) { let x = af_s1[k]; af_s1[k] = acc; acc += x; }
+    af_s1[256u + lid] = acc;
   }
-  let incl = af_s1[lid];
-  af_tot1 = af_s1[255];
   workgroupBarrier();
-  return incl - v;
+  if (lid == 0u) {
+    var acc = 0u;
+    for (var k = 256u; k < 272u; k++) { let x = af_s1[k]; af_s1[k] = acc; acc += x; }
+    af_s1[272] = acc;
+  }
+  workgroupBarrier();
+  let ex = af_s1[lid] + af_s1[256u + lid / 16u];
+  af_tot1 = af_s1[272];
+  workgroupBarrier();
+  return ex;
 }
 
 fn af_scan2(v: vec2<u32>, lid: u32) -> vec2<u32> {
   af_s2[lid] = v;
   workgroupBarrier();
-  for (var off = 1u; off < 256u; off <<= 1u) {
-    var t = vec2<u32>(0u, 0u);
-    if (lid >= off) { t = af_s2[lid - off]; }
-    workgroupBarrier();
-    af_s2[lid] += t;
-    workgroupBarrier();
+  if (lid < 16u) {
+    var acc = vec2<u32>(0u, 0u);
+    for (var k = lid * 16u; k < lid * 16u + 16u; k++) { let x = af_s2[k]; af_s2[k] = acc; acc += x; }
+    af_s2[256u + lid] = acc;
   }
-  let incl = af_s2[lid];
-  af_tot2 = af_s2[255];
   workgroupBarrier();
-  return incl - v;
+  if (lid == 0u) {
+    var acc = vec2<u32>(0u, 0u);
+    for (var k = 256u; k < 272u; k++) { let x = af_s2[k]; af_s2[k] = acc; acc += x; }
+    af_s2[272] = acc;
+  }
+  workgroupBarrier();
+  let ex = af_s2[lid] + af_s2[256u + lid / 16u];
+  af_tot2 = af_s2[272];
+  workgroupBarrier();
+  return ex;
 }
 "#;
 
 const SCAN_PASSES: &str = r#"
+@group(0) @binding(0) var<storage, read_write> st_part: array<u32>;
+@group(0) @binding(1) var<storage, read_write> st_meta: array<u32>;
+
+@compute @workgroup_size(256)
+fn af_scan_top(@builtin(local_invocation_index) lid: u32) {
+  var carry = 0u;
+  for (var c = 0u; c < TOPLEN; c += 2048u) {
+    var v: array<u32, 8>;
+    var sum = 0u;
+    for (var i = 0u; i < 8u; i++) {
+      let e = c + lid * 8u + i;
+      v[i] = 0u;
+      if (e < TOPLEN) { v[i] = st_part[e]; }
+      sum += v[i];
+    }
+    var ex = af_scan1(sum, lid) + carry;
+    for (var i = 0u; i < 8u; i++) {
+      let e = c + lid * 8u + i;
+      if (e < TOPLEN) { st_part[e] = ex; }
+      ex += v[i];
+    }
+    carry += af_tot1;
+  }
+  // The next digit's shift: the scatter of this one reads it less 8.
+  if (lid == 0u) { st_meta[0] = st_meta[0] + 8u; }
+}
+"#;
+
+const SCAN_BLOCKS: &str = r#"
 @group(0) @binding(0) var<storage, read> sr_hist: array<u32>;
 @group(0) @binding(1) var<storage, read_write> sr_part: array<u32>;
 
@@ -102,30 +139,6 @@ fn af_scan_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     }
     af_scan1(sum, lid);
     if (lid == 0u) { sr_part[b] = af_tot1; }
-  }
-}
-
-@group(0) @binding(0) var<storage, read_write> st_part: array<u32>;
-
-@compute @workgroup_size(256)
-fn af_scan_top(@builtin(local_invocation_index) lid: u32) {
-  var carry = 0u;
-  for (var c = 0u; c < NB; c += 2048u) {
-    var v: array<u32, 8>;
-    var sum = 0u;
-    for (var i = 0u; i < 8u; i++) {
-      let e = c + lid * 8u + i;
-      v[i] = 0u;
-      if (e < NB) { v[i] = st_part[e]; }
-      sum += v[i];
-    }
-    var ex = af_scan1(sum, lid) + carry;
-    for (var i = 0u; i < 8u; i++) {
-      let e = c + lid * 8u + i;
-      if (e < NB) { st_part[e] = ex; }
-      ex += v[i];
-    }
-    carry += af_tot1;
   }
 }
 
@@ -154,11 +167,13 @@ fn af_scan_down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
 "#;
 
 const HIST: &str = r#"
-@group(0) @binding(0) var<storage, read> h@P@_src: array<u32>;
-@group(0) @binding(1) var<storage, read_write> h@P@_hist: array<u32>;
+@group(0) @binding(0) var<storage, read> h_src: array<u32>;
+@group(0) @binding(1) var<storage, read_write> h_hist: array<u32>;
+@group(0) @binding(2) var<storage, read> h_meta: array<u32>;
 
 @compute @workgroup_size(256)
-fn af_hist@P@(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn af_hist(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let sh = h_meta[0];
   for (var tile = wid.x; tile < NTILES; tile += @GT@u) {
     let row = tile / TPR;
     let t = tile % TPR;
@@ -168,19 +183,27 @@ fn af_hist@P@(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
     for (var i = 0u; i < ITEMS; i++) {
       let li = i * 256u + lid;
-      if (li < cnt) { atomicAdd(&af_h[af_digit(h@P@_src[@SRC@], @SH@u)], 1u); }
+      if (li < cnt) { atomicAdd(&af_h[af_digit(h_src[row * DIM + base + li], sh)], 1u); }
     }
     workgroupBarrier();
-    h@P@_hist[(row * 256u + lid) * TPR + t] = atomicLoad(&af_h[lid]);
+    h_hist[(row * 256u + lid) * TPR + t] = atomicLoad(&af_h[lid]);
     workgroupBarrier();
   }
+}
+
+@group(0) @binding(0) var<storage, read_write> i_meta: array<u32>;
+
+@compute @workgroup_size(256)
+fn af_init(@builtin(local_invocation_index) lid: u32) {
+  if (lid == 0u) { i_meta[0] = 0u; }
 }
 "#;
 
 const SCATTER: &str = r#"
 @BINDINGS@
 @compute @workgroup_size(256)
-fn af_scatter@P@(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn af_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let sh0 = s_meta[0] - 8u;
   for (var tile = wid.x; tile < NTILES; tile += @GT@u) {
     let row = tile / TPR;
     let t = tile % TPR;
@@ -189,13 +212,14 @@ fn af_scatter@P@(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     for (var i = 0u; i < ITEMS; i++) {
       let li = i * 256u + lid;
       if (li < cnt) {
-        af_lk[li] = s@P@_src[@SRC@];
+        af_lk[li] = s_src[row * DIM + base + li];
         @LXLOAD@
       }
     }
     workgroupBarrier();
     // The tile sorted by the digit in workgroup memory: four stable splits of two bits.
-    for (var sh = @SH@u; sh < @SH@u + 8u; sh += 2u) {
+    for (var s2 = 0u; s2 < 8u; s2 += 2u) {
+      let sh = sh0 + s2;
       var rk: array<u32, ITEMS>;
       @RXDECL@
       var c = vec4<u32>(0u);
@@ -230,22 +254,49 @@ fn af_scatter@P@(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     for (var i = 0u; i < ITEMS; i++) {
       let li = i * 256u + lid;
       if (li < cnt) {
-        let d = af_digit(af_lk[li], @SH@u);
-        if (li == 0u || af_digit(af_lk[li - 1u], @SH@u) != d) { af_off[d] = li; }
+        let d = af_digit(af_lk[li], sh0);
+        if (li == 0u || af_digit(af_lk[li - 1u], sh0) != d) { af_off[d] = li; }
       }
     }
     workgroupBarrier();
-    af_off[lid] = s@P@_hist[(row * 256u + lid) * TPR + t] - af_off[lid];
+    af_off[lid] = s_hist[(row * 256u + lid) * TPR + t] - af_off[lid];
     workgroupBarrier();
     for (var i = 0u; i < ITEMS; i++) {
       let li = i * 256u + lid;
       if (li < cnt) {
         let v = af_lk[li];
-        let pos = af_off[af_digit(v, @SH@u)] + li;
+        let pos = af_off[af_digit(v, sh0)] + li;
+        s_dst[pos] = v;
         @STORE@
       }
     }
     workgroupBarrier();
+  }
+}
+"#;
+
+const COPY_IN: &str = r#"
+@BINDINGS@
+@compute @workgroup_size(256)
+fn af_in(@builtin(global_invocation_id) gid: vec3<u32>) {
+  if (gid.x == 0u) { in_meta[0] = 0u; }
+  for (var e = gid.x; e < ROWS * DIM; e += @GE@u * 256u) {
+    let row = e / DIM;
+    let j = e % DIM;
+    in_keys[e] = in_src[@AT@];
+    @IDXSTORE@
+  }
+}
+"#;
+
+const COPY_OUT: &str = r#"
+@group(0) @binding(0) var<storage, read> o_src: array<u32>;
+@group(0) @binding(1) var<storage, read_write> o_out: array<u32>;
+
+@compute @workgroup_size(256)
+fn af_out(@builtin(global_invocation_id) gid: vec3<u32>) {
+  for (var e = gid.x; e < ROWS * DIM; e += @GE@u * 256u) {
+    o_out[af_at(e / DIM, e % DIM)] = o_src[e];
   }
 }
 "#;
@@ -362,139 +413,96 @@ pub fn render_sort(
     let tile = if argsort { 1024 } else { 2048 };
     let x = Radix::of(r, tile);
     let (gt, gb) = (groups(x.ntiles), groups(x.nb));
+    let ge = groups(r.len().div_ceil(LOCAL as usize));
     source.push_str(&format!(
         "const TILE: u32 = {tile}u;\nconst ITEMS: u32 = {}u;\nconst TPR: u32 = {}u;\n\
-         const NTILES: u32 = {}u;\nconst HLEN: u32 = {}u;\nconst NB: u32 = {}u;\n\
+         const NTILES: u32 = {}u;\nconst HLEN: u32 = {}u;\nconst NB: u32 = {}u;\nconst TOPLEN: u32 = {}u;\n\
          var<workgroup> af_h: array<atomic<u32>, 256>;\nvar<workgroup> af_lk: array<u32, TILE>;\n\
          var<workgroup> af_off: array<u32, 256>;\n",
         tile / LOCAL as usize,
         x.tpr,
         x.ntiles,
         x.hlen,
-        x.nb
+        x.nb,
+        x.top_len()
     ));
     if argsort {
         source.push_str("var<workgroup> af_lx: array<u32, TILE>;\n");
     }
     source.push_str(SCANS);
-    source.push_str(&fill(SCAN_PASSES, &[("GB", gb.to_string())]));
-    let n = r.len() as u64;
-    let mut scratch = vec![x.hlen as u64 * 4, x.nb as u64 * 4, n * 4, n * 4];
-    if argsort {
-        scratch.extend([n * 4, n * 4]);
+    source.push_str(SCAN_PASSES);
+    if !x.one_scan() {
+        source.push_str(&fill(SCAN_BLOCKS, &[("GB", gb.to_string())]));
     }
-    let keys = |p: usize| BufArg::Scratch(2 + (p % 2) as u32);
-    let idx = |p: usize| BufArg::Scratch(4 + (p % 2) as u32);
-    let pass = |entry: String, buffers: Vec<BufArg>, groups: u32| Pass {
-        entry,
-        buffers,
-        params: false,
-        groups,
-        local: LOCAL,
-    };
-    let mut passes = Vec::new();
-    for p in 0..4usize {
-        let (first, last) = (p == 0, p == 3);
-        let src_arg = if first { BufArg::Input(0) } else { keys(p - 1) };
-        let src = if first {
-            at("row", "base + li")
-        } else {
-            "row * DIM + base + li".into()
-        };
-        let sh = (8 * p).to_string();
-        source.push_str(&fill(
-            HIST,
-            &[
-                ("P", p.to_string()),
-                ("GT", gt.to_string()),
-                ("SRC", src.clone()),
-                ("SH", sh.clone()),
-            ],
-        ));
-        // Bindings in the pass's buffer order.
-        let mut names = vec![("src", "read")];
-        if argsort && !first {
-            names.push(("sidx", "read"));
-        }
-        names.push(("hist", "read"));
-        names.push(("dst", "read_write"));
-        if argsort && !last {
-            names.push(("didx", "read_write"));
-        }
-        let bindings: String = names
+    source.push_str(&fill(HIST, &[("GT", gt.to_string())]));
+    let on = |s: &str| if argsort { s.to_string() } else { String::new() };
+    let bindings = |prefix: &str, names: &[(&str, &str, bool)]| -> String {
+        names
             .iter()
+            .filter(|(_, _, on)| *on)
             .enumerate()
-            .map(|(i, (name, access))| {
-                format!("@group(0) @binding({i}) var<storage, {access}> s{p}_{name}: array<u32>;\n")
+            .map(|(i, (name, access, _))| {
+                format!(
+                    "@group(0) @binding({i}) var<storage, {access}> {prefix}_{name}: array<u32>;\n"
+                )
             })
-            .collect();
-        let out_at = if r.post == 1 {
-            "pos".to_string()
-        } else {
-            "af_at(pos / DIM, pos % DIM)".to_string()
-        };
-        let store = match (last, argsort) {
-            (false, false) => format!("s{p}_dst[pos] = v;"),
-            (false, true) => format!("s{p}_dst[pos] = v; s{p}_didx[pos] = af_lx[li];"),
-            (true, false) => format!("s{p}_dst[{out_at}] = v;"),
-            (true, true) => format!("s{p}_dst[{out_at}] = af_lx[li];"),
-        };
-        let lxload = match (first, argsort) {
-            (_, false) => String::new(),
-            (true, true) => "af_lx[li] = base + li;".into(),
-            (false, true) => format!("af_lx[li] = s{p}_sidx[row * DIM + base + li];"),
-        };
-        let on = |s: &str| if argsort { s.to_string() } else { String::new() };
+            .collect()
+    };
+    source.push_str(&fill(
+        SCATTER,
+        &[
+            (
+                "BINDINGS",
+                bindings(
+                    "s",
+                    &[
+                        ("src", "read", true),
+                        ("sidx", "read", argsort),
+                        ("hist", "read", true),
+                        ("meta", "read", true),
+                        ("dst", "read_write", true),
+                        ("didx", "read_write", argsort),
+                    ],
+                ),
+            ),
+            ("GT", gt.to_string()),
+            ("LXLOAD", on("af_lx[li] = s_sidx[row * DIM + base + li];")),
+            ("RXDECL", on("var rx: array<u32, ITEMS>;")),
+            ("RXLOAD", on("rx[i] = af_lx[li];")),
+            ("LXSTORE", on("af_lx[pos] = rx[i];")),
+            ("STORE", on("s_didx[pos] = af_lx[li];")),
+        ],
+    ));
+    let plan = radix_passes(r, &x, argsort, 4, groups);
+    if plan.copy_in {
         source.push_str(&fill(
-            SCATTER,
+            COPY_IN,
             &[
-                ("BINDINGS", bindings),
-                ("P", p.to_string()),
-                ("GT", gt.to_string()),
-                ("SRC", src),
-                ("LXLOAD", lxload),
-                ("SH", sh),
-                ("RXDECL", on("var rx: array<u32, ITEMS>;")),
-                ("RXLOAD", on("rx[i] = af_lx[li];")),
-                ("LXSTORE", on("af_lx[pos] = rx[i];")),
-                ("STORE", store),
+                (
+                    "BINDINGS",
+                    bindings(
+                        "in",
+                        &[
+                            ("src", "read", true),
+                            ("keys", "read_write", true),
+                            ("idx", "read_write", argsort),
+                            ("meta", "read_write", true),
+                        ],
+                    ),
+                ),
+                ("GE", ge.to_string()),
+                ("AT", at("row", "j")),
+                ("IDXSTORE", on("in_idx[e] = j;")),
             ],
         ));
-        passes.push(pass(
-            format!("af_hist{p}"),
-            vec![src_arg, BufArg::Scratch(0)],
-            gt,
-        ));
-        passes.push(pass(
-            "af_scan_reduce".into(),
-            vec![BufArg::Scratch(0), BufArg::Scratch(1)],
-            gb,
-        ));
-        passes.push(pass("af_scan_top".into(), vec![BufArg::Scratch(1)], 1));
-        passes.push(pass(
-            "af_scan_down".into(),
-            vec![BufArg::Scratch(0), BufArg::Scratch(1)],
-            gb,
-        ));
-        let mut bufs = vec![src_arg];
-        if argsort && !first {
-            bufs.push(idx(p - 1));
-        }
-        bufs.push(BufArg::Scratch(0));
-        if last {
-            bufs.push(BufArg::Output(0));
-        } else {
-            bufs.push(keys(p));
-            if argsort {
-                bufs.push(idx(p));
-            }
-        }
-        passes.push(pass(format!("af_scatter{p}"), bufs, gt));
+    }
+    if plan.copy_out {
+        source.push_str(&fill(COPY_OUT, &[("GE", ge.to_string())]));
     }
     Ok(GpuPlan {
         source,
-        scratch,
-        passes,
+        scratch: plan.scratch,
+        passes: plan.passes,
         fault: None,
         immediate_words: None,
     })
