@@ -36,7 +36,11 @@ fn env_usize(k: &str, default: usize) -> usize {
 
 /// The median of `repeats` timed runs of `run` (after one untimed warm-up); `prepare` runs
 /// before each, untimed, and hands `run` its input.
-fn median<P, R>(repeats: usize, mut prepare: impl FnMut() -> P, mut run: impl FnMut(P) -> R) -> Duration {
+fn median<P, R>(
+    repeats: usize,
+    mut prepare: impl FnMut() -> P,
+    mut run: impl FnMut(P) -> R,
+) -> Duration {
     std::hint::black_box(run(prepare()));
     let mut t: Vec<Duration> = (0..repeats)
         .map(|_| {
@@ -78,31 +82,47 @@ fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) {
     }
 }
 
+/// On a device executor, every timed run ran there (no CPU fallback).
+fn on_device(what: &str, before: &arrayflow::Stats) {
+    let d = Runtime::stats().since(before).device;
+    if Runtime::backend() != Backend::Cpu {
+        assert_eq!(d.fallbacks, 0, "{what} fell back to the CPU: {d:?}");
+        assert!(d.tasks > 0, "{what} ran no device task: {d:?}");
+    }
+}
+
 fn main() {
     let repeats = env_usize("SORT_REPEATS", 7).max(1);
     let backend = Runtime::backend();
     println!(
-        "sorting benchmark: executor {backend:?}, host {} ({} rayon threads)",
+        "sorting benchmark: executor {}, host {} ({} rayon threads)",
+        Runtime::executor(),
         cpu_model(),
         rayon::current_num_threads()
     );
     let mut rows = Vec::new();
-    let sizes: Vec<(String, usize)> = if backend == Backend::Cpu {
-        vec![("sort".into(), env_usize("SORT_LOG2", 24))]
-    } else {
-        vec![("sort".into(), env_usize("SORT_GPU_LOG2", 26))]
-    };
-    for (_, log2) in &sizes {
-        let n = 1usize << log2;
+    {
+        let n = 1usize
+            << if backend == Backend::Cpu {
+                env_usize("SORT_LOG2", 24)
+            } else {
+                env_usize("SORT_GPU_LOG2", 26)
+            };
         let x = random_vec(n, 7, -1e6, 1e6);
         let a = Array::from_slice(&x, &[n]);
         // Checked first: arrayflow against the peer (the same order on this data).
         let want = rayon_sort(&x);
         check("sort", &a.sort_axis(0).to_vec().expect("sort"), &want);
         let want_idx = rayon_argsort(&x);
-        check("argsort", &a.argsort_axis(0).to_vec().expect("argsort"), &want_idx);
+        check(
+            "argsort",
+            &a.argsort_axis(0).to_vec().expect("argsort"),
+            &want_idx,
+        );
         drop((want, want_idx));
+        let before = Runtime::stats();
         let af = median(repeats, || (), |_| a.sort_axis(0).eval().expect("sort"));
+        on_device("sort", &before);
         let peer = median(
             repeats,
             || x.clone(),
@@ -115,7 +135,13 @@ fn main() {
             peer,
             peer_name: "rayon par_sort_unstable_by(total_cmp)",
         });
-        let af = median(repeats, || (), |_| a.argsort_axis(0).eval().expect("argsort"));
+        let before = Runtime::stats();
+        let af = median(
+            repeats,
+            || (),
+            |_| a.argsort_axis(0).eval().expect("argsort"),
+        );
+        on_device("argsort", &before);
         let peer = median(
             repeats,
             || (0..n as u32).collect::<Vec<u32>>(),
@@ -144,6 +170,7 @@ fn main() {
         check("topk positions", &i.to_vec().expect("topk"), &order);
         let vals: Vec<f32> = order.iter().map(|&p| x[p as usize]).collect();
         check("topk values", &v.to_vec().expect("topk"), &vals);
+        let before = Runtime::stats();
         let af = median(
             repeats,
             || (),
@@ -152,6 +179,7 @@ fn main() {
                 v.eval().and_then(|_| i.eval()).expect("topk")
             },
         );
+        on_device("topk", &before);
         let peer = median(
             repeats,
             || (),

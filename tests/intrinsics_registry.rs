@@ -251,7 +251,9 @@ fn sort_case(r: &mut StdRng, argsort: bool) -> Case {
             let at = |j: usize| (p * dim + j) * post + q;
             let mut js: Vec<usize> = (0..dim).collect();
             js.sort_by(|&a, &b| {
-                let o = as_f64(&data, at(a)).partial_cmp(&as_f64(&data, at(b))).unwrap();
+                let o = as_f64(&data, at(a))
+                    .partial_cmp(&as_f64(&data, at(b)))
+                    .unwrap();
                 if descending { o.reverse() } else { o }
             });
             for (j, &from) in js.iter().enumerate() {

@@ -259,9 +259,7 @@ fn one_dimensional<T: Case>(n: usize, seed: u64, ops: &[Op]) {
                 &what,
             ),
             Op::Argsort => assert_positions(&read(&a.argsort()), &want, &what),
-            Op::ArgsortDown => {
-                assert_positions(&read(&v.argsort_axis_descending(0)), &want, &what)
-            }
+            Op::ArgsortDown => assert_positions(&read(&v.argsort_axis_descending(0)), &want, &what),
         });
     }
 }
@@ -410,7 +408,13 @@ fn topk_largest_first() {
             } else {
                 (0, out / rows_n, out % rows_n)
             };
-            let at = |jj: usize| if axis == 1 { p * dim + jj } else { jj * rows_n + q };
+            let at = |jj: usize| {
+                if axis == 1 {
+                    p * dim + jj
+                } else {
+                    jj * rows_n + q
+                }
+            };
             let pos = order[at(j)] as usize;
             wi.push(pos as u32);
             wv.push(x[at(pos)]);
@@ -529,7 +533,11 @@ fn take_along_axis_both_axes() {
                 .map(|o| {
                     let (i, j) = (o / ishape[1], o % ishape[1]);
                     let k = idx[o] as usize;
-                    if axis == 0 { x[k * 9 + j] } else { x[i * 9 + k] }
+                    if axis == 0 {
+                        x[k * 9 + j]
+                    } else {
+                        x[i * 9 + k]
+                    }
                 })
                 .collect();
             let what = format!("take_along_axis axis {axis} m {m}");
@@ -561,7 +569,10 @@ fn take_along_axis_both_axes() {
         ),
         (
             "i32 index -1",
-            a.take_along_axis(&Array::from_slice(&[0i32, -1, 0, 0, 0, 0, 0, 0, 0], &[1, 9]), 0),
+            a.take_along_axis(
+                &Array::from_slice(&[0i32, -1, 0, 0, 0, 0, 0, 0, 0], &[1, 9]),
+                0,
+            ),
         ),
     ] {
         let e = g.to_vec().expect_err(name);
@@ -582,7 +593,10 @@ fn errors_name_the_callers_file() {
             "sort descending axis",
             a.try_sort_axis_descending(5).map(|_| ()).unwrap_err(),
         ),
-        ("argsort axis", a.try_argsort_axis(2).map(|_| ()).unwrap_err()),
+        (
+            "argsort axis",
+            a.try_argsort_axis(2).map(|_| ()).unwrap_err(),
+        ),
         ("topk k", a.try_topk(4, 1).map(|_| ()).unwrap_err()),
         ("topk axis", a.try_topk(1, 3).map(|_| ()).unwrap_err()),
         (
@@ -602,13 +616,17 @@ fn errors_name_the_callers_file() {
     ];
     for (what, e) in errors {
         let text = e.to_string();
-        assert!(text.contains(file!()), "{what}: `{text}` does not name {}", file!());
+        assert!(
+            text.contains(file!()),
+            "{what}: `{text}` does not name {}",
+            file!()
+        );
     }
     // The panicking forms report the same.
     let p = std::panic::catch_unwind(|| a.sort_axis(9)).expect_err("sort_axis(9) panics");
-    let msg = p
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
-    assert!(msg.contains("out of range") && msg.contains(file!()), "{msg}");
+    let msg = p.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("out of range") && msg.contains(file!()),
+        "{msg}"
+    );
 }

@@ -34,33 +34,28 @@ pub trait SortKey: Copy + Default + Send + Sync + 'static {
 impl SortKey for f32 {
     const BYTES: u32 = 4;
     fn key(self) -> u64 {
-        let b = self.to_bits();
-        let k = if b & 0x7fff_ffff > 0x7f80_0000 {
-            u32::MAX
+        // NaN as the largest positive NaN and -0.0 as +0.0 (rare, predictable branches), then
+        // negative bits inverted and positive ones with the sign bit set, without a branch.
+        let mut b = self.to_bits();
+        if b & 0x7fff_ffff > 0x7f80_0000 {
+            b = 0x7fff_ffff;
         } else if b == 0x8000_0000 {
-            0x8000_0000
-        } else if b >> 31 == 1 {
-            !b
-        } else {
-            b | 0x8000_0000
-        };
-        k as u64
+            b = 0;
+        }
+        (b ^ (((b as i32) >> 31) as u32 | 0x8000_0000)) as u64
     }
 }
 
 impl SortKey for f64 {
     const BYTES: u32 = 8;
     fn key(self) -> u64 {
-        let b = self.to_bits();
+        let mut b = self.to_bits();
         if b & 0x7fff_ffff_ffff_ffff > 0x7ff0_0000_0000_0000 {
-            u64::MAX
+            b = 0x7fff_ffff_ffff_ffff;
         } else if b == 0x8000_0000_0000_0000 {
-            0x8000_0000_0000_0000
-        } else if b >> 63 == 1 {
-            !b
-        } else {
-            b | 0x8000_0000_0000_0000
+            b = 0;
         }
+        b ^ (((b as i64) >> 63) as u64 | 0x8000_0000_0000_0000)
     }
 }
 
@@ -238,7 +233,12 @@ fn to_rows<T: Copy + Default + Send + Sync>(src: &[T], r: Rows) -> Vec<T> {
 }
 
 /// Contiguous rows back to the layout of `r` (the inverse of [`to_rows`]), through `f`.
-fn from_rows<I: Copy + Send + Sync, T: Send>(rows: &[I], out: &mut [T], r: Rows, f: impl Fn(I) -> T + Sync) {
+fn from_rows<I: Copy + Send + Sync, T: Send>(
+    rows: &[I],
+    out: &mut [T],
+    r: Rows,
+    f: impl Fn(I) -> T + Sync,
+) {
     out.par_chunks_mut(r.dim * r.post)
         .zip(rows.par_chunks(r.dim * r.post))
         .for_each(|(d, s)| {
@@ -280,13 +280,16 @@ fn argsort_typed<T: SortKey>(src: &[T], out: &mut [u32], r: Rows, descending: bo
     macro_rules! go {
         ($item:expr, $key:expr, $pos:expr) => {{
             let items: Vec<_> = rows
-                .par_chunks(dim)
-                .flat_map_iter(|row| row.iter().enumerate().map(|(j, &x)| $item(x, j)))
+                .par_iter()
+                .enumerate()
+                .map(|(i, &x)| $item(x, i % dim))
                 .collect();
-            let mut sorted = items.clone();
+            let mut sorted = vec![Default::default(); items.len()];
             sort_rows(&items, &mut sorted, dim, T::BYTES, $key);
             if r.post == 1 {
-                out.par_iter_mut().zip(&sorted).for_each(|(o, &s)| *o = $pos(s));
+                out.par_iter_mut()
+                    .zip(&sorted)
+                    .for_each(|(o, &s)| *o = $pos(s));
             } else {
                 from_rows(&sorted, out, r, $pos);
             }
@@ -481,7 +484,9 @@ mod tests {
     #[test]
     fn radix_is_stable_and_skips_constant_digits() {
         // Keys with only byte 1 varying: passes 0, 2, 3 are skipped (an odd count).
-        let src: Vec<u64> = (0..5000u64).map(|i| (((i * 7919) % 13) << 40) | i).collect();
+        let src: Vec<u64> = (0..5000u64)
+            .map(|i| (((i * 7919) % 13) << 40) | i)
+            .collect();
         for parallel in [false, true] {
             let mut out = vec![0u64; src.len()];
             let mut tmp = vec![0u64; src.len()];

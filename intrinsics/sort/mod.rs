@@ -488,7 +488,11 @@ impl IntrinsicDef for TakeAlongAxis {
         cpu::take_along_axis(t, axis, inputs[0], inputs[1], &mut outputs[0])
     }
 
-    fn opencl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+    fn opencl(
+        &self,
+        call: &IntrinsicCall,
+        _t: Target,
+    ) -> std::result::Result<GpuPlan, Unsupported> {
         let axis = take_axis(&call.op);
         let t = Take::of(&call.in_shapes[0], &call.in_shapes[1], axis);
         opencl::render_take(call, t)
@@ -511,12 +515,7 @@ fn side_of(op: &Intrinsic) -> bool {
 /// The insertion point of `v` in `a` (sorted by `cmp`): the binary search every executor runs,
 /// midpoint for midpoint, so an unsorted `a` gives the same (meaningless) answer everywhere.
 /// `right`: after the elements equal to `v`.
-pub fn search<T: Copy>(
-    a: &[T],
-    v: T,
-    right: bool,
-    cmp: impl Fn(T, T) -> Ordering,
-) -> usize {
+pub fn search<T: Copy>(a: &[T], v: T, right: bool, cmp: impl Fn(T, T) -> Ordering) -> usize {
     let (mut lo, mut hi) = (0usize, a.len());
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
@@ -655,9 +654,7 @@ impl IntrinsicDef for UniqueRuns {
         let v = inputs[0].0;
         let n = v.len();
         let starts: Vec<u32> = (0..n)
-            .filter(|&i| {
-                i == 0 || canonical_cmp(v.get(i).as_f64(), v.get(i - 1).as_f64()).is_ne()
-            })
+            .filter(|&i| i == 0 || canonical_cmp(v.get(i).as_f64(), v.get(i - 1).as_f64()).is_ne())
             .map(|i| i as u32)
             .collect();
         let mut out = vec![0u32; n + 2];

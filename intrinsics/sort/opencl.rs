@@ -408,10 +408,7 @@ pub fn render_sort(
         } else {
             "0xffffffffffffffffUL"
         };
-        source.push_str(&format!(
-            "#define LS {}u\n#define SEG {}u\n",
-            b.ls, b.seg
-        ));
+        source.push_str(&format!("#define LS {}u\n#define SEG {}u\n", b.ls, b.seg));
         source.push_str(&fill(
             BITONIC,
             &[
@@ -446,7 +443,13 @@ pub fn render_sort(
         source.push_str(&fill(SCAN_BLOCKS, std::slice::from_ref(&entry)));
     }
     source.push_str(&fill(HIST, std::slice::from_ref(&entry)));
-    let on = |s: &str| if argsort { s.to_string() } else { String::new() };
+    let on = |s: &str| {
+        if argsort {
+            s.to_string()
+        } else {
+            String::new()
+        }
+    };
     source.push_str(&fill(
         SCATTER,
         &[
@@ -499,7 +502,9 @@ fn raw(d: DType) -> &'static str {
 pub fn render_take(call: &IntrinsicCall, t: Take) -> Result<GpuPlan, Unsupported> {
     let len: usize = call.out_shape.iter().product();
     if len == 0 {
-        return Err(Unsupported("an empty take_along_axis runs on the CPU".into()));
+        return Err(Unsupported(
+            "an empty take_along_axis runs on the CPU".into(),
+        ));
     }
     let (it, in_range) = match call.in_dtypes[1] {
         DType::I32 => ("int", format!("k >= 0 && (ulong)k < {}UL", t.dim)),
@@ -539,7 +544,11 @@ void af_take(__global const {ty} *data, __global const {it} *idx, __global {ty} 
 }
 
 /// searchsorted: sorted, values.
-pub fn render_search(call: &IntrinsicCall, right: bool, _t: Target) -> Result<GpuPlan, Unsupported> {
+pub fn render_search(
+    call: &IntrinsicCall,
+    right: bool,
+    _t: Target,
+) -> Result<GpuPlan, Unsupported> {
     let (na, nv): (usize, usize) = (
         call.in_shapes[0].iter().product(),
         call.in_shapes[1].iter().product(),
