@@ -391,7 +391,7 @@ fn topk_largest_first() {
     for (k, axis) in [(5usize, 1usize), (3, 0), (500, 1)] {
         let what = format!("topk({k}, {axis}) of [6, 500]");
         let order = oracle_argsort(&x, &[6, 500], axis, true);
-        let mut want_shape = vec![6, 500];
+        let mut want_shape = [6usize, 500];
         want_shape[axis] = k;
         let (got_v, got_i) = on_the_device::<f32, _>(&what, || {
             let (values, idx) = a.topk(k, axis);

@@ -55,7 +55,7 @@ impl Rows {
         self.pre * self.post
     }
     /// Elements in all rows.
-    pub fn len(&self) -> usize {
+    pub fn numel(&self) -> usize {
         self.pre * self.dim * self.post
     }
     /// The linear index of element `j` of row `r`.
@@ -138,7 +138,7 @@ fn check_u32_extent(what: &str, len: usize, site: Site) -> Result<()> {
 /// sorted stably by [`canonical_cmp`] (reversed when descending).
 fn reference_order(v: &TypedVec, shape: &[usize], axis: usize, descending: bool) -> Vec<usize> {
     let r = Rows::of(shape, axis);
-    let mut src = vec![0usize; r.len()];
+    let mut src = vec![0usize; r.numel()];
     let mut js: Vec<usize> = Vec::with_capacity(r.dim);
     for row in 0..r.count() {
         js.clear();

@@ -31,10 +31,10 @@ pub fn fill(template: &str, vars: &[(&str, String)]) -> String {
 
 /// Why a sort of `r` cannot run on a GPU (empty, too large for 32-bit positions).
 pub fn sort_limits(r: Rows) -> Result<(), Unsupported> {
-    if r.len() == 0 {
+    if r.numel() == 0 {
         return Err(Unsupported("an empty sort runs on the CPU".into()));
     }
-    if r.len() >= 1 << 32 {
+    if r.numel() >= 1 << 32 {
         return Err(Unsupported(
             "a GPU sort of 2^32 elements or more needs 64-bit histograms".into(),
         ));
@@ -117,7 +117,7 @@ pub fn radix_passes(
     key_bytes: u64,
     groups: impl Fn(usize) -> u32,
 ) -> RadixPasses {
-    let n = r.len() as u64;
+    let n = r.numel() as u64;
     let contiguous = r.post == 1;
     let copy_in = argsort || !contiguous;
     let copy_out = !contiguous;
@@ -139,7 +139,7 @@ pub fn radix_passes(
         groups,
         local: LOCAL,
     };
-    let elems = groups(r.len().div_ceil(LOCAL as usize)).min(65535);
+    let elems = groups(r.numel().div_ceil(LOCAL as usize)).min(65535);
     let mut passes = Vec::new();
     // The scratch pair index holding the elements (None: the input), and the positions.
     let (mut keys, mut idx) = (None::<u32>, 0u32);

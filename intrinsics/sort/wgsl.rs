@@ -456,7 +456,7 @@ pub fn render_sort(
     let tile = 1024;
     let x = Radix::of(r, tile);
     let (gt, gb) = (groups(x.ntiles), groups(x.nb));
-    let ge = groups(r.len().div_ceil(LOCAL as usize));
+    let ge = groups(r.numel().div_ceil(LOCAL as usize));
     source.push_str(&format!(
         "const TILE: u32 = {tile}u;\nconst ITEMS: u32 = {}u;\nconst TPR: u32 = {}u;\n\
          const NTILES: u32 = {}u;\nconst HLEN: u32 = {}u;\nconst NB: u32 = {}u;\nconst TOPLEN: u32 = {}u;\n\
