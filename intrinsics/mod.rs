@@ -18,8 +18,10 @@
 //!
 //! # Rules for what comes next
 //!
-//! The four intrinsics here have one output, one generated kernel (or two passes) per target and a
-//! shape known when they are recorded. The trait is shaped for the others as follows.
+//! The intrinsics here have one output and a shape known when they are recorded; the radix sort
+//! (`sort/`) is a multi-pass plan, and `unique_runs` follows the data-dependent-length rule below
+//! with its count in element 0 of its one padded output. The trait is shaped for the others as
+//! follows.
 //!
 //! - **Several outputs** (`lu`, `topk`): [`IntrinsicDef::check`] and [`IntrinsicDef::reference`]
 //!   already return one [`Output`] / value per output, [`IntrinsicDef::cpu`] writes `outputs[k]`
