@@ -1,6 +1,7 @@
 //! The intrinsic library (the seed's 700) and its registry: hand-written, non-fusible kernels, one
 //! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`, `scan/`, `scatter/`:
-//! scatter, scatter_add and put_along_axis; `histogram/`: bincount and histogram). Each folder's `mod.rs`
+//! scatter, scatter_add and put_along_axis; `histogram/`: bincount and histogram; `sort/`: sort,
+//! argsort, take_along_axis, searchsorted and unique_runs). Each folder's `mod.rs`
 //! implements [`IntrinsicDef`], the one description of the intrinsic that every stage dispatches
 //! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
 //! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
@@ -18,9 +19,10 @@
 //!
 //! # Rules for what comes next
 //!
-//! The intrinsics here have one output, one generated kernel (or a few passes: matmul's split `k`,
-//! scan's reduce-then-scan) per target and a shape known when they are recorded. The trait is
-//! shaped for the others as follows.
+//! The intrinsics here have one output and a shape known when they are recorded; some run a few
+//! passes (matmul's split `k`, scan's reduce-then-scan, the radix sort's digit passes), and
+//! `unique_runs` follows the data-dependent-length rule below with its count in element 0 of its
+//! one padded output. The trait is shaped for the others as follows.
 //!
 //! - **Several outputs** (`lu`, `topk`): [`IntrinsicDef::check`] and [`IntrinsicDef::reference`]
 //!   already return one [`Output`] / value per output, [`IntrinsicDef::cpu`] writes `outputs[k]`
@@ -59,6 +61,7 @@ pub mod matmul;
 pub mod opencl;
 pub mod scan;
 pub mod scatter;
+pub mod sort;
 pub mod transpose;
 pub mod wgsl;
 
@@ -198,7 +201,7 @@ pub trait IntrinsicDef: Sync {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 10] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 15] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
@@ -209,6 +212,11 @@ pub static REGISTRY: [&dyn IntrinsicDef; 10] = [
     &histogram::Bincount,
     &histogram::Histogram,
     &scan::Scan,
+    &sort::Sort,
+    &sort::Argsort,
+    &sort::TakeAlongAxis,
+    &sort::SearchSorted,
+    &sort::UniqueRuns,
 ];
 
 /// The registry index of `op`'s definition.
@@ -224,6 +232,11 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::Bincount { .. } => 7,
         Intrinsic::Histogram { .. } => 8,
         Intrinsic::Scan { .. } => 9,
+        Intrinsic::Sort { .. } => 10,
+        Intrinsic::Argsort { .. } => 11,
+        Intrinsic::TakeAlongAxis { .. } => 12,
+        Intrinsic::SearchSorted { .. } => 13,
+        Intrinsic::UniqueRuns => 14,
     }
 }
 
@@ -325,6 +338,23 @@ mod tests {
                 },
                 "scan",
             ),
+            (
+                Intrinsic::Sort {
+                    axis: 0,
+                    descending: false,
+                },
+                "sort",
+            ),
+            (
+                Intrinsic::Argsort {
+                    axis: 1,
+                    descending: true,
+                },
+                "argsort",
+            ),
+            (Intrinsic::TakeAlongAxis { axis: 0 }, "take_along_axis"),
+            (Intrinsic::SearchSorted { right: true }, "searchsorted"),
+            (Intrinsic::UniqueRuns, "unique_runs"),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

@@ -3,7 +3,8 @@
 //! and a plain loop in this file agree exactly (matrix products and scans of small integers, so
 //! every summation order gives the same value); its check gives the output shape the loop expects and
 //! rejects a bad call with an error at the caller's file:line; the front end passes the user's
-//! call site through the registry.
+//! call site through the registry. The sorting intrinsics' cases hold small integers too (the
+//! order of NaN and signed zeros is `tests/sort.rs`'s).
 
 use arrayflow::Array;
 use arrayflow::exec::TypedVec;
@@ -444,6 +445,161 @@ fn scan_case(r: &mut StdRng) -> Case {
     }
 }
 
+fn numeric_type(r: &mut StdRng) -> DType {
+    [DType::F32, DType::F64, DType::I32, DType::U32][r.random_range(0..4)]
+}
+
+fn as_f64(v: &TypedVec, i: usize) -> f64 {
+    match v {
+        TypedVec::F32(x) => x[i] as f64,
+        TypedVec::F64(x) => x[i],
+        TypedVec::I32(x) => x[i] as f64,
+        TypedVec::U32(x) => x[i] as f64,
+        TypedVec::Bool(x) => x[i] as u8 as f64,
+    }
+}
+
+/// A sort or argsort along a random axis (rows of up to 5, or one row of up to 700 so that the
+/// CPU's radix sort runs too): each row's positions sorted stably by value, in a loop here.
+fn sort_case(r: &mut StdRng, argsort: bool) -> Case {
+    let ds = if r.random_range(0..4) == 0 {
+        vec![r.random_range(500..=700)]
+    } else {
+        let rank = r.random_range(1..=3);
+        shape(r, rank, 5)
+    };
+    let axis = r.random_range(0..ds.len());
+    let descending = r.random_range(0..2) == 1;
+    let dtype = numeric_type(r);
+    let data = values(r, dtype, len(&ds));
+    let (pre, dim, post) = (len(&ds[..axis]), ds[axis], len(&ds[axis + 1..]));
+    let mut src = vec![0usize; len(&ds)];
+    let mut pos = vec![0u32; len(&ds)];
+    for p in 0..pre {
+        for q in 0..post {
+            let at = |j: usize| (p * dim + j) * post + q;
+            let mut js: Vec<usize> = (0..dim).collect();
+            js.sort_by(|&a, &b| {
+                let o = as_f64(&data, at(a))
+                    .partial_cmp(&as_f64(&data, at(b)))
+                    .unwrap();
+                if descending { o.reverse() } else { o }
+            });
+            for (j, &from) in js.iter().enumerate() {
+                src[at(j)] = at(from);
+                pos[at(j)] = from as u32;
+            }
+        }
+    }
+    let (op, expected) = if argsort {
+        (Intrinsic::Argsort { axis, descending }, TypedVec::U32(pos))
+    } else {
+        let v = pick(&data, src.len(), |o| src[o]);
+        (Intrinsic::Sort { axis, descending }, v)
+    };
+    Case {
+        op,
+        inputs: vec![(data, Shape::from_slice(&ds))],
+        expected,
+        out_shape: ds,
+    }
+}
+
+/// take_along_axis: indices of the data's rank, `m` positions along the axis.
+fn take_case(r: &mut StdRng) -> Case {
+    let rank = r.random_range(1..=3);
+    let ds = shape(r, rank, 5);
+    let axis = r.random_range(0..rank);
+    let mut is = ds.clone();
+    is[axis] = r.random_range(1..=4);
+    let dtype = any_type(r);
+    let data = values(r, dtype, len(&ds));
+    let picks: Vec<usize> = (0..len(&is)).map(|_| r.random_range(0..ds[axis])).collect();
+    let idx = if r.random_range(0..2) == 0 {
+        TypedVec::I32(picks.iter().map(|&i| i as i32).collect())
+    } else {
+        TypedVec::U32(picks.iter().map(|&i| i as u32).collect())
+    };
+    let (m, post) = (is[axis], len(&ds[axis + 1..]));
+    // Output (p, j, q) reads data (p, picks[(p, j, q)], q).
+    let src: Vec<usize> = (0..picks.len())
+        .map(|o| {
+            let (p, q) = (o / (m * post), o % post);
+            (p * ds[axis] + picks[o]) * post + q
+        })
+        .collect();
+    let expected = pick(&data, src.len(), |o| src[o]);
+    Case {
+        op: Intrinsic::TakeAlongAxis { axis },
+        inputs: vec![
+            (data, Shape::from_slice(&ds)),
+            (idx, Shape::from_slice(&is)),
+        ],
+        expected,
+        out_shape: is,
+    }
+}
+
+/// A sorted 1-D array of small integers (so every element type holds them exactly).
+fn sorted_values(r: &mut StdRng, dtype: DType, n: usize) -> TypedVec {
+    let mut k: Vec<i32> = (0..n).map(|_| r.random_range(0..12)).collect();
+    k.sort();
+    match dtype {
+        DType::F32 => TypedVec::F32(k.iter().map(|&v| v as f32).collect()),
+        DType::F64 => TypedVec::F64(k.iter().map(|&v| v as f64).collect()),
+        DType::I32 => TypedVec::I32(k),
+        _ => TypedVec::U32(k.iter().map(|&v| v as u32).collect()),
+    }
+}
+
+/// searchsorted: insertion points counted in a loop.
+fn searchsorted_case(r: &mut StdRng) -> Case {
+    let n = r.random_range(0..=30);
+    let dtype = numeric_type(r);
+    let a = sorted_values(r, dtype, n);
+    let rank = r.random_range(1..=2);
+    let vs = shape(r, rank, 6);
+    let v = sorted_values(r, dtype, len(&vs));
+    let right = r.random_range(0..2) == 1;
+    let pos: Vec<u32> = (0..v.len())
+        .map(|i| {
+            let x = as_f64(&v, i);
+            (0..n)
+                .filter(|&j| as_f64(&a, j) < x || (right && as_f64(&a, j) == x))
+                .count() as u32
+        })
+        .collect();
+    Case {
+        op: Intrinsic::SearchSorted { right },
+        inputs: vec![(a, Shape::from_slice(&[n])), (v, Shape::from_slice(&vs))],
+        expected: TypedVec::U32(pos),
+        out_shape: vs,
+    }
+}
+
+/// unique_runs: `[runs, starts.., n, zeros..]` of a sorted array, from a loop.
+fn unique_runs_case(r: &mut StdRng) -> Case {
+    let n = r.random_range(0..=40);
+    let dtype = numeric_type(r);
+    let a = sorted_values(r, dtype, n);
+    let starts: Vec<u32> = (0..n)
+        .filter(|&i| i == 0 || as_f64(&a, i) != as_f64(&a, i - 1))
+        .map(|i| i as u32)
+        .collect();
+    let mut out = vec![starts.len() as u32];
+    out.extend(&starts);
+    out.push(n as u32);
+    out.resize(n + 2, 0);
+    Case {
+        op: Intrinsic::UniqueRuns,
+        inputs: vec![(a, Shape::from_slice(&[n]))],
+        expected: TypedVec::U32(out),
+        out_shape: vec![n + 2],
+    }
+}
+
+/// A random valid call of the intrinsic named `name` (every registered one must have a case).
+
 /// A random valid call of the intrinsic named `name` (every registered one must have a case).
 fn case(name: &str, r: &mut StdRng) -> Case {
     match name {
@@ -455,6 +611,11 @@ fn case(name: &str, r: &mut StdRng) -> Case {
         "bincount" => bincount_case(r),
         "histogram" => histogram_case(r),
         "scan" => scan_case(r),
+        "sort" => sort_case(r, false),
+        "argsort" => sort_case(r, true),
+        "take_along_axis" => take_case(r),
+        "searchsorted" => searchsorted_case(r),
+        "unique_runs" => unique_runs_case(r),
         other => panic!("intrinsic {other} is registered but has no case in this test"),
     }
 }
@@ -693,6 +854,59 @@ fn checks_reject_bad_calls_at_the_callers_line() {
             vec![Operand {
                 shape: &m23,
                 dtype: DType::F32,
+            }],
+        ),
+        (
+            Intrinsic::Sort {
+                axis: 2,
+                descending: false,
+            },
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::F32,
+            }],
+        ),
+        (
+            Intrinsic::Argsort {
+                axis: 0,
+                descending: true,
+            },
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::Bool,
+            }],
+        ),
+        (
+            Intrinsic::TakeAlongAxis { axis: 1 },
+            vec![
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[3],
+                    dtype: DType::U32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::SearchSorted { right: false },
+            vec![
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[3],
+                    dtype: DType::F32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::UniqueRuns,
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::I32,
             }],
         ),
     ];

@@ -1,6 +1,7 @@
 //! The language-specific interface (the seed's LSI 100) for Rust: `Array<T>` with operator
-//! overloading, math functions, reductions, scans, generators, views, scatter (`scatter.rs`) and
-//! counting (`counting.rs`), random numbers, reads and writes, and the `Runtime` controls. Every public function is `#[track_caller]` so errors, caches and
+//! overloading, math functions, reductions, scans, generators, views, sorting, scatter
+//! (`scatter.rs`) and counting (`counting.rs`), random numbers, reads and writes, and the `Runtime`
+//! controls. Every public function is `#[track_caller]` so errors, caches and
 //! profiles know the user's call site.
 
 mod array;
@@ -20,6 +21,7 @@ mod runtime;
 mod scan;
 mod scatter;
 mod slicing;
+mod sort;
 mod view;
 
 pub use crate::debug::{
@@ -40,4 +42,5 @@ pub use runtime::{
     FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats,
 };
 pub use slicing::{AxisArg, RangeArg, SliceInt};
+pub use sort::Side;
 pub use view::Slice;

@@ -201,6 +201,20 @@ pub enum Intrinsic {
     /// Inclusive scan along `axis` (`cumsum`, `cumprod`, `cummax`, `cummin`): `op` is one of
     /// `Sum`, `Prod`, `Max`, `Min`. Input: the data; the output has its shape and type.
     Scan { op: ReduceOp, axis: usize },
+    /// Stable sort along `axis` (NaN last ascending, first descending; -0.0 equals +0.0):
+    /// `intrinsics/sort/`. Input: data (f32, f64, i32 or u32).
+    Sort { axis: usize, descending: bool },
+    /// The `u32` positions along `axis` that sort the data stably (as [`Intrinsic::Sort`]).
+    Argsort { axis: usize, descending: bool },
+    /// NumPy `take_along_axis`: inputs data, indices (i32 or u32) of the data's rank whose other
+    /// axes match the data's.
+    TakeAlongAxis { axis: usize },
+    /// NumPy `searchsorted` on a sorted 1-D array: inputs sorted, values; `u32` insertion points
+    /// (`right`: after equal elements).
+    SearchSorted { right: bool },
+    /// The runs of equal elements of a sorted 1-D array of `n`: `u32 [n + 2]` holding the run
+    /// count `r`, the `r` run starts and `n` (the rest unspecified); `unique` reads `r`.
+    UniqueRuns,
 }
 
 /// One output of an intrinsic call: its shape and element type.
