@@ -7,7 +7,7 @@
 //! magnitudes with the data. An infinite magnitude means any optimised value matches.
 
 use super::Tolerance;
-use super::reference::{self, ravel, unravel};
+use super::reference::{self, source_indices};
 use crate::exec::TypedVec;
 use crate::ir::{DType, Op, ReduceOp, Site};
 use crate::ir::{NodeInfo, NodeState};
@@ -229,14 +229,12 @@ fn reduce(op: ReduceOp, axes: &[usize], input: &CondInput, result: &TypedVec) ->
     let order: Vec<usize> = kept.iter().chain(axes.iter()).copied().collect();
     let domain: Vec<usize> = order.iter().map(|&a| from[a]).collect();
     let inner: usize = axes.iter().map(|&a| from[a]).product();
-    let src = |lin: usize| {
-        let d = unravel(lin, &domain);
-        let mut s = vec![0; from.len()];
+    let at = source_indices(&domain, from, |d, s| {
         for (k, &a) in order.iter().enumerate() {
             s[a] = d[k];
         }
-        ravel(&s, from)
-    };
+    });
+    let src = |lin: usize| at[lin];
     let x = |j: usize| input.value.get(j).as_f64();
     let size = |j: usize| x(j).abs().max(input.magnitude[j]);
     (0..result.len())

@@ -13,19 +13,18 @@ use crate::primitives::{
     unary_pred,
 };
 
-pub(crate) use crate::ir::{collect, ravel, unravel};
+pub(crate) use crate::ir::{collect, source_indices, unravel};
 
 /// `v` (of `from` shape) broadcast NumPy-style to `to`.
 pub(crate) fn broadcast(v: &TypedVec, from: &[usize], to: &[usize]) -> TypedVec {
     let n: usize = to.iter().product();
     let lead = to.len() - from.len();
-    collect(v.dtype(), n, |i| {
-        let idx = unravel(i, to);
-        let src: Vec<usize> = (0..from.len())
-            .map(|j| if from[j] == 1 { 0 } else { idx[j + lead] })
-            .collect();
-        v.get(ravel(&src, from))
-    })
+    let at = source_indices(to, from, |idx, src| {
+        for j in 0..from.len() {
+            src[j] = if from[j] == 1 { 0 } else { idx[j + lead] };
+        }
+    });
+    collect(v.dtype(), n, |i| v.get(at[i]))
 }
 
 /// Evaluates node `n` from its inputs' values and shapes.
@@ -93,41 +92,39 @@ pub fn eval(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])]) -> Result<TypedVec, 
         Op::Broadcast => broadcast(inputs[0].0, inputs[0].1, shape),
         Op::Permute(perm) => {
             let (v, from) = inputs[0];
-            collect(n.dtype, len, |i| {
-                let idx = unravel(i, shape);
-                let mut src = vec![0; from.len()];
+            let at = source_indices(shape, from, |idx, src| {
                 for (k, &p) in perm.iter().enumerate() {
                     src[p] = idx[k];
                 }
-                v.get(ravel(&src, from))
-            })
+            });
+            collect(n.dtype, len, |i| v.get(at[i]))
         }
         Op::Slice { start, step } => {
             let (v, from) = inputs[0];
-            collect(n.dtype, len, |i| {
-                let idx = unravel(i, shape);
-                let src: Vec<usize> = (0..from.len())
-                    .map(|d| (start[d] + step[d] * idx[d] as isize) as usize)
-                    .collect();
-                v.get(ravel(&src, from))
-            })
+            let at = source_indices(shape, from, |idx, src| {
+                for d in 0..from.len() {
+                    src[d] = (start[d] + step[d] * idx[d] as isize) as usize;
+                }
+            });
+            collect(n.dtype, len, |i| v.get(at[i]))
         }
         Op::Tile => {
             let (v, from) = inputs[0];
             let lead = shape.len() - from.len();
-            collect(n.dtype, len, |i| {
-                let idx = unravel(i, shape);
-                let src: Vec<usize> = (0..from.len()).map(|d| idx[d + lead] % from[d]).collect();
-                v.get(ravel(&src, from))
-            })
+            let at = source_indices(shape, from, |idx, src| {
+                for d in 0..from.len() {
+                    src[d] = idx[d + lead] % from[d];
+                }
+            });
+            collect(n.dtype, len, |i| v.get(at[i]))
         }
         Op::Fold { axis, mode, shift } => {
             let (v, from) = inputs[0];
-            collect(n.dtype, len, |i| {
-                let mut src = unravel(i, shape);
-                src[*axis] = fold_index(src[*axis] as isize - *shift, from[*axis], *mode);
-                v.get(ravel(&src, from))
-            })
+            let at = source_indices(shape, from, |idx, src| {
+                src.copy_from_slice(idx);
+                src[*axis] = fold_index(idx[*axis] as isize - *shift, from[*axis], *mode);
+            });
+            collect(n.dtype, len, |i| v.get(at[i]))
         }
         Op::Reduce { op, axes } => reduce(*op, axes, inputs[0].0, inputs[0].1, n),
         Op::Intrinsic(i) => {
@@ -212,14 +209,12 @@ fn reduce(op: ReduceOp, axes: &[usize], v: &TypedVec, from: &[usize], n: &NodeIn
     let domain: Vec<usize> = order.iter().map(|&a| from[a]).collect();
     let inner: usize = axes.iter().map(|&a| from[a]).product();
     let len: usize = from.iter().product();
-    let laid_out = collect(v.dtype(), len, |i| {
-        let d = unravel(i, &domain);
-        let mut src = vec![0; from.len()];
+    let at = source_indices(&domain, from, |d, src| {
         for (k, &a) in order.iter().enumerate() {
             src[a] = d[k];
         }
-        v.get(ravel(&src, from))
     });
+    let laid_out = collect(v.dtype(), len, |i| v.get(at[i]));
     let mut out = TypedVec::zeros(n.dtype, n.len());
     let partials = r::partials(
         op,

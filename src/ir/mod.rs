@@ -18,7 +18,7 @@ pub use op::{FoldMode, GenKind, Intrinsic, IntrinsicOutput, Op, RandomDist, RngA
 pub use queue::{Entry, FlushReason};
 pub use rng::RngState;
 pub use shape::{Shape, broadcast_shapes, contiguous_strides, numel};
-pub use value::{TypedVec, collect, ravel, unravel};
+pub use value::{TypedVec, collect, ravel, source_indices, unravel};
 
 /// A call site in the user's program: the seed's "program counter". Every public API function is
 /// `#[track_caller]` and records one.

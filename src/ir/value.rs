@@ -71,6 +71,35 @@ pub fn unravel(mut lin: usize, shape: &[usize]) -> Vec<usize> {
     idx
 }
 
+/// For each element of `shape` in row-major order, the linear index in a `from`-shaped buffer of
+/// the multi-index `map` writes into its second argument from the element's multi-index (the
+/// first). One pass with a running multi-index, no allocation per element: the reference
+/// interpreter's views and reductions gather through it.
+pub fn source_indices(
+    shape: &[usize],
+    from: &[usize],
+    mut map: impl FnMut(&[usize], &mut [usize]),
+) -> Vec<usize> {
+    let n: usize = shape.iter().product();
+    let strides = contiguous_strides(from);
+    let mut idx = vec![0usize; shape.len()];
+    let mut src = vec![0usize; from.len()];
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        map(&idx, &mut src);
+        out.push(src.iter().zip(strides.iter()).map(|(i, s)| i * s).sum());
+        for k in (0..shape.len()).rev() {
+            idx[k] += 1;
+            if idx[k] < shape[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
+/// The linear index of multi-index `idx` in `shape` (row-major).
 pub fn ravel(idx: &[usize], shape: &[usize]) -> usize {
     idx.iter()
         .zip(contiguous_strides(shape).iter())
