@@ -117,8 +117,8 @@ fn main() -> arrayflow::Result<ExitCode> {
     for (it, (assign, cent)) in read.iter().enumerate() {
         let o = step(&pts, &prev, d, Some(assign));
         let mut near_ties = 0;
-        for i in 0..n {
-            let (got, want) = (assign[i] as usize, o.nearest[i]);
+        for (i, (&got, &want)) in assign.iter().zip(&o.nearest).enumerate() {
+            let got = got as usize;
             if got == want {
                 continue;
             }
