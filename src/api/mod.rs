@@ -1,8 +1,8 @@
 //! The language-specific interface (the seed's LSI 100) for Rust: `Array<T>` with operator
 //! overloading, math functions, reductions, scans, generators, views, sorting, scatter
-//! (`scatter.rs`) and counting (`counting.rs`), random numbers, reads and writes, and the `Runtime`
-//! controls. Every public function is `#[track_caller]` so errors, caches and
-//! profiles know the user's call site.
+//! (`scatter.rs`) and counting (`counting.rs`), random numbers and permutations
+//! (`permute.rs`), reads and writes, and the `Runtime` controls. Every public function is
+//! `#[track_caller]` so errors, caches and profiles know the user's call site.
 
 mod array;
 mod counting;
@@ -14,6 +14,7 @@ mod movement;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 mod ops;
+mod permute;
 mod random;
 mod reduce;
 mod reuse;

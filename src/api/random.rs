@@ -1,9 +1,10 @@
 //! Random number generator objects: two counter-based generators, Philox4x32-10 (long period)
 //! and Hash32 (fast, short period), so element `i` of a draw depends only on the key and the
 //! generator's position, and every executor produces the same bits. Distributions: uniform
-//! (on [0, 1) or [lo, hi)), normal, exponential, integers in a range, Bernoulli, raw words. A
-//! generator is a handle to its state, so a replayed code reuse section (whose closure is not
-//! called) still advances the generators it draws from, exactly as a normal run would.
+//! (on [0, 1) or [lo, hi)), normal, exponential, integers in a range, Bernoulli, raw words
+//! (permutations and shuffles: `permute.rs`). A generator is a handle to its state, so a
+//! replayed code reuse section (whose closure is not called) still advances the generators it
+//! draws from, exactly as a normal run would.
 
 use super::array::{Array, ok, site};
 use super::element::{Float, Index};
@@ -321,8 +322,7 @@ impl Rng {
             w.le((t - 1) as u32)
         })
     }
-    // TODO(issue 20): `permutation(n)` and `shuffle(&array)` as an argsort of `bits` once
-    // `frontend::argsort` exists (another branch); not written here.
+    // Permutations and shuffles (argsorts of `bits`) are in `permute.rs`.
 }
 
 /// An `i32` or `u32` scalar as `i64`.
