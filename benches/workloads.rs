@@ -1,5 +1,5 @@
 //! The workload suite, the project's main benchmark: programs a new user writes from the README
-//! (heat equation in two forms, k-means, Monte-Carlo pricing, Black-Scholes, softmax and layer
+//! (heat equation in two forms, k-means in two forms (a one-hot product; `scatter_add`), Monte-Carlo pricing, Black-Scholes, softmax and layer
 //! norm over rows, an MLP forward pass, least squares, a loop of small steps), each against a
 //! plain single-threaded loop, the same loop with rayon, and ndarray, in the same run.
 //!
@@ -299,6 +299,33 @@ fn main() {
             false,
             af_first,
             || af::kmeans(&p, &init, k, iters),
+            || peers::kmeans_plain(&p, &init, k, iters),
+            || peers::kmeans_rayon(&p, &init, k, iters),
+            || peers::kmeans_ndarray(&p, &init, k, iters),
+        );
+    }
+
+    // k-means with scatter_add and bincount in place of the one-hot product (the same peers).
+    if suite.wants("kmeans_scatter") {
+        let (n, k, iters) = (sz(200_000, 20_000, 2_000_000), 8, 20);
+        let (p, init) = kmeans_data(n, k, 2);
+        let p64: Vec<f64> = p.iter().map(|&v| v as f64).collect();
+        let i64_: Vec<f64> = init.iter().map(|&v| v as f64).collect();
+        let want = peers::kmeans_plain(&p64, &i64_, k, iters);
+        let (af_got, af_first) = timed(|| af::kmeans_scatter(&p, &init, k, iters));
+        check(
+            "kmeans_scatter",
+            "arrayflow",
+            max_rel_err(&af_got, &want, 1.0),
+            1e-3,
+        );
+        suite.run(
+            "kmeans_scatter",
+            format!("{n} x 2, k={k}, {iters} iters"),
+            format!("{{\"n\": {n}, \"k\": {k}, \"iters\": {iters}}}"),
+            false,
+            af_first,
+            || af::kmeans_scatter(&p, &init, k, iters),
             || peers::kmeans_plain(&p, &init, k, iters),
             || peers::kmeans_rayon(&p, &init, k, iters),
             || peers::kmeans_ndarray(&p, &init, k, iters),

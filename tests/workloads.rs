@@ -45,6 +45,12 @@ fn every_workload_matches_its_oracle() {
     let (p, init) = kmeans_data(4000, k, 2);
     let want = peers::kmeans_plain(&wide(&p), &wide(&init), k, iters);
     assert_close("kmeans", &af::kmeans(&p, &init, k, iters), &want, 1e-4);
+    assert_close(
+        "kmeans_scatter",
+        &af::kmeans_scatter(&p, &init, k, iters),
+        &want,
+        1e-4,
+    );
 
     let (price, se) = af::monte_carlo(400_000, 7);
     let exact = mc_exact();
@@ -171,6 +177,13 @@ fn every_loop_does_the_same_work_each_step() {
         c.sum().item().unwrap() as f64
     });
     assert_flat("kmeans", &s);
+
+    let mut c = Array::from_slice(&init, &[k, 2]);
+    let s = per_step(100, || {
+        c = af::kmeans_scatter_step(&p, &c, 1000, k);
+        c.sum().item().unwrap() as f64
+    });
+    assert_flat("kmeans_scatter", &s);
 
     let (pk, pc, dt) = PARTICLES;
     let mut d = Data::new(13);

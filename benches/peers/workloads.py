@@ -82,6 +82,15 @@ def kmeans_step(p, c):
     return (oh.T @ p) / counts.clamp(min=1.0)
 
 
+def kmeans_scatter_step(p, c):
+    d = ((p[:, None, :] - c[None, :, :]) ** 2).sum(2)
+    a = d.argmin(1)
+    k = c.shape[0]
+    sums = torch.zeros_like(c).index_add_(0, a, p)
+    counts = torch.bincount(a, minlength=k).float()[:, None]
+    return sums / counts.clamp(min=1.0)
+
+
 def mc_stats(n):
     s0, k, r, sigma, t = MC
     z = torch.randn(n, device=dev)
@@ -195,11 +204,11 @@ def workload(name, p, compiled, mode):
             return np.abs(u.cpu().numpy() - want).max() < 1e-4
 
         return run, check
-    if name == "kmeans":
+    if name in ("kmeans", "kmeans_scatter"):
         n, k, iters = p["n"], p["k"], p["iters"]
         centres = rng.uniform(-10, 10, (k, 2))
         pts = (centres[np.arange(n) % k] + rng.standard_normal((n, 2))).astype(np.float32)
-        step = C(kmeans_step)
+        step = C(kmeans_step if name == "kmeans" else kmeans_scatter_step)
 
         def run():
             pd = torch.from_numpy(pts).to(dev)

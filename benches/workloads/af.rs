@@ -91,6 +91,29 @@ pub fn kmeans_step(p: &Array<f32>, c: &Array<f32>, n: usize, k: usize) -> Array<
     onehot.transpose().matmul(p) / counts.maximum(1.0)
 }
 
+/// One k-means step written with `scatter_add`: each point's coordinates added into its
+/// cluster's row (NumPy's `np.add.at`), the counts by `bincount`.
+pub fn kmeans_scatter_step(p: &Array<f32>, c: &Array<f32>, n: usize, k: usize) -> Array<f32> {
+    let d = (p.reshape(&[n, 1, 2]) - c.reshape(&[1, k, 2]))
+        .powi(2)
+        .sum_axis(2);
+    let assign = d.argmin_axis(1);
+    let sums = Array::<f32>::zeros(&[k, 2]).scatter_add(&assign, p, 0);
+    let counts = assign.bincount(k).cast::<f32>().reshape(&[k, 1]);
+    sums / counts.maximum(1.0)
+}
+
+/// k-means with [`kmeans_scatter_step`].
+pub fn kmeans_scatter(points: &[f32], init: &[f32], k: usize, iters: usize) -> Vec<f32> {
+    let n = points.len() / 2;
+    let p = Array::from_slice(points, &[n, 2]);
+    let mut c = Array::from_slice(init, &[k, 2]);
+    for _ in 0..iters {
+        c = kmeans_scatter_step(&p, &c, n, k);
+    }
+    c.to_vec().unwrap()
+}
+
 /// k-means: `iters` iterations from the given centroids; returns the final centroids.
 pub fn kmeans(points: &[f32], init: &[f32], k: usize, iters: usize) -> Vec<f32> {
     let n = points.len() / 2;
