@@ -413,6 +413,16 @@ fn every_reduction_matches_the_cpu() {
     }
 }
 
+/// Column reductions (`sum_axis(0)` and kin: a thread per result, chunked, with partials) and
+/// their neighbours, every op and type, against the CPU tile VM and plain loops.
+#[test]
+fn column_reductions_match_the_cpu() {
+    let Some(cl) = opencl_device("column_reductions_match_the_cpu") else {
+        return;
+    };
+    column_reductions_match(cl, &DType::ALL);
+}
+
 /// Data for reductions: floats from {-1, -0.5, 0, 0.5, 1} (exact sums and products in any
 /// order, many ties), with a NaN and infinities in the first row when there are several rows;
 /// integers small except a few extremes (so sums and products wrap); random bools.
