@@ -777,6 +777,16 @@ fn recorded_kernels_build() {
     kernels.extend(grab());
     let _ = a.gt(0.0).select(&a, 0.0).cast::<f64>().to_vec().unwrap();
     kernels.extend(grab());
+    // Column sums of a recorded array take the column layout (a thread per result).
+    let c = Array::<f32>::from_vec((0..6400).map(|i| (i % 7) as f32).collect(), &[100, 64]);
+    let _ = c.sum_axis(0).to_vec().unwrap();
+    let columns = grab();
+    assert!(
+        columns.iter().any(|k| matches!(&**k, Kernel::Fused(k)
+            if arrayflow::proggen::codegen::lower::columns(k))),
+        "sum_axis(0) of 100 x 64: {columns:?}"
+    );
+    kernels.extend(columns);
 
     let mut built = 0;
     for kernel in &kernels {

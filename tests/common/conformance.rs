@@ -1336,7 +1336,8 @@ pub fn axis_groups(shape: &[usize], axes: &[usize]) -> Vec<Vec<usize>> {
 
 /// Column reductions and their neighbours: inputs of several shapes reduced along axis 0 of a
 /// 2-D array, axis 0 or 1 of a 3-D one (the column layout, `lower::columns`: a thread per result,
-/// with and without chunks, a partial last chunk, results not a multiple of the work-group) and
+/// with and without chunks, a partial last chunk, results not a multiple of the work-group, a
+/// final pass of 1, 2 and 4 threads per result) and
 /// axes 0 and 2 (innermost axis reduced: the row layouts). Every reduction op of every type in
 /// `types` at once against the CPU tile VM (floats from {-1, -0.5, 0, 0.5, 1} with a NaN and
 /// infinities, so sums are exact in any order; integers wrap), and against plain loops over the
@@ -1345,10 +1346,12 @@ pub fn axis_groups(shape: &[usize], axes: &[usize]) -> Vec<Vec<usize>> {
 pub fn column_reductions_match<D: Device>(dev: &D, types: &[DType]) {
     use arrayflow::proggen::codegen::lower::columns;
     // (input shape, reduced axes, column layout, passes when known for every target).
-    let cases: [(&[usize], &[usize], bool, Option<usize>); 7] = [
+    let cases: [(&[usize], &[usize], bool, Option<usize>); 8] = [
         (&[3, 5], &[0], false, Some(1)),
         (&[40, 300], &[0], true, Some(1)),
         (&[700, 33], &[0], true, Some(2)),
+        // 31 chunks: the final pass gives each result 4 threads and a tree.
+        (&[2000, 40], &[0], true, Some(2)),
         (&[1000, 257], &[0], true, Some(2)),
         (&[300, 4, 40], &[0], true, Some(2)),
         (&[3, 200, 40], &[1], true, Some(2)),

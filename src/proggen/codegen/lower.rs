@@ -126,7 +126,11 @@ pub struct ReduceLayout {
     pub slots: u64,
     /// Work-groups of the first pass.
     pub groups: u32,
-    /// Work-groups of the final pass (a work-group per result).
+    /// Threads per result of the final pass (a power of two dividing the work-group, so a group
+    /// combines the partials of `local / final_threads` results): the work-group for the row
+    /// layouts, about one per [`COLUMN_FINAL_PARTIALS`] partials for the column layout.
+    pub final_threads: u64,
+    /// Work-groups of the final pass.
     pub final_groups: u32,
     /// The threads read quads of the inputs read in place (the extent and chunks are multiples
     /// of 4).
@@ -572,6 +576,10 @@ pub const COLUMN_MIN_RUN: usize = 32;
 /// partial per result, written and read again: 4 / chunk of the input's bytes for f32 into f64).
 pub const COLUMN_MIN_CHUNK: u64 = 64;
 
+/// About how many partials each thread of a column layout's final pass combines (its results
+/// are many, their chunks few: a work-group per result would mostly wait at its tree).
+pub const COLUMN_FINAL_PARTIALS: u64 = 8;
+
 /// Whether reduction kernel `k` takes the column layout: a thread per result, adjacent threads on
 /// adjacent results. The rule, from the loads' index maps: take the domain's last kept axis and
 /// its innermost reduced axis (each the last of its part with extent > 1; the reduced axes are
@@ -657,13 +665,20 @@ fn layout(k: &FusedKernel, p: &Policy) -> Layout {
         let chunk = inner.div_ceil(wanted);
         let chunks = inner.div_ceil(chunk);
         let slots = outer.div_ceil(p.local) * chunks;
+        let final_threads = chunks
+            .div_ceil(COLUMN_FINAL_PARTIALS)
+            .next_power_of_two()
+            .min(p.local);
         return Layout::Reduce(ReduceLayout {
             threads: 1,
             chunks,
             chunk,
             slots,
             groups: slots.min(p.max_groups) as u32,
-            final_groups: outer.min(p.max_groups) as u32,
+            final_threads,
+            final_groups: outer
+                .div_ceil(p.local / final_threads)
+                .min(p.max_groups) as u32,
             quads: false,
         });
     }
@@ -698,6 +713,7 @@ fn layout(k: &FusedKernel, p: &Policy) -> Layout {
         chunk,
         slots,
         groups: slots.min(p.max_groups) as u32,
+        final_threads: p.local,
         final_groups: outer.min(p.max_groups) as u32,
         quads: p.quads.is_some_and(|q| q.mixed)
             && inner.is_multiple_of(4)
@@ -984,11 +1000,14 @@ mod tests {
             (r.threads, r.chunks, r.chunk, r.slots, r.quads),
             (1, 64, 128, 32 * 64, false)
         );
+        // The final pass: 8 threads per result, 32 results per work-group.
+        assert_eq!((r.final_threads, r.final_groups), (8, 256));
         assert_eq!(lower(&k, TARGET, &POLICY).passes.len(), 2);
         // [1000, 257]: two blocks of results, 15 chunks of 67 rows (the last 62).
         let k = sum_kernel(&[257, 1000], 1, &[strided(&[1, 257])]);
         let r = reduce_layout(&k);
         assert_eq!((r.threads, r.chunks, r.chunk, r.slots), (1, 15, 67, 30));
+        assert_eq!((r.final_threads, r.final_groups), (2, 3));
         // Few rows: one chunk, results written directly (one pass).
         let k = sum_kernel(&[300, 40], 1, &[strided(&[1, 300])]);
         assert_eq!(reduce_layout(&k).chunks, 1);
@@ -1008,7 +1027,8 @@ mod tests {
         ] {
             let k = sum_kernel(&shape, 1, &[map]);
             assert!(!columns(&k));
-            assert_eq!(reduce_layout(&k).threads, 256);
+            let r = reduce_layout(&k);
+            assert_eq!((r.threads, r.final_threads), (256, 256));
         }
         // Axes 0 and 2 of [A, B, C]: the innermost reduced axis is contiguous.
         let k = sum_kernel(&[50, 30, 40], 2, &[strided(&[40, 2000, 1])]);

@@ -23,8 +23,9 @@
 //!   adjacent results (each step of their walks one coalesced row segment), the extent cut into
 //!   C chunks so that the groups of all chunks fill the device; each thread writes its result or
 //!   its partial at `o * C + c` itself (no tree), as does any reduction with T = 1;
-//! - for C > 1, a second pass `af_final` (a work-group per result) combines the C partials, its
-//!   threads striding through them, then a tree (argmax/argmin ties go to the smaller index
+//! - for C > 1, a second pass `af_final` combines the C partials, a work-group per result (the
+//!   column layout: about C / 8 threads per result, `lower::COLUMN_FINAL_PARTIALS`), its threads
+//!   striding through them, then a tree (argmax/argmin ties go to the smaller index
 //!   whatever the order of combination, so results match the CPU's).
 //!
 //! Reductions accumulate in the element type (integers wrap), except f32 sums and products, which
@@ -363,9 +364,16 @@ fn reduction_loop(l: &Lowered, t: Target, r: ReduceLayout) -> String {
 
 /// `af_final`: combines each result's C partials (in a tree over the work-group) into the outputs.
 fn final_entry(l: &Lowered) -> String {
-    let Layout::Reduce(ReduceLayout { chunks, .. }) = l.layout else {
+    let Layout::Reduce(ReduceLayout {
+        chunks,
+        final_threads: threads,
+        ..
+    }) = l.layout
+    else {
         unreachable!("a final pass follows chunked reductions only")
     };
+    let outer = l.k.domain.outer as u64;
+    let per = LOCAL as u64 / threads;
     let k = l.k;
     let args: Vec<String> = l.passes[1]
         .buffers
@@ -381,13 +389,14 @@ fn final_entry(l: &Lowered) -> String {
     s.push_str(&local_decls(l, true));
     let _ = writeln!(
         s,
-        "  for (ulong o = get_group_id(0); o < {}UL; o += get_num_groups(0)) {{",
-        k.domain.outer
+        "  for (ulong g = get_group_id(0); g < {}UL; g += get_num_groups(0)) {{\n    \
+         const ulong o = g * {per}UL + lid / {threads}u;",
+        outer.div_ceil(per)
     );
     s.push_str(&indent(&acc_init(l, 0), 2));
     let _ = writeln!(
         s,
-        "    for (ulong c = lid; c < {chunks}UL; c += {LOCAL}UL) {{"
+        "    for (ulong c = lid % {threads}u; o < {outer}UL && c < {chunks}UL; c += {threads}UL) {{"
     );
     for (ri, r) in l.reductions.iter().enumerate() {
         let (v, i) = r.partials.expect("partials of a chunked reduction");
@@ -403,10 +412,7 @@ fn final_entry(l: &Lowered) -> String {
     }
     s.push_str("    }\n");
     for (ri, r) in l.reductions.iter().enumerate() {
-        s.push_str(&indent(
-            &tree(l, ri, LOCAL as u64, Dest::Output(r.output)),
-            2,
-        ));
+        s.push_str(&indent(&tree(l, ri, threads, Dest::Output(r.output)), 2));
     }
     s.push_str("  }\n}\n");
     s

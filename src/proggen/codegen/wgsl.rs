@@ -33,14 +33,14 @@
 //!   tree in workgroup memory combines the threads. With `C == 1` the group writes the outputs;
 //!   with more it writes one partial per reduction to scratch at `o * C + c` (argmax/argmin: a
 //!   value and an index scratch), and pass `af_final`, one work-group per result, reduces the `C`
-//!   partials the same way and writes the outputs.
-//!
+//!   partials the same way and writes the outputs;
 //! - column reductions (`lower::columns`: the loads read adjacent results at adjacent addresses,
 //!   as a column sum does; `ReduceLayout::threads == 1`): pass `af_kernel` runs a thread per
 //!   result, a work-group's threads on [`LOCAL`] adjacent results, over chunk `c` of the reduced
 //!   extent (`C` chunks, enough for the groups of all chunks to fill the device), [`UNROLL`]
 //!   accumulators per thread; with `C == 1` each thread writes its outputs, with more its
-//!   partials at `o * C + c`, which `af_final` reduces as above.
+//!   partials at `o * C + c`, which `af_final` reduces as above but with about `C / 8` threads
+//!   per result (`ReduceLayout::final_threads`; a work-group serves several results).
 //!
 //! The order in which a reduction combines elements is fixed by the plan, so results do not vary
 //! between runs; float sums accumulate in f32 (the CPU accumulates in f64).
@@ -866,11 +866,15 @@ fn render_thread_rows(l: &Lowered, t: Target) -> (String, Option<u32>) {
 
 /// Statements of a work-group tree reduction of the `wv`/`wi` arrays into element 0, unrolled so
 /// that every barrier stays in uniform control flow.
-fn tree(reds: &[Red]) -> String {
+fn tree(reds: &[Red], threads: u32) -> String {
     let mut t = String::new();
-    let mut half = LOCAL / 2;
+    let mut half = threads / 2;
     while half > 0 {
-        let _ = writeln!(t, "    if (tid < {half}u) {{");
+        if threads == LOCAL {
+            let _ = writeln!(t, "    if (tid < {half}u) {{");
+        } else {
+            let _ = writeln!(t, "    if (tid % {threads}u < {half}u) {{");
+        }
         for (ri, red) in reds.iter().enumerate() {
             let _ = writeln!(
                 t,
@@ -995,7 +999,7 @@ fn render_chunked(
             );
         }
     }
-    let tree = tree(&reds);
+    let tree = tree(&reds, LOCAL);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -1008,7 +1012,7 @@ fn render_chunked(
         accs[0].to_wg
     );
     if c > 1 {
-        s.push_str(&render_final(l, &reds, c, &tree, t));
+        s.push_str(&render_final(l, &reds, r, t));
     }
     Ok((s, immediate_words))
 }
@@ -1038,7 +1042,7 @@ fn workgroup_arrays(reds: &[Red]) -> Result<String, Unsupported> {
 /// coalesced row segment) over chunk `c` of the reduced extent, [`UNROLL`] independent
 /// accumulators per thread (elements `i0 + u`, `i0` stepping by `UNROLL`, the remainder into the
 /// first, then folded into the first in order). With one chunk the thread writes the outputs;
-/// with several its partials at `o * C + c`, which `af_final` (one work-group per result) reduces.
+/// with several its partials at `o * C + c`, which `af_final` reduces.
 fn render_columns(
     l: &Lowered,
     t: Target,
@@ -1102,15 +1106,19 @@ fn render_columns(
     );
     if c > 1 {
         s.push_str(&workgroup_arrays(&reds)?);
-        s.push_str(&render_final(l, &reds, c, &tree(&reds), t));
+        s.push_str(&render_final(l, &reds, r, t));
     }
     Ok((s, immediate_words))
 }
 
-/// Pass `af_final`: work-group `o` reduces the `c` partials of result `o` (threads stride over
-/// them, then the tree) and writes the outputs.
-fn render_final(l: &Lowered, reds: &[Red], c: u64, tree: &str, t: Target) -> String {
-    let outer = l.k.domain.outer;
+/// Pass `af_final`: each result's `C` partials are reduced by `final_threads` threads of a
+/// work-group (the whole group for the row layouts), striding over them, then a tree over those
+/// threads; the first writes the outputs.
+fn render_final(l: &Lowered, reds: &[Red], r: ReduceLayout, t: Target) -> String {
+    let outer = l.k.domain.outer as u64;
+    let (c, threads) = (r.chunks, r.final_threads as u32);
+    let per = (LOCAL / threads) as u64;
+    let tree = tree(reds, threads);
     let acc = Accumulators::new(reds);
     let mut fold = String::new();
     let mut results = String::new();
@@ -1126,12 +1134,14 @@ fn render_final(l: &Lowered, reds: &[Red], c: u64, tree: &str, t: Target) -> Str
             )
         );
         let v = if red.is_arg() { "wi" } else { "wv" };
-        let _ = writeln!(results, "      fout{}[o] = {v}{ri}[0];", r.output);
+        let _ = writeln!(results, "      fout{}[o] = {v}{ri}[tid];", r.output);
     }
     let (decls, _) = bindings(l, 1, false, t);
+    // Work-group `g` combines the partials of results `g * per ..`, `threads` threads each.
     format!(
-        "\n// ---- kernel: partials ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var o = wid.x; o < {outer}u; o += {}u) {{\n{}    for (var j = tid; j < {c}u; j += {LOCAL}u) {{\n{fold}    }}\n{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
+        "\n// ---- kernel: partials ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var g = wid.x; g < {}u; g += {}u) {{\n    let o = g * {per}u + tid / {threads}u;\n{}    for (var j = tid % {threads}u; o < {outer}u && j < {c}u; j += {threads}u) {{\n{fold}    }}\n{}    workgroupBarrier();\n{tree}    if (tid % {threads}u == 0u && o < {outer}u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
         set_zero("wid"),
+        outer.div_ceil(per),
         l.passes[1].groups.max(1),
         acc.init,
         acc.to_wg
