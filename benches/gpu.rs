@@ -1479,7 +1479,10 @@ fn bench_sum_axis(n: usize, axis: usize, target: Duration) -> (Timing, Timing, f
         .zip(&exact)
         .map(|(&g, &e)| ((g as f64 - e) / e).abs())
         .fold(0.0, f64::max);
-    assert!(err < 1e-4, "sum_axis({axis}) of {n} x {n}: rel. diff {err:e}");
+    assert!(
+        err < 1e-4,
+        "sum_axis({axis}) of {n} x {n}: rel. diff {err:e}"
+    );
     let sync = sync_loop(target, 100_000, || black_box(&a).sum_axis(axis));
     let stream = stream_loop(target, || black_box(&a).sum_axis(axis));
     drop(a);
@@ -1960,7 +1963,11 @@ fn main() {
             gbs(bytes, sync.per_iter),
             fmt_time(stream.per_iter),
             gbs(bytes, stream.per_iter),
-            if *axis == 0 { "column sums" } else { "row sums" }
+            if *axis == 0 {
+                "column sums"
+            } else {
+                "row sums"
+            }
         );
     }
     match latency {

@@ -1406,13 +1406,16 @@ pub fn column_reductions_match<D: Device>(dev: &D, types: &[DType]) {
             };
             let out = |op: ReduceOp| ops.iter().position(|&o| o == op).unwrap();
             for (o, g) in groups.iter().enumerate() {
-                let argmin = g.iter().enumerate().fold(None, |best: Option<usize>, (j, &i)| {
-                    let take = best.is_none_or(|b| {
-                        let (v, w) = (values[i], values[g[b]]);
-                        !w.is_nan() && (v.is_nan() || v < w)
+                let argmin = g
+                    .iter()
+                    .enumerate()
+                    .fold(None, |best: Option<usize>, (j, &i)| {
+                        let take = best.is_none_or(|b| {
+                            let (v, w) = (values[i], values[g[b]]);
+                            !w.is_nan() && (v.is_nan() || v < w)
+                        });
+                        if take { Some(j) } else { best }
                     });
-                    if take { Some(j) } else { best }
-                });
                 assert_eq!(
                     got[out(ReduceOp::ArgMin)].u32()[o],
                     argmin.map_or(u32::MAX, |j| j as u32),

@@ -676,9 +676,7 @@ fn layout(k: &FusedKernel, p: &Policy) -> Layout {
             slots,
             groups: slots.min(p.max_groups) as u32,
             final_threads,
-            final_groups: outer
-                .div_ceil(p.local / final_threads)
-                .min(p.max_groups) as u32,
+            final_groups: outer.div_ceil(p.local / final_threads).min(p.max_groups) as u32,
             quads: false,
         });
     }
@@ -1077,7 +1075,11 @@ mod tests {
             &[column.clone(), strided(&[600, 1])]
         )));
         // Every other result (stride 2).
-        assert!(!columns(&sum_kernel(&[500, 600], 1, &[strided(&[2, 1000])])));
+        assert!(!columns(&sum_kernel(
+            &[500, 600],
+            1,
+            &[strided(&[2, 1000])]
+        )));
         // A folded load.
         let folded = IndexMap::Folded {
             dims: vec![FoldedDim {

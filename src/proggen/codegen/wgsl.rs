@@ -58,8 +58,8 @@
 use super::c::{random_name, range_arg};
 use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
 use super::lower::{
-    Binding, CoordOf, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout, ReducePolicy,
-    Reduction, StepOp, lower,
+    Binding, CoordOf, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout,
+    ReducePolicy, Reduction, StepOp, lower,
 };
 use crate::ir::{DType, RandomDist, ReduceOp, RngAlgorithm};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
@@ -1060,7 +1060,10 @@ fn render_columns(
         }
         let _ = writeln!(results, "      part{ri}[o * {c}u + job % {c}u] = a{ri}_0;");
         if red.is_arg() {
-            let _ = writeln!(results, "      parti{ri}[o * {c}u + job % {c}u] = ai{ri}_0;");
+            let _ = writeln!(
+                results,
+                "      parti{ri}[o * {c}u + job % {c}u] = ai{ri}_0;"
+            );
         }
     }
     let (decls, immediate_words) = bindings(l, 0, false, t);
