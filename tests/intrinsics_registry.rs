@@ -599,8 +599,6 @@ fn unique_runs_case(r: &mut StdRng) -> Case {
 }
 
 /// A random valid call of the intrinsic named `name` (every registered one must have a case).
-
-/// A random valid call of the intrinsic named `name` (every registered one must have a case).
 fn case(name: &str, r: &mut StdRng) -> Case {
     match name {
         "matmul" => matmul_case(r),

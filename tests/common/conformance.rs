@@ -1346,7 +1346,8 @@ pub fn axis_groups(shape: &[usize], axes: &[usize]) -> Vec<Vec<usize>> {
 pub fn column_reductions_match<D: Device>(dev: &D, types: &[DType]) {
     use arrayflow::proggen::codegen::lower::columns;
     // (input shape, reduced axes, column layout, passes when known for every target).
-    let cases: [(&[usize], &[usize], bool, Option<usize>); 8] = [
+    type Case = (&'static [usize], &'static [usize], bool, Option<usize>);
+    let cases: [Case; 8] = [
         (&[3, 5], &[0], false, Some(1)),
         (&[40, 300], &[0], true, Some(1)),
         (&[700, 33], &[0], true, Some(2)),

@@ -1065,7 +1065,11 @@ mod tests {
     #[test]
     fn the_column_rule_needs_every_load_across_results() {
         let column = strided(&[1, 500]);
-        assert!(columns(&sum_kernel(&[500, 600], 1, &[column.clone()])));
+        assert!(columns(&sum_kernel(
+            &[500, 600],
+            1,
+            std::slice::from_ref(&column)
+        )));
         // Fewer adjacent results than a warp.
         assert!(!columns(&sum_kernel(&[16, 600], 1, &[strided(&[1, 16])])));
         // A second load reading rows (stride 1 along the reduced axis, 600 across results).
