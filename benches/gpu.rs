@@ -11,6 +11,11 @@
 //!   (`GPU_LOOP_SECONDS`); 7 loops; the median time per iteration. GB/s = 12 n / time.
 //! - **sum**: `a.sum()` evaluated the same way on the largest array (4 n bytes read), each waited
 //!   for and back to back (stream).
+//! - **axis sums**: `a.sum_axis(0)` (column sums) and `a.sum_axis(1)` (row sums) of an N x N f32
+//!   array, N = 8192 (`GPU_AXIS_N` overrides, 0 skips them), each checked against f64 sums on
+//!   the host, then timed as the sum (sync and stream); GB/s = 4 N^2 / time. Rows `sum_axis0`,
+//!   `sum_axis1` (n = N^2) of the JSON lines; `benches/peers/chain.py` times `a.sum(0)` and
+//!   `a.sum(1)` alike.
 //! - **launch latency**: `Stats::device.launch_ns / launches` (host time from the call that triggers
 //!   the flush to the submission that hands the kernel to the device: OpenCL `clFlush`, wgpu
 //!   `queue.submit`) over the timed, trace-hit iterations of a 2^10 chain. Next to it, the **launch
@@ -1453,6 +1458,38 @@ fn bench_sum(n: usize, target: Duration) -> (Timing, Timing, f64) {
     (sync, stream, ((got - exact) / exact).abs())
 }
 
+/// `a.sum_axis(axis)` of an `n` x `n` f32 array (column sums for axis 0, row sums for axis 1),
+/// evaluated on the device as [`bench_sum`] does: checked first against f64 sums on the host
+/// (the largest relative difference), then timed each waited for (sync) and back to back
+/// (stream).
+fn bench_sum_axis(n: usize, axis: usize, target: Duration) -> (Timing, Timing, f64) {
+    let av = random_vec(n * n, 3, 0.5, 1.5);
+    let exact: Vec<f64> = (0..n)
+        .into_par_iter()
+        .map(|o| {
+            (0..n)
+                .map(|j| av[if axis == 0 { j * n + o } else { o * n + j }] as f64)
+                .sum()
+        })
+        .collect();
+    let a = Array::from_vec(av, &[n, n]);
+    let got = a.sum_axis(axis).to_vec().expect("sum_axis result");
+    let err = got
+        .iter()
+        .zip(&exact)
+        .map(|(&g, &e)| ((g as f64 - e) / e).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        err < 1e-4,
+        "sum_axis({axis}) of {n} x {n}: rel. diff {err:e}"
+    );
+    let sync = sync_loop(target, 100_000, || black_box(&a).sum_axis(axis));
+    let stream = stream_loop(target, || black_box(&a).sum_axis(axis));
+    drop(a);
+    Runtime::execute();
+    (sync, stream, err)
+}
+
 /// A device counter's nanoseconds per launch, in µs.
 fn per_launch_us(s: &Stats, ns: u64) -> f64 {
     ns as f64 / s.device.launches.max(1) as f64 / 1e3
@@ -1616,6 +1653,34 @@ fn main() {
         per_launch_us(&sum.stats, sum.stats.device.done_ns),
     );
 
+    // Axis sums of an N x N array (GPU_AXIS_N, default 8192; 0 skips them).
+    let n_axis: usize = std::env::var("GPU_AXIS_N")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(8192);
+    let axis_sums: Vec<(usize, Timing, Timing, f64)> = if n_axis == 0 {
+        Vec::new()
+    } else {
+        [0, 1]
+            .into_iter()
+            .map(|axis| {
+                let (sync, stream, err) = bench_sum_axis(n_axis, axis, target);
+                println!(
+                    "sum_axis({axis}) {n_axis}x{n_axis}: {} (K {}, loops {}..{}), stream {} (K {}), \
+                     rel. diff vs f64 host sums {err:.1e}, device kernels per sum {:.2}",
+                    fmt_time(sync.per_iter),
+                    sync.k,
+                    fmt_time(sync.min),
+                    fmt_time(sync.max),
+                    fmt_time(stream.per_iter),
+                    stream.k,
+                    sync.stats.device.kernels as f64 / sync.timed_iters as f64,
+                );
+                (axis, sync, stream, err)
+            })
+            .collect()
+    };
+
     // Launch latency: a 2^10 chain (the kernel is negligible), trace-cache hits.
     let n_small = 1 << 10;
     let small = {
@@ -1777,6 +1842,23 @@ fn main() {
         jn(sum_stream.per_iter.as_secs_f64()),
         jn(gbs(4 * n_sum, sum_stream.per_iter))
     ));
+    for (axis, sync, stream, err) in &axis_sums {
+        let bytes = 4 * n_axis * n_axis;
+        json.push(format!(
+            "{},{},\"max_rel_err\":{},\"stream_time_s\":{},\"stream_gbs\":{}}}",
+            head(
+                "arrayflow",
+                &backend,
+                &format!("sum_axis{axis}"),
+                n_axis * n_axis,
+                bytes
+            ),
+            timing(sync, bytes),
+            jn(*err),
+            jn(stream.per_iter.as_secs_f64()),
+            jn(gbs(bytes, stream.per_iter))
+        ));
+    }
     json.push(format!(
         "{},{},\"launch_us\":{},\"launches\":{},\"trace_hits_per_iter\":{},\"floor_us\":{},\"floor_fresh_group_us\":{}}}",
         head("arrayflow", &backend, "launch", n_small, 12 * n_small),
@@ -1869,6 +1951,22 @@ fn main() {
                     sum_gbs / gbs(12 * n_sum, c)
                 ),
                 None => String::new(),
+            }
+        );
+    }
+    for (axis, sync, stream, _) in &axis_sums {
+        let bytes = 4 * n_axis * n_axis;
+        println!(
+            "sum_axis({axis}) {n_axis}x{n_axis} f32: sync {} = {:.1} GB/s, stream {} = {:.1} GB/s \
+             (4 N^2 bytes read; {})",
+            fmt_time(sync.per_iter),
+            gbs(bytes, sync.per_iter),
+            fmt_time(stream.per_iter),
+            gbs(bytes, stream.per_iter),
+            if *axis == 0 {
+                "column sums"
+            } else {
+                "row sums"
             }
         );
     }

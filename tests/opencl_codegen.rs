@@ -413,6 +413,16 @@ fn every_reduction_matches_the_cpu() {
     }
 }
 
+/// Column reductions (`sum_axis(0)` and kin: a thread per result, chunked, with partials) and
+/// their neighbours, every op and type, against the CPU tile VM and plain loops.
+#[test]
+fn column_reductions_match_the_cpu() {
+    let Some(cl) = opencl_device("column_reductions_match_the_cpu") else {
+        return;
+    };
+    column_reductions_match(cl, &DType::ALL);
+}
+
 /// Data for reductions: floats from {-1, -0.5, 0, 0.5, 1} (exact sums and products in any
 /// order, many ties), with a NaN and infinities in the first row when there are several rows;
 /// integers small except a few extremes (so sums and products wrap); random bools.
@@ -767,6 +777,16 @@ fn recorded_kernels_build() {
     kernels.extend(grab());
     let _ = a.gt(0.0).select(&a, 0.0).cast::<f64>().to_vec().unwrap();
     kernels.extend(grab());
+    // Column sums of a recorded array take the column layout (a thread per result).
+    let c = Array::<f32>::from_vec((0..6400).map(|i| (i % 7) as f32).collect(), &[100, 64]);
+    let _ = c.sum_axis(0).to_vec().unwrap();
+    let columns = grab();
+    assert!(
+        columns.iter().any(|k| matches!(&**k, Kernel::Fused(k)
+            if arrayflow::proggen::codegen::lower::columns(k))),
+        "sum_axis(0) of 100 x 64: {columns:?}"
+    );
+    kernels.extend(columns);
 
     let mut built = 0;
     for kernel in &kernels {

@@ -1015,6 +1015,14 @@ fn argmax_argmin_any_all_match_the_cpu() {
     }
 }
 
+/// Column reductions (`sum_axis(0)` and kin: a thread per result, chunked, with partials) and
+/// their neighbours, every op and type, against the CPU tile VM and plain loops.
+#[test]
+fn column_reductions_match_the_cpu() {
+    let Some(g) = wgpu_device() else { return };
+    column_reductions_match(g, &TYPES);
+}
+
 #[test]
 fn philox_uniform_is_bit_identical_to_the_cpu() {
     let Some(g) = wgpu_device() else { return };
@@ -2030,6 +2038,11 @@ fn entry_points_set_the_opaque_zero() {
         ("add", binary_kernel(BinaryOp::Add, DType::F32, 1000)),
         ("mul i32", binary_kernel(BinaryOp::Mul, DType::I32, 1000)),
         ("strided", map_kernel(&[4, 5], strided(0, &[1, 4]))),
+        ("column sum", {
+            let (mut k, x) = axis_kernel(DType::F32, &[1000, 257], &[0]);
+            k.reduce_tail(ReduceOp::Sum, x, 1);
+            k.build()
+        }),
     ];
     for (what, k) in kernels {
         let plan = validate_kernel(&k, what);

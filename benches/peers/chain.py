@@ -10,6 +10,8 @@ for n = 2^20, 2^24, 2^27 (GPU_SIZES=20,24 overrides), four ways:
   specialised kernel per size; TORCH_COMPILE_MODE sets the mode, default torch's default)
 - copy: dst.copy_(src) of 1.5 n f32 (6 n bytes read + 6 n written = the chain's 12 n bytes)
 - sum: a.sum() of the largest array (4 n bytes read)
+- sum_axis0, sum_axis1: a.sum(0) and a.sum(1) of an N x N array, N = 8192 (GPU_AXIS_N
+  overrides, 0 skips them; 4 N^2 bytes read)
 
 Timing as in benches/gpu.rs: a warm-up, K iterations per loop with K chosen so a loop takes
 ~0.2 s (GPU_LOOP_SECONDS), 7 loops, the median per iteration. "sync": every iteration is followed
@@ -169,6 +171,22 @@ def main():
     rows.append(("torch-eager", "sum", n, 4 * n, s, st, {"max_rel_err": err}))
     print(f"sum {label(n)}: {fmt_time(s['time_s'])} (stream {fmt_time(st['time_s'])}), rel. diff vs f64 {err:.1e}")
     del a
+
+    # Axis sums of an N x N array, as benches/gpu.rs (GPU_AXIS_N, default 8192; 0 skips them).
+    na = int(os.environ.get("GPU_AXIS_N", "8192") or 0)
+    if na > 0:
+        gen.manual_seed(na)
+        a = torch.rand(na, na, device=dev, generator=gen) + 0.5
+        for axis in (0, 1):
+            exact = a.double().sum(axis)
+            err = ((a.sum(axis).double() - exact).abs() / exact).max().item()
+            s, st = sync_and_stream(target, lambda: a.sum(axis))
+            rows.append(("torch-eager", f"sum_axis{axis}", na * na, 4 * na * na, s, st, {"max_rel_err": err}))
+            print(
+                f"sum_axis({axis}) {na}x{na}: {fmt_time(s['time_s'])} = {4 * na * na / s['time_s'] / 1e9:.1f} GB/s "
+                f"(stream {fmt_time(st['time_s'])}), rel. diff vs f64 {err:.1e}"
+            )
+        del a
     print()
 
     for imp, op, n, bytes_, s, st, extra in rows:

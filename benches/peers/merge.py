@@ -21,6 +21,7 @@ then the ratios the targets need:
 - sum / copy bandwidth                      (target >= 0.8) at the sum's n, same copy reference
 - launch latency, 2^10 chain                (target < 20 µs), with the bare API's launch floor
   from the same process (what the API alone takes to hand a small kernel to the device)
+- sum_axis(0) and sum_axis(1) of N x N f32  (target >= 0.9x) = torch time / arrayflow time
 
 --mode sync (default) compares the rows measured with a wait after every iteration, the way
 arrayflow's eval() loop runs; --mode stream uses every row's back-to-back ("stream") times
@@ -38,6 +39,7 @@ TARGETS = {
     "vs_compile": 1.0,
     "sum_copy": 0.8,
     "launch_us": 20.0,
+    "axis_vs_torch": 0.9,
 }
 AF_BACKENDS = [("opencl", "arrayflow-OpenCL"), ("wgpu", "arrayflow-wgpu"), ("cpu", "arrayflow-cpu")]
 
@@ -222,6 +224,23 @@ def main():
         ct = secs("copy", "cuda", "copy", n)
         cg = 12 * n / ct / 1e9 if ct else None
         print(f"  {'torch (ref.)':>16} sum {label(n)}: {fmt(sg)} GB/s, copy {fmt(cg)} GB/s, sum/copy {fmt(sg / cg if cg else None, '.2f')}x")
+
+    axis_rows = sorted({(k[2], k[3]) for k in rows if k[2] in ("sum_axis0", "sum_axis1")})
+    if axis_rows:
+        print()
+        print(f"Axis sums of an N x N f32 array (4 N^2 bytes read; target vs torch >= {TARGETS['axis_vs_torch']}x)")
+        for op, n in axis_rows:
+            side = int(round(n**0.5))
+            torch_t = secs("torch-eager", "cuda", op, n)
+            for b, name in backends:
+                af = secs("arrayflow", b, op, n)
+                if af is None:
+                    continue
+                print(
+                    f"  {name:>16} {op} {side}x{side}: {af * 1e6:.1f} µs = {fmt(gbs('arrayflow', b, op, n))} GB/s, "
+                    f"torch {fmt(torch_t * 1e6 if torch_t else None)} µs, vs torch "
+                    f"{cell(torch_t / af if torch_t else None, TARGETS['axis_vs_torch'])}"
+                )
 
 
 def hand_rows(rows, backends):

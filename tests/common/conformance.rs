@@ -147,9 +147,14 @@ impl Kb {
     }
     /// Reduces `reg` over the domain's last axis to a new output; returns its index.
     pub fn reduce(&mut self, op: ReduceOp, reg: Reg) -> u32 {
+        self.reduce_tail(op, reg, 1)
+    }
+    /// Reduces `reg` over the domain's last `axes` axes to a new output; returns its index.
+    pub fn reduce_tail(&mut self, op: ReduceOp, reg: Reg, axes: usize) -> u32 {
         let shape = &self.0.domain.shape;
-        self.0.domain.inner = shape[shape.len() - 1];
-        self.0.domain.outer = shape[..shape.len() - 1].iter().product();
+        let split = shape.len() - axes;
+        self.0.domain.inner = shape[split..].iter().product();
+        self.0.domain.outer = shape[..split].iter().product();
         let output = self.0.outputs.len() as u32;
         let d = op.out_dtype(self.0.reg_dtypes[reg as usize]).unwrap();
         self.0.outputs.push(d);
@@ -1277,6 +1282,199 @@ pub fn transpose_matches<D: Device>(dev: &D, types: &[DType]) {
                 plan.passes[0].groups = groups;
                 let got = dev.run_plan(&plan, &[&input], &output_specs(&k), &[]);
                 assert_eq!(bytes_of(&got.outputs[0]), want, "{what}, {groups} groups");
+            }
+        }
+    }
+}
+
+/// A kernel reducing an input of `shape` over `axes` (increasing) as the scheduler builds one:
+/// the domain is the kept axes, then the reduced ones (`Domain::perm`), and the input is loaded
+/// through its row-major strides permuted alike. Returns the builder and the loaded register;
+/// reduce it with [`Kb::reduce_tail`]`(op, reg, axes.len())`.
+pub fn axis_kernel(d: DType, shape: &[usize], axes: &[usize]) -> (Kb, Reg) {
+    let perm: Vec<usize> = (0..shape.len())
+        .filter(|a| !axes.contains(a))
+        .chain(axes.iter().copied())
+        .collect();
+    let cs = contiguous_strides(shape);
+    let dom: Vec<usize> = perm.iter().map(|&a| shape[a]).collect();
+    let strides: Vec<isize> = perm.iter().map(|&a| cs[a] as isize).collect();
+    let mut k = Kb::new(&dom);
+    k.0.domain.perm = Some(perm.iter().copied().collect());
+    let x = k.load(d, strided(0, &strides));
+    (k, x)
+}
+
+/// The elements of a row-major input of `shape` by result and position: entry `o` lists the flat
+/// indices of result `o`'s elements (results row-major over the kept axes) in the order of their
+/// position in the reduced extent (row-major over `axes`). Walks the input, not the kernel's maps.
+pub fn axis_groups(shape: &[usize], axes: &[usize]) -> Vec<Vec<usize>> {
+    let inner: usize = axes.iter().map(|&a| shape[a]).product();
+    let len: usize = shape.iter().product();
+    let mut groups = vec![vec![usize::MAX; inner]; len / inner.max(1)];
+    let mut coord = vec![0usize; shape.len()];
+    for flat in 0..len {
+        let (mut o, mut j) = (0, 0);
+        for (a, &c) in coord.iter().enumerate() {
+            if axes.contains(&a) {
+                j = j * shape[a] + c;
+            } else {
+                o = o * shape[a] + c;
+            }
+        }
+        groups[o][j] = flat;
+        for a in (0..shape.len()).rev() {
+            coord[a] += 1;
+            if coord[a] < shape[a] {
+                break;
+            }
+            coord[a] = 0;
+        }
+    }
+    groups
+}
+
+/// Column reductions and their neighbours: inputs of several shapes reduced along axis 0 of a
+/// 2-D array, axis 0 or 1 of a 3-D one (the column layout, `lower::columns`: a thread per result,
+/// with and without chunks, a partial last chunk, results not a multiple of the work-group, a
+/// final pass of 1, 2 and 4 threads per result) and
+/// axes 0 and 2 (innermost axis reduced: the row layouts). Every reduction op of every type in
+/// `types` at once against the CPU tile VM (floats from {-1, -0.5, 0, 0.5, 1} with a NaN and
+/// infinities, so sums are exact in any order; integers wrap), and against plain loops over the
+/// input: integer and exact float sums, argmin (ties and NaN to the first), and f32/f64 sums of
+/// random data within rounding.
+pub fn column_reductions_match<D: Device>(dev: &D, types: &[DType]) {
+    use arrayflow::proggen::codegen::lower::columns;
+    // (input shape, reduced axes, column layout, passes when known for every target).
+    type Case = (&'static [usize], &'static [usize], bool, Option<usize>);
+    let cases: [Case; 8] = [
+        (&[3, 5], &[0], false, Some(1)),
+        (&[40, 300], &[0], true, Some(1)),
+        (&[700, 33], &[0], true, Some(2)),
+        // 31 chunks: the final pass gives each result 4 threads and a tree.
+        (&[2000, 40], &[0], true, Some(2)),
+        (&[1000, 257], &[0], true, Some(2)),
+        (&[300, 4, 40], &[0], true, Some(2)),
+        (&[3, 200, 40], &[1], true, Some(2)),
+        (&[50, 6, 40], &[0, 2], false, None),
+    ];
+    for &d in types {
+        if d == DType::F64 && !dev.fp64() {
+            continue;
+        }
+        for (shape, axes, column, passes) in cases {
+            let what = format!("{d} reductions of {shape:?} over {axes:?}");
+            let n: usize = shape.iter().product();
+            let groups = axis_groups(shape, axes);
+            let (mut kb, x) = axis_kernel(d, shape, axes);
+            let ops: Vec<ReduceOp> = ReduceOp::ALL
+                .iter()
+                .copied()
+                .filter(|op| op.out_dtype(d).is_some())
+                .collect();
+            for &op in &ops {
+                kb.reduce_tail(op, x, axes.len());
+            }
+            let k = kb.build();
+            assert_eq!(columns(&k), column, "{what}: column layout");
+            let plan = dev.render(&k, dev.target()).unwrap();
+            dev.check(&plan, &what);
+            if let Some(p) = passes {
+                assert_eq!(plan.passes.len(), p, "{what}: {:?}", plan.passes);
+            }
+            let mut r = lcg(21);
+            let exact = |i: usize, r: &mut dyn FnMut() -> u64| match i {
+                7 => f64::NAN,
+                20 => f64::INFINITY,
+                401 => f64::NEG_INFINITY,
+                _ => [-1.0, -0.5, 0.0, 0.5, 1.0][(r() % 5) as usize],
+            };
+            let a = match d {
+                DType::F32 => TypedVec::F32((0..n).map(|i| exact(i, &mut r) as f32).collect()),
+                DType::F64 => TypedVec::F64((0..n).map(|i| exact(i, &mut r)).collect()),
+                _ => data(d, n, 22),
+            };
+            let want = cpu(&k, &[&a], &[]).unwrap();
+            let got = dev.run_plan(&plan, &[&a], &output_specs(&k), &[]).outputs;
+            assert_outputs(&format!("{what}, against the CPU"), &got, &want, 0);
+            // Plain loops: sums and argmin over each result's elements in position order.
+            let values: Vec<f64> = match &a {
+                TypedVec::F32(v) => v.iter().map(|&x| x as f64).collect(),
+                TypedVec::F64(v) => v.clone(),
+                TypedVec::I32(v) => v.iter().map(|&x| x as f64).collect(),
+                TypedVec::U32(v) => v.iter().map(|&x| x as f64).collect(),
+                TypedVec::Bool(_) => continue,
+            };
+            let out = |op: ReduceOp| ops.iter().position(|&o| o == op).unwrap();
+            for (o, g) in groups.iter().enumerate() {
+                let argmin = g
+                    .iter()
+                    .enumerate()
+                    .fold(None, |best: Option<usize>, (j, &i)| {
+                        let take = best.is_none_or(|b| {
+                            let (v, w) = (values[i], values[g[b]]);
+                            !w.is_nan() && (v.is_nan() || v < w)
+                        });
+                        if take { Some(j) } else { best }
+                    });
+                assert_eq!(
+                    got[out(ReduceOp::ArgMin)].u32()[o],
+                    argmin.map_or(u32::MAX, |j| j as u32),
+                    "{what}: argmin of result {o}"
+                );
+                let sum = &got[out(ReduceOp::Sum)];
+                match (sum, &a) {
+                    (TypedVec::I32(s), TypedVec::I32(v)) => {
+                        let w = g.iter().fold(0i32, |t, &i| t.wrapping_add(v[i]));
+                        assert_eq!(s[o], w, "{what}: sum of result {o}");
+                    }
+                    (TypedVec::U32(s), TypedVec::U32(v)) => {
+                        let w = g.iter().fold(0u32, |t, &i| t.wrapping_add(v[i]));
+                        assert_eq!(s[o], w, "{what}: sum of result {o}");
+                    }
+                    _ => {
+                        let w: f64 = g.iter().map(|&i| values[i]).sum();
+                        let s = match sum {
+                            TypedVec::F32(s) => s[o] as f64,
+                            TypedVec::F64(s) => s[o],
+                            _ => unreachable!("a float sum"),
+                        };
+                        assert!(
+                            s == w || (s.is_nan() && w.is_nan()),
+                            "{what}: sum of result {o}: {s} vs {w}"
+                        );
+                    }
+                }
+            }
+            if !d.is_float() {
+                continue;
+            }
+            // Random floats: a sum only, within rounding of the f64 loop.
+            let (mut kb, x) = axis_kernel(d, shape, axes);
+            kb.reduce_tail(ReduceOp::Sum, x, axes.len());
+            let k = kb.build();
+            let xs = sample(n, 23, -1.0, 1.0);
+            let a = match d {
+                DType::F32 => TypedVec::F32(xs.iter().map(|&x| x as f32).collect()),
+                _ => TypedVec::F64(xs.clone()),
+            };
+            let xs: Vec<f64> = match &a {
+                TypedVec::F32(v) => v.iter().map(|&x| x as f64).collect(),
+                _ => xs,
+            };
+            let got = dev.run(&k, &[&a], &[]).outputs;
+            for (o, g) in groups.iter().enumerate() {
+                let w: f64 = g.iter().map(|&i| xs[i]).sum();
+                let scale: f64 = g.iter().map(|&i| xs[i].abs()).sum();
+                let s = match &got[0] {
+                    TypedVec::F32(s) => s[o] as f64,
+                    TypedVec::F64(s) => s[o],
+                    _ => unreachable!("a float sum"),
+                };
+                assert!(
+                    (s - w).abs() <= 1e-5 * scale + 1e-6,
+                    "{what}: random sum of result {o}: {s} vs {w}"
+                );
             }
         }
     }

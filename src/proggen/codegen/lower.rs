@@ -108,11 +108,15 @@ pub enum Layout {
 
 /// The split of a reduction: `threads` per result (a power of two dividing the work-group, so a
 /// group serves `local / threads` results), and per result `chunks` chunks of `chunk` elements,
-/// a work-group slot per (results, chunk); with `chunks > 1` the first pass writes partials at
-/// `o * chunks + c` and a final pass combines them.
+/// a work-group slot per (results, chunk): slot `g` serves results `(g / chunks) * (local /
+/// threads) ..` over chunk `g % chunks`. With `chunks > 1` the first pass writes partials at
+/// `o * chunks + c` and a final pass (a work-group per result) combines them.
+///
+/// The column layout is `threads == 1` with `chunks >= 1` (see [`columns`]): a thread per result,
+/// adjacent threads on adjacent results, each walking its chunk of the reduced extent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReduceLayout {
-    /// Threads per result.
+    /// Threads per result (1: the column layout, or an OpenCL reduction over a short extent).
     pub threads: u64,
     /// Chunks per result.
     pub chunks: u64,
@@ -122,7 +126,11 @@ pub struct ReduceLayout {
     pub slots: u64,
     /// Work-groups of the first pass.
     pub groups: u32,
-    /// Work-groups of the final pass (a work-group per result).
+    /// Threads per result of the final pass (a power of two dividing the work-group, so a group
+    /// combines the partials of `local / final_threads` results): the work-group for the row
+    /// layouts, about one per [`COLUMN_FINAL_PARTIALS`] partials for the column layout.
+    pub final_threads: u64,
+    /// Work-groups of the final pass.
     pub final_groups: u32,
     /// The threads read quads of the inputs read in place (the extent and chunks are multiples
     /// of 4).
@@ -186,6 +194,72 @@ pub enum Generator {
         dist: RandomDist,
         range: u32,
     },
+}
+
+/// How a domain coordinate is computed: `d{k} = (of / div) % extent`, without the modulus when
+/// `extent` is `None` (the quotient is below the axis's extent already).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coord {
+    /// The index it is taken from.
+    pub of: CoordOf,
+    /// The divisor (at least 1).
+    pub div: usize,
+    /// The axis's extent (at least 1), when the modulus is needed.
+    pub extent: Option<usize>,
+}
+
+/// The index a [`Coord`] is taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoordOf {
+    /// The element's linear index in the domain (`lin`): element-wise kernels.
+    Lin,
+    /// The result's index (`o`): a kept axis of a reduction (constant along a result's walk, so
+    /// the compiler computes it once per result).
+    Result,
+    /// The element's index in the reduced extent (OpenCL `jj`, WGSL `i`): a reduced axis of a
+    /// reduction (with one reduced axis, the index itself).
+    Element,
+}
+
+/// The number of leading domain axes a reduction keeps: the reduced axes are the shortest tail of
+/// the domain whose extents multiply to `inner` (axes of extent 1 may fall on either side), or
+/// `None` when no tail does (an empty extent).
+fn kept_axes(shape: &[usize], inner: usize) -> Option<usize> {
+    let (mut m, mut p) = (shape.len(), 1usize);
+    while m > 0 && p < inner {
+        m -= 1;
+        p *= shape[m];
+    }
+    (p == inner).then_some(m)
+}
+
+/// How each domain coordinate of `k` is computed: from `lin` for element-wise kernels (and
+/// reductions whose axes cannot be told apart), from the result's index for a reduction's kept
+/// axes and from the element's index within the reduced extent for its reduced axes.
+fn coords(k: &FusedKernel) -> Vec<Coord> {
+    let (shape, inner) = (&k.domain.shape, k.domain.inner);
+    let cs = contiguous_strides(shape);
+    let split = if k.reductions.is_empty() {
+        None
+    } else {
+        kept_axes(shape, inner)
+    };
+    (0..shape.len())
+        .map(|a| {
+            // The axes before `a` within the index it is taken from.
+            let (of, div, from) = match split {
+                Some(m) if a < m => (CoordOf::Result, cs[a] / inner, 0),
+                Some(m) => (CoordOf::Element, cs[a], m),
+                None => (CoordOf::Lin, cs[a], 0),
+            };
+            let first = shape[from..a].iter().all(|&n| n == 1);
+            Coord {
+                of,
+                div: div.max(1),
+                extent: (!first).then_some(shape[a].max(1)),
+            }
+        })
+        .collect()
 }
 
 /// One instruction of the register program.
@@ -285,9 +359,8 @@ pub struct Lowered<'k> {
     pub layout: Layout,
     /// The register program, in order.
     pub steps: Vec<Step>,
-    /// Per domain axis, `(stride, extent)` with `d{k} = (lin / stride) % extent` (extent at least
-    /// 1), when some map reads coordinates.
-    pub coords: Option<Vec<(usize, usize)>>,
+    /// Per domain axis, how its coordinate `d{k}` is computed, when some map reads coordinates.
+    pub coords: Option<Vec<Coord>>,
     /// Inputs some load reads, each once, in order.
     pub loaded: Vec<u32>,
     /// Inputs some load reads in place (contiguously), each once, in order (vector-loaded in the
@@ -495,6 +568,66 @@ fn groups(n: u64, local: u64, max: u64) -> u32 {
     n.div_ceil(local).min(max) as u32
 }
 
+/// Fewest adjacent results for the column layout: the extent of the domain's last kept axis (a
+/// warp's 32 loads of a step then fall in one 128-byte line of f32).
+pub const COLUMN_MIN_RUN: usize = 32;
+
+/// Fewest elements of the reduced extent per chunk of the column layout (each chunk costs a
+/// partial per result, written and read again: 4 / chunk of the input's bytes for f32 into f64).
+pub const COLUMN_MIN_CHUNK: u64 = 64;
+
+/// About how many partials each thread of a column layout's final pass combines (its results
+/// are many, their chunks few: a work-group per result would mostly wait at its tree).
+pub const COLUMN_FINAL_PARTIALS: u64 = 8;
+
+/// Whether reduction kernel `k` takes the column layout: a thread per result, adjacent threads on
+/// adjacent results. The rule, from the loads' index maps: take the domain's last kept axis and
+/// its innermost reduced axis (each the last of its part with extent > 1; the reduced axes are
+/// the shortest tail of the domain whose extents multiply to `inner`). Every buffer load reads
+/// that kept axis with stride 0 or ±1 (adjacent results read adjacent addresses, or one address),
+/// and at least one reads it with stride ±1 and the reduced axis with a stride other than ±1 (a
+/// thread walking its row would skip through memory: a column sum, `sum_axis(0)`). Also: the kept
+/// axis has at least [`COLUMN_MIN_RUN`] elements, the kernel stores nothing element-wise (stores
+/// are at the domain's own index, which the walk would scatter) and no load is folded.
+pub fn columns(k: &FusedKernel) -> bool {
+    let (shape, inner) = (&k.domain.shape, k.domain.inner);
+    if k.reductions.is_empty() || !k.stores.is_empty() || inner <= 1 || k.domain.outer == 0 {
+        return false;
+    }
+    let Some(m) = kept_axes(shape, inner) else {
+        return false;
+    };
+    let (Some(kept), Some(reduced)) = (
+        (0..m).rev().find(|&a| shape[a] > 1),
+        (m..shape.len()).rev().find(|&a| shape[a] > 1),
+    ) else {
+        return false;
+    };
+    if shape[kept] < COLUMN_MIN_RUN {
+        return false;
+    }
+    let cs = contiguous_strides(shape);
+    let mut across = false;
+    for ins in &k.instrs {
+        let Instr::Load { map, .. } = ins else {
+            continue;
+        };
+        let (sk, sr) = match map {
+            IndexMap::Contiguous => (cs[kept] as isize, cs[reduced] as isize),
+            IndexMap::Strided { strides, .. } => {
+                let at = |a: usize| strides.get(a).copied().unwrap_or(0);
+                (at(kept), at(reduced))
+            }
+            IndexMap::Folded { .. } => return false,
+        };
+        if sk.unsigned_abs() > 1 {
+            return false;
+        }
+        across |= sk.unsigned_abs() == 1 && sr.unsigned_abs() != 1;
+    }
+    across
+}
+
 fn layout(k: &FusedKernel, p: &Policy) -> Layout {
     let (outer, inner, len) = (
         k.domain.outer as u64,
@@ -522,6 +655,31 @@ fn layout(k: &FusedKernel, p: &Policy) -> Layout {
         };
     }
     let r = &p.reduce;
+    if columns(k) {
+        // A thread per result; the extent cut into chunks so that the threads of all chunks
+        // (`local` per work-group, results beyond `outer` idle) reach the target's groups' worth.
+        let wanted = (r.target_groups * p.local)
+            .div_ceil(outer)
+            .min(inner / COLUMN_MIN_CHUNK)
+            .max(1);
+        let chunk = inner.div_ceil(wanted);
+        let chunks = inner.div_ceil(chunk);
+        let slots = outer.div_ceil(p.local) * chunks;
+        let final_threads = chunks
+            .div_ceil(COLUMN_FINAL_PARTIALS)
+            .next_power_of_two()
+            .min(p.local);
+        return Layout::Reduce(ReduceLayout {
+            threads: 1,
+            chunks,
+            chunk,
+            slots,
+            groups: slots.min(p.max_groups) as u32,
+            final_threads,
+            final_groups: outer.div_ceil(p.local / final_threads).min(p.max_groups) as u32,
+            quads: false,
+        });
+    }
     if r.row_max.is_some_and(|m| inner as usize <= m) {
         return Layout::Rows {
             groups: groups(outer, p.local, p.max_groups),
@@ -553,6 +711,7 @@ fn layout(k: &FusedKernel, p: &Policy) -> Layout {
         chunk,
         slots,
         groups: slots.min(p.max_groups) as u32,
+        final_threads: p.local,
         final_groups: outer.min(p.max_groups) as u32,
         quads: p.quads.is_some_and(|q| q.mixed)
             && inner.is_multiple_of(4)
@@ -570,14 +729,7 @@ pub fn lower<'k>(k: &'k FusedKernel, t: Target, p: &Policy) -> Lowered<'k> {
         }
         _ => false,
     });
-    let shape = &k.domain.shape;
-    let coords = needs_coords.then(|| {
-        contiguous_strides(shape)
-            .iter()
-            .zip(shape.iter())
-            .map(|(&c, &n)| (c, n.max(1)))
-            .collect()
-    });
+    let coords = needs_coords.then(|| coords(k));
     let loads = |in_place: bool| {
         sorted(
             k.instrs
@@ -740,5 +892,215 @@ impl Lowered<'_> {
                 .collect(),
             immediate_words,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Shape;
+    use crate::proggen::kernel::{Domain, FoldedDim, ReduceStore, Store};
+
+    /// A policy like OpenCL's (a work-group of 256, 2048 target groups, threads about I / 8).
+    const POLICY: Policy = Policy {
+        local: 256,
+        max_groups: 65535,
+        unroll: 4,
+        quads: Some(QuadPolicy {
+            per_trip: 1,
+            max_groups: 65535,
+            mixed: true,
+        }),
+        reduce: ReducePolicy {
+            row_max: None,
+            elements_per_thread: Some(8),
+            target_groups: 2048,
+            min_chunk: 1024,
+            quad_chunks: true,
+        },
+        binding: Binding::Every,
+        word_bools: false,
+    };
+
+    /// `sum(load(in0, map))` over a domain `shape` whose last `reduced` axes are reduced.
+    fn sum_kernel(shape: &[usize], reduced: usize, maps: &[IndexMap]) -> FusedKernel {
+        let split = shape.len() - reduced;
+        let mut instrs: Vec<Instr> = maps
+            .iter()
+            .enumerate()
+            .map(|(i, map)| Instr::Load {
+                dst: i as Reg,
+                input: i as u32,
+                map: map.clone(),
+            })
+            .collect();
+        let mut reg = 0;
+        for i in 1..maps.len() {
+            instrs.push(Instr::Binary {
+                dst: instrs.len() as Reg,
+                op: BinaryOp::Mul,
+                a: reg,
+                b: i as Reg,
+            });
+            reg = instrs.len() as Reg - 1;
+        }
+        FusedKernel {
+            domain: Domain {
+                shape: Shape::from_slice(shape),
+                inner: shape[split..].iter().product(),
+                outer: shape[..split].iter().product(),
+                perm: None,
+            },
+            inputs: vec![DType::F32; maps.len()],
+            outputs: vec![DType::F32],
+            instr_sites: vec![std::panic::Location::caller(); instrs.len()],
+            reg_dtypes: vec![DType::F32; instrs.len()],
+            instrs,
+            stores: Vec::new(),
+            reductions: vec![ReduceStore {
+                reg,
+                op: ReduceOp::Sum,
+                output: 0,
+            }],
+            params: Vec::new(),
+        }
+    }
+
+    const TARGET: Target = Target {
+        fp64: true,
+        immediates: false,
+        fused_fma: true,
+    };
+
+    fn strided(strides: &[isize]) -> IndexMap {
+        IndexMap::Strided {
+            offset: 0,
+            strides: strides.iter().copied().collect(),
+        }
+    }
+
+    fn reduce_layout(k: &FusedKernel) -> ReduceLayout {
+        match layout(k, &POLICY) {
+            Layout::Reduce(r) => r,
+            l => panic!("not a work-group reduction: {l:?}"),
+        }
+    }
+
+    /// Column sums take a thread per result, chunked to fill the target's work-groups; row sums
+    /// keep their split.
+    #[test]
+    fn column_reductions_take_a_thread_per_result() {
+        // sum_axis(0) of [8192, 8192]: domain [columns, rows], the input's row stride on rows.
+        let k = sum_kernel(&[8192, 8192], 1, &[strided(&[1, 8192])]);
+        assert!(columns(&k));
+        let r = reduce_layout(&k);
+        assert_eq!(
+            (r.threads, r.chunks, r.chunk, r.slots, r.quads),
+            (1, 64, 128, 32 * 64, false)
+        );
+        // The final pass: 8 threads per result, 32 results per work-group.
+        assert_eq!((r.final_threads, r.final_groups), (8, 256));
+        assert_eq!(lower(&k, TARGET, &POLICY).passes.len(), 2);
+        // [1000, 257]: two blocks of results, 15 chunks of 67 rows (the last 62).
+        let k = sum_kernel(&[257, 1000], 1, &[strided(&[1, 257])]);
+        let r = reduce_layout(&k);
+        assert_eq!((r.threads, r.chunks, r.chunk, r.slots), (1, 15, 67, 30));
+        assert_eq!((r.final_threads, r.final_groups), (2, 3));
+        // Few rows: one chunk, results written directly (one pass).
+        let k = sum_kernel(&[300, 40], 1, &[strided(&[1, 300])]);
+        assert_eq!(reduce_layout(&k).chunks, 1);
+        assert_eq!(lower(&k, TARGET, &POLICY).passes.len(), 1);
+        // Axis 0 of [300, 4, 40]: kept [4, 40], and a broadcast factor along the rows.
+        let k = sum_kernel(
+            &[4, 40, 300],
+            1,
+            &[strided(&[40, 1, 160]), strided(&[0, 0, 1])],
+        );
+        assert!(columns(&k));
+        assert_eq!(reduce_layout(&k).threads, 1);
+        // Row sums keep T threads per result.
+        for (shape, map) in [
+            ([8192, 8192], IndexMap::Contiguous),
+            ([8192, 8192], strided(&[8192, 1])),
+        ] {
+            let k = sum_kernel(&shape, 1, &[map]);
+            assert!(!columns(&k));
+            let r = reduce_layout(&k);
+            assert_eq!((r.threads, r.final_threads), (256, 256));
+        }
+        // Axes 0 and 2 of [A, B, C]: the innermost reduced axis is contiguous.
+        let k = sum_kernel(&[50, 30, 40], 2, &[strided(&[40, 2000, 1])]);
+        assert!(!columns(&k));
+    }
+
+    /// A reduction's coordinates come from the result's index (kept axes) and the element's
+    /// index in the reduced extent (reduced axes), without a modulus where the quotient is in
+    /// range; an element-wise kernel's from `lin`.
+    #[test]
+    fn coordinates_come_from_the_result_and_the_element() {
+        let c = |of, div, extent| Coord { of, div, extent };
+        let (r, e) = (CoordOf::Result, CoordOf::Element);
+        let k = sum_kernel(&[8192, 8192], 1, &[strided(&[1, 8192])]);
+        assert_eq!(coords(&k), [c(r, 1, None), c(e, 1, None)]);
+        let k = sum_kernel(&[4, 40, 300], 1, &[strided(&[40, 1, 160])]);
+        assert_eq!(
+            coords(&k),
+            [c(r, 40, None), c(r, 1, Some(40)), c(e, 1, None)]
+        );
+        let k = sum_kernel(&[6, 50, 40], 2, &[strided(&[40, 240, 1])]);
+        assert_eq!(
+            coords(&k),
+            [c(r, 1, None), c(e, 40, None), c(e, 1, Some(40))]
+        );
+        let mut k = sum_kernel(&[1, 6, 50], 1, &[strided(&[0, 50, 1])]);
+        k.reductions.clear();
+        let l = CoordOf::Lin;
+        assert_eq!(
+            coords(&k),
+            [c(l, 300, None), c(l, 50, None), c(l, 1, Some(50))]
+        );
+    }
+
+    /// What keeps a reduction off the column layout.
+    #[test]
+    fn the_column_rule_needs_every_load_across_results() {
+        let column = strided(&[1, 500]);
+        assert!(columns(&sum_kernel(
+            &[500, 600],
+            1,
+            std::slice::from_ref(&column)
+        )));
+        // Fewer adjacent results than a warp.
+        assert!(!columns(&sum_kernel(&[16, 600], 1, &[strided(&[1, 16])])));
+        // A second load reading rows (stride 1 along the reduced axis, 600 across results).
+        assert!(!columns(&sum_kernel(
+            &[500, 600],
+            1,
+            &[column.clone(), strided(&[600, 1])]
+        )));
+        // Every other result (stride 2).
+        assert!(!columns(&sum_kernel(
+            &[500, 600],
+            1,
+            &[strided(&[2, 1000])]
+        )));
+        // A folded load.
+        let folded = IndexMap::Folded {
+            dims: vec![FoldedDim {
+                offset: 0,
+                coef: [1, 0].into_iter().collect(),
+                folds: Default::default(),
+                stride: 1,
+            }],
+        };
+        assert!(!columns(&sum_kernel(&[500, 600], 1, &[folded])));
+        // An element-wise store.
+        let mut k = sum_kernel(&[500, 600], 1, &[column]);
+        k.outputs.push(DType::F32);
+        k.stores.push(Store { reg: 0, output: 1 });
+        assert!(!columns(&k));
+        // Extent-1 axes are skipped: [500, 1] kept, [600, 1] reduced.
+        let k = sum_kernel(&[500, 1, 600, 1], 2, &[strided(&[1, 0, 500, 0])]);
+        assert!(columns(&k));
     }
 }

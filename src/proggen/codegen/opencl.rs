@@ -18,8 +18,14 @@
 //!   folded together at the end, then combine in a tree in local memory; the first writes one
 //!   partial per reduction: with C = 1 it is the result and goes to the output, with C > 1 it goes
 //!   to scratch at `o * C + c`;
-//! - for C > 1, a second pass `af_final` (a work-group per result) combines the C partials, its
-//!   threads striding through them, then a tree (argmax/argmin ties go to the smaller index
+//! - column reductions (`lower::columns`: the loads read adjacent results at adjacent addresses,
+//!   as a column sum does) take T = 1: a thread per result, a work-group's 256 threads on 256
+//!   adjacent results (each step of their walks one coalesced row segment), the extent cut into
+//!   C chunks so that the groups of all chunks fill the device; each thread writes its result or
+//!   its partial at `o * C + c` itself (no tree), as does any reduction with T = 1;
+//! - for C > 1, a second pass `af_final` combines the C partials, a work-group per result (the
+//!   column layout: about C / 8 threads per result, `lower::COLUMN_FINAL_PARTIALS`), its threads
+//!   striding through them, then a tree (argmax/argmin ties go to the smaller index
 //!   whatever the order of combination, so results match the CPU's).
 //!
 //! Reductions accumulate in the element type (integers wrap), except f32 sums and products, which
@@ -35,8 +41,8 @@ use super::c::ctype;
 use super::c::{random_name, range_arg};
 use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
 use super::lower::{
-    Affine, Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout,
-    ReducePolicy, Step, StepOp, lower,
+    Affine, Binding, CoordOf, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout,
+    ReducePolicy, Reduction, Step, StepOp, lower,
 };
 use crate::ir::{DType, ReduceOp};
 use crate::proggen::kernel::{FusedKernel, ParamKind};
@@ -188,8 +194,8 @@ fn kernel_entry(l: &Lowered, t: Target) -> String {
         "\n{ENTRY_ATTR}\nvoid af_kernel({}) {{",
         kernel_args(l).join(", ")
     );
-    if let Layout::Reduce(_) = l.layout {
-        s.push_str(&local_decls(l));
+    if let Layout::Reduce(r) = l.layout {
+        s.push_str(&local_decls(l, r.threads > 1));
     }
     for (slot, kind) in k.params.iter().enumerate() {
         if let ParamKind::Const(d) = kind {
@@ -268,6 +274,10 @@ fn reduction_loop(l: &Lowered, t: Target, r: ReduceLayout) -> String {
         n = r.slots,
         per = LOCAL as u64 / threads,
     );
+    if chunks > 1 {
+        // The slot's partial of result `o`.
+        let _ = writeln!(s, "    const ulong po = o * {chunks}UL + g % {chunks}UL;");
+    }
     s.push_str(&indent(&acc_init(l, 0), 2));
     // UNROLL elements per trip, `threads` apart, each folded into its own running values (lanes),
     // so their loads and folds are independent; then the rest one at a time, and the lanes folded
@@ -337,7 +347,16 @@ fn reduction_loop(l: &Lowered, t: Target, r: ReduceLayout) -> String {
             Some((v, i)) => Dest::Partial(v, i),
             None => Dest::Output(red.output),
         };
-        s.push_str(&indent(&tree(l, ri, threads, dest), 2));
+        let code = if threads == 1 {
+            // A thread per result: its running values are the result (or partial).
+            format!(
+                "if (o < {outer}UL) {{ {} }}\n",
+                write_result(red, &dest, &format!("acc{ri}"), &format!("idx{ri}"))
+            )
+        } else {
+            tree(l, ri, threads, dest)
+        };
+        s.push_str(&indent(&code, 2));
     }
     s.push_str("  }\n");
     s
@@ -345,9 +364,16 @@ fn reduction_loop(l: &Lowered, t: Target, r: ReduceLayout) -> String {
 
 /// `af_final`: combines each result's C partials (in a tree over the work-group) into the outputs.
 fn final_entry(l: &Lowered) -> String {
-    let Layout::Reduce(ReduceLayout { chunks, .. }) = l.layout else {
+    let Layout::Reduce(ReduceLayout {
+        chunks,
+        final_threads: threads,
+        ..
+    }) = l.layout
+    else {
         unreachable!("a final pass follows chunked reductions only")
     };
+    let outer = l.k.domain.outer as u64;
+    let per = LOCAL as u64 / threads;
     let k = l.k;
     let args: Vec<String> = l.passes[1]
         .buffers
@@ -360,16 +386,17 @@ fn final_entry(l: &Lowered) -> String {
         .collect();
     let mut s = String::new();
     let _ = writeln!(s, "\n{ENTRY_ATTR}\nvoid af_final({}) {{", args.join(", "));
-    s.push_str(&local_decls(l));
+    s.push_str(&local_decls(l, true));
     let _ = writeln!(
         s,
-        "  for (ulong o = get_group_id(0); o < {}UL; o += get_num_groups(0)) {{",
-        k.domain.outer
+        "  for (ulong g = get_group_id(0); g < {}UL; g += get_num_groups(0)) {{\n    \
+         const ulong o = g * {per}UL + lid / {threads}u;",
+        outer.div_ceil(per)
     );
     s.push_str(&indent(&acc_init(l, 0), 2));
     let _ = writeln!(
         s,
-        "    for (ulong c = lid; c < {chunks}UL; c += {LOCAL}UL) {{"
+        "    for (ulong c = lid % {threads}u; o < {outer}UL && c < {chunks}UL; c += {threads}UL) {{"
     );
     for (ri, r) in l.reductions.iter().enumerate() {
         let (v, i) = r.partials.expect("partials of a chunked reduction");
@@ -385,57 +412,64 @@ fn final_entry(l: &Lowered) -> String {
     }
     s.push_str("    }\n");
     for (ri, r) in l.reductions.iter().enumerate() {
-        s.push_str(&indent(
-            &tree(l, ri, LOCAL as u64, Dest::Output(r.output)),
-            2,
-        ));
+        s.push_str(&indent(&tree(l, ri, threads, Dest::Output(r.output)), 2));
     }
     s.push_str("  }\n}\n");
     s
 }
 
-/// Local memory for the tree reductions (reused by each reduction in turn) and the thread's index.
-fn local_decls(l: &Lowered) -> String {
-    let mut s = format!("  __local ulong af_lv[{LOCAL}];\n");
-    if l.reductions.iter().any(|r| r.is_arg()) {
-        let _ = writeln!(s, "  __local u32 af_li[{LOCAL}];");
+/// The thread's index and, with `tree`, local memory for the tree reductions (reused by each
+/// reduction in turn).
+fn local_decls(l: &Lowered, tree: bool) -> String {
+    let mut s = String::new();
+    if tree {
+        let _ = writeln!(s, "  __local ulong af_lv[{LOCAL}];");
+        if l.reductions.iter().any(|r| r.is_arg()) {
+            let _ = writeln!(s, "  __local u32 af_li[{LOCAL}];");
+        }
     }
     s.push_str("  const u32 lid = get_local_id(0);\n");
     s
 }
 
-/// Where a work-group's reduced value goes.
+/// Where a result's reduced value goes.
 enum Dest {
     /// The output buffer, at the result's index `o`.
     Output(u32),
-    /// Value (and index) partial buffers, at the group's pair index.
+    /// Value (and index) partial buffers, at the result's and chunk's index `po`.
     Partial(u32, Option<u32>),
+}
+
+/// The statement writing reduction `r`'s reduced value `v` (index `i` for argmax/argmin, of type
+/// `r.acc`) to `dest`.
+fn write_result(r: &Reduction, dest: &Dest, v: &str, i: &str) -> String {
+    match *dest {
+        Dest::Output(o) if r.is_arg() => format!("out{o}[o] = {i};"),
+        Dest::Output(o) if r.out == r.acc => format!("out{o}[o] = {v};"),
+        Dest::Output(o) => format!(
+            "out{o}[o] = af_cast_{}_{}({v});",
+            ctype(r.acc),
+            ctype(r.out)
+        ),
+        Dest::Partial(pv, Some(pi)) => format!("af_s{pv}[po] = {v}; af_s{pi}[po] = {i};"),
+        Dest::Partial(pv, None) => format!("af_s{pv}[po] = {v};"),
+    }
 }
 
 /// Combines the running `acc{ri}` (and `idx{ri}`) of each result's `threads` threads (adjacent
 /// local ids) in a tree in local memory; the first thread of each result in range writes it to
-/// `dest` (a partial at the slot `g`, or the output at `o`).
+/// `dest` (a partial at `po`, or the output at `o`).
 fn tree(l: &Lowered, ri: usize, threads: u64, dest: Dest) -> String {
     let r = &l.reductions[ri];
     let d = r.acc;
     let t = ctype(d);
-    let result = if r.out == d {
-        "lv[lid]".to_string()
-    } else {
-        format!("af_cast_{t}_{}(lv[lid])", ctype(r.out))
-    };
     let step = combine(
         r.op,
         d,
         ("lv[lid]", "af_li[lid]"),
         ("lv[lid + s]", "af_li[lid + s]"),
     );
-    let write = match dest {
-        Dest::Output(o) if r.is_arg() => format!("out{o}[o] = af_li[lid];"),
-        Dest::Output(o) => format!("out{o}[o] = {result};"),
-        Dest::Partial(v, Some(i)) => format!("af_s{v}[g] = lv[lid]; af_s{i}[g] = af_li[lid];"),
-        Dest::Partial(v, None) => format!("af_s{v}[g] = lv[lid];"),
-    };
+    let write = write_result(r, &dest, "lv[lid]", "af_li[lid]");
     let keep_index = if r.is_arg() {
         format!(" af_li[lid] = idx{ri};")
     } else {
@@ -731,13 +765,26 @@ fn element_body(l: &Lowered, t: Target, access: Access) -> String {
     }
     if let Some(coords) = &l.coords {
         // Divisions in 32 bits where the domain allows (much cheaper on GPUs).
-        let (lin, suffix) = if k.domain.len() <= u32::MAX as usize {
-            ("(u32)lin", "u")
-        } else {
-            ("lin", "UL")
-        };
-        for (d, (c, n)) in coords.iter().enumerate() {
-            let _ = writeln!(s, "const ulong d{d} = ({lin} / {c}{suffix}) % {n}{suffix};");
+        let narrow = k.domain.len() <= u32::MAX as usize;
+        let suffix = if narrow { "u" } else { "UL" };
+        for (d, c) in coords.iter().enumerate() {
+            let of = match c.of {
+                CoordOf::Lin => "lin",
+                CoordOf::Result => "o",
+                CoordOf::Element => "jj",
+            };
+            let mut v = if narrow {
+                format!("(u32){of}")
+            } else {
+                of.to_string()
+            };
+            if c.div > 1 {
+                v = format!("({v} / {}{suffix})", c.div);
+            }
+            if let Some(n) = c.extent {
+                v = format!("({v} % {n}{suffix})");
+            }
+            let _ = writeln!(s, "const ulong d{d} = {v};");
         }
     }
     for (r, d) in k.reg_dtypes.iter().enumerate() {

@@ -33,7 +33,14 @@
 //!   tree in workgroup memory combines the threads. With `C == 1` the group writes the outputs;
 //!   with more it writes one partial per reduction to scratch at `o * C + c` (argmax/argmin: a
 //!   value and an index scratch), and pass `af_final`, one work-group per result, reduces the `C`
-//!   partials the same way and writes the outputs.
+//!   partials the same way and writes the outputs;
+//! - column reductions (`lower::columns`: the loads read adjacent results at adjacent addresses,
+//!   as a column sum does; `ReduceLayout::threads == 1`): pass `af_kernel` runs a thread per
+//!   result, a work-group's threads on [`LOCAL`] adjacent results, over chunk `c` of the reduced
+//!   extent (`C` chunks, enough for the groups of all chunks to fill the device), [`UNROLL`]
+//!   accumulators per thread; with `C == 1` each thread writes its outputs, with more its
+//!   partials at `o * C + c`, which `af_final` reduces as above but with about `C / 8` threads
+//!   per result (`ReduceLayout::final_threads`; a work-group serves several results).
 //!
 //! The order in which a reduction combines elements is fixed by the plan, so results do not vary
 //! between runs; float sums accumulate in f32 (the CPU accumulates in f64).
@@ -51,8 +58,8 @@
 use super::c::{random_name, range_arg};
 use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
 use super::lower::{
-    Binding, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout, ReducePolicy,
-    Reduction, StepOp, lower,
+    Binding, CoordOf, Generator, Index, Layout, Lowered, Policy, QuadPolicy, ReduceLayout,
+    ReducePolicy, Reduction, StepOp, lower,
 };
 use crate::ir::{DType, RandomDist, ReduceOp, RngAlgorithm};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
@@ -528,8 +535,20 @@ fn body(l: &Lowered, pad: &str, access: Access) -> String {
     for (r, d) in k.reg_dtypes.iter().enumerate() {
         let _ = writeln!(e, "{pad}var r{r}: {};", reg_type(*d));
     }
-    for (d, (c, n)) in l.coords.iter().flatten().enumerate() {
-        let _ = writeln!(e, "{pad}let d{d} = (lin / {c}u) % {n}u;");
+    for (d, c) in l.coords.iter().flatten().enumerate() {
+        let mut v = match c.of {
+            CoordOf::Lin => "lin",
+            CoordOf::Result => "o",
+            CoordOf::Element => "i",
+        }
+        .to_string();
+        if c.div > 1 {
+            v = format!("({v} / {}u)", c.div);
+        }
+        if let Some(n) = c.extent {
+            v = format!("({v} % {n}u)");
+        }
+        let _ = writeln!(e, "{pad}let d{d} = {v};");
     }
     for step in &l.steps {
         let rhs = match &step.op {
@@ -715,6 +734,7 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
         } => render_quads(&l, t, quads as u32, per_trip as u32),
         Layout::Scalar { .. } => render_scalar(&l, t),
         Layout::Rows { .. } => render_thread_rows(&l, t),
+        Layout::Reduce(r) if r.threads == 1 => render_columns(&l, t, r)?,
         Layout::Reduce(r) => render_chunked(&l, t, r)?,
     };
     Ok(l.plan(with_library(source, t), LOCAL, immediate_words))
@@ -846,11 +866,15 @@ fn render_thread_rows(l: &Lowered, t: Target) -> (String, Option<u32>) {
 
 /// Statements of a work-group tree reduction of the `wv`/`wi` arrays into element 0, unrolled so
 /// that every barrier stays in uniform control flow.
-fn tree(reds: &[Red]) -> String {
+fn tree(reds: &[Red], threads: u32) -> String {
     let mut t = String::new();
-    let mut half = LOCAL / 2;
+    let mut half = threads / 2;
     while half > 0 {
-        let _ = writeln!(t, "    if (tid < {half}u) {{");
+        if threads == LOCAL {
+            let _ = writeln!(t, "    if (tid < {half}u) {{");
+        } else {
+            let _ = writeln!(t, "    if (tid % {threads}u < {half}u) {{");
+        }
         for (ri, red) in reds.iter().enumerate() {
             let _ = writeln!(
                 t,
@@ -922,21 +946,8 @@ fn render_chunked(
 ) -> Result<(String, Option<u32>), Unsupported> {
     let inner = l.k.domain.inner;
     let reds: Vec<Red> = l.reductions.iter().map(Red::of).collect();
-    let words: usize = reds.iter().map(|r| 1 + r.is_arg() as usize).sum();
-    if words * LOCAL as usize * 4 > MAX_WORKGROUP_BYTES {
-        return Err(unsupported(format!(
-            "wgsl: {} reductions in one kernel exceed the workgroup memory limit",
-            reds.len()
-        )));
-    }
+    let wg = workgroup_arrays(&reds)?;
     let (c, chunk, jobs, groups) = (r.chunks, r.chunk, r.slots, r.groups);
-    let mut wg = String::new();
-    for (ri, red) in reds.iter().enumerate() {
-        let _ = writeln!(wg, "var<workgroup> wv{ri}: array<{}, {LOCAL}>;", red.ty);
-        if red.is_arg() {
-            let _ = writeln!(wg, "var<workgroup> wi{ri}: array<u32, {LOCAL}>;");
-        }
-    }
     // Where each work-group's results go: the outputs, or per-reduction partials (values, and
     // indices for argmax/argmin) in scratch.
     let mut results = String::new();
@@ -988,7 +999,7 @@ fn render_chunked(
             );
         }
     }
-    let tree = tree(&reds);
+    let tree = tree(&reds, LOCAL);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -1001,15 +1012,116 @@ fn render_chunked(
         accs[0].to_wg
     );
     if c > 1 {
-        s.push_str(&render_final(l, &reds, c, &tree, t));
+        s.push_str(&render_final(l, &reds, r, t));
     }
     Ok((s, immediate_words))
 }
 
-/// Pass `af_final`: work-group `o` reduces the `c` partials of result `o` (threads stride over
-/// them, then the tree) and writes the outputs.
-fn render_final(l: &Lowered, reds: &[Red], c: u64, tree: &str, t: Target) -> String {
-    let outer = l.k.domain.outer;
+/// The workgroup arrays of the trees (`wv{r}`, and `wi{r}` for argmax/argmin), or an error when
+/// they exceed [`MAX_WORKGROUP_BYTES`].
+fn workgroup_arrays(reds: &[Red]) -> Result<String, Unsupported> {
+    let words: usize = reds.iter().map(|r| 1 + r.is_arg() as usize).sum();
+    if words * LOCAL as usize * 4 > MAX_WORKGROUP_BYTES {
+        return Err(unsupported(format!(
+            "wgsl: {} reductions in one kernel exceed the workgroup memory limit",
+            reds.len()
+        )));
+    }
+    let mut wg = String::new();
+    for (ri, red) in reds.iter().enumerate() {
+        let _ = writeln!(wg, "var<workgroup> wv{ri}: array<{}, {LOCAL}>;", red.ty);
+        if red.is_arg() {
+            let _ = writeln!(wg, "var<workgroup> wi{ri}: array<u32, {LOCAL}>;");
+        }
+    }
+    Ok(wg)
+}
+
+/// Column reductions (`lower::columns`): work-group `(b, c)` runs a thread per result `o` of
+/// block `b` (adjacent threads on adjacent results, so each step of their walks reads one
+/// coalesced row segment) over chunk `c` of the reduced extent, [`UNROLL`] independent
+/// accumulators per thread (elements `i0 + u`, `i0` stepping by `UNROLL`, the remainder into the
+/// first, then folded into the first in order). With one chunk the thread writes the outputs;
+/// with several its partials at `o * C + c`, which `af_final` reduces.
+fn render_columns(
+    l: &Lowered,
+    t: Target,
+    r: ReduceLayout,
+) -> Result<(String, Option<u32>), Unsupported> {
+    let (outer, inner) = (l.k.domain.outer, l.k.domain.inner);
+    let reds: Vec<Red> = l.reductions.iter().map(Red::of).collect();
+    let (c, chunk, jobs, groups) = (r.chunks, r.chunk, r.slots, r.groups);
+    let mut results = String::new();
+    for (ri, (r, red)) in l.reductions.iter().zip(&reds).enumerate() {
+        if r.partials.is_none() {
+            let v = if red.is_arg() { "ai" } else { "a" };
+            let _ = writeln!(results, "      out{}[o] = {v}{ri}_0;", r.output);
+            continue;
+        }
+        let _ = writeln!(results, "      part{ri}[o * {c}u + job % {c}u] = a{ri}_0;");
+        if red.is_arg() {
+            let _ = writeln!(
+                results,
+                "      parti{ri}[o * {c}u + job % {c}u] = ai{ri}_0;"
+            );
+        }
+    }
+    let (decls, immediate_words) = bindings(l, 0, false, t);
+    let element = body(l, "          ", Access::Scalar);
+    let accs: Vec<Accumulators> = (0..UNROLL)
+        .map(|u| Accumulators::named(&reds, &format!("_{u}"), "          "))
+        .collect();
+    let mut init = String::new();
+    let mut unrolled = String::new();
+    for (u, acc) in accs.iter().enumerate() {
+        for line in acc.init.lines() {
+            let _ = writeln!(init, "  {line}");
+        }
+        let _ = write!(
+            unrolled,
+            "        {{\n          let i = i0 + {u}u;\n          let lin = o * {inner}u + i;\n{element}{}        }}\n",
+            acc.fold
+        );
+    }
+    let mut combine = String::new();
+    for (ri, red) in reds.iter().enumerate() {
+        for u in 1..UNROLL {
+            let _ = writeln!(
+                combine,
+                "      {}",
+                red.fold(
+                    &format!("a{ri}_0"),
+                    &format!("ai{ri}_0"),
+                    &format!("a{ri}_{u}"),
+                    &format!("ai{ri}_{u}")
+                )
+            );
+        }
+    }
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "\n// ---- kernel: columns ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}{}  for (var job = wid.x; job < {jobs}u; job += {groups}u) {{\n    let o = (job / {c}u) * {LOCAL}u + tid;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n    if (o < {outer}u) {{\n{init}      var i0 = first;\n      for (; i0 + {}u < end; i0 += {UNROLL}u) {{\n{unrolled}      }}\n      for (; i0 < end; i0++) {{\n        {{\n          let i = i0;\n          let lin = o * {inner}u + i;\n{element}{}        }}\n      }}\n{combine}{results}    }}\n  }}\n}}\n",
+        set_zero("wid"),
+        body_prelude(l),
+        UNROLL - 1,
+        accs[0].fold,
+    );
+    if c > 1 {
+        s.push_str(&workgroup_arrays(&reds)?);
+        s.push_str(&render_final(l, &reds, r, t));
+    }
+    Ok((s, immediate_words))
+}
+
+/// Pass `af_final`: each result's `C` partials are reduced by `final_threads` threads of a
+/// work-group (the whole group for the row layouts), striding over them, then a tree over those
+/// threads; the first writes the outputs.
+fn render_final(l: &Lowered, reds: &[Red], r: ReduceLayout, t: Target) -> String {
+    let outer = l.k.domain.outer as u64;
+    let (c, threads) = (r.chunks, r.final_threads as u32);
+    let per = (LOCAL / threads) as u64;
+    let tree = tree(reds, threads);
     let acc = Accumulators::new(reds);
     let mut fold = String::new();
     let mut results = String::new();
@@ -1025,12 +1137,14 @@ fn render_final(l: &Lowered, reds: &[Red], c: u64, tree: &str, t: Target) -> Str
             )
         );
         let v = if red.is_arg() { "wi" } else { "wv" };
-        let _ = writeln!(results, "      fout{}[o] = {v}{ri}[0];", r.output);
+        let _ = writeln!(results, "      fout{}[o] = {v}{ri}[tid];", r.output);
     }
     let (decls, _) = bindings(l, 1, false, t);
+    // Work-group `g` combines the partials of results `g * per ..`, `threads` threads each.
     format!(
-        "\n// ---- kernel: partials ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var o = wid.x; o < {outer}u; o += {}u) {{\n{}    for (var j = tid; j < {c}u; j += {LOCAL}u) {{\n{fold}    }}\n{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
+        "\n// ---- kernel: partials ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}  for (var g = wid.x; g < {}u; g += {}u) {{\n    let o = g * {per}u + tid / {threads}u;\n{}    for (var j = tid % {threads}u; o < {outer}u && j < {c}u; j += {threads}u) {{\n{fold}    }}\n{}    workgroupBarrier();\n{tree}    if (tid % {threads}u == 0u && o < {outer}u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
         set_zero("wid"),
+        outer.div_ceil(per),
         l.passes[1].groups.max(1),
         acc.init,
         acc.to_wg
