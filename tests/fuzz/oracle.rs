@@ -818,7 +818,10 @@ fn select(c: &OArr, a: &OArr, b: &OArr) -> R<OArr> {
             let lo = (a.v[ia] - a.e[ia]).min(b.v[ib] - b.e[ib]);
             let hi = (a.v[ia] + a.e[ia]).max(b.v[ib] + b.e[ib]);
             if a.ty.is_float() {
-                ((lo + hi) / 2.0, (hi - lo) / 2.0)
+                // The middle and half-width round: widen by the oracle's rounding, or an end
+                // itself can fall an ulp outside (seed v2:10001432).
+                let e = (hi - lo) / 2.0 + tol::ORACLE_U * (lo.abs() + hi.abs());
+                ((lo + hi) / 2.0, e)
             } else if lo == hi {
                 (lo, 0.0)
             } else {

@@ -594,10 +594,15 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
                     let V::B(m) = var(env, *m) else {
                         return Err("argsort's NaN mask".into());
                     };
-                    let s = if *neg { -1.0 } else { 1.0 };
+                    // Negation sets the sign bit (a product's NaN sign is unspecified).
+                    let (n32, n64) = if *neg {
+                        (-f32::NAN, -f64::NAN)
+                    } else {
+                        (f32::NAN, f64::NAN)
+                    };
                     match var(env, *a) {
-                        V::F32(x) => go(&select(m, s as f32 * f32::NAN, x), *axis, *desc),
-                        V::F64(x) => go(&select(m, s * f64::NAN, x), *axis, *desc),
+                        V::F32(x) => go(&select(m, n32, x), *axis, *desc),
+                        V::F64(x) => go(&select(m, n64, x), *axis, *desc),
                         _ => return Err("argsort with NaN of a non-float".into()),
                     }
                 }
