@@ -5,8 +5,8 @@
 //! a divisor within its error of 0, a result too large): the generator draws another.
 
 use super::program::{Bin, Expr, Opd, Red, Scan, SliceAxis, Ty, Un, convert, data};
-use std::cmp::Ordering;
 use super::tol::{self, DC};
+use std::cmp::Ordering;
 
 /// An array's ideal values and their error bounds.
 #[derive(Clone, Debug)]
@@ -275,12 +275,7 @@ pub fn eval(expr: &Expr, env: &Env) -> R<OArr> {
                 None => sort_values(&flat(x), 0, false),
             }
         }
-        Expr::Argsort {
-            a,
-            axis,
-            desc,
-            nan,
-        } => {
+        Expr::Argsort { a, axis, desc, nan } => {
             let mut x = get(env, *a)?.clone();
             if let Some((m, _)) = nan {
                 let m = get(env, *m)?;
@@ -328,7 +323,13 @@ pub fn eval(expr: &Expr, env: &Env) -> R<OArr> {
             values,
             axis,
             add,
-        } => scatter(get(env, *a)?, get(env, *idx)?, get(env, *values)?, *axis, *add),
+        } => scatter(
+            get(env, *a)?,
+            get(env, *idx)?,
+            get(env, *values)?,
+            *axis,
+            *add,
+        ),
         Expr::Tile { a, reps } => {
             let x = get(env, *a)?;
             let rank = reps.len().max(x.shape.len());
@@ -1281,7 +1282,10 @@ fn scan(op: Scan, x: &OArr, axis: usize) -> R<OArr> {
     let mut out = x.clone();
     for g in lines(x, axis)? {
         if op == Scan::Prod && ty.is_float() {
-            let worst: f64 = g.iter().map(|&i| (x.v[i].abs() + x.e[i]).max(1.0)).product();
+            let worst: f64 = g
+                .iter()
+                .map(|&i| (x.v[i].abs() + x.e[i]).max(1.0))
+                .product();
             let limit = if ty == Ty::F32 { 1e6 } else { 1e12 }; // the generator's `limit`
             if !(worst <= limit) {
                 return Err("cumprod: a partial product could overflow".into());
@@ -1490,7 +1494,9 @@ fn scatter(a: &OArr, idx: &OArr, values: &OArr, axis: usize, add: bool) -> R<OAr
         let k = idx.v[j] as usize;
         let t: usize = (0..axis).map(|d| o[d] * st[d]).sum::<usize>()
             + k * st[axis]
-            + (axis + 1..rank).map(|d| o[ir + d - 1] * st[d]).sum::<usize>();
+            + (axis + 1..rank)
+                .map(|d| o[ir + d - 1] * st[d])
+                .sum::<usize>();
         let src = bsrc(&o, &values.shape);
         let (v, e) = (values.v[src], values.e[src]);
         if !add {

@@ -383,6 +383,9 @@ pub enum Expr {
     },
     /// `argsort_axis` / `argsort_axis_descending` (`None`: `argsort()`). With `nan: Some((m,
     /// neg))` it sorts `select(&m, NAN, &a)` (`-NAN` when `neg`): NaN where the bool `m` holds.
+    /// The program's variables stay finite (the generator's domain), so NaN lives only inside
+    /// this expression, whose result (positions) is NaN-free: that is how the fuzzer checks
+    /// where NaN of either sign sorts.
     Argsort {
         a: usize,
         axis: Option<usize>,
@@ -744,12 +747,7 @@ pub fn expr_src(names: Names, expr: &Expr, ty_of: &dyn Fn(usize) -> Ty) -> Strin
             (Some(ax), false) => format!("{}.sort_axis({ax})", n(a)),
             (Some(ax), true) => format!("{}.sort_axis_descending({ax})", n(a)),
         },
-        Expr::Argsort {
-            a,
-            axis,
-            desc,
-            nan,
-        } => {
+        Expr::Argsort { a, axis, desc, nan } => {
             let x = match nan {
                 None => n(a),
                 Some((m, neg)) => format!(

@@ -573,12 +573,7 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
                 (Some(ax), true) => x.sort_axis_descending(*ax),
             }))
         }
-        Expr::Argsort {
-            a,
-            axis,
-            desc,
-            nan,
-        } => {
+        Expr::Argsort { a, axis, desc, nan } => {
             fn go<T: Numeric>(x: &Array<T>, axis: Option<usize>, desc: bool) -> V {
                 V::U32(match (axis, desc) {
                     (None, _) => x.argsort(),
