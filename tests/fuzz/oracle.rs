@@ -1287,7 +1287,7 @@ fn scan(op: Scan, x: &OArr, axis: usize) -> R<OArr> {
                 .map(|&i| (x.v[i].abs() + x.e[i]).max(1.0))
                 .product();
             let limit = if ty == Ty::F32 { 1e6 } else { 1e12 }; // the generator's `limit`
-            if !(worst <= limit) {
+            if worst > limit || worst.is_nan() {
                 return Err("cumprod: a partial product could overflow".into());
             }
         }
