@@ -4,11 +4,13 @@
 //! printing as Rust), `fuzz/generator.rs` (seeded generator), `fuzz/oracle.rs` (the oracle),
 //! `fuzz/tol.rs` (the error rules), `fuzz/run.rs` (running through the API), `fuzz/shrink.rs`
 //! (delta debugging). `fuzz_corpus` runs the seeds of `fuzz/corpus.txt`; `fuzz_fresh` (ignored)
-//! runs fresh seeds for `FUZZ_SECONDS` (default 60) from `FUZZ_SEED` (default: the clock):
+//! runs fresh seeds for `FUZZ_SECONDS` (default 60) from `FUZZ_SEED` (default: the clock) with
+//! the newest generator version (`generator.rs` says what a version is; a seed is written `N`
+//! for version 1, `v2:N` for version 2):
 //!
 //! ```sh
 //! FUZZ_SECONDS=3600 cargo test --release --test fuzz -- --ignored fuzz_fresh
-//! FUZZ_ONE=1234 cargo test --test fuzz fuzz_corpus -- --nocapture   # one seed, verbosely
+//! FUZZ_ONE=v2:1234 cargo test --test fuzz fuzz_corpus -- --nocapture   # one seed, verbosely
 //! ```
 
 #[path = "fuzz/generator.rs"]
@@ -32,8 +34,9 @@ use std::time::{Duration, Instant};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Runs one seed; on a failure returns the report: seed, error and the shrunk program.
-fn check_seed(seed: u64, verbose: bool) -> Option<String> {
-    let p = generator::generate(seed);
+fn check_seed(version: u32, seed: u64, verbose: bool) -> Option<String> {
+    let p = generator::generate(seed, version);
+    let seed = program::seed_name(version, seed);
     if verbose {
         eprintln!("{}", program::to_rust(&p));
     }
@@ -60,10 +63,13 @@ fn check_seed(seed: u64, verbose: bool) -> Option<String> {
     }
 }
 
-fn corpus() -> Vec<u64> {
+/// The corpus: `(generator version, seed)`.
+fn corpus() -> Vec<(u32, u64)> {
     include_str!("fuzz/corpus.txt")
         .lines()
-        .filter_map(|l| l.split('#').next().unwrap().trim().parse().ok())
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| program::parse_seed(l).unwrap_or_else(|| panic!("corpus.txt: bad seed {l:?}")))
         .collect()
 }
 
@@ -71,18 +77,22 @@ fn corpus() -> Vec<u64> {
 fn fuzz_corpus() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Ok(one) = std::env::var("FUZZ_ONE") {
-        let seed: u64 = one.parse().expect("FUZZ_ONE is a seed");
-        if let Some(r) = check_seed(seed, true) {
+        let (version, seed) = program::parse_seed(&one).expect("FUZZ_ONE is a seed (N or v2:N)");
+        if let Some(r) = check_seed(version, seed, true) {
             panic!("{r}");
         }
         return;
     }
     let start = Instant::now();
     let mut failures = vec![];
-    for seed in corpus() {
+    for (version, seed) in corpus() {
         let t = Instant::now();
-        failures.extend(check_seed(seed, false));
-        eprintln!("fuzz corpus: seed {seed} in {:.1?}", t.elapsed());
+        failures.extend(check_seed(version, seed, false));
+        eprintln!(
+            "fuzz corpus: seed {} in {:.1?}",
+            program::seed_name(version, seed),
+            t.elapsed()
+        );
     }
     eprintln!(
         "fuzz corpus: {} seeds in {:.1?} on {}",
@@ -122,13 +132,14 @@ fn fuzz_fresh() {
     while start.elapsed() < Duration::from_secs(secs) {
         let seed = base + n;
         n += 1;
-        if let Some(r) = check_seed(seed, false) {
+        if let Some(r) = check_seed(generator::VERSION, seed, false) {
             eprintln!("FUZZ FAILURE {r}\n");
-            failures.push(seed);
+            failures.push(program::seed_name(generator::VERSION, seed));
         }
     }
     eprintln!(
-        "fuzz_fresh: {n} seeds from {base} in {:.1?}, {} failed: {failures:?}",
+        "fuzz_fresh: {n} seeds (generator v{}) from {base} in {:.1?}, {} failed: {failures:?}",
+        generator::VERSION,
         start.elapsed(),
         failures.len()
     );
@@ -160,7 +171,7 @@ fn fuzz_catches_an_injected_fault() {
     let _off = Off;
     inject_fault(Some(arrayflow::ir::BinaryOp::Add));
     let caught = (1..=40u64).find_map(|seed| {
-        let p = generator::generate(seed);
+        let p = generator::generate(seed, generator::VERSION);
         matches!(run::run(&p, false), Outcome::Fail(_)).then_some(p)
     });
     let p = caught.expect("40 seeds ran with a wrong `add` and none failed");
@@ -171,6 +182,59 @@ fn fuzz_catches_an_injected_fault() {
     assert!(
         matches!(run::run(&p, false), Outcome::Pass),
         "seed {} fails without the fault",
-        p.seed
+        program::seed_name(p.version, p.seed)
+    );
+}
+
+/// The generator's op mix: `let`s by kind over `FUZZ_MIX` seeds (default 500) of the newest
+/// version, from seed 1; a check on the share of each kind when the generator changes.
+#[test]
+#[ignore = "prints statistics"]
+fn fuzz_mix() {
+    use program::Stmt;
+    use std::collections::BTreeMap;
+    fn walk(stmts: &[Stmt], out: &mut BTreeMap<String, usize>) {
+        for s in stmts {
+            match s {
+                Stmt::Let { expr, .. } => {
+                    let name = format!("{expr:?}");
+                    let name = name.split([' ', '{', '(']).next().unwrap().to_string();
+                    *out.entry(name).or_default() += 1;
+                }
+                Stmt::Block(b) => walk(b, out),
+                Stmt::Reuse(sec) => walk(&sec.body, out),
+                _ => {}
+            }
+        }
+    }
+    let n: u64 = std::env::var("FUZZ_MIX")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(500);
+    let (mut kinds, mut stmts) = (BTreeMap::new(), 0);
+    for seed in 1..=n {
+        let p = generator::generate(seed, generator::VERSION);
+        stmts += p.stmts.len();
+        walk(&p.stmts, &mut kinds);
+    }
+    let lets: usize = kinds.values().sum();
+    let new: usize = ["Scan", "Sort", "Argsort", "TopK", "TakeAlong", "Scatter"]
+        .iter()
+        .map(|k| kinds.get(*k).copied().unwrap_or(0))
+        .sum();
+    for (k, c) in &kinds {
+        eprintln!("{k:>10} {c:6} {:5.1}%", 100.0 * *c as f64 / lets as f64);
+    }
+    let data: usize = ["Input", "Full", "Iota", "Uniform", "Literal"]
+        .iter()
+        .map(|k| kinds.get(*k).copied().unwrap_or(0))
+        .sum();
+    eprintln!(
+        "{n} programs, {:.1} statements and {:.1} lets each; issue 20's ops: {:.1}% of lets, \
+         {:.1}% of the lets that compute (not data)",
+        stmts as f64 / n as f64,
+        lets as f64 / n as f64,
+        100.0 * new as f64 / lets as f64,
+        100.0 * new as f64 / (lets - data) as f64
     );
 }

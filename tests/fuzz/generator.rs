@@ -1,9 +1,15 @@
 //! The seeded program generator. It evaluates the oracle as it goes and keeps only statements
 //! whose values stay in the checked domain (finite, not huge, not subnormal, mostly decidable),
 //! so every generated program is valid and a failure is the crate's (or the oracle's).
+//!
+//! Versions: a seed names a program only together with the generator version that expands it,
+//! so a new op never changes what an old seed means (`corpus.txt` keeps its seeds' programs).
+//! Version 1 is issue 18's op mix (bare seeds); version 2 ([`VERSION`], seeds written `v2:N`)
+//! adds issue 20's ordering and data-movement ops ([`Gen::ordering`]). Every draw a later version
+//! adds sits behind a version test, so an earlier version's draws are exactly as they were.
 
 use super::oracle::{self, OArr};
-use super::program::{Bin, Expr, Opd, Program, Red, Section, SliceAxis, Stmt, Ty, Un};
+use super::program::{Bin, Expr, Opd, Program, Red, Scan, Section, SliceAxis, Stmt, Ty, Un};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -39,8 +45,16 @@ impl Ctx {
     }
 }
 
+/// The newest generator version (what fresh seeds use).
+pub const VERSION: u32 = 2;
+
+/// Version 2: the share of `let`s (outside sections) that draw an ordering or data-movement op.
+const ORDERING_SHARE: f64 = 0.25;
+
 pub struct Gen {
     rng: StdRng,
+    /// The generator version (module comment).
+    version: u32,
     /// Whether this program has large arrays (the native tier and device vector paths).
     large: bool,
     /// Elements the program has allocated so far (kept modest for device executors).
@@ -387,7 +401,13 @@ impl Gen {
             }
         };
         let x = self.var(cx, None)?;
-        oracle::broadcast_shape(&cx.arr(c).shape, &cx.arr(x).shape)?;
+        let s = oracle::broadcast_shape(&cx.arr(c).shape, &cx.arr(x).shape)?;
+        // A condition of shape [n, 1] and an operand of shape [m] make [n, m]: since version 2
+        // held to `operand`'s size (version 2's ops make more extents of 1; v2:10100709 spent
+        // 90 s in the oracle).
+        if self.version >= 2 && s.iter().product::<usize>() > 70000 {
+            return None;
+        }
         let y = self.operand(cx, x)?;
         let (a, b) = if self.chance(0.5) {
             (Opd::Var(x), y)
@@ -674,11 +694,327 @@ impl Gen {
         }
     }
 
+    /// Whether every element of `v` is exact (error 0).
+    fn exact(cx: &Ctx, v: usize) -> bool {
+        cx.arr(v).e.iter().all(|&e| e == 0.0)
+    }
+
+    /// A shape of rank 1 or more (from [`Gen::shape`]).
+    fn shape_r1(&mut self) -> Vec<usize> {
+        let mut s = self.shape();
+        if s.is_empty() {
+            s.push(self.pick(&DIMS));
+        }
+        s
+    }
+
+    /// Version 2's ops (issue 20): scans, sorts, `take_along_axis` and scatters. All of them
+    /// intrinsics, so (as matmul, gather and concat) never inside a code reuse section.
+    fn ordering(&mut self, cx: &mut Ctx) -> Option<usize> {
+        match self.rng.random_range(0..10) {
+            0..=2 => self.scan(cx),
+            3..=5 => self.sort(cx),
+            6 | 7 => self.take_along(cx),
+            _ => self.scatter(cx),
+        }
+    }
+
+    /// A live variable of a number type and rank 1 or more that `ok` accepts.
+    fn numeric_var(&mut self, cx: &Ctx, ok: impl Fn(usize) -> bool) -> Option<usize> {
+        let c: Vec<usize> = cx
+            .live
+            .iter()
+            .copied()
+            .filter(|&v| cx.ty(v).is_numeric() && !cx.arr(v).shape.is_empty() && ok(v))
+            .collect();
+        (!c.is_empty()).then(|| self.pick(&c))
+    }
+
+    fn scan(&mut self, cx: &mut Ctx) -> Option<usize> {
+        let op = self.pick(&[Scan::Sum, Scan::Sum, Scan::Prod, Scan::Max, Scan::Min]);
+        let a = if op == Scan::Prod && self.chance(0.5) {
+            // A fresh input whose running products stay in range (the oracle refuses a float
+            // cumprod that could overflow in any partial product).
+            let ty = self.pick(&[Ty::F32, Ty::F32, Ty::F64, Ty::I32, Ty::U32]);
+            let (lo, hi) = if ty.is_float() {
+                self.pick(&[(0.5, 2.0), (-1.5, 1.5), (0.9, 1.1)])
+            } else {
+                (-3.0, 4.0)
+            };
+            let (shape, seed) = (self.shape_r1(), self.rng.random::<u32>() as u64);
+            self.try_bind(
+                cx,
+                Expr::Input {
+                    ty,
+                    shape,
+                    seed,
+                    lo,
+                    hi,
+                },
+            )?
+        } else {
+            self.numeric_var(cx, |_| true)?
+        };
+        let axis = self.rng.random_range(0..cx.arr(a).shape.len());
+        self.try_bind(cx, Expr::Scan { op, a, axis })
+    }
+
+    /// Data with many ties and both zeros, written out (at most a few hundred elements).
+    fn tie_literal(&mut self, cx: &mut Ctx) -> Option<usize> {
+        let ty = self.pick(&[Ty::F32, Ty::F32, Ty::F64, Ty::I32, Ty::U32]);
+        let rank = self.pick(&[1, 1, 2, 2, 3]);
+        let mut shape: Vec<usize> = (0..rank)
+            .map(|_| self.pick(&[1, 2, 3, 5, 7, 8, 9, 16, 17, 33]))
+            .collect();
+        while shape.iter().product::<usize>() > 300 {
+            let i = self.rng.random_range(0..rank);
+            shape[i] = shape[i].div_ceil(2);
+        }
+        let pool: &[f64] = match ty {
+            Ty::F32 | Ty::F64 => &[-0.0, 0.0, 0.0, 1.0, -1.0, 2.5, -3.0, 7.0, 1e-3],
+            Ty::I32 => &[-2.0, -1.0, 0.0, 1.0, 3.0, 2147483647.0, -2147483648.0],
+            _ => &[0.0, 1.0, 2.0, 7.0, 4294967295.0, 2147483648.0],
+        };
+        let values = (0..shape.iter().product::<usize>())
+            .map(|_| self.pick(pool))
+            .collect();
+        self.try_bind(cx, Expr::Literal { ty, shape, values })
+    }
+
+    /// Sorted values, argsort (plain or with NaNs through a mask) and topk. Positions are
+    /// checked exactly, so they are taken only of exact values (inputs, integers, views of them,
+    /// ...): two inexact values within their errors of each other may legitimately come out in
+    /// either order, and an oracle with tolerances cannot say which. Sorted values are sound
+    /// for any input (the oracle bounds the `k`-th value by the `k`-th of the interval ends).
+    fn sort(&mut self, cx: &mut Ctx) -> Option<usize> {
+        // 0, 1: sort; 2, 3: argsort; 4: topk values; 5: topk positions.
+        let kind = self.rng.random_range(0..6);
+        let positions = matches!(kind, 2 | 3 | 5);
+        let a = if self.chance(0.3) {
+            self.tie_literal(cx)?
+        } else {
+            let ok = |v: usize| {
+                let e = &cx.arr(v).e;
+                if positions {
+                    e.iter().all(|&e| e == 0.0)
+                } else {
+                    e.iter().all(|e| e.is_finite())
+                }
+            };
+            match self.numeric_var(cx, ok) {
+                Some(v) => v,
+                None => {
+                    let (ty, s) = (
+                        self.pick(&[Ty::F32, Ty::F64, Ty::I32, Ty::U32]),
+                        self.shape_r1(),
+                    );
+                    self.leaf(cx, ty, s)?
+                }
+            }
+        };
+        let (ty, shape) = (cx.ty(a), cx.arr(a).shape.clone());
+        let rank = shape.len();
+        let axis = if kind >= 4 || self.chance(0.8) {
+            Some(self.rng.random_range(0..rank))
+        } else {
+            None
+        };
+        let desc = axis.is_some() && self.chance(0.5);
+        let expr = match kind {
+            0 | 1 => Expr::Sort { a, axis, desc },
+            2 | 3 => {
+                let nan = if ty.is_float() && self.chance(0.3) {
+                    let c: Vec<usize> = cx
+                        .live
+                        .iter()
+                        .copied()
+                        .filter(|&m| {
+                            cx.ty(m) == Ty::Bool
+                                && Self::exact(cx, m)
+                                && oracle::broadcast_shape(&cx.arr(m).shape, &shape).as_ref()
+                                    == Some(&shape)
+                        })
+                        .collect();
+                    let m = if !c.is_empty() && self.chance(0.5) {
+                        self.pick(&c)
+                    } else {
+                        let s = self.sub_shape(&shape);
+                        self.leaf(cx, Ty::Bool, s)?
+                    };
+                    Some((m, self.chance(0.5)))
+                } else {
+                    None
+                };
+                Expr::Argsort { a, axis, desc, nan }
+            }
+            _ => {
+                let (axis, dim) = (axis.unwrap(), shape[axis.unwrap()]);
+                let k = if self.chance(0.5) {
+                    dim.min(self.pick(&[1, 2, 3]))
+                } else {
+                    self.rng.random_range(1..=dim)
+                };
+                Expr::TopK {
+                    a,
+                    k,
+                    axis,
+                    indices: kind == 5,
+                }
+            }
+        };
+        self.try_bind(cx, expr)
+    }
+
+    fn take_along(&mut self, cx: &mut Ctx) -> Option<usize> {
+        let a = self.var(cx, None)?;
+        let sa = cx.arr(a).shape.clone();
+        let rank = sa.len();
+        if rank == 0 {
+            return None;
+        }
+        let axis = self.rng.random_range(0..rank);
+        let n = sa[axis];
+        // An exact integer variable that fits (argsort's positions often do), or a fresh input.
+        let c: Vec<usize> = cx
+            .live
+            .iter()
+            .copied()
+            .filter(|&v| {
+                let (x, si) = (cx.arr(v), &cx.arr(v).shape);
+                x.ty.is_int()
+                    && si.len() == rank
+                    && (0..rank).all(|d| d == axis || si[d] == sa[d] || si[d] == 1 || sa[d] == 1)
+                    && x.v
+                        .iter()
+                        .zip(&x.e)
+                        .all(|(&v, &e)| e == 0.0 && v >= 0.0 && v < n as f64)
+            })
+            .collect();
+        let idx = if !c.is_empty() && self.chance(0.6) {
+            self.pick(&c)
+        } else {
+            let shape: Vec<usize> = (0..rank)
+                .map(|d| {
+                    if d == axis {
+                        self.pick(&[1, 2, 3, 5, n, n + 1])
+                    } else if sa[d] == 1 && self.chance(0.3) {
+                        self.pick(&[2, 3])
+                    } else if self.chance(0.2) {
+                        1
+                    } else {
+                        sa[d]
+                    }
+                })
+                .collect();
+            let (ty, seed) = (
+                self.pick(&[Ty::I32, Ty::U32]),
+                self.rng.random::<u32>() as u64,
+            );
+            self.try_bind(
+                cx,
+                Expr::Input {
+                    ty,
+                    shape,
+                    seed,
+                    lo: 0.0,
+                    hi: n as f64,
+                },
+            )?
+        };
+        let si = &cx.arr(idx).shape;
+        let out: usize = (0..rank).map(|d| si[d].max(sa[d])).product();
+        if out > 70000 {
+            return None;
+        }
+        self.try_bind(cx, Expr::TakeAlong { a, idx, axis })
+    }
+
+    /// `scatter_add` with duplicate indices (some forced), `scatter` with distinct indices and
+    /// now and then duplicates (the last wins, as documented).
+    fn scatter(&mut self, cx: &mut Ctx) -> Option<usize> {
+        let add = self.chance(0.5);
+        let c: Vec<usize> = cx
+            .live
+            .iter()
+            .copied()
+            .filter(|&v| !cx.arr(v).shape.is_empty() && (!add || cx.ty(v).is_numeric()))
+            .collect();
+        if c.is_empty() {
+            return None;
+        }
+        let a = self.pick(&c);
+        let (ty, sa) = (cx.ty(a), cx.arr(a).shape.clone());
+        let axis = self.rng.random_range(0..sa.len());
+        let n = sa[axis];
+        let mut ishape = self
+            .pick(&[&[][..], &[1], &[2], &[3], &[5], &[8], &[2, 3]])
+            .to_vec();
+        let distinct = !add && self.chance(0.75);
+        if distinct && ishape.iter().product::<usize>() > n {
+            ishape = vec![n];
+        }
+        let m: usize = ishape.iter().product();
+        let mut values: Vec<f64> = vec![];
+        while values.len() < m {
+            let k = self.rng.random_range(0..n) as f64;
+            if !distinct || !values.contains(&k) {
+                values.push(k);
+            }
+        }
+        if !distinct && m >= 2 && self.chance(0.5) {
+            let (i, j) = (self.rng.random_range(0..m), self.rng.random_range(0..m));
+            values[j] = values[i];
+        }
+        let ity = self.pick(&[Ty::I32, Ty::U32]);
+        let idx = self.try_bind(
+            cx,
+            Expr::Literal {
+                ty: ity,
+                shape: ishape.clone(),
+                values,
+            },
+        )?;
+        let gshape: Vec<usize> = sa[..axis]
+            .iter()
+            .chain(&ishape)
+            .chain(&sa[axis + 1..])
+            .copied()
+            .collect();
+        if gshape.iter().product::<usize>() > 70000 {
+            return None;
+        }
+        let c: Vec<usize> = cx
+            .live
+            .iter()
+            .copied()
+            .filter(|&v| cx.ty(v) == ty && cx.arr(v).shape == gshape)
+            .collect();
+        let values = if !c.is_empty() && self.chance(0.4) {
+            self.pick(&c)
+        } else {
+            let s = self.sub_shape(&gshape);
+            self.leaf(cx, ty, s)?
+        };
+        self.try_bind(
+            cx,
+            Expr::Scatter {
+                a,
+                idx,
+                values,
+                axis,
+                add,
+            },
+        )
+    }
+
     /// One `let` of any kind.
     fn let_stmt(&mut self, cx: &mut Ctx) -> Option<usize> {
         if cx.live.len() < 2 || self.chance(0.08) {
             let (ty, s) = (self.any_ty(), self.shape());
             return self.leaf(cx, ty, s);
+        }
+        if self.version >= 2 && !cx.section && self.chance(ORDERING_SHARE) {
+            return self.ordering(cx);
         }
         match self.rng.random_range(0..20) {
             0..=4 => self.unary(cx),
@@ -873,10 +1209,15 @@ impl Gen {
     }
 }
 
-/// The program of `seed`.
-pub fn generate(seed: u64) -> Program {
+/// The program of `seed` under generator `version` (1 or 2).
+pub fn generate(seed: u64, version: u32) -> Program {
+    assert!(
+        (1..=VERSION).contains(&version),
+        "no generator version {version}"
+    );
     let mut g = Gen {
         rng: StdRng::seed_from_u64(seed),
+        version,
         large: false,
         elements: 0,
     };
@@ -895,6 +1236,7 @@ pub fn generate(seed: u64) -> Program {
     }
     Program {
         seed,
+        version,
         stmts: cx.stmts,
     }
 }

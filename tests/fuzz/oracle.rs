@@ -4,8 +4,9 @@
 //! expression leaves the domain the fuzzer checks (a logarithm of a value near 0, a division by
 //! a divisor within its error of 0, a result too large): the generator draws another.
 
-use super::program::{Bin, Expr, Opd, Red, SliceAxis, Ty, Un, convert, data};
+use super::program::{Bin, Expr, Opd, Red, Scan, SliceAxis, Ty, Un, convert, data};
 use super::tol::{self, DC};
+use std::cmp::Ordering;
 
 /// An array's ideal values and their error bounds.
 #[derive(Clone, Debug)]
@@ -255,6 +256,80 @@ pub fn eval(expr: &Expr, env: &Env) -> R<OArr> {
             }))
         }
         Expr::Pad { a, widths, mode, c } => pad(get(env, *a)?, widths, *mode, *c),
+        Expr::Literal { ty, shape, values } => {
+            if numel(shape) != values.len() {
+                return Err("literal size".into());
+            }
+            Ok(OArr {
+                ty: *ty,
+                shape: shape.clone(),
+                v: values.iter().map(|&x| ty.round(x)).collect(),
+                e: vec![0.0; values.len()],
+            })
+        }
+        Expr::Scan { op, a, axis } => scan(*op, get(env, *a)?, *axis),
+        Expr::Sort { a, axis, desc } => {
+            let x = get(env, *a)?;
+            match axis {
+                Some(ax) => sort_values(x, *ax, *desc),
+                None => sort_values(&flat(x), 0, false),
+            }
+        }
+        Expr::Argsort { a, axis, desc, nan } => {
+            let mut x = get(env, *a)?.clone();
+            if let Some((m, _)) = nan {
+                let m = get(env, *m)?;
+                if !x.ty.is_float()
+                    || m.ty != Ty::Bool
+                    || broadcast_shape(&m.shape, &x.shape).as_ref() != Some(&x.shape)
+                    || m.e.iter().any(|&e| e != 0.0)
+                {
+                    return Err("argsort's NaN mask".into());
+                }
+                for i in 0..x.v.len() {
+                    if m.v[bsrc(&unravel(i, &x.shape), &m.shape)] != 0.0 {
+                        (x.v[i], x.e[i]) = (f64::NAN, 0.0);
+                    }
+                }
+            }
+            match axis {
+                Some(ax) => argsort(&x, *ax, *desc),
+                None => argsort(&flat(&x), 0, false),
+            }
+        }
+        Expr::TopK {
+            a,
+            k,
+            axis,
+            indices,
+        } => {
+            let x = get(env, *a)?;
+            let full = if *indices {
+                argsort(x, *axis, true)?
+            } else {
+                sort_values(x, *axis, true)?
+            };
+            if *k == 0 || *k > x.shape[*axis] {
+                return Err("topk's k".into());
+            }
+            let mut s: Vec<SliceAxis> = vec![(None, None, 1); *axis];
+            s.push((Some(0), Some(*k as isize), 1));
+            slice(&full, &s)
+        }
+        Expr::TakeAlong { a, idx, axis } => take_along(get(env, *a)?, get(env, *idx)?, *axis),
+        Expr::Scatter {
+            a,
+            idx,
+            values,
+            axis,
+            add,
+        } => scatter(
+            get(env, *a)?,
+            get(env, *idx)?,
+            get(env, *values)?,
+            *axis,
+            *add,
+        ),
         Expr::Tile { a, reps } => {
             let x = get(env, *a)?;
             let rank = reps.len().max(x.shape.len());
@@ -744,7 +819,10 @@ fn select(c: &OArr, a: &OArr, b: &OArr) -> R<OArr> {
             let lo = (a.v[ia] - a.e[ia]).min(b.v[ib] - b.e[ib]);
             let hi = (a.v[ia] + a.e[ia]).max(b.v[ib] + b.e[ib]);
             if a.ty.is_float() {
-                ((lo + hi) / 2.0, (hi - lo) / 2.0)
+                // The middle and half-width round: widen by the oracle's rounding, or an end
+                // itself can fall an ulp outside (seed v2:10001432).
+                let e = (hi - lo) / 2.0 + tol::ORACLE_U * (lo.abs() + hi.abs());
+                ((lo + hi) / 2.0, e)
             } else if lo == hi {
                 (lo, 0.0)
             } else {
@@ -1171,4 +1249,286 @@ fn pad(x: &OArr, widths: &[(usize, usize)], mode: u8, c: f64) -> R<OArr> {
         v,
         e,
     })
+}
+
+/// The array flattened (row-major) to 1-D.
+fn flat(x: &OArr) -> OArr {
+    OArr {
+        shape: vec![x.v.len()],
+        ..x.clone()
+    }
+}
+
+/// The lines along `axis` (flat element indices, in order along the axis).
+fn lines(x: &OArr, axis: usize) -> R<Vec<Vec<usize>>> {
+    if axis >= x.shape.len() {
+        return Err("axis out of range".into());
+    }
+    Ok(groups(&x.shape, &[axis]).1)
+}
+
+/// Scans: each prefix of a line is a reduction of its own, with that reduction's bound (the sum
+/// rule holds for any addition order, so also for a GPU's scan tree, whose prefix `k` adds the
+/// `k + 1` elements in some tree; integers wrap, exactly). A float `cumprod` is kept (`Ok`) only
+/// when no partial product over any part of a line can leave the range the generator accepts:
+/// `Π max(|x| + e, 1) <= limit` per line bounds every sub-product a scan tree may form, so none
+/// overflows (a `0 · inf` would be the implementation's business, as `prod`'s was), and with
+/// every prefix `>= 1e-20` (the generator's check) none underflows either.
+fn scan(op: Scan, x: &OArr, axis: usize) -> R<OArr> {
+    let ty = x.ty;
+    if ty == Ty::Bool {
+        return Err("scan of bools".into());
+    }
+    let mut out = x.clone();
+    for g in lines(x, axis)? {
+        if op == Scan::Prod && ty.is_float() {
+            let worst: f64 = g
+                .iter()
+                .map(|&i| (x.v[i].abs() + x.e[i]).max(1.0))
+                .product();
+            let limit = if ty == Ty::F32 { 1e6 } else { 1e12 }; // the generator's `limit`
+            if worst > limit || worst.is_nan() {
+                return Err("cumprod: a partial product could overflow".into());
+            }
+        }
+        let (mut s, mut se, mut sa) = (0.0f64, 0.0f64, 0.0f64);
+        let (mut p, mut pa, mut ph) = (1.0f64, 1.0f64, 1.0f64);
+        let (mut m, mut me) = (0.0f64, 0.0f64);
+        let mut acc = if op == Scan::Prod { 1i64 } else { 0i64 };
+        let mut dc = false;
+        for (k, &i) in g.iter().enumerate() {
+            let (v, e) = (x.v[i], x.e[i]);
+            dc |= e.is_infinite();
+            let n = k + 1;
+            let (r, re) = match op {
+                Scan::Sum | Scan::Prod if ty.is_int() => {
+                    acc = if op == Scan::Sum {
+                        wrap(ty, acc + v as i64) as i64
+                    } else {
+                        wrap(ty, acc.wrapping_mul(v as i64)) as i64
+                    };
+                    (acc as f64, if dc { DC } else { 0.0 })
+                }
+                Scan::Sum => {
+                    s += v;
+                    se += e;
+                    sa += v.abs() + e;
+                    (s, tol::sum(ty, n, se, sa, s))
+                }
+                Scan::Prod => {
+                    p *= v;
+                    pa *= v.abs();
+                    ph *= v.abs() + e;
+                    let nf = n as f64;
+                    let err = (ph - pa) + (nf + 1.0) * tol::unit(ty) * ph + tol::ORACLE_U * nf * ph;
+                    (p, if dc { DC } else { err })
+                }
+                Scan::Max | Scan::Min => {
+                    if k == 0 || (op == Scan::Max && v > m) || (op == Scan::Min && v < m) {
+                        m = v;
+                    }
+                    me = me.max(e);
+                    (m, me)
+                }
+            };
+            out.v[i] = r;
+            out.e[i] = re;
+        }
+    }
+    Ok(out)
+}
+
+/// The sort order of `src/api/sort.rs`: NaN last whatever its sign, -0.0 equal to +0.0.
+fn sort_order(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap(),
+    }
+}
+
+/// The positions of `vals` in stable sorted order (descending: the order reversed, equal
+/// elements still in input order, NaN first).
+fn stable_order(vals: &[f64], desc: bool) -> Vec<usize> {
+    let mut ix: Vec<usize> = (0..vals.len()).collect();
+    if desc {
+        ix.sort_by(|&a, &b| sort_order(vals[b], vals[a]));
+    } else {
+        ix.sort_by(|&a, &b| sort_order(vals[a], vals[b]));
+    }
+    ix
+}
+
+/// Sorted values along `axis`. Inexact input is fine: the `k`-th smallest element is
+/// non-decreasing in every element, so with each input in `[v - e, v + e]` the `k`-th output
+/// lies between the `k`-th smallest of the `v - e` and of the `v + e` (the oracle keeps the
+/// middle and half the width). Any `DC` input: `Err` (its value may even be NaN, which would
+/// move every other element).
+fn sort_values(x: &OArr, axis: usize, desc: bool) -> R<OArr> {
+    if x.ty == Ty::Bool || x.e.iter().any(|e| e.is_infinite()) {
+        return Err("sort of bools or of don't-care values".into());
+    }
+    let mut out = x.clone();
+    for g in lines(x, axis)? {
+        let lo: Vec<f64> = g.iter().map(|&i| x.v[i] - x.e[i]).collect();
+        let hi: Vec<f64> = g.iter().map(|&i| x.v[i] + x.e[i]).collect();
+        let (ol, oh) = (stable_order(&lo, desc), stable_order(&hi, desc));
+        for (k, &i) in g.iter().enumerate() {
+            let (l, h) = (lo[ol[k]], hi[oh[k]]);
+            if l == h {
+                // Pinned (every input exact, or at least the ones that can land here).
+                out.v[i] = l;
+                out.e[i] = 0.0;
+            } else {
+                let mid = (l + h) / 2.0;
+                out.v[i] = mid;
+                out.e[i] = (h - l) / 2.0 + tol::ORACLE_U * (l.abs() + h.abs());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Positions along `axis` in stable sorted order, `u32`. Only of exact input: two values within
+/// their errors of each other may legitimately come out in either order, so the positions of
+/// inexact values are not decided (the generator draws another statement).
+fn argsort(x: &OArr, axis: usize, desc: bool) -> R<OArr> {
+    if x.ty == Ty::Bool || x.e.iter().any(|&e| e != 0.0) {
+        return Err("argsort of bools or of inexact values".into());
+    }
+    let mut out = OArr {
+        ty: Ty::U32,
+        ..x.clone()
+    };
+    for g in lines(x, axis)? {
+        let vals: Vec<f64> = g.iter().map(|&i| x.v[i]).collect();
+        for (k, j) in stable_order(&vals, desc).into_iter().enumerate() {
+            out.v[g[k]] = j as f64;
+        }
+    }
+    Ok(out)
+}
+
+/// Exact indices in `[0, n)`, or `Err`.
+fn check_indices(idx: &OArr, n: usize) -> R<()> {
+    if !idx.ty.is_int()
+        || idx
+            .v
+            .iter()
+            .zip(&idx.e)
+            .any(|(&v, &e)| e != 0.0 || v < 0.0 || v >= n as f64)
+    {
+        return Err("indices out of range or inexact".into());
+    }
+    Ok(())
+}
+
+/// NumPy's `take_along_axis`, with the API's broadcasting of the other axes (extent 1 on
+/// either side).
+fn take_along(a: &OArr, idx: &OArr, axis: usize) -> R<OArr> {
+    let rank = a.shape.len();
+    if idx.shape.len() != rank || axis >= rank {
+        return Err("take_along_axis ranks".into());
+    }
+    check_indices(idx, a.shape[axis])?;
+    let (sa, si) = (&a.shape, &idx.shape);
+    let mut shape = vec![0; rank];
+    for d in 0..rank {
+        shape[d] = if d == axis {
+            si[d]
+        } else if sa[d] == si[d] || si[d] == 1 {
+            sa[d]
+        } else if sa[d] == 1 {
+            si[d]
+        } else {
+            return Err("take_along_axis shapes".into());
+        };
+    }
+    let (sta, sti) = (strides(sa), strides(si));
+    Ok(a.map_idx(a.ty, shape, |o| {
+        let j: usize = (0..rank)
+            .map(|d| if si[d] == 1 { 0 } else { o[d] * sti[d] })
+            .sum();
+        let k = idx.v[j] as usize;
+        (0..rank)
+            .map(|d| {
+                if d == axis {
+                    k * sta[d]
+                } else if sa[d] == 1 {
+                    0
+                } else {
+                    o[d] * sta[d]
+                }
+            })
+            .sum()
+    }))
+}
+
+/// `scatter` (the last duplicate wins: the largest position in the flattened indices) and
+/// `scatter_add` (each target a sum of its data element and its sources, in any order).
+fn scatter(a: &OArr, idx: &OArr, values: &OArr, axis: usize, add: bool) -> R<OArr> {
+    let rank = a.shape.len();
+    if axis >= rank || values.ty != a.ty || (add && a.ty == Ty::Bool) {
+        return Err("scatter axis or types".into());
+    }
+    check_indices(idx, a.shape[axis])?;
+    let gshape: Vec<usize> = a.shape[..axis]
+        .iter()
+        .chain(&idx.shape)
+        .chain(&a.shape[axis + 1..])
+        .copied()
+        .collect();
+    if broadcast_shape(&values.shape, &gshape).as_ref() != Some(&gshape) {
+        return Err("scatter values' shape".into());
+    }
+    let st = strides(&a.shape);
+    let ir = idx.shape.len();
+    let ist = strides(&idx.shape);
+    let mut out = a.clone();
+    // Per target: the sum, its error sum, magnitude sum and term count (add).
+    let mut acc: Vec<(f64, f64, f64, usize)> = vec![(0.0, 0.0, 0.0, 0); a.v.len()];
+    for gi in 0..numel(&gshape) {
+        let o = unravel(gi, &gshape);
+        let j: usize = (0..ir).map(|d| o[axis + d] * ist[d]).sum();
+        let k = idx.v[j] as usize;
+        let t: usize = (0..axis).map(|d| o[d] * st[d]).sum::<usize>()
+            + k * st[axis]
+            + (axis + 1..rank)
+                .map(|d| o[ir + d - 1] * st[d])
+                .sum::<usize>();
+        let src = bsrc(&o, &values.shape);
+        let (v, e) = (values.v[src], values.e[src]);
+        if !add {
+            out.v[t] = v;
+            out.e[t] = e;
+            continue;
+        }
+        let c = &mut acc[t];
+        if c.3 == 0 {
+            *c = (a.v[t], a.e[t], a.v[t].abs() + a.e[t], 1);
+        }
+        if a.ty.is_int() {
+            c.0 = wrap(a.ty, c.0 as i64 + v as i64);
+        } else {
+            c.0 += v;
+        }
+        c.1 += e;
+        c.2 += v.abs() + e;
+        c.3 += 1;
+    }
+    if add {
+        for (t, &(s, se, sa, n)) in acc.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            out.v[t] = s;
+            out.e[t] = if a.ty.is_int() {
+                if se.is_infinite() { DC } else { 0.0 }
+            } else {
+                tol::sum(a.ty, n, se, sa, s)
+            };
+        }
+    }
+    Ok(out)
 }

@@ -242,6 +242,26 @@ impl Red {
     }
 }
 
+/// Scans along an axis (`cumsum`, `cumprod`, `cummax`, `cummin`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scan {
+    Sum,
+    Prod,
+    Max,
+    Min,
+}
+
+impl Scan {
+    fn method(self) -> &'static str {
+        match self {
+            Scan::Sum => "cumsum",
+            Scan::Prod => "cumprod",
+            Scan::Max => "cummax",
+            Scan::Min => "cummin",
+        }
+    }
+}
+
 /// An operand: a variable or a scalar literal of the other operand's type.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Opd {
@@ -343,6 +363,55 @@ pub enum Expr {
         mode: u8,
         c: f64,
     },
+    /// Host data written out element by element (index lists, data with ties and signed zeros).
+    Literal {
+        ty: Ty,
+        shape: Vec<usize>,
+        values: Vec<f64>,
+    },
+    /// `cumsum` and the other scans along `axis`.
+    Scan {
+        op: Scan,
+        a: usize,
+        axis: usize,
+    },
+    /// `sort_axis` / `sort_axis_descending`; `axis: None` is `sort()` (flattened, ascending).
+    Sort {
+        a: usize,
+        axis: Option<usize>,
+        desc: bool,
+    },
+    /// `argsort_axis` / `argsort_axis_descending` (`None`: `argsort()`). With `nan: Some((m,
+    /// neg))` it sorts `select(&m, NAN, &a)` (`-NAN` when `neg`): NaN where the bool `m` holds.
+    /// The program's variables stay finite (the generator's domain), so NaN lives only inside
+    /// this expression, whose result (positions) is NaN-free: that is how the fuzzer checks
+    /// where NaN of either sign sorts.
+    Argsort {
+        a: usize,
+        axis: Option<usize>,
+        desc: bool,
+        nan: Option<(usize, bool)>,
+    },
+    /// `topk(k, axis).0` (values) or `.1` (positions, when `indices`).
+    TopK {
+        a: usize,
+        k: usize,
+        axis: usize,
+        indices: bool,
+    },
+    TakeAlong {
+        a: usize,
+        idx: usize,
+        axis: usize,
+    },
+    /// `scatter` (replace; the last duplicate wins) or `scatter_add` (when `add`).
+    Scatter {
+        a: usize,
+        idx: usize,
+        values: usize,
+        axis: usize,
+        add: bool,
+    },
 }
 
 impl Expr {
@@ -353,9 +422,11 @@ impl Expr {
             Opd::Scalar(_) => None,
         };
         match self {
-            Expr::Input { .. } | Expr::Full { .. } | Expr::Iota { .. } | Expr::Uniform { .. } => {
-                vec![]
-            }
+            Expr::Input { .. }
+            | Expr::Full { .. }
+            | Expr::Iota { .. }
+            | Expr::Uniform { .. }
+            | Expr::Literal { .. } => vec![],
             Expr::Unary { a, .. }
             | Expr::Reduce { a, .. }
             | Expr::Reshape { a, .. }
@@ -364,7 +435,13 @@ impl Expr {
             | Expr::Broadcast { a, .. }
             | Expr::Tile { a, .. }
             | Expr::Roll { a, .. }
-            | Expr::Pad { a, .. } => vec![*a],
+            | Expr::Pad { a, .. }
+            | Expr::Scan { a, .. }
+            | Expr::Sort { a, .. }
+            | Expr::TopK { a, .. } => vec![*a],
+            Expr::Argsort { a, nan, .. } => std::iter::once(*a).chain(nan.map(|n| n.0)).collect(),
+            Expr::TakeAlong { a, idx, .. } => vec![*a, *idx],
+            Expr::Scatter { a, idx, values, .. } => vec![*a, *idx, *values],
             Expr::Binary { a, b, .. } => o(a).into_iter().chain(o(b)).collect(),
             Expr::Select { c, a, b } => std::iter::once(*c).chain(o(a)).chain(o(b)).collect(),
             Expr::Matmul { a, b } => vec![*a, *b],
@@ -437,7 +514,30 @@ impl Stmt {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
     pub seed: u64,
+    /// The generator version that made it (`generator::VERSION`).
+    pub version: u32,
     pub stmts: Vec<Stmt>,
+}
+
+/// How a seed is written (reports, `corpus.txt`, `FUZZ_ONE`): `1234` for generator version 1
+/// (the corpus's first seeds, written before there were versions), `v2:1234` for later ones.
+pub fn seed_name(version: u32, seed: u64) -> String {
+    if version == 1 {
+        seed.to_string()
+    } else {
+        format!("v{version}:{seed}")
+    }
+}
+
+/// Reads [`seed_name`]'s form back: `(version, seed)`.
+pub fn parse_seed(s: &str) -> Option<(u32, u64)> {
+    match s.trim().strip_prefix('v') {
+        Some(rest) => {
+            let (v, seed) = rest.split_once(':')?;
+            Some((v.parse().ok()?, seed.parse().ok()?))
+        }
+        None => Some((1, s.trim().parse().ok()?)),
+    }
 }
 
 /// The program's input data: `n` values in `[lo, hi)` from a SplitMix64 stream of `seed`.
@@ -637,6 +737,55 @@ pub fn expr_src(names: Names, expr: &Expr, ty_of: &dyn Fn(usize) -> Ty) -> Strin
             };
             format!("{}.pad(&{widths:?}, {m})", n(a))
         }
+        Expr::Literal { ty, shape, values } => {
+            let vs: Vec<String> = values.iter().map(|&x| ty.lit(x)).collect();
+            format!("Array::from_vec(vec![{}], &{})", vs.join(", "), list(shape))
+        }
+        Expr::Scan { op, a, axis } => format!("{}.{}({axis})", n(a), op.method()),
+        Expr::Sort { a, axis, desc } => match (axis, desc) {
+            (None, _) => format!("{}.sort()", n(a)),
+            (Some(ax), false) => format!("{}.sort_axis({ax})", n(a)),
+            (Some(ax), true) => format!("{}.sort_axis_descending({ax})", n(a)),
+        },
+        Expr::Argsort { a, axis, desc, nan } => {
+            let x = match nan {
+                None => n(a),
+                Some((m, neg)) => format!(
+                    "select(&{}, {}{}::NAN, &{})",
+                    n(m),
+                    if *neg { "-" } else { "" },
+                    ty_of(*a).name(),
+                    n(a)
+                ),
+            };
+            match (axis, desc) {
+                (None, _) => format!("{x}.argsort()"),
+                (Some(ax), false) => format!("{x}.argsort_axis({ax})"),
+                (Some(ax), true) => format!("{x}.argsort_axis_descending({ax})"),
+            }
+        }
+        Expr::TopK {
+            a,
+            k,
+            axis,
+            indices,
+        } => format!("{}.topk({k}, {axis}).{}", n(a), *indices as u8),
+        Expr::TakeAlong { a, idx, axis } => {
+            format!("{}.take_along_axis(&{}, {axis})", n(a), n(idx))
+        }
+        Expr::Scatter {
+            a,
+            idx,
+            values,
+            axis,
+            add,
+        } => format!(
+            "{}.{}(&{}, &{}, {axis})",
+            n(a),
+            if *add { "scatter_add" } else { "scatter" },
+            n(idx),
+            n(values)
+        ),
     }
 }
 
@@ -773,7 +922,11 @@ pub fn to_rust(p: &Program) -> String {
     let mut types = std::collections::HashMap::new();
     top_types(&p.stmts, &mut types);
     let mut out = String::new();
-    let _ = writeln!(out, "// arrayflow fuzzer program, seed {}", p.seed);
+    let _ = writeln!(
+        out,
+        "// arrayflow fuzzer program, seed {}",
+        seed_name(p.version, p.seed)
+    );
     let _ = writeln!(out, "#![allow(unused)]");
     let _ = writeln!(
         out,

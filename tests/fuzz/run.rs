@@ -2,7 +2,7 @@
 //! the middle and, at the end, every variable still held) against the oracle.
 
 use super::oracle::{self, OArr};
-use super::program::{Bin, Expr, Opd, Program, Red, Section, Stmt, Ty, Un, section_name};
+use super::program::{Bin, Expr, Opd, Program, Red, Scan, Section, Stmt, Ty, Un, section_name};
 use arrayflow::{Array, Element, Float, Logical, Numeric, Pad, Rng, Runtime, Slice, select};
 
 /// An array of any element type.
@@ -405,7 +405,7 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
         axes.iter().map(|&(b, e, s)| Slice::new(b, e, s)).collect()
     };
     Ok(match expr {
-        Expr::Input { ty, .. } => {
+        Expr::Input { ty, .. } | Expr::Literal { ty, .. } => {
             let o = oracle::eval(expr, oenv)?;
             match ty {
                 Ty::F32 => input::<f32>(&o),
@@ -557,6 +557,94 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
                 };
                 T::wrap(x.pad(widths, m))
             })
+        }
+        Expr::Scan { op, a, axis } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32; x, T => T::wrap(match op {
+                Scan::Sum => x.cumsum(*axis),
+                Scan::Prod => x.cumprod(*axis),
+                Scan::Max => x.cummax(*axis),
+                Scan::Min => x.cummin(*axis),
+            }))
+        }
+        Expr::Sort { a, axis, desc } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32; x, T => T::wrap(match (axis, desc) {
+                (None, _) => x.sort(),
+                (Some(ax), false) => x.sort_axis(*ax),
+                (Some(ax), true) => x.sort_axis_descending(*ax),
+            }))
+        }
+        Expr::Argsort { a, axis, desc, nan } => {
+            fn go<T: Numeric>(x: &Array<T>, axis: Option<usize>, desc: bool) -> V {
+                V::U32(match (axis, desc) {
+                    (None, _) => x.argsort(),
+                    (Some(ax), false) => x.argsort_axis(ax),
+                    (Some(ax), true) => x.argsort_axis_descending(ax),
+                })
+            }
+            match nan {
+                None => {
+                    dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32; x, T => go(x, *axis, *desc))
+                }
+                Some((m, neg)) => {
+                    let V::B(m) = var(env, *m) else {
+                        return Err("argsort's NaN mask".into());
+                    };
+                    // Negation sets the sign bit (a product's NaN sign is unspecified).
+                    let (n32, n64) = if *neg {
+                        (-f32::NAN, -f64::NAN)
+                    } else {
+                        (f32::NAN, f64::NAN)
+                    };
+                    match var(env, *a) {
+                        V::F32(x) => go(&select(m, n32, x), *axis, *desc),
+                        V::F64(x) => go(&select(m, n64, x), *axis, *desc),
+                        _ => return Err("argsort with NaN of a non-float".into()),
+                    }
+                }
+            }
+        }
+        Expr::TopK {
+            a,
+            k,
+            axis,
+            indices,
+        } => {
+            dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32; x, T => {
+                let (v, i) = x.topk(*k, *axis);
+                if *indices { V::U32(i) } else { T::wrap(v) }
+            })
+        }
+        Expr::TakeAlong { a, idx, axis } => match var(env, *idx) {
+            V::I32(i) => {
+                dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.take_along_axis(i, *axis)))
+            }
+            V::U32(i) => {
+                dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.take_along_axis(i, *axis)))
+            }
+            _ => return Err("take_along_axis index type".into()),
+        },
+        Expr::Scatter {
+            a,
+            idx,
+            values,
+            axis,
+            add,
+        } => {
+            let w = var(env, *values);
+            macro_rules! sc {
+                ($i:expr) => {
+                    if *add {
+                        dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32; x, T => T::wrap(x.scatter_add($i, T::pick(w), *axis)))
+                    } else {
+                        dispatch!(var(env, *a); F32 f32, F64 f64, I32 i32, U32 u32, B bool; x, T => T::wrap(x.scatter($i, T::pick(w), *axis)))
+                    }
+                };
+            }
+            match var(env, *idx) {
+                V::I32(i) => sc!(i),
+                V::U32(i) => sc!(i),
+                _ => return Err("scatter index type".into()),
+            }
         }
     })
 }

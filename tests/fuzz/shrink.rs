@@ -1,7 +1,9 @@
-//! Delta debugging: drops statements (and everything that depends on them), flattens blocks and
-//! cuts section calls while the program still fails, so a failure prints as a short reproducer.
+//! Delta debugging: drops statements (and everything that depends on them), flattens blocks,
+//! cuts section calls and simplifies single ops (an argsort without its NaN mask, a descending
+//! sort or argsort ascending) while the program still fails, so a failure prints as a short
+//! reproducer.
 
-use super::program::{Program, Stmt};
+use super::program::{Expr, Program, Stmt};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -56,14 +58,67 @@ fn without(p: &Program, from: usize, to: usize) -> Program {
     }
     Program {
         seed: p.seed,
+        version: p.version,
         stmts: cascade(kept, &mut gone),
     }
 }
 
-/// Simpler forms of statement `i`: a block's body inline, a section with fewer calls.
+/// A simpler form of one op, if it has one (same type and shape, so what reads it still fits;
+/// a form the oracle refuses makes the program invalid, which does not count as failing).
+fn simpler_expr(e: &Expr) -> Option<Expr> {
+    Some(match e.clone() {
+        Expr::Argsort {
+            a,
+            axis,
+            desc,
+            nan: Some(_),
+        } => Expr::Argsort {
+            a,
+            axis,
+            desc,
+            nan: None,
+        },
+        Expr::Argsort {
+            a,
+            axis: axis @ Some(_),
+            desc: true,
+            nan: None,
+        } => Expr::Argsort {
+            a,
+            axis,
+            desc: false,
+            nan: None,
+        },
+        Expr::Sort {
+            a,
+            axis: axis @ Some(_),
+            desc: true,
+        } => Expr::Sort {
+            a,
+            axis,
+            desc: false,
+        },
+        _ => return None,
+    })
+}
+
+/// Simpler forms of statement `i`: a block's body inline, a section with fewer calls, a simpler
+/// op.
 fn simpler(p: &Program, i: usize) -> Vec<Program> {
     let mut out = vec![];
     match &p.stmts[i] {
+        Stmt::Let { id, ty, expr } => {
+            if let Some(expr) = simpler_expr(expr) {
+                let mut q = p.clone();
+                q.stmts[i] = Stmt::Let {
+                    id: *id,
+                    ty: *ty,
+                    expr,
+                };
+                // The mask's statement may now go (the next round drops it).
+                out.push(q);
+            }
+        }
         Stmt::Block(body) => {
             let mut q = p.clone();
             q.stmts.splice(i..=i, body.iter().cloned());
