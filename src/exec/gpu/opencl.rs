@@ -112,14 +112,23 @@ impl OpenClApi {
         let fp64 = device.double_fp_config().unwrap_or(0) != 0;
         // f32 division and sqrt correctly rounded, as on the CPU, where the device offers it
         // (NVIDIA's default is a few ulp off, which compounds in formulas like atanh).
-        let options = if device.single_fp_config().unwrap_or(0)
-            & opencl3::device::CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT
-            != 0
-        {
-            "-cl-fp32-correctly-rounded-divide-sqrt"
-        } else {
-            ""
-        };
+        let mut options = String::from(
+            if device.single_fp_config().unwrap_or(0)
+                & opencl3::device::CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT
+                != 0
+            {
+                "-cl-fp32-correctly-rounded-divide-sqrt"
+            } else {
+                ""
+            },
+        );
+        // Extra options for every program (`ARRAYFLOW_OPENCL_BUILD_OPTIONS`, a test knob: CI runs
+        // the API suite on PoCL with `-cl-opt-disable`, as its optimiser takes most of that run).
+        if let Ok(extra) = std::env::var("ARRAYFLOW_OPENCL_BUILD_OPTIONS") {
+            options = format!("{options} {}", extra.trim()).trim().to_string();
+        }
+        // One executor per device and process: the options live as long as the program cache.
+        let options: &'static str = Box::leak(options.into_boxed_str());
         let identity = format!(
             "{} | {} | {} | {options}",
             device.name().unwrap_or_default(),
