@@ -200,6 +200,42 @@ pub trait IntrinsicDef: Sync {
     }
 }
 
+/// The rows a call along `axis` of `shape` walks (sorts, scans): row `r = p * post + q` holds the `dim` elements
+/// `(p * dim + j) * post + q`, `j = 0 .. dim`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rows {
+    pub pre: usize,
+    pub dim: usize,
+    pub post: usize,
+}
+
+impl Rows {
+    /// The rows of `shape` along `axis` (which the caller checked).
+    pub fn of(shape: &[usize], axis: usize) -> Rows {
+        Rows {
+            pre: shape[..axis].iter().product(),
+            dim: shape[axis],
+            post: shape[axis + 1..].iter().product(),
+        }
+    }
+    /// How many rows.
+    pub fn count(&self) -> usize {
+        self.pre * self.post
+    }
+    /// Elements in all rows.
+    pub fn numel(&self) -> usize {
+        self.pre * self.dim * self.post
+    }
+    /// No elements.
+    pub fn is_empty(&self) -> bool {
+        self.numel() == 0
+    }
+    /// The linear index of element `j` of row `r`.
+    pub fn at(&self, r: usize, j: usize) -> usize {
+        ((r / self.post) * self.dim + j) * self.post + r % self.post
+    }
+}
+
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
 pub static REGISTRY: [&dyn IntrinsicDef; 15] = [
     &matmul::Matmul,

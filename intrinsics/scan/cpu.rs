@@ -16,7 +16,7 @@
 //! products wrap; max and min propagate NaN and keep the earlier of equal values, as the
 //! reference does.
 
-use super::Geometry;
+use super::Rows;
 use crate::error::Error;
 use crate::ir::{ReduceOp, TypedVec};
 use crate::primitives::cpu::{fmax_nan, fmin_nan};
@@ -108,7 +108,7 @@ where
 }
 
 /// Runs the scan `rop` over geometry `g` of `input` into `out` (same type and length).
-pub fn run(rop: ReduceOp, g: Geometry, input: &TypedVec, out: &mut TypedVec) -> Result<(), Error> {
+pub fn run(rop: ReduceOp, g: Rows, input: &TypedVec, out: &mut TypedVec) -> Result<(), Error> {
     if g.is_empty() {
         return Ok(());
     }
@@ -167,18 +167,18 @@ pub fn run(rop: ReduceOp, g: Geometry, input: &TypedVec, out: &mut TypedVec) -> 
     Ok(())
 }
 
-fn scan<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
-    let (x, y) = (&x[..g.len()], &mut y[..g.len()]);
-    if g.post == 1 && g.n >= LONG_ROW {
+fn scan<O: Op>(o: O, g: Rows, x: &[O::T], y: &mut [O::T]) {
+    let (x, y) = (&x[..g.numel()], &mut y[..g.numel()]);
+    if g.post == 1 && g.dim >= LONG_ROW {
         long_rows(o, g, x, y);
     } else if g.post == 1 {
-        let rows = (TASK / g.n).max(1).next_multiple_of(LANES);
-        if g.len() <= SERIAL {
-            rows_of(o, g.n, x, y);
+        let rows = (TASK / g.dim).max(1).next_multiple_of(LANES);
+        if g.numel() <= SERIAL {
+            rows_of(o, g.dim, x, y);
         } else {
-            x.par_chunks(rows * g.n)
-                .zip(y.par_chunks_mut(rows * g.n))
-                .for_each(|(x, y)| rows_of(o, g.n, x, y));
+            x.par_chunks(rows * g.dim)
+                .zip(y.par_chunks_mut(rows * g.dim))
+                .for_each(|(x, y)| rows_of(o, g.dim, x, y));
         }
     } else {
         columns(o, g, x, y);
@@ -315,8 +315,8 @@ const GROUP_BYTES: usize = 8 << 20;
 /// loop, while the group's input is still in the caches: the input is read from memory about
 /// once. The carries combine the chunk totals in order, so the result depends on the shape
 /// only, not on the threads or the groups.
-fn long_rows<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
-    let n = g.n;
+fn long_rows<O: Op>(o: O, g: Rows, x: &[O::T], y: &mut [O::T]) {
+    let n = g.dim;
     let per_row = n.div_ceil(CHUNK);
     let chunks = g.pre * per_row;
     let range = |c: usize| {
@@ -395,20 +395,20 @@ impl<T> Out<T> {
 
 /// Axes other than the last: tasks over (line `p`, columns `q0..q1`, rows `k0..k1`), each row of
 /// a task combined with the task's running row (or its carry).
-fn columns<O: Op>(o: O, g: Geometry, x: &[O::T], y: &mut [O::T]) {
-    let (n, post) = (g.n, g.post);
+fn columns<O: Op>(o: O, g: Rows, x: &[O::T], y: &mut [O::T]) {
+    let (n, post) = (g.dim, g.post);
     let width = COLS.min(post);
     let strips = post.div_ceil(width);
     let tasks = g.pre * strips;
     // Rows per block along the axis: the whole axis unless there are few tasks.
-    let rows = if tasks >= FEW_TASKS || g.len() <= SERIAL {
+    let rows = if tasks >= FEW_TASKS || g.numel() <= SERIAL {
         n
     } else {
         (TASK / width).max(16)
     };
     let blocks = n.div_ceil(rows);
     let out = Out(y.as_mut_ptr());
-    let len = g.len();
+    let len = g.numel();
     // Scans block `b` of strip `s` of slab `p` from `carry` (one value per column); returns the
     // block's last row (its running values).
     let block = |p: usize, s: usize, b: usize, carry: Option<&[O::A]>, write: bool| {
@@ -497,13 +497,13 @@ mod tests {
     /// do not depend on the threads or their groups), close to an f64 loop.
     #[test]
     fn long_rows_do_not_depend_on_the_threads() {
-        let g = Geometry {
+        let g = Rows {
             pre: 3,
-            n: LONG_ROW + 3 * CHUNK / 2 + 5,
+            dim: LONG_ROW + 3 * CHUNK / 2 + 5,
             post: 1,
         };
         let x = TypedVec::F32(
-            (0..g.len())
+            (0..g.numel())
                 .map(|i| ((i as u32).wrapping_mul(2654435761) >> 8) as f32 * 1e-6 - 8.0)
                 .collect(),
         );
@@ -512,7 +512,7 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            let mut y = TypedVec::F32(vec![0.0; g.len()]);
+            let mut y = TypedVec::F32(vec![0.0; g.numel()]);
             pool.install(|| run(ReduceOp::Sum, g, &x, &mut y)).unwrap();
             y
         };
@@ -523,12 +523,12 @@ mod tests {
         };
         let mut acc = 0.0f64;
         for (i, (&v, &w)) in x.iter().zip(y).enumerate() {
-            acc = if i % g.n == 0 {
+            acc = if i % g.dim == 0 {
                 v as f64
             } else {
                 acc + v as f64
             };
-            let allowed = 1e-7 * (i % g.n + 1) as f64 * 9.0;
+            let allowed = 1e-7 * (i % g.dim + 1) as f64 * 9.0;
             assert!((w as f64 - acc).abs() <= allowed, "[{i}] {w} vs {acc}");
         }
     }

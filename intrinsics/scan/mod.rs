@@ -45,33 +45,7 @@ pub fn scan_name(op: ReduceOp) -> &'static str {
     }
 }
 
-/// A scan's shape seen as `[pre, n, post]`: `pre` lines before the axis, `n` elements along it,
-/// `post` elements after it (consecutive elements of one line lie `post` apart).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Geometry {
-    pub pre: usize,
-    pub n: usize,
-    pub post: usize,
-}
-
-impl Geometry {
-    /// The geometry of a scan along `axis` of `shape`.
-    pub fn of(shape: &[usize], axis: usize) -> Geometry {
-        Geometry {
-            pre: shape[..axis].iter().product(),
-            n: shape[axis],
-            post: shape[axis + 1..].iter().product(),
-        }
-    }
-    /// Elements in all.
-    pub fn len(&self) -> usize {
-        self.pre * self.n * self.post
-    }
-    /// Whether there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
+pub use super::Rows;
 
 /// How a GPU plan cuts a scan (both targets; the elements a thread takes differ per target and
 /// element type).
@@ -120,13 +94,13 @@ const MAX_CHUNKS: usize = 1024;
 
 impl GpuLayout {
     /// The layout of a scan of geometry `g` with `per_thread` elements per thread in a row block.
-    pub fn of(g: Geometry, per_thread: usize) -> GpuLayout {
-        if g.post == 1 && g.n > SHORT_ROW {
+    pub fn of(g: Rows, per_thread: usize) -> GpuLayout {
+        if g.post == 1 && g.dim > SHORT_ROW {
             let block = GPU_LOCAL * per_thread;
             GpuLayout::Rows {
                 block,
                 per_thread,
-                blocks: g.len().div_ceil(block),
+                blocks: g.numel().div_ceil(block),
             }
         } else {
             let lines = g.pre * g.post;
@@ -135,12 +109,12 @@ impl GpuLayout {
             } else {
                 COLUMN_THREADS
                     .div_ceil(lines.max(1))
-                    .min(g.n.div_ceil(MIN_CHUNK))
+                    .min(g.dim.div_ceil(MIN_CHUNK))
                     .clamp(1, MAX_CHUNKS)
             };
-            let chunk = g.n.div_ceil(chunks).max(1);
+            let chunk = g.dim.div_ceil(chunks).max(1);
             GpuLayout::Columns {
-                chunks: g.n.div_ceil(chunk).max(1),
+                chunks: g.dim.div_ceil(chunk).max(1),
                 chunk,
             }
         }
@@ -210,7 +184,7 @@ impl IntrinsicDef for Scan {
     ) -> std::result::Result<Vec<TypedVec>, String> {
         let (rop, axis) = parts(op);
         let (v, shape) = inputs[0];
-        let g = Geometry::of(shape, axis);
+        let g = Rows::of(shape, axis);
         let nan_max = |a: f64, b: f64| {
             if a.is_nan() || b.is_nan() {
                 f64::NAN
@@ -242,8 +216,8 @@ impl IntrinsicDef for Scan {
                 for p in 0..g.pre {
                     for q in 0..g.post {
                         let mut acc: Option<$acc> = None;
-                        for k in 0..g.n {
-                            let i = (p * g.n + k) * g.post + q;
+                        for k in 0..g.dim {
+                            let i = (p * g.dim + k) * g.post + q;
                             let y: $acc = $lift(x[i]);
                             let a = match acc {
                                 None => y,
@@ -309,14 +283,14 @@ impl IntrinsicDef for Scan {
     ) -> Vec<f64> {
         let (rop, axis) = parts(op);
         let input = &inputs[0];
-        let g = Geometry::of(input.shape, axis);
+        let g = Rows::of(input.shape, axis);
         let size = |i: usize| input.value.get(i).as_f64().abs().max(input.magnitude[i]);
         let mut m = vec![0.0; result.len()];
         for p in 0..g.pre {
             for q in 0..g.post {
                 let mut acc = 0.0f64;
-                for k in 0..g.n {
-                    let i = (p * g.n + k) * g.post + q;
+                for k in 0..g.dim {
+                    let i = (p * g.dim + k) * g.post + q;
                     m[i] = match rop {
                         ReduceOp::Sum => {
                             acc += size(i);
@@ -355,7 +329,7 @@ impl IntrinsicDef for Scan {
         let (rop, axis) = parts(&call.op);
         cpu::run(
             rop,
-            Geometry::of(&call.in_shapes[0], axis),
+            Rows::of(&call.in_shapes[0], axis),
             inputs[0],
             &mut outputs[0],
         )
@@ -363,11 +337,11 @@ impl IntrinsicDef for Scan {
 
     fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
         let (rop, axis) = parts(&call.op);
-        opencl::render(rop, Geometry::of(&call.in_shapes[0], axis), call.dtype, t)
+        opencl::render(rop, Rows::of(&call.in_shapes[0], axis), call.dtype, t)
     }
 
     fn wgsl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
         let (rop, axis) = parts(&call.op);
-        wgsl::render(rop, Geometry::of(&call.in_shapes[0], axis), call.dtype)
+        wgsl::render(rop, Rows::of(&call.in_shapes[0], axis), call.dtype)
     }
 }

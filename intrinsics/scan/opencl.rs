@@ -18,7 +18,7 @@
 //! arithmetic); max and min propagate NaN and keep the earlier of equal values, as the primitive
 //! library's `af_max_*`/`af_min_*` do.
 
-use super::{GPU_LOCAL, Geometry, GpuLayout};
+use super::{GPU_LOCAL, GpuLayout, Rows};
 use crate::ir::{DType, ReduceOp};
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
 use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for};
@@ -78,7 +78,7 @@ static inline T af_scan_comb(T a, T b) {{ return {comb}; }}
 }
 
 /// The plan of scan `op` over `g` of element type `d`.
-pub fn render(op: ReduceOp, g: Geometry, d: DType, t: Target) -> Result<GpuPlan, Unsupported> {
+pub fn render(op: ReduceOp, g: Rows, d: DType, t: Target) -> Result<GpuPlan, Unsupported> {
     if d == DType::F64 && !t.fp64 {
         return Err(Unsupported("the device does not compute f64".into()));
     }
@@ -86,7 +86,7 @@ pub fn render(op: ReduceOp, g: Geometry, d: DType, t: Target) -> Result<GpuPlan,
     let el = "T";
     let per_thread = if d == DType::F64 { 8 } else { 16 };
     let layout = GpuLayout::of(g, per_thread);
-    let len = g.len();
+    let len = g.numel();
     let bytes = d.size() as u64;
     let pass = |entry: &str, buffers: Vec<BufArg>, groups: u32| Pass {
         entry: entry.into(),
@@ -105,7 +105,7 @@ pub fn render(op: ReduceOp, g: Geometry, d: DType, t: Target) -> Result<GpuPlan,
             // Index arithmetic in 32 bits where every index (and the segment tests) fits.
             let wide = 2 * (len as u64) + 2 * block as u64 >= 1 << 32;
             let ix = if wide { "ulong" } else { "uint" };
-            let n = g.n.max(1);
+            let n = g.dim.max(1);
             let groups = blocks.min(u32::MAX as usize) as u64;
             let split = blocks > 1;
             let quads = d.size() == 4;
@@ -393,8 +393,8 @@ void af_scan_block(__global const {el} *x, {part_arg}__global {el} *y) {{
 }
 
 /// The entries of a column scan: `chunks` chunks of `chunk` elements per line.
-fn columns_source(ix: &str, el: &str, g: Geometry, chunks: usize, chunk: usize) -> String {
-    let (n, post) = (g.n.max(1), g.post.max(1));
+fn columns_source(ix: &str, el: &str, g: Rows, chunks: usize, chunk: usize) -> String {
+    let (n, post) = (g.dim.max(1), g.post.max(1));
     let threads = g.pre * chunks * g.post;
     let lines = g.pre * g.post;
     // Thread t takes chunk j of line (p, q), t = (p * chunks + j) * post + q.

@@ -7,7 +7,7 @@
 //! integers wrapping; max and min propagate NaN (tested on the bits: drivers may assume NaN away
 //! in comparisons) and keep the first of two zeros.
 
-use super::{GPU_LOCAL, Geometry, GpuLayout};
+use super::{GPU_LOCAL, GpuLayout, Rows};
 use crate::ir::{DType, ReduceOp};
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Unsupported};
 use crate::proggen::codegen::wgsl::{LOCAL, groups_for};
@@ -67,14 +67,14 @@ fn af_scan_id() -> {t} {{ return {id}; }}
 }
 
 /// The plan of scan `op` over `g` of element type `d`.
-pub fn render(op: ReduceOp, g: Geometry, d: DType) -> Result<GpuPlan, Unsupported> {
+pub fn render(op: ReduceOp, g: Rows, d: DType) -> Result<GpuPlan, Unsupported> {
     let t = match d {
         DType::F32 => "f32",
         DType::I32 => "i32",
         DType::U32 => "u32",
         d => return Err(Unsupported(format!("wgsl scan of {d}"))),
     };
-    let len = g.len();
+    let len = g.numel();
     if 2 * len as u64 + 2 * (GPU_LOCAL * PER_THREAD) as u64 >= 1 << 32 {
         return Err(Unsupported("wgsl scan over 2^31 elements".into()));
     }
@@ -99,7 +99,7 @@ pub fn render(op: ReduceOp, g: Geometry, d: DType) -> Result<GpuPlan, Unsupporte
             source.push_str(&rows_source(
                 t,
                 len,
-                g.n.max(1),
+                g.dim.max(1),
                 block,
                 per_thread,
                 blocks,
@@ -397,9 +397,9 @@ fn af_scan_block(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
 }
 
 /// The entries of a column scan: `chunks` chunks of `chunk` elements per line.
-fn columns_source(t: &str, g: Geometry, chunks: usize, chunk: usize) -> String {
+fn columns_source(t: &str, g: Rows, chunks: usize, chunk: usize) -> String {
     let local = GPU_LOCAL;
-    let (n, post) = (g.n.max(1), g.post.max(1));
+    let (n, post) = (g.dim.max(1), g.post.max(1));
     let threads = g.pre * chunks * g.post;
     let lines = g.pre * g.post;
     // Thread t takes chunk j of line (p, q), t = (p * chunks + j) * post + q.

@@ -32,37 +32,7 @@ use std::cmp::Ordering;
 /// (key, position) pairs in local memory); longer rows take the radix passes.
 pub const SMALL: usize = 2048;
 
-/// The rows a call along `axis` of `shape` walks: row `r = p * post + q` holds the `dim` elements
-/// `(p * dim + j) * post + q`, `j = 0 .. dim`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rows {
-    pub pre: usize,
-    pub dim: usize,
-    pub post: usize,
-}
-
-impl Rows {
-    /// The rows of `shape` along `axis` (which the caller checked).
-    pub fn of(shape: &[usize], axis: usize) -> Rows {
-        Rows {
-            pre: shape[..axis].iter().product(),
-            dim: shape[axis],
-            post: shape[axis + 1..].iter().product(),
-        }
-    }
-    /// How many rows.
-    pub fn count(&self) -> usize {
-        self.pre * self.post
-    }
-    /// Elements in all rows.
-    pub fn numel(&self) -> usize {
-        self.pre * self.dim * self.post
-    }
-    /// The linear index of element `j` of row `r`.
-    pub fn at(&self, r: usize, j: usize) -> usize {
-        ((r / self.post) * self.dim + j) * self.post + r % self.post
-    }
-}
+pub use super::Rows;
 
 /// The order every executor sorts by: NaN after every number and equal to every NaN, -0.0 equal
 /// to +0.0 (values of any element type, exactly as `f64`).
