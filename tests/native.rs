@@ -2,7 +2,7 @@
 //! kernels are reused from the disk cache, and a corrupt cache entry is rebuilt, not trusted.
 //! The tier mode and the statistics are process-wide, so these tests run one at a time.
 
-use arrayflow::{Array, NativeMode, Rng, Runtime};
+use arrayflow::{Array, NativeMode, Pad, Rng, Runtime, Slice};
 use parking_lot::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -306,5 +306,119 @@ fn outer_axis_reductions_agree_bit_for_bit() {
         Runtime::set_native(NativeMode::Auto);
         assert!(s.native_launches > 0, "{s:?}");
         assert_eq!(vm, native, "{shape:?} axis {axis}");
+    }
+}
+
+fn s(r: std::ops::Range<usize>) -> Slice {
+    Slice::from(r)
+}
+
+/// Positions folded into `0..n` NumPy's way (`roll` and `pad`'s wrap, reflect and symmetric).
+fn wrap(i: isize, n: usize) -> usize {
+    i.rem_euclid(n as isize) as usize
+}
+fn reflect(i: isize, n: usize) -> usize {
+    let p = 2 * (n as isize - 1);
+    let m = i.rem_euclid(p);
+    (if m >= n as isize { p - m } else { m }) as usize
+}
+fn symmetric(i: isize, n: usize) -> usize {
+    let p = 2 * n as isize;
+    let m = i.rem_euclid(p);
+    (if m >= n as isize { p - 1 - m } else { m }) as usize
+}
+
+/// Rolls, pads in every mode and a `concat` of pieces of one array, on rows long enough that
+/// the native tier runs a fast, affine body in each row's interior and the general body at its
+/// ends (`codegen/c.rs`, `render_rows`), split across threads mid-row: against index-walking
+/// oracles, and bit for bit against the tile VM.
+#[test]
+fn folded_rows_run_a_fast_interior_and_agree_with_the_oracle() {
+    if !native_tier_runs() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    let (rows, cols) = (37usize, 301usize);
+    let v: Vec<f32> = data(rows * cols, 5).iter().map(|&x| x as f32).collect();
+    let at = |r: usize, c: usize| v[r * cols + c];
+    let a = Array::from_slice(&v, &[rows, cols]);
+    let programs = |a: &Array<f32>| -> Vec<Vec<f32>> {
+        let stencil = a.roll(1, 0) + a.roll(-1, 0) + a.roll(3, 1) + a.roll(-302, 1) - a * 4.0;
+        let padded = a.pad(&[(2, 1), (5, 7)], Pad::Reflect) * 2.0
+            + a.pad(&[(1, 2), (7, 5)], Pad::Symmetric)
+            + a.pad(&[(0, 3), (12, 0)], Pad::Wrap)
+            - a.pad(&[(3, 0), (4, 8)], Pad::Edge)
+            + a.pad(&[(2, 1), (6, 6)], Pad::Constant(0.5));
+        let n = cols;
+        let mid = Array::concat(
+            &[
+                &a.slice(&[s(0..rows), s(n - 2..n)]),
+                &(a.slice(&[s(0..rows), s(1..n - 1)]) * 3.0),
+                &a.slice(&[s(0..rows), s(0..2)]),
+            ],
+            1,
+        );
+        vec![
+            stencil.to_vec().unwrap(),
+            padded.to_vec().unwrap(),
+            mid.to_vec().unwrap(),
+        ]
+    };
+    Runtime::set_native(NativeMode::Off);
+    let vm = programs(&a);
+    Runtime::set_native(NativeMode::Require);
+    let before = Runtime::stats();
+    let native = programs(&a);
+    let st = Runtime::stats().since(&before);
+    Runtime::set_native(NativeMode::Auto);
+    assert_eq!(st.native_launches, st.kernels_launched, "{st:?}");
+    for (k, (x, y)) in vm.iter().zip(&native).enumerate() {
+        assert_eq!(x.len(), y.len());
+        for (i, (p, q)) in x.iter().zip(y).enumerate() {
+            assert_eq!(p.to_bits(), q.to_bits(), "program {k}, element {i}");
+        }
+    }
+    // The oracles, element by element.
+    let ri = |r: usize, d: isize| wrap(r as isize + d, rows);
+    let ci = |c: usize, d: isize| wrap(c as isize + d, cols);
+    for r in 0..rows {
+        for c in 0..cols {
+            let want = at(ri(r, -1), c) + at(ri(r, 1), c) + at(r, ci(c, -3)) + at(r, ci(c, 302))
+                - at(r, c) * 4.0;
+            assert_eq!(native[0][r * cols + c], want, "stencil ({r}, {c})");
+        }
+    }
+    let (pr, pc) = (rows + 3, cols + 12);
+    for r in 0..pr {
+        for c in 0..pc {
+            let (r, c) = (r as isize, c as isize);
+            let clamp = |i: isize, n: usize| i.clamp(0, n as isize - 1) as usize;
+            let inside = (2..2 + rows as isize).contains(&r) && (6..6 + cols as isize).contains(&c);
+            let constant = if inside {
+                at((r - 2) as usize, (c - 6) as usize)
+            } else {
+                0.5
+            };
+            let want = at(reflect(r - 2, rows), reflect(c - 5, cols)) * 2.0
+                + at(symmetric(r - 1, rows), symmetric(c - 7, cols))
+                + at(wrap(r, rows), wrap(c - 12, cols))
+                - at(clamp(r - 3, rows), clamp(c - 4, cols))
+                + constant;
+            let got = native[1][r as usize * pc + c as usize];
+            assert_eq!(got, want, "pads ({r}, {c})");
+        }
+    }
+    let w = cols + 2;
+    for r in 0..rows {
+        for c in 0..w {
+            let want = if c < 2 {
+                at(r, cols - 2 + c)
+            } else if c < cols {
+                at(r, c - 1) * 3.0
+            } else {
+                at(r, c - cols)
+            };
+            assert_eq!(native[2][r * w + c], want, "concat ({r}, {c})");
+        }
     }
 }

@@ -24,6 +24,17 @@ static inline int64_t af_fold_reflect(int64_t v, int64_t n) { int64_t m = af_fol
 static inline int64_t af_fold_reflect_near(int64_t v, int64_t n) { return v < 0 ? -v : (v >= n ? 2 * (n - 1) - v : v); }
 static inline int64_t af_fold_symmetric(int64_t v, int64_t n) { int64_t m = af_fold_mod(v, 2 * n); return m >= n ? 2 * n - 1 - m : m; }
 static inline int64_t af_fold_symmetric_near(int64_t v, int64_t n) { return v < 0 ? -v - 1 : (v >= n ? 2 * n - 1 - v : v); }
+/* Fast row bodies (codegen/c.rs render_rows): narrow [*lo, *hi) to the x with 0 <= base + c x < n
+ * (c != 0), where every fold is the identity; af_within clamps a bound into [from, to]. */
+static inline int64_t af_floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static inline void af_narrow(int64_t *lo, int64_t *hi, int64_t base, int64_t c, int64_t n) {
+  int64_t l, h;
+  if (c > 0) { l = -af_floor_div(base, c); h = af_floor_div(n - 1 - base, c); }
+  else { l = -af_floor_div(n - 1 - base, -c); h = af_floor_div(base, -c); }
+  if (l > *lo) *lo = l;
+  if (h + 1 < *hi) *hi = h + 1;
+}
+static inline uint64_t af_within(int64_t v, uint64_t from, uint64_t to) { return v < (int64_t)from ? from : (v > (int64_t)to ? to : (uint64_t)v); }
 
 /* ---- float unary ---- */
 #define AF_FU(name, e32, e64) \

@@ -56,8 +56,12 @@ pub fn roll(a: &Handle, shift: isize, axis: usize, site: Site) -> Result<Handle>
     if n == 0 {
         return Ok(a.clone());
     }
-    let shift = shift.rem_euclid(n as isize);
-    Ok(fold(a, axis, FoldMode::Wrap, shift, n, site))
+    // The shift nearest zero: the fold is then the identity over most of the axis, which is
+    // where the CPU's native tier runs its fast, affine body (`codegen/c.rs`, `render_rows`).
+    let n = n as isize;
+    let shift = shift.rem_euclid(n);
+    let shift = if shift > n / 2 { shift - n } else { shift };
+    Ok(fold(a, axis, FoldMode::Wrap, shift, n as usize, site))
 }
 
 /// How `pad` fills the new elements (NumPy's modes).

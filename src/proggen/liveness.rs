@@ -16,8 +16,9 @@
 //! 2. **Several kernels in one flush.** A value that kernels of one flush would compute more than
 //!    once (read by kernels that cannot fuse, such as a reduction and the kernel that uses its
 //!    result, or read at several positions through views, as a stencil does) is stored when
-//!    recomputing it costs more than [`RECOMPUTE_BUDGET`] instructions per element; a random draw
-//!    always does. Cheaper values are recomputed (a load and a store cost more).
+//!    the extra computations (one per use after the first) cost more than [`RECOMPUTE_BUDGET`]
+//!    instructions per element in all; a random draw always does. Cheaper values are recomputed
+//!    (a load and a store cost more).
 //! 3. **Held chains.** A value the application holds is stored once its recompute cost
 //!    ([`NodeInfo::lazy_cost`]) passes [`LAZY_BUDGET`].
 //!
@@ -31,8 +32,9 @@ use ahash::{AHashMap, AHashSet};
 /// Largest recompute cost (instructions per element) of a held value that stays lazy.
 pub const LAZY_BUDGET: u32 = 64;
 
-/// Largest recompute cost of a value that several kernels (or positions) of one flush recompute
-/// rather than read from a buffer. A random draw costs more.
+/// Largest cost of the extra computations (instructions per element, summed over the uses after
+/// the first) of a value that several kernels (or positions) of one flush recompute rather than
+/// read from a buffer. A random draw costs more.
 pub const RECOMPUTE_BUDGET: u32 = 24;
 
 /// Smallest recompute cost of a value that the second flush needing it stores (below it: views of
@@ -268,7 +270,9 @@ pub fn analyse(nodes: &NodeTable, entries: &[Entry], policy: StorePolicy) -> Ana
             let (ks, views, direct) = users.remove(&id).unwrap_or_default();
             let positions = views + direct as u32;
             let uses = ks.len() as u32 + positions.saturating_sub(1);
-            if uses >= 2 && cost[&id] > RECOMPUTE_BUDGET && may_store(n) {
+            // The extra computations cost `(uses - 1) * cost` per element.
+            if uses >= 2 && (uses - 1).saturating_mul(cost[&id]) > RECOMPUTE_BUDGET && may_store(n)
+            {
                 stored.insert(id);
                 log_decision(
                     n,

@@ -130,6 +130,9 @@ const FLAGS: &[&str] = &[
     "-march=native",
     "-ffp-contract=off",
     "-fno-math-errno",
+    // Float ops never trap here (no FP exception handlers), so GCC may evaluate both arms of a
+    // select and vectorise it: the values are unchanged.
+    "-fno-trapping-math",
     "-fPIC",
     "-shared",
 ];
