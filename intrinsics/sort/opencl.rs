@@ -47,12 +47,12 @@ fn groups(items: usize) -> u32 {
 }
 
 /// One work-group per item (tiles, blocks, groups of rows).
-fn exact(items: usize) -> u32 {
+pub(super) fn exact(items: usize) -> u32 {
     u32::try_from(items.max(1)).expect("a sort's work-groups fit in 32 bits")
 }
 
 /// The raw type of `d`'s bits and `af_key` (ascending keys XOR the descending mask).
-fn key_of(d: DType, descending: bool) -> Result<(&'static str, String), Unsupported> {
+pub(super) fn key_of(d: DType, descending: bool) -> Result<(&'static str, String), Unsupported> {
     let (kt, body, mask) = match d {
         DType::F32 => (
             "uint",
@@ -79,7 +79,7 @@ fn key_of(d: DType, descending: bool) -> Result<(&'static str, String), Unsuppor
 }
 
 /// Sizes every sort kernel knows.
-fn geometry(r: Rows) -> String {
+pub(super) fn geometry(r: Rows) -> String {
     format!(
         "#define ROWS {}UL\n#define DIM {}UL\n#define POST {}UL\n\
          inline ulong af_at(ulong row, ulong j) {{ return ((row / POST) * DIM + j) * POST + row % POST; }}\n",
@@ -92,7 +92,7 @@ fn geometry(r: Rows) -> String {
 /// Exclusive prefix sums of one `uint` or `uint2` per thread over the 256 threads of a
 /// work-group (`*tot`: the total), in `s[0 .. 273)`: 16 threads scan 16 values each, one thread
 /// the 16 totals (four barriers, none in a loop).
-const SCANS: &str = r#"
+pub(super) const SCANS: &str = r#"
 inline uint af_scan1(__local uint *s, uint v, uint lid, uint *tot) {
   s[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);

@@ -14,12 +14,12 @@ use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Unsupported};
 use crate::proggen::codegen::wgsl::MAX_GROUPS;
 use crate::proggen::sequence::IntrinsicCall;
 
-fn groups(items: usize) -> u32 {
+pub(super) fn groups(items: usize) -> u32 {
     items.clamp(1, MAX_GROUPS as usize) as u32
 }
 
 /// `af_key` (canonical keys of 32-bit elements, XOR the descending mask) and `af_digit`.
-fn key_of(d: DType, descending: bool) -> Result<String, Unsupported> {
+pub(super) fn key_of(d: DType, descending: bool) -> Result<String, Unsupported> {
     let body = match d {
         DType::F32 => {
             "select(select(select(b | 0x80000000u, ~b, (b >> 31u) != 0u), 0x80000000u, b == 0x80000000u), 0xffffffffu, (b & 0x7fffffffu) > 0x7f800000u)"
@@ -35,7 +35,7 @@ fn key_of(d: DType, descending: bool) -> Result<String, Unsupported> {
     ))
 }
 
-fn consts(r: Rows) -> String {
+pub(super) fn consts(r: Rows) -> String {
     format!(
         "const ROWS: u32 = {}u;\nconst DIM: u32 = {}u;\nconst POST: u32 = {}u;\n\
          fn af_at(row: u32, j: u32) -> u32 {{ return ((row / POST) * DIM + j) * POST + row % POST; }}\n",
@@ -45,7 +45,7 @@ fn consts(r: Rows) -> String {
     )
 }
 
-const SCANS: &str = r#"
+pub(super) const SCANS: &str = r#"
 var<workgroup> af_s1: array<u32, 273>;
 var<workgroup> af_s2: array<vec2<u32>, 273>;
 var<private> af_tot1: u32;
