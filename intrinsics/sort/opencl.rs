@@ -20,9 +20,11 @@
 //!   work-group scan of per-thread counts packed two to a word, then each element written to
 //!   its position). The same entries serve every digit: the digit's shift is a scratch word that
 //!   `af_init` (or `af_in`) zeroes and `af_scan_top` advances, so a program has few kernels to
-//!   build. Rows along an inner axis (and argsort's positions) are first copied out to
-//!   contiguous rows (`af_in`) and written back at the end (`af_out`); between digits the raw
-//!   elements (and positions) ping-pong between scratch buffers (`plan::radix_passes`).
+//!   build. Rows along an inner axis are first copied out to contiguous rows (`af_in`) and
+//!   written back at the end (`af_out`); between digits the raw elements (and positions)
+//!   ping-pong between scratch buffers (`plan::radix_passes`). Argsort's positions are made by
+//!   the first digit's scatter (shift 0: `base + li`), and its last scatter writes positions
+//!   only.
 //! - **take_along_axis**: `af_take`, a grid-stride loop; an index out of range writes 0 and sets
 //!   the fault word (scratch 0), and the CPU reruns the call for the error.
 //! - **searchsorted**: `af_searchsorted`, a binary search per value (`super::search`'s
@@ -300,7 +302,7 @@ void af_scatter(__global const kt *src, @SIDX@__global const uint *hist, __globa
     if (li < cnt) {
       const kt v = lk[li];
       const ulong pos = (ulong)(off[af_digit(v, sh0)] + li);
-      dst[pos] = v;
+      @KSTORE@
       @STORE@
     }
   }
@@ -310,12 +312,11 @@ void af_scatter(__global const kt *src, @SIDX@__global const uint *hist, __globa
 /// Rows into contiguous scratch (and for argsort each element's position), with the shift at 0.
 const COPY_IN: &str = r#"
 @ENTRY@
-void af_in(__global const kt *src, __global kt *keys, @IDX@__global uint *meta) {
+void af_in(__global const kt *src, __global kt *keys, __global uint *meta) {
   if (get_global_id(0) == 0) meta[0] = 0u;
   for (ulong e = get_global_id(0); e < ROWS * DIM; e += get_global_size(0)) {
     const ulong row = e / DIM, j = e % DIM;
     keys[e] = src[@AT@];
-    @IDXSTORE@
   }
 }
 "#;
@@ -429,6 +430,7 @@ pub fn render_sort(
         ));
     }
     let x = Radix::of(r, TILE);
+    let key_bytes = if kt == "ulong" { 8 } else { 4 };
     source.push_str(&format!(
         "#define TILE {TILE}u\n#define ITEMS {}u\n#define TPR {}UL\n#define HLEN {}UL\n\
          #define TOPLEN {}UL\n",
@@ -457,23 +459,31 @@ pub fn render_sort(
             ("SIDX", on("__global const uint *sidx, ")),
             ("DIDX", on(", __global uint *didx")),
             ("LXDECL", on("__local uint lx[TILE];")),
-            ("LXLOAD", on("lx[li] = sidx[row * DIM + base + li];")),
+            (
+                "LXLOAD",
+                on("lx[li] = sh0 == 0u ? base + li : sidx[row * DIM + base + li];"),
+            ),
+            (
+                "KSTORE",
+                if argsort {
+                    format!("if (sh0 != {}u) dst[pos] = v;", 8 * key_bytes - 8)
+                } else {
+                    "dst[pos] = v;".into()
+                },
+            ),
             ("RXDECL", on("uint rx[ITEMS];")),
             ("RXLOAD", on("rx[i] = lx[li];")),
             ("LXSTORE", on("lx[pos] = rx[i];")),
             ("STORE", on("didx[pos] = lx[li];")),
         ],
     ));
-    let key_bytes = if kt == "ulong" { 8 } else { 4 };
     let plan = radix_passes(r, &x, argsort, key_bytes, exact);
     if plan.copy_in {
         source.push_str(&fill(
             COPY_IN,
             &[
                 entry.clone(),
-                ("IDX", on("__global uint *idx, ")),
                 ("AT", at("row", "j")),
-                ("IDXSTORE", on("idx[e] = (uint)j;")),
             ],
         ));
     }

@@ -255,7 +255,7 @@ fn af_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
       if (li < cnt) {
         let v = af_lk[li];
         let pos = af_off[af_digit(v, sh0)] + li;
-        s_dst[pos] = v;
+        @KSTORE@
         @STORE@
       }
     }
@@ -273,7 +273,6 @@ fn af_in(@builtin(global_invocation_id) gid: vec3<u32>) {
     let row = e / DIM;
     let j = e % DIM;
     in_keys[e] = in_src[@AT@];
-    @IDXSTORE@
   }
 }
 "#;
@@ -515,7 +514,20 @@ pub fn render_sort(
                 ),
             ),
             ("GT", gt.to_string()),
-            ("LXLOAD", on("af_lx[li] = s_sidx[row * DIM + base + li];")),
+            (
+                "LXLOAD",
+                on(
+                    "if (sh0 == 0u) { af_lx[li] = base + li; } else { af_lx[li] = s_sidx[row * DIM + base + li]; }",
+                ),
+            ),
+            (
+                "KSTORE",
+                if argsort {
+                    "if (sh0 != 24u) { s_dst[pos] = v; }".into()
+                } else {
+                    "s_dst[pos] = v;".to_string()
+                },
+            ),
             ("SPLIT_COUNT", split_count(tile / LOCAL as usize, argsort)),
             ("SPLIT_MOVE", split_move(tile / LOCAL as usize, argsort)),
             ("STORE", on("s_didx[pos] = af_lx[li];")),
@@ -533,14 +545,12 @@ pub fn render_sort(
                         &[
                             ("src", "read", true),
                             ("keys", "read_write", true),
-                            ("idx", "read_write", argsort),
                             ("meta", "read_write", true),
                         ],
                     ),
                 ),
                 ("GE", ge.to_string()),
                 ("AT", at("row", "j")),
-                ("IDXSTORE", on("in_idx[e] = j;")),
             ],
         ));
     }
