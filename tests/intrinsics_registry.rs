@@ -614,7 +614,11 @@ fn topk_case(r: &mut StdRng) -> Case {
         for q in 0..post {
             let at = |j: usize| (p * dim + j) * post + q;
             let mut js: Vec<usize> = (0..dim).collect();
-            js.sort_by(|&a, &b| as_f64(data, at(b)).partial_cmp(&as_f64(data, at(a))).unwrap());
+            js.sort_by(|&a, &b| {
+                as_f64(data, at(b))
+                    .partial_cmp(&as_f64(data, at(a)))
+                    .unwrap()
+            });
             for (j, &from) in js.iter().take(k).enumerate() {
                 pos[(p * k + j) * post + q] = from as u32;
             }

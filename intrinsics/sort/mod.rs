@@ -1,11 +1,14 @@
-//! Sorting and what builds on it: five intrinsics sharing one order and one folder. [`Sort`] and
+//! Sorting and what builds on it: six intrinsics sharing one order and one folder. [`Sort`] and
 //! [`Argsort`] (stable, along an axis, ascending or descending), [`TakeAlongAxis`] (NumPy's
 //! `take_along_axis`, for `topk` and argsort results), [`SearchSorted`] (insertion points into a
-//! sorted 1-D array) and [`UniqueRuns`] (the runs of equal elements of a sorted 1-D array, for
-//! `unique`): their checks, references, conditioning and costs here, their kernels in `cpu.rs`
-//! (rayon: parallel LSD radix sorts, comparison sorts for short rows), `opencl.rs` and `wgsl.rs`
-//! (LSD radix sorts of 8-bit digits as multi-pass plans with scratch buffers, a bitonic sort in
-//! one work-group for rows of up to [`SMALL`] elements).
+//! sorted 1-D array), [`UniqueRuns`] (the runs of equal elements of a sorted 1-D array, for
+//! `unique`) and [`Topk`] (the positions of each row's `k` largest, by selection): their checks,
+//! references, conditioning and costs here, their kernels in `cpu.rs` (rayon: parallel LSD radix
+//! sorts, comparison sorts for short rows, `select_nth_unstable` for topk), `opencl.rs` and
+//! `wgsl.rs` (LSD radix sorts of 8-bit digits as multi-pass plans with scratch buffers, a bitonic
+//! sort in one work-group for rows of up to [`SMALL`] elements) and `select.rs` (topk's radix
+//! select, both GPU targets). `Array::topk` takes [`Topk`] for rows longer than [`SMALL`] with
+//! `k` up to [`TOPK_MAX`], a descending argsort's first `k` otherwise: the same result.
 //!
 //! **The order** (every executor and the reference agree bit for bit): numbers ascend; NaN comes
 //! after everything whatever its sign bit or payload, and all NaNs are equal; -0.0 equals +0.0.
@@ -394,7 +397,12 @@ impl IntrinsicDef for Topk {
         outputs: &mut [TypedVec],
     ) -> std::result::Result<(), Error> {
         let (axis, k) = topk_op(&call.op);
-        cpu::topk(Rows::of(&call.in_shapes[0], axis), k, inputs[0], &mut outputs[0])
+        cpu::topk(
+            Rows::of(&call.in_shapes[0], axis),
+            k,
+            inputs[0],
+            &mut outputs[0],
+        )
     }
 
     fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {

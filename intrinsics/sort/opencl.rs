@@ -479,13 +479,7 @@ pub fn render_sort(
     ));
     let plan = radix_passes(r, &x, argsort, key_bytes, exact);
     if plan.copy_in {
-        source.push_str(&fill(
-            COPY_IN,
-            &[
-                entry.clone(),
-                ("AT", at("row", "j")),
-            ],
-        ));
+        source.push_str(&fill(COPY_IN, &[entry.clone(), ("AT", at("row", "j"))]));
     }
     if plan.copy_out {
         source.push_str(&fill(COPY_OUT, &[entry, ("OT", dt.into())]));

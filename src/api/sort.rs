@@ -164,7 +164,8 @@ impl<T: Numeric> Array<T> {
     #[track_caller]
     pub fn try_topk(&self, k: usize, axis: usize) -> Result<(Array<T>, Array<u32>)> {
         use crate::intrinsics::sort::{SMALL, TOPK_MAX};
-        let select = (1..=TOPK_MAX).contains(&k) && self.shape().get(axis).is_some_and(|&l| l > SMALL);
+        let select =
+            (1..=TOPK_MAX).contains(&k) && self.shape().get(axis).is_some_and(|&l| l > SMALL);
         if select {
             let op = Intrinsic::Topk { axis, k };
             let idx: Array<u32> = Array::wrap(frontend::intrinsic(op, &[&self.h], site())?);
