@@ -1,7 +1,7 @@
 //! The intrinsic library (the seed's 700) and its registry: hand-written, non-fusible kernels, one
 //! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`, `scan/`, `scatter/`:
 //! scatter, scatter_add and put_along_axis; `histogram/`: bincount and histogram; `sort/`: sort,
-//! argsort, take_along_axis, searchsorted and unique_runs). Each folder's `mod.rs`
+//! argsort, take_along_axis, searchsorted, unique_runs and topk). Each folder's `mod.rs`
 //! implements [`IntrinsicDef`], the one description of the intrinsic that every stage dispatches
 //! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
 //! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
@@ -237,7 +237,7 @@ impl Rows {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 15] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 16] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
@@ -253,6 +253,7 @@ pub static REGISTRY: [&dyn IntrinsicDef; 15] = [
     &sort::TakeAlongAxis,
     &sort::SearchSorted,
     &sort::UniqueRuns,
+    &sort::Topk,
 ];
 
 /// The registry index of `op`'s definition.
@@ -273,6 +274,7 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::TakeAlongAxis { .. } => 12,
         Intrinsic::SearchSorted { .. } => 13,
         Intrinsic::UniqueRuns => 14,
+        Intrinsic::Topk { .. } => 15,
     }
 }
 
@@ -391,6 +393,7 @@ mod tests {
             (Intrinsic::TakeAlongAxis { axis: 0 }, "take_along_axis"),
             (Intrinsic::SearchSorted { right: true }, "searchsorted"),
             (Intrinsic::UniqueRuns, "unique_runs"),
+            (Intrinsic::Topk { axis: 0, k: 3 }, "topk"),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

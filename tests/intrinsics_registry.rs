@@ -598,6 +598,40 @@ fn unique_runs_case(r: &mut StdRng) -> Case {
     }
 }
 
+/// topk: the first `k` positions of each row of [`sort_case`]'s descending argsort.
+fn topk_case(r: &mut StdRng) -> Case {
+    let mut c = sort_case(r, true);
+    let Intrinsic::Argsort { axis, .. } = c.op else {
+        unreachable!("sort_case(argsort) gives an argsort")
+    };
+    let ds = c.out_shape.clone();
+    let (pre, dim, post) = (len(&ds[..axis]), ds[axis], len(&ds[axis + 1..]));
+    let k = r.random_range(0..=dim);
+    // Each row's positions sorted stably by value, descending, in a loop here.
+    let data = &c.inputs[0].0;
+    let mut pos = vec![0u32; pre * k * post];
+    for p in 0..pre {
+        for q in 0..post {
+            let at = |j: usize| (p * dim + j) * post + q;
+            let mut js: Vec<usize> = (0..dim).collect();
+            js.sort_by(|&a, &b| {
+                as_f64(data, at(b))
+                    .partial_cmp(&as_f64(data, at(a)))
+                    .unwrap()
+            });
+            for (j, &from) in js.iter().take(k).enumerate() {
+                pos[(p * k + j) * post + q] = from as u32;
+            }
+        }
+    }
+    let mut out = ds;
+    out[axis] = k;
+    c.op = Intrinsic::Topk { axis, k };
+    c.expected = TypedVec::U32(pos);
+    c.out_shape = out;
+    c
+}
+
 /// A random valid call of the intrinsic named `name` (every registered one must have a case).
 fn case(name: &str, r: &mut StdRng) -> Case {
     match name {
@@ -614,6 +648,7 @@ fn case(name: &str, r: &mut StdRng) -> Case {
         "take_along_axis" => take_case(r),
         "searchsorted" => searchsorted_case(r),
         "unique_runs" => unique_runs_case(r),
+        "topk" => topk_case(r),
         other => panic!("intrinsic {other} is registered but has no case in this test"),
     }
 }
@@ -905,6 +940,13 @@ fn checks_reject_bad_calls_at_the_callers_line() {
             vec![Operand {
                 shape: &m23,
                 dtype: DType::I32,
+            }],
+        ),
+        (
+            Intrinsic::Topk { axis: 1, k: 4 },
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::F32,
             }],
         ),
     ];

@@ -7,7 +7,8 @@
 //! exactly (so argsort's stability is checked element by element). Covered: 1-D sorts crossing
 //! the GPU paths (rows of up to 2048 elements sort in one work-group, longer ones take the
 //! radix passes: 70,000 elements), descending sorts, both axes of 2-D arrays (one long row per
-//! radix tile set, strided rows), topk, searchsorted on both sides, unique with counts,
+//! radix tile set, strided rows), topk (also of rows longer than 2048, which take a selection
+//! instead of a sort), searchsorted on both sides, unique with counts,
 //! take_along_axis (i32 and u32 indices, broadcasting, indices out of range), and errors naming
 //! this file. On a device executor every call must also have run on the device (no CPU
 //! fallback; f64 goes to the CPU only where the device has none). Lengths repeat across tests
@@ -435,6 +436,72 @@ fn topk_largest_first() {
     assert_positions(&i, &order[..100], "topk 100 of 70000 positions");
     let wv: Vec<u32> = order[..100].iter().map(|&p| y[p as usize]).collect();
     assert_bits(&v, &wv, "topk 100 of 70000 values");
+}
+
+/// The oracle's topk of `x` (shape `shape`) along `axis`: positions and values, the first `k` of
+/// each row of the descending stable order, in the result's layout.
+fn oracle_topk<T: Case>(x: &[T], shape: &[usize], axis: usize, k: usize) -> (Vec<u32>, Vec<T>) {
+    let order = oracle_argsort(x, shape, axis, true);
+    let mut out_shape = shape.to_vec();
+    out_shape[axis] = k;
+    let (src_rows, out_rows) = (rows(shape, axis), rows(&out_shape, axis));
+    let n: usize = out_shape.iter().product();
+    let (mut pos, mut val) = (vec![0u32; n], vec![x[0]; n]);
+    for (sr, or) in src_rows.iter().zip(&out_rows) {
+        for j in 0..k {
+            let p = order[sr[j]];
+            pos[or[j]] = p;
+            val[or[j]] = x[sr[p as usize]];
+        }
+    }
+    (pos, val)
+}
+
+/// topk of `x` (shape `shape`) along `axis` against the oracle, on the device.
+fn check_topk<T: Case>(x: &[T], shape: &[usize], axis: usize, k: usize, what: &str) {
+    let what = format!("{what}: topk({k}, {axis}) of {:?} {shape:?}", T::DTYPE);
+    let a = Array::from_slice(x, shape);
+    let (got_v, got_i) = on_the_device::<T, _>(&what, || {
+        let (v, i) = a.topk(k, axis);
+        let mut want_shape = shape.to_vec();
+        want_shape[axis] = k;
+        assert_eq!(v.shape(), &want_shape[..], "{what}");
+        assert_eq!(i.shape(), &want_shape[..], "{what}");
+        (read(&v), read(&i))
+    });
+    let (want_i, want_v) = oracle_topk(x, shape, axis, k);
+    assert_positions(&got_i, &want_i, &format!("{what} positions"));
+    assert_bits(&got_v, &want_v, &format!("{what} values"));
+}
+
+/// topk of rows longer than one work-group's sort (2048): the selection path (a radix select on
+/// the GPUs). k = 1, 100 and 2000 (near the most it keeps, 2048), ties at the threshold across tiles of
+/// 4096, NaNs of both signs and signed zeros, rows of only equal keys, 2-D along both axes, f64
+/// (8 digits), and k = len and k past the selection's limit (the sort's path).
+#[test]
+fn topk_selects_in_long_rows() {
+    let _one = SERIAL.lock();
+    let mut r = rng(31);
+    let x = f32::random(&mut r, 70_000);
+    for k in [1, 100] {
+        check_topk(&x, &[70_000], 0, k, "random f32");
+    }
+    check_topk(&x, &[70_000], 0, 70_000, "k = len");
+    check_topk(&x[..5000], &[5000], 0, 3000, "k past the selection");
+    // Few distinct values: the threshold's ties span tiles; the first of them by position win.
+    let ties: Vec<i32> = (0..10_000).map(|_| r.random_range(0..6)).collect();
+    check_topk(&ties, &[10_000], 0, 2000, "ties");
+    // Only NaNs of both signs and zeros of both signs: NaNs first, then zeros, in input order.
+    let special = [f32::NAN, -f32::NAN, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0];
+    let eq: Vec<f32> = (0..5000)
+        .map(|_| special[r.random_range(0..special.len())])
+        .collect();
+    check_topk(&eq, &[5000], 0, 2000, "NaNs and zeros");
+    // 2-D: rows along the last axis and strided rows along the first.
+    check_topk(&x[..15_000], &[3, 5000], 1, 37, "2-D");
+    check_topk(&x[..15_000], &[5000, 3], 0, 37, "2-D strided");
+    let y = f64::random(&mut r, 5000);
+    check_topk(&y, &[5000], 0, 10, "f64");
 }
 
 /// searchsorted on both sides against counts: left = elements ordered before v, right = those

@@ -347,6 +347,89 @@ pub fn argsort(
     Ok(())
 }
 
+/// The `k` smallest of `v` (unique items), ascending, in `v`.
+fn smallest<I: Ord + Copy>(v: &mut Vec<I>, k: usize) {
+    if k < v.len() {
+        v.select_nth_unstable(k);
+        v.truncate(k);
+    }
+    v.sort_unstable();
+}
+
+/// The `k` smallest items of one row (`item(j)` of its element `j`, unique), ascending: in
+/// chunks over rayon's threads when `parallel`, each chunk's `k` smallest, then theirs.
+fn select_row<I, F>(dim: usize, k: usize, item: F, parallel: bool) -> Vec<I>
+where
+    I: Ord + Copy + Send,
+    F: Fn(usize) -> I + Sync + Send,
+{
+    if !parallel {
+        let mut v: Vec<I> = (0..dim).map(&item).collect();
+        smallest(&mut v, k);
+        return v;
+    }
+    let chunks = (dim / CHUNK_MIN).clamp(1, 4 * rayon::current_num_threads());
+    let cs = dim.div_ceil(chunks);
+    let mut v: Vec<I> = (0..chunks)
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut v: Vec<I> = (c * cs..((c + 1) * cs).min(dim)).map(&item).collect();
+            smallest(&mut v, k);
+            v
+        })
+        .collect();
+    smallest(&mut v, k);
+    v
+}
+
+fn topk_typed<T: SortKey>(src: &[T], out: &mut [u32], r: Rows, k: usize) {
+    if src.is_empty() || k == 0 {
+        return;
+    }
+    let m = mask::<T>(true);
+    let o = Rows { dim: k, ..r };
+    let parallel = r.dim >= PAR_MIN && r.count() < rayon::current_num_threads();
+    // Each row's `k` positions, largest first (descending keys ascending, then positions).
+    let rows: Vec<Vec<u32>> = if T::BYTES == 4 {
+        // (key, position) packed in one u64: the key's 4 bytes are the upper half.
+        let row = |row: usize| -> Vec<u32> {
+            let item = |j: usize| ((src[r.at(row, j)].key() ^ m) << 32) | j as u64;
+            let v = select_row(r.dim, k, item, parallel);
+            v.iter().map(|&s| s as u32).collect()
+        };
+        (0..r.count()).into_par_iter().map(row).collect()
+    } else {
+        let row = |row: usize| -> Vec<u32> {
+            let item = |j: usize| (src[r.at(row, j)].key() ^ m, j as u32);
+            let v = select_row(r.dim, k, item, parallel);
+            v.iter().map(|s| s.1).collect()
+        };
+        (0..r.count()).into_par_iter().map(row).collect()
+    };
+    for (row, pos) in rows.iter().enumerate() {
+        for (j, &p) in pos.iter().enumerate() {
+            out[o.at(row, j)] = p;
+        }
+    }
+}
+
+/// The positions of the `k` largest elements of each row of `input` along `r`, largest first
+/// (equal elements in input order, NaN largest: the first `k` of a stable descending
+/// argsort), into `out` (u32, the rows of `k`): a selection, not a sort.
+pub fn topk(r: Rows, k: usize, input: &TypedVec, out: &mut TypedVec) -> Result<(), Error> {
+    let TypedVec::U32(d) = out else {
+        return Err(bad_type("topk"));
+    };
+    match input {
+        TypedVec::F32(s) => topk_typed(s, d, r, k),
+        TypedVec::F64(s) => topk_typed(s, d, r, k),
+        TypedVec::I32(s) => topk_typed(s, d, r, k),
+        TypedVec::U32(s) => topk_typed(s, d, r, k),
+        TypedVec::Bool(_) => return Err(bad_type("topk")),
+    }
+    Ok(())
+}
+
 /// NumPy's `take_along_axis`: output element `i` (of `[pre, m, post]`) reads data
 /// `(p, idx[i], q)`. Every index is checked first; one out of range fails the program.
 pub fn take_along_axis(

@@ -1,11 +1,14 @@
-//! Sorting and what builds on it: five intrinsics sharing one order and one folder. [`Sort`] and
+//! Sorting and what builds on it: six intrinsics sharing one order and one folder. [`Sort`] and
 //! [`Argsort`] (stable, along an axis, ascending or descending), [`TakeAlongAxis`] (NumPy's
 //! `take_along_axis`, for `topk` and argsort results), [`SearchSorted`] (insertion points into a
-//! sorted 1-D array) and [`UniqueRuns`] (the runs of equal elements of a sorted 1-D array, for
-//! `unique`): their checks, references, conditioning and costs here, their kernels in `cpu.rs`
-//! (rayon: parallel LSD radix sorts, comparison sorts for short rows), `opencl.rs` and `wgsl.rs`
-//! (LSD radix sorts of 8-bit digits as multi-pass plans with scratch buffers, a bitonic sort in
-//! one work-group for rows of up to [`SMALL`] elements).
+//! sorted 1-D array), [`UniqueRuns`] (the runs of equal elements of a sorted 1-D array, for
+//! `unique`) and [`Topk`] (the positions of each row's `k` largest, by selection): their checks,
+//! references, conditioning and costs here, their kernels in `cpu.rs` (rayon: parallel LSD radix
+//! sorts, comparison sorts for short rows, `select_nth_unstable` for topk), `opencl.rs` and
+//! `wgsl.rs` (LSD radix sorts of 8-bit digits as multi-pass plans with scratch buffers, a bitonic
+//! sort in one work-group for rows of up to [`SMALL`] elements) and `select.rs` (topk's radix
+//! select, both GPU targets). `Array::topk` takes [`Topk`] for rows longer than [`SMALL`] with
+//! `k` up to [`TOPK_MAX`], a descending argsort's first `k` otherwise: the same result.
 //!
 //! **The order** (every executor and the reference agree bit for bit): numbers ascend; NaN comes
 //! after everything whatever its sign bit or payload, and all NaNs are equal; -0.0 equals +0.0.
@@ -19,6 +22,7 @@
 mod cpu;
 mod opencl;
 mod plan;
+mod select;
 mod wgsl;
 
 use super::{Cost, IntrinsicDef, MagInput, Operand, Output, moved_by, numel};
@@ -55,6 +59,11 @@ pub struct TakeAlongAxis;
 pub struct SearchSorted;
 /// unique_runs' definition.
 pub struct UniqueRuns;
+/// topk's definition (output: the `u32` positions of each row's `k` largest, largest first).
+pub struct Topk;
+
+/// The most elements [`Topk`] keeps per row on a GPU: its candidates sort in one work-group.
+pub const TOPK_MAX: usize = SMALL;
 
 fn sort_op(op: &Intrinsic) -> (usize, bool) {
     match op {
@@ -308,6 +317,102 @@ impl IntrinsicDef for Argsort {
     fn wgsl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
         let (axis, descending) = sort_op(&call.op);
         wgsl::render_sort(call, axis, descending, true)
+    }
+}
+
+fn topk_op(op: &Intrinsic) -> (usize, usize) {
+    match op {
+        Intrinsic::Topk { axis, k } => (*axis, *k),
+        _ => unreachable!("topk's definition called for {op:?}"),
+    }
+}
+
+impl IntrinsicDef for Topk {
+    fn name(&self) -> &'static str {
+        "topk"
+    }
+
+    fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
+        let (axis, k) = topk_op(op);
+        let a = inputs[0];
+        check_sortable("topk", a.dtype, site)?;
+        check_axis("topk", a.shape, axis, site)?;
+        check_u32_extent("topk", a.shape[axis], site)?;
+        if k > a.shape[axis] {
+            return Err(err(
+                ErrorKind::Argument,
+                format!("topk of {k} along axis {axis} of length {}", a.shape[axis]),
+                site,
+            ));
+        }
+        let mut shape: Shape = a.shape.into();
+        shape[axis] = k;
+        Ok(vec![Output {
+            shape,
+            dtype: DType::U32,
+        }])
+    }
+
+    fn key_words(&self, op: &Intrinsic, w: &mut Vec<u64>) {
+        let (axis, k) = topk_op(op);
+        w.extend([axis as u64, k as u64]);
+    }
+
+    /// The first `k` positions of each row of [`Argsort`]'s descending reference order.
+    fn reference(
+        &self,
+        op: &Intrinsic,
+        inputs: &[(&TypedVec, &[usize])],
+        _outputs: &[Output],
+    ) -> std::result::Result<Vec<TypedVec>, String> {
+        let (axis, k) = topk_op(op);
+        let (v, shape) = inputs[0];
+        let src = reference_order(v, shape, axis, true);
+        let r = Rows::of(shape, axis);
+        let o = Rows { dim: k, ..r };
+        let mut out = vec![0u32; o.numel()];
+        for row in 0..r.count() {
+            for j in 0..k {
+                out[o.at(row, j)] = src[r.at(row, j)] as u32;
+            }
+        }
+        Ok(vec![TypedVec::U32(out)])
+    }
+
+    /// A radix select: a read of the keys per digit, two more to gather the candidates.
+    fn cost(&self, call: &IntrinsicCall) -> Cost {
+        let n = numel(&call.in_shapes[0]);
+        let d = call.in_dtypes[0];
+        let passes = key_bytes(d) + 2;
+        Cost {
+            flops: 4 * n * passes,
+            bytes: n * d.size() as u64 * passes + numel(&call.out_shape) * 4,
+        }
+    }
+
+    fn cpu(
+        &self,
+        call: &IntrinsicCall,
+        inputs: &[&TypedVec],
+        outputs: &mut [TypedVec],
+    ) -> std::result::Result<(), Error> {
+        let (axis, k) = topk_op(&call.op);
+        cpu::topk(
+            Rows::of(&call.in_shapes[0], axis),
+            k,
+            inputs[0],
+            &mut outputs[0],
+        )
+    }
+
+    fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        let (axis, k) = topk_op(&call.op);
+        select::render_opencl(call, Rows::of(&call.in_shapes[0], axis), k, t)
+    }
+
+    fn wgsl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        let (axis, k) = topk_op(&call.op);
+        select::render_wgsl(call, Rows::of(&call.in_shapes[0], axis), k)
     }
 }
 

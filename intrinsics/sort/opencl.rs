@@ -20,9 +20,11 @@
 //!   work-group scan of per-thread counts packed two to a word, then each element written to
 //!   its position). The same entries serve every digit: the digit's shift is a scratch word that
 //!   `af_init` (or `af_in`) zeroes and `af_scan_top` advances, so a program has few kernels to
-//!   build. Rows along an inner axis (and argsort's positions) are first copied out to
-//!   contiguous rows (`af_in`) and written back at the end (`af_out`); between digits the raw
-//!   elements (and positions) ping-pong between scratch buffers (`plan::radix_passes`).
+//!   build. Rows along an inner axis are first copied out to contiguous rows (`af_in`) and
+//!   written back at the end (`af_out`); between digits the raw elements (and positions)
+//!   ping-pong between scratch buffers (`plan::radix_passes`). Argsort's positions are made by
+//!   the first digit's scatter (shift 0: `base + li`), and its last scatter writes positions
+//!   only.
 //! - **take_along_axis**: `af_take`, a grid-stride loop; an index out of range writes 0 and sets
 //!   the fault word (scratch 0), and the CPU reruns the call for the error.
 //! - **searchsorted**: `af_searchsorted`, a binary search per value (`super::search`'s
@@ -47,12 +49,12 @@ fn groups(items: usize) -> u32 {
 }
 
 /// One work-group per item (tiles, blocks, groups of rows).
-fn exact(items: usize) -> u32 {
+pub(super) fn exact(items: usize) -> u32 {
     u32::try_from(items.max(1)).expect("a sort's work-groups fit in 32 bits")
 }
 
 /// The raw type of `d`'s bits and `af_key` (ascending keys XOR the descending mask).
-fn key_of(d: DType, descending: bool) -> Result<(&'static str, String), Unsupported> {
+pub(super) fn key_of(d: DType, descending: bool) -> Result<(&'static str, String), Unsupported> {
     let (kt, body, mask) = match d {
         DType::F32 => (
             "uint",
@@ -79,7 +81,7 @@ fn key_of(d: DType, descending: bool) -> Result<(&'static str, String), Unsuppor
 }
 
 /// Sizes every sort kernel knows.
-fn geometry(r: Rows) -> String {
+pub(super) fn geometry(r: Rows) -> String {
     format!(
         "#define ROWS {}UL\n#define DIM {}UL\n#define POST {}UL\n\
          inline ulong af_at(ulong row, ulong j) {{ return ((row / POST) * DIM + j) * POST + row % POST; }}\n",
@@ -92,7 +94,7 @@ fn geometry(r: Rows) -> String {
 /// Exclusive prefix sums of one `uint` or `uint2` per thread over the 256 threads of a
 /// work-group (`*tot`: the total), in `s[0 .. 273)`: 16 threads scan 16 values each, one thread
 /// the 16 totals (four barriers, none in a loop).
-const SCANS: &str = r#"
+pub(super) const SCANS: &str = r#"
 inline uint af_scan1(__local uint *s, uint v, uint lid, uint *tot) {
   s[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -300,7 +302,7 @@ void af_scatter(__global const kt *src, @SIDX@__global const uint *hist, __globa
     if (li < cnt) {
       const kt v = lk[li];
       const ulong pos = (ulong)(off[af_digit(v, sh0)] + li);
-      dst[pos] = v;
+      @KSTORE@
       @STORE@
     }
   }
@@ -310,12 +312,11 @@ void af_scatter(__global const kt *src, @SIDX@__global const uint *hist, __globa
 /// Rows into contiguous scratch (and for argsort each element's position), with the shift at 0.
 const COPY_IN: &str = r#"
 @ENTRY@
-void af_in(__global const kt *src, __global kt *keys, @IDX@__global uint *meta) {
+void af_in(__global const kt *src, __global kt *keys, __global uint *meta) {
   if (get_global_id(0) == 0) meta[0] = 0u;
   for (ulong e = get_global_id(0); e < ROWS * DIM; e += get_global_size(0)) {
     const ulong row = e / DIM, j = e % DIM;
     keys[e] = src[@AT@];
-    @IDXSTORE@
   }
 }
 "#;
@@ -429,6 +430,7 @@ pub fn render_sort(
         ));
     }
     let x = Radix::of(r, TILE);
+    let key_bytes = if kt == "ulong" { 8 } else { 4 };
     source.push_str(&format!(
         "#define TILE {TILE}u\n#define ITEMS {}u\n#define TPR {}UL\n#define HLEN {}UL\n\
          #define TOPLEN {}UL\n",
@@ -457,25 +459,27 @@ pub fn render_sort(
             ("SIDX", on("__global const uint *sidx, ")),
             ("DIDX", on(", __global uint *didx")),
             ("LXDECL", on("__local uint lx[TILE];")),
-            ("LXLOAD", on("lx[li] = sidx[row * DIM + base + li];")),
+            (
+                "LXLOAD",
+                on("lx[li] = sh0 == 0u ? base + li : sidx[row * DIM + base + li];"),
+            ),
+            (
+                "KSTORE",
+                if argsort {
+                    format!("if (sh0 != {}u) dst[pos] = v;", 8 * key_bytes - 8)
+                } else {
+                    "dst[pos] = v;".into()
+                },
+            ),
             ("RXDECL", on("uint rx[ITEMS];")),
             ("RXLOAD", on("rx[i] = lx[li];")),
             ("LXSTORE", on("lx[pos] = rx[i];")),
             ("STORE", on("didx[pos] = lx[li];")),
         ],
     ));
-    let key_bytes = if kt == "ulong" { 8 } else { 4 };
     let plan = radix_passes(r, &x, argsort, key_bytes, exact);
     if plan.copy_in {
-        source.push_str(&fill(
-            COPY_IN,
-            &[
-                entry.clone(),
-                ("IDX", on("__global uint *idx, ")),
-                ("AT", at("row", "j")),
-                ("IDXSTORE", on("idx[e] = (uint)j;")),
-            ],
-        ));
+        source.push_str(&fill(COPY_IN, &[entry.clone(), ("AT", at("row", "j"))]));
     }
     if plan.copy_out {
         source.push_str(&fill(COPY_OUT, &[entry, ("OT", dt.into())]));

@@ -98,7 +98,7 @@ impl Radix {
 pub struct RadixPasses {
     pub passes: Vec<Pass>,
     pub scratch: Vec<u64>,
-    /// Whether the plan starts with `af_in` (rows not contiguous, or positions to make).
+    /// Whether the plan starts with `af_in` (rows not contiguous).
     pub copy_in: bool,
     /// Whether the plan ends with `af_out` (rows not contiguous).
     pub copy_out: bool,
@@ -107,9 +107,13 @@ pub struct RadixPasses {
 /// `af_init` or `af_in`; per digit `af_hist`, the scan (`af_scan_top`, which also advances the
 /// shift word; around it `af_scan_reduce` and `af_scan_down` unless [`Radix::one_scan`]),
 /// `af_scatter`; then `af_out` for rows along an inner axis. Elements and positions ping-pong
-/// between the scratch pairs; with contiguous rows the first digit of a sort reads the input,
-/// and the last digit writes the output. `groups(items)`: the work-groups of a pass over
-/// `items` work-group items (tiles, blocks; the target's grid rule).
+/// between the scratch pairs; with contiguous rows the first digit reads the input, and the
+/// last digit of a sort writes the output. An argsort's positions are made by the first
+/// digit's scatter (each element's position in its row: its tile's start plus its place in
+/// the tile; the positions buffer it is given is not read), and its last scatter writes only
+/// positions (into the output with contiguous rows): no pass materialises the positions, and
+/// no pass writes keys nobody reads. `groups(items)`: the work-groups of a pass over `items`
+/// work-group items (tiles, blocks; the target's grid rule).
 pub fn radix_passes(
     r: Rows,
     x: &Radix,
@@ -119,7 +123,7 @@ pub fn radix_passes(
 ) -> RadixPasses {
     let n = r.numel() as u64;
     let contiguous = r.post == 1;
-    let copy_in = argsort || !contiguous;
+    let copy_in = !contiguous;
     let copy_out = !contiguous;
     let mut scratch = vec![
         x.hlen as u64 * 4,
@@ -144,11 +148,7 @@ pub fn radix_passes(
     // The scratch pair index holding the elements (None: the input), and the positions.
     let (mut keys, mut idx) = (None::<u32>, 0u32);
     if copy_in {
-        let mut b = vec![BufArg::Input(0), BufArg::Scratch(3)];
-        if argsort {
-            b.push(BufArg::Scratch(5));
-        }
-        b.push(meta);
+        let b = vec![BufArg::Input(0), BufArg::Scratch(3), meta];
         passes.push(pass("af_in", b, elems));
         keys = Some(0);
     } else {

@@ -14,12 +14,12 @@ use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Unsupported};
 use crate::proggen::codegen::wgsl::MAX_GROUPS;
 use crate::proggen::sequence::IntrinsicCall;
 
-fn groups(items: usize) -> u32 {
+pub(super) fn groups(items: usize) -> u32 {
     items.clamp(1, MAX_GROUPS as usize) as u32
 }
 
 /// `af_key` (canonical keys of 32-bit elements, XOR the descending mask) and `af_digit`.
-fn key_of(d: DType, descending: bool) -> Result<String, Unsupported> {
+pub(super) fn key_of(d: DType, descending: bool) -> Result<String, Unsupported> {
     let body = match d {
         DType::F32 => {
             "select(select(select(b | 0x80000000u, ~b, (b >> 31u) != 0u), 0x80000000u, b == 0x80000000u), 0xffffffffu, (b & 0x7fffffffu) > 0x7f800000u)"
@@ -35,7 +35,7 @@ fn key_of(d: DType, descending: bool) -> Result<String, Unsupported> {
     ))
 }
 
-fn consts(r: Rows) -> String {
+pub(super) fn consts(r: Rows) -> String {
     format!(
         "const ROWS: u32 = {}u;\nconst DIM: u32 = {}u;\nconst POST: u32 = {}u;\n\
          fn af_at(row: u32, j: u32) -> u32 {{ return ((row / POST) * DIM + j) * POST + row % POST; }}\n",
@@ -45,7 +45,7 @@ fn consts(r: Rows) -> String {
     )
 }
 
-const SCANS: &str = r#"
+pub(super) const SCANS: &str = r#"
 var<workgroup> af_s1: array<u32, 273>;
 var<workgroup> af_s2: array<vec2<u32>, 273>;
 var<private> af_tot1: u32;
@@ -255,7 +255,7 @@ fn af_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
       if (li < cnt) {
         let v = af_lk[li];
         let pos = af_off[af_digit(v, sh0)] + li;
-        s_dst[pos] = v;
+        @KSTORE@
         @STORE@
       }
     }
@@ -273,7 +273,6 @@ fn af_in(@builtin(global_invocation_id) gid: vec3<u32>) {
     let row = e / DIM;
     let j = e % DIM;
     in_keys[e] = in_src[@AT@];
-    @IDXSTORE@
   }
 }
 "#;
@@ -515,7 +514,20 @@ pub fn render_sort(
                 ),
             ),
             ("GT", gt.to_string()),
-            ("LXLOAD", on("af_lx[li] = s_sidx[row * DIM + base + li];")),
+            (
+                "LXLOAD",
+                on(
+                    "if (sh0 == 0u) { af_lx[li] = base + li; } else { af_lx[li] = s_sidx[row * DIM + base + li]; }",
+                ),
+            ),
+            (
+                "KSTORE",
+                if argsort {
+                    "if (sh0 != 24u) { s_dst[pos] = v; }".into()
+                } else {
+                    "s_dst[pos] = v;".to_string()
+                },
+            ),
             ("SPLIT_COUNT", split_count(tile / LOCAL as usize, argsort)),
             ("SPLIT_MOVE", split_move(tile / LOCAL as usize, argsort)),
             ("STORE", on("s_didx[pos] = af_lx[li];")),
@@ -533,14 +545,12 @@ pub fn render_sort(
                         &[
                             ("src", "read", true),
                             ("keys", "read_write", true),
-                            ("idx", "read_write", argsort),
                             ("meta", "read_write", true),
                         ],
                     ),
                 ),
                 ("GE", ge.to_string()),
                 ("AT", at("row", "j")),
-                ("IDXSTORE", on("in_idx[e] = j;")),
             ],
         ));
     }

@@ -150,8 +150,11 @@ impl<T: Numeric> Array<T> {
 
     /// The `k` largest elements along `axis`, largest first, and their positions (`u32`): the
     /// axis shrinks to `k`. Equal elements come in input order; NaN counts as the largest (as
-    /// `torch.topk`). Computed as a descending argsort, its first `k` positions and
-    /// [`Array::take_along_axis`].
+    /// `torch.topk`): the first `k` of a stable descending argsort. Rows longer than one GPU
+    /// work-group sorts (2048) with `k` up to 2048 take the `topk` intrinsic, a selection
+    /// (a radix select on GPUs, `select_nth_unstable` on the CPU) rather than a sort; other
+    /// calls take a descending argsort's first `k` positions. The values are
+    /// [`Array::take_along_axis`] of the positions.
     #[track_caller]
     pub fn topk(&self, k: usize, axis: usize) -> (Array<T>, Array<u32>) {
         ok2(self.try_topk(k, axis))
@@ -160,6 +163,14 @@ impl<T: Numeric> Array<T> {
     /// than the axis.
     #[track_caller]
     pub fn try_topk(&self, k: usize, axis: usize) -> Result<(Array<T>, Array<u32>)> {
+        use crate::intrinsics::sort::{SMALL, TOPK_MAX};
+        let select =
+            (1..=TOPK_MAX).contains(&k) && self.shape().get(axis).is_some_and(|&l| l > SMALL);
+        if select {
+            let op = Intrinsic::Topk { axis, k };
+            let idx: Array<u32> = Array::wrap(frontend::intrinsic(op, &[&self.h], site())?);
+            return Ok((self.try_take_along_axis(&idx, axis)?, idx));
+        }
         let order = self.sorting(axis, true)?;
         let len = self.shape()[axis];
         if k > len {

@@ -206,6 +206,10 @@ pub enum Intrinsic {
     Sort { axis: usize, descending: bool },
     /// The `u32` positions along `axis` that sort the data stably (as [`Intrinsic::Sort`]).
     Argsort { axis: usize, descending: bool },
+    /// The `u32` positions of the `k` largest elements of each row along `axis`, largest first
+    /// (equal elements in input order, NaN largest): the first `k` of a descending
+    /// [`Intrinsic::Argsort`], found by a radix select (`intrinsics/sort/select.rs`).
+    Topk { axis: usize, k: usize },
     /// NumPy `take_along_axis`: inputs data, indices (i32 or u32) of the data's rank whose other
     /// axes match the data's.
     TakeAlongAxis { axis: usize },
