@@ -1679,3 +1679,117 @@ fn product_with_a_zero_factor_and_an_overflow() {
     let iota = Array::<f32>::iota(&[65_600], 0);
     assert_eq!(iota.prod().to_vec().unwrap(), vec![0.0]);
 }
+
+/// Sums along an axis of 2 to 4 elements are recorded as element-wise adds (so they fuse with
+/// what reads them): the same value as the reduction, bit for bit on the CPU (in order from
+/// `+0.0`, f32 accumulated in f64), with signed zeros, infinities and NaN; and k-means' distances
+/// fuse into the `argmin` that reads them (one kernel, no stored distance matrix).
+#[test]
+fn short_axis_sums_fuse_and_keep_the_reductions_value() {
+    let mut r = rng(77);
+    let specials = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e30,
+        -1e30,
+        1e-30,
+    ];
+    for len in 2..=4usize {
+        for axis in 0..3 {
+            let mut shape = vec![7usize, 5, 6];
+            shape[axis] = len;
+            let n = numel(&shape);
+            let mut v = rand_f64(&mut r, n, -10.0, 10.0);
+            for (i, x) in v.iter_mut().enumerate() {
+                if i % 5 == 0 {
+                    *x = specials[(i / 5) % specials.len()];
+                }
+            }
+            // Rows whose terms are all -0.0: the sum is +0.0 (the reductions start from +0.0).
+            for x in v.iter_mut().take(len * 6) {
+                *x = -0.0;
+            }
+            let strides = [shape[1] * shape[2], shape[2], 1];
+            let out: Vec<usize> = (0..3).filter(|&x| x != axis).map(|x| shape[x]).collect();
+            let mut want = Vec::new();
+            for i in 0..out[0] {
+                for j in 0..out[1] {
+                    let mut acc = 0.0f64;
+                    for k in 0..len {
+                        let mut at = [0usize; 3];
+                        let o: Vec<usize> = (0..3).filter(|&x| x != axis).collect();
+                        at[o[0]] = i;
+                        at[o[1]] = j;
+                        at[axis] = k;
+                        acc += v[at[0] * strides[0] + at[1] * strides[1] + at[2]] as f32 as f64;
+                    }
+                    want.push(acc);
+                }
+            }
+            let x32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+            let got32 = Array::from_vec(x32, &shape)
+                .sum_axis(axis)
+                .to_vec()
+                .unwrap();
+            let got64 = Array::from_vec(
+                v.iter().map(|&x| x as f32 as f64).collect::<Vec<f64>>(),
+                &shape,
+            )
+            .sum_axis(axis)
+            .to_vec()
+            .unwrap();
+            for (i, w) in want.iter().enumerate() {
+                let ctx = format!("len {len}, axis {axis}, [{i}]");
+                if on_device() {
+                    let tol = 1e-6 * w.abs() + 1e-30;
+                    let ok = |g: f64| (g - w).abs() <= tol || (g.is_nan() && w.is_nan()) || g == *w;
+                    assert!(ok(got32[i] as f64), "{ctx}: f32 {} vs {w}", got32[i]);
+                } else {
+                    assert_eq!(got32[i].to_bits(), (*w as f32).to_bits(), "{ctx}: f32");
+                    assert_eq!(got64[i].to_bits(), w.to_bits(), "{ctx}: f64");
+                }
+            }
+        }
+    }
+    // k-means' assignment step: distances over 2 coordinates, then the nearest of 8 centroids.
+    let (n, k) = (3000usize, 8usize);
+    let p = rand_f64(&mut r, n * 2, -5.0, 5.0);
+    let c = rand_f64(&mut r, k * 2, -5.0, 5.0);
+    let pa = Array::from_vec(
+        p.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
+        &[n, 1, 2],
+    );
+    let ca = Array::from_vec(
+        c.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
+        &[1, k, 2],
+    );
+    pa.eval();
+    ca.eval();
+    let before = arrayflow::Runtime::stats();
+    let assign = (&pa - &ca)
+        .powi(2)
+        .sum_axis(2)
+        .argmin_axis(1)
+        .to_vec()
+        .unwrap();
+    let s = arrayflow::Runtime::stats().since(&before);
+    assert_eq!(s.kernels_launched, 1, "one fused kernel: {s:?}");
+    for i in 0..n {
+        let d = |j: usize| {
+            let (dx, dy) = (
+                p[2 * i] as f32 - c[2 * j] as f32,
+                p[2 * i + 1] as f32 - c[2 * j + 1] as f32,
+            );
+            (dx * dx) as f64 + (dy * dy) as f64
+        };
+        let best = (0..k).fold(0, |b, j| if d(j) < d(b) { j } else { b });
+        assert!(
+            assign[i] as usize == best || d(assign[i] as usize) <= d(best) * (1.0 + 1e-6),
+            "point {i}: {} vs {best}",
+            assign[i]
+        );
+    }
+}

@@ -536,7 +536,63 @@ pub fn reduce(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Ha
     if op == ReduceOp::Prod && a.dtype.is_float() {
         return float_product(a, axes, site);
     }
+    if let [axis] = axes
+        && op == ReduceOp::Sum
+        && a.dtype.is_float()
+        && a.konst.is_none()
+        && a.shape.len() > 1
+        && (2..=SHORT_SUM).contains(&a.shape.get(*axis).copied().unwrap_or(0))
+    {
+        return short_sum(a, *axis, site);
+    }
     reduce_node(op, a, axes, site)
+}
+
+/// Longest axis whose float sum is recorded as element-wise adds of its slices ([`short_sum`]).
+pub const SHORT_SUM: usize = 4;
+
+/// A float sum along a short axis (the coordinates of points, say) as element-wise adds of the
+/// axis's slices: it fuses with its producers and consumers, where a reduction would end the
+/// kernel (k-means' distances then fuse into the `argmin` that reads them). The same value as the
+/// reduction: added in order from `+0.0` (the final `+ 0.0` turns a sum of `-0.0`s into `+0.0`;
+/// it changes nothing else), f32 accumulated in f64 where the executor has f64 (the CPU, OpenCL
+/// with fp64), in f32 where its sums are f32 (wgpu).
+fn short_sum(a: &Handle, axis: usize, site: Site) -> Result<Handle> {
+    let wide = Inner::get().sched.device().is_none_or(|d| d.fp64);
+    let acc = if a.dtype == DType::F32 && wide {
+        DType::F64
+    } else {
+        a.dtype
+    };
+    let part = |i: usize| -> Result<Handle> {
+        let spec: Vec<SliceSpec> = (0..a.shape.len())
+            .map(|x| {
+                if x == axis {
+                    SliceSpec {
+                        start: Some(i as isize),
+                        end: Some(i as isize + 1),
+                        step: 1,
+                        index: true,
+                    }
+                } else {
+                    SliceSpec {
+                        start: None,
+                        end: None,
+                        step: 1,
+                        index: false,
+                    }
+                }
+            })
+            .collect();
+        Ok(cast(&slice(a, &spec, site)?, acc, site))
+    };
+    let mut sum = part(0)?;
+    for i in 1..a.shape[axis] {
+        sum = binary(BinaryOp::Add, &sum, &part(i)?, site)?;
+    }
+    let zero = constant(Scalar::F64(0.0).cast(acc), Shape::new(), site);
+    let sum = binary(BinaryOp::Add, &sum, &zero, site)?;
+    Ok(cast(&sum, a.dtype, site))
 }
 
 /// The product of floats, exact where a factor is zero: a product of many factors overflows to

@@ -17,7 +17,7 @@ pub use node::{NodeInfo, NodeState, NodeTable};
 pub use op::{FoldMode, GenKind, Intrinsic, IntrinsicOutput, Op, RandomDist, RngAlgorithm};
 pub use queue::{Entry, FlushReason};
 pub use rng::RngState;
-pub use shape::{Shape, broadcast_shapes, contiguous_strides, numel};
+pub use shape::{Shape, broadcast_shapes, contiguous_strides, numel, unit_reshape};
 pub use value::{TypedVec, collect, ravel, source_indices, unravel};
 
 /// A call site in the user's program: the seed's "program counter". Every public API function is

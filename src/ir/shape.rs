@@ -19,6 +19,14 @@ pub fn contiguous_strides(shape: &[usize]) -> SmallVec<[usize; 4]> {
     strides
 }
 
+/// Whether reshaping `from` to `to` only inserts or removes axes of length 1 (the other axes keep
+/// their order): every element keeps its multi-index, so kernels read such a reshape as a view.
+pub fn unit_reshape(from: &[usize], to: &[usize]) -> bool {
+    from.iter()
+        .filter(|&&d| d != 1)
+        .eq(to.iter().filter(|&&d| d != 1))
+}
+
 /// The NumPy broadcast of two shapes, or `None` when a pair of dimensions differs and neither is 1.
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Shape> {
     let n = a.len().max(b.len());

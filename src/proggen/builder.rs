@@ -5,7 +5,7 @@
 use super::kernel::{Domain, FusedKernel, Instr, ParamKind, ReduceStore, Reg, Store};
 use super::pos::Pos;
 use super::regalloc;
-use crate::ir::{DType, GenKind, NodeId, Op, Shape, Site};
+use crate::ir::{DType, GenKind, NodeId, Op, Shape, Site, unit_reshape};
 use crate::ir::{NodeInfo, NodeTable};
 use ahash::{AHashMap, AHashSet};
 use smallvec::SmallVec;
@@ -368,6 +368,9 @@ impl<'a> KernelBuilder<'a> {
                 .map(|i| (n.inputs[i], pos.broadcast_input(&n.shape, shape_of(i))))
                 .collect(),
             Op::Permute(perm) => smallvec::smallvec![(n.inputs[0], pos.permute_input(perm))],
+            Op::Reshape if unit_reshape(shape_of(0), &n.shape) => {
+                smallvec::smallvec![(n.inputs[0], pos.unit_reshape_input(&n.shape, shape_of(0)))]
+            }
             Op::Slice { start, step } => {
                 smallvec::smallvec![(n.inputs[0], pos.slice_input(start, step))]
             }
@@ -442,6 +445,7 @@ impl<'a> KernelBuilder<'a> {
                 self.push(site, dtype, |dst| Instr::Select { dst, cond, a, b })
             }
             Op::Broadcast | Op::Permute(_) | Op::Slice { .. } | Op::Fold { .. } => ins[0],
+            Op::Reshape if unit_reshape(&self.nodes[&n.inputs[0]].shape, &n.shape) => ins[0],
             Op::Reshape | Op::Tile => {
                 let src_id = n.inputs[0];
                 let nodes = self.nodes;

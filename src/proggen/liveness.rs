@@ -74,6 +74,15 @@ fn lazy_kind(n: &NodeInfo) -> bool {
     )
 }
 
+/// Whether the node reads its input through a stored buffer: reshapes (but not those that only
+/// insert or remove axes of length 1, which kernels read as views), tiles and intrinsics.
+fn needs_stored_input(nodes: &NodeTable, n: &NodeInfo) -> bool {
+    match n.op {
+        Op::Reshape => !crate::ir::unit_reshape(&nodes[&n.inputs[0]].shape, &n.shape),
+        _ => n.op.needs_stored_input(),
+    }
+}
+
 /// What the two passes found about one flush's pending nodes.
 pub struct Analysis {
     /// Pending nodes this flush processes, in queue order (lazy nodes that must now be stored first).
@@ -136,7 +145,7 @@ pub fn analyse(nodes: &NodeTable, entries: &[Entry], policy: StorePolicy) -> Ana
     let mut forced_by_input = AHashSet::new();
     for id in &queued {
         let n = &nodes[id];
-        if n.op.needs_stored_input() {
+        if needs_stored_input(nodes, n) {
             for i in &n.inputs {
                 if !is_queued.contains(i) && seen.contains(i) {
                     forced_by_input.insert(*i);
@@ -222,7 +231,7 @@ pub fn analyse(nodes: &NodeTable, entries: &[Entry], policy: StorePolicy) -> Ana
         } else if lazy_kind(n) {
             log_decision(n, "lazy: recomputed where it is used");
         }
-        if n.op.needs_stored_input() {
+        if needs_stored_input(nodes, n) {
             for &i in &n.inputs {
                 if nodes[&i].is_pending() {
                     stored.insert(i);

@@ -87,6 +87,34 @@ impl Pos {
         }
     }
 
+    /// The position in the input of a reshape that only inserts or removes axes of length 1
+    /// ([`crate::ir::unit_reshape`]): the other axes keep their order, an input axis of length 1
+    /// is read at 0.
+    pub fn unit_reshape_input(&self, out_shape: &[usize], in_shape: &[usize]) -> Pos {
+        let outer: SmallVec<[usize; 4]> = (0..out_shape.len())
+            .filter(|&i| out_shape[i] != 1)
+            .collect();
+        let mut off = SmallVec::from_elem(0, in_shape.len());
+        let mut coef = SmallVec::from_elem(0, in_shape.len() * self.rank_d);
+        let mut folds = Vec::new();
+        let mut next = outer.iter();
+        for (j, &d) in in_shape.iter().enumerate() {
+            if d == 1 {
+                continue;
+            }
+            let &i = next.next().expect("a unit reshape keeps its other axes");
+            off[j] = self.off[i];
+            coef[j * self.rank_d..(j + 1) * self.rank_d].copy_from_slice(self.row(i));
+            folds.extend(self.folds_of(i).map(|f| (j, *f)));
+        }
+        Pos {
+            rank_d: self.rank_d,
+            off,
+            coef,
+            folds,
+        }
+    }
+
     /// The position in the input of a permute whose output axis `i` is input axis `perm[i]`.
     pub fn permute_input(&self, perm: &[usize]) -> Pos {
         let mut off = SmallVec::from_elem(0, perm.len());
