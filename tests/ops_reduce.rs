@@ -1766,8 +1766,8 @@ fn short_axis_sums_fuse_and_keep_the_reductions_value() {
         c.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
         &[1, k, 2],
     );
-    pa.eval();
-    ca.eval();
+    pa.eval().unwrap();
+    ca.eval().unwrap();
     let before = arrayflow::Runtime::stats();
     let assign = (&pa - &ca)
         .powi(2)
