@@ -106,6 +106,10 @@ int_elem!(u32, false);
 pub trait Real: num_traits::Float + num_traits::FloatConst + Send + Sync + 'static {
     fn erf(self) -> Self;
     fn erfc(self) -> Self;
+    /// `e^x` as both CPU tiers compute it ([`super::vmath`]).
+    fn exp_cpu(self) -> Self;
+    /// `ln x` as both CPU tiers compute it ([`super::vmath`]).
+    fn ln_cpu(self) -> Self;
 }
 // The platform C library's error functions (std links it already): the native tier's generated C
 // calls the same ones, so both CPU tiers agree bit for bit.
@@ -126,6 +130,14 @@ impl Real for f32 {
     fn erfc(self) -> Self {
         erfcf(self)
     }
+    #[inline(always)]
+    fn exp_cpu(self) -> Self {
+        super::vmath::exp_f32(self)
+    }
+    #[inline(always)]
+    fn ln_cpu(self) -> Self {
+        super::vmath::ln_f32(self)
+    }
 }
 impl Real for f64 {
     #[inline]
@@ -135,6 +147,14 @@ impl Real for f64 {
     #[inline]
     fn erfc(self) -> Self {
         erfc_f64(self)
+    }
+    #[inline(always)]
+    fn exp_cpu(self) -> Self {
+        super::vmath::exp_f64(self)
+    }
+    #[inline(always)]
+    fn ln_cpu(self) -> Self {
+        super::vmath::ln_f64(self)
     }
 }
 

@@ -1,10 +1,12 @@
 //! The primitive library (the seed's 660): one table per list of element-wise operations, giving each
 //! op its name, the element types it accepts, its instruction estimate and its source for each target.
-//! `table.rs` is the only place an op is defined; `cpu.rs` holds scalar helpers the CPU sources use.
+//! `table.rs` is the only place an op is defined; `cpu.rs` holds scalar helpers the CPU sources use, `vmath.rs` the
+//! vectorisable `exp` and `ln` both CPU tiers compute.
 //! Compiled into the crate as `arrayflow::primitives` (the loader lives in `src/proggen/`).
 
 pub mod cpu;
 mod table;
+pub mod vmath;
 
 pub use table::{BinaryOp, Helper, ReduceOp, UnaryOp};
 pub(crate) use table::{

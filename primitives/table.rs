@@ -203,9 +203,9 @@ unary_table! {
     Sqrt  "sqrt"  4  { float: |x: F| x.sqrt() }
     Rsqrt "rsqrt" 5  { float: |x: F| x.sqrt().recip() }
     Cbrt  "cbrt"  20 { float: |x: F| x.cbrt() }
-    Exp   "exp"   20 { float: |x: F| x.exp() }
+    Exp   "exp"   20 { float: |x: F| x.exp_cpu() }
     Exp2  "exp2"  20 { float: |x: F| x.exp2() }
-    Ln    "ln"    20 { float: |x: F| x.ln() }
+    Ln    "ln"    20 { float: |x: F| x.ln_cpu() }
     Log10 "log10" 20 { float: |x: F| x.log10() }
     Log2  "log2"  20 { float: |x: F| x.log2() }
     Sin   "sin"   20 { float: |x: F| x.sin() }

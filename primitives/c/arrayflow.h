@@ -46,9 +46,94 @@ AF_FU(sign, x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x), x > 0.0 ? 1.0 : (x < 0.0 ?
 AF_FU(sqrt, sqrtf(x), sqrt(x))
 AF_FU(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
 AF_FU(cbrt, cbrtf(x), cbrt(x))
-AF_FU(exp, expf(x), exp(x))
+/* exp and ln from basic arithmetic, branch-free, so loops calling them vectorise; the same
+ * operations in the same order as primitives/vmath.rs (exp_f32, ln_f32, exp_f64, ln_f64), so
+ * both CPU tiers agree bit for bit. Bits of a float through a union; selects by bit masks pick
+ * the special values. */
+static inline u32 af_f32_bits(f32 x) { union { f32 f; u32 u; } v; v.f = x; return v.u; }
+static inline f32 af_f32_from(u32 b) { union { f32 f; u32 u; } v; v.u = b; return v.f; }
+/* c ? a : b by a bit mask: GCC keeps `?:` of a computed float as a branch (the operation might
+ * trap), and a branch stops the loop from vectorising. */
+static inline f32 af_sel_f32(int c, f32 a, f32 b) { u32 m = (u32)0 - (u32)(c != 0); return af_f32_from((af_f32_bits(a) & m) | (af_f32_bits(b) & ~m)); }
+static inline f32 af_exp_f32(f32 x) {
+  x = af_sel_f32(x > 89.0f, 89.0f, x);
+  x = af_sel_f32(x < -104.0f, -104.0f, x);
+  f32 t = x * 1.442695f + 12582912.0f;
+  f32 n = t - 12582912.0f;
+  i32 k = (i32)(af_f32_bits(t) - 0x4b400000u);
+  f32 r = x - n * 0.693145751953125f;
+  r = r - n * 1.4286068e-6f;
+  f32 u = 0.00019852762f;
+  u = u * r + 0.0013930436f;
+  u = u * r + 0.008333361f;
+  u = u * r + 0.041666485f;
+  u = u * r + 0.16666667f;
+  u = u * r + 0.5f;
+  u = 1.0f + (r * r * u + r);
+  i32 k1 = k >> 1, k2 = k - k1;
+  return u * af_f32_from((u32)(k1 + 127) << 23) * af_f32_from((u32)(k2 + 127) << 23);
+}
+static inline uint64_t af_f64_bits(f64 x) { union { f64 f; uint64_t u; } v; v.f = x; return v.u; }
+static inline f64 af_f64_from(uint64_t b) { union { f64 f; uint64_t u; } v; v.u = b; return v.f; }
+static inline f64 af_sel_f64(int c, f64 a, f64 b) { uint64_t m = (uint64_t)0 - (uint64_t)(c != 0); return af_f64_from((af_f64_bits(a) & m) | (af_f64_bits(b) & ~m)); }
+static inline f64 af_exp_f64(f64 x) {
+  x = af_sel_f64(x > 710.0, 710.0, x);
+  x = af_sel_f64(x < -746.0, -746.0, x);
+  f64 t = x * 1.4426950408889634 + 6755399441055744.0;
+  f64 n = t - 6755399441055744.0;
+  i32 k = (i32)(u32)af_f64_bits(t);
+  f64 hi = x - n * 0.6931471803691238;
+  f64 lo = n * 1.9082149292705877e-10;
+  f64 r = hi - lo;
+  f64 z = r * r;
+  f64 c = r - z * (0.16666666666666602 + z * (-0.0027777777777015593 + z * (6.613756321437934e-05 + z * (-1.6533902205465252e-06 + z * 4.1381367970572385e-08))));
+  f64 y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+  i32 k1 = k >> 1, k2 = k - k1;
+  return y * af_f64_from((uint64_t)(k1 + 1023) << 52) * af_f64_from((uint64_t)(k2 + 1023) << 52);
+}
 AF_FU(exp2, exp2f(x), exp2(x))
-AF_FU(ln, logf(x), log(x))
+static inline f32 af_ln_f32(f32 x) {
+  int sub = af_f32_bits(x) < 0x00800000u;
+  f32 xs = af_sel_f32(sub, x * 33554432.0f, x);
+  i32 k0 = sub ? -25 : 0;
+  u32 ix = af_f32_bits(xs) + (0x3f800000u - 0x3f3504f3u);
+  i32 k = k0 + (i32)(ix >> 23) - 0x7f;
+  f32 f = af_f32_from((ix & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+  f32 s = f / (2.0f + f);
+  f32 z = s * s;
+  f32 w = z * z;
+  f32 t1 = w * (0.40000972f + w * 0.24279079f);
+  f32 t2 = z * (0.6666666f + w * 0.28498787f);
+  f32 big_r = t2 + t1;
+  f32 hfsq = 0.5f * f * f;
+  f32 dk = (f32)k;
+  f32 r = s * (hfsq + big_r) + dk * 9.058001e-6f - hfsq + f + dk * 0.6931381f;
+  r = af_sel_f32(x < INFINITY, r, x);
+  r = af_sel_f32(x < 0.0f, NAN, r);
+  return af_sel_f32(x == 0.0f, -INFINITY, r);
+}
+static inline f64 af_ln_f64(f64 x) {
+  int sub = af_f64_bits(x) < 0x0010000000000000ull;
+  f64 xs = af_sel_f64(sub, x * 18014398509481984.0, x);
+  i32 k0 = sub ? -54 : 0;
+  uint64_t bits = af_f64_bits(xs);
+  u32 hx = (u32)(bits >> 32) + (0x3ff00000u - 0x3fe6a09eu);
+  i32 k = k0 + (i32)(hx >> 20) - 0x3ff;
+  hx = (hx & 0x000fffffu) + 0x3fe6a09eu;
+  f64 f = af_f64_from(((uint64_t)hx << 32) | (bits & 0xffffffffu)) - 1.0;
+  f64 hfsq = 0.5 * f * f;
+  f64 s = f / (2.0 + f);
+  f64 z = s * s;
+  f64 w = z * z;
+  f64 t1 = w * (0.3999999999940942 + w * (0.22222198432149784 + w * 0.15313837699209373));
+  f64 t2 = z * (0.6666666666666735 + w * (0.2857142874366239 + w * (0.1818357216161805 + w * 0.14798198605116586)));
+  f64 R = t2 + t1;
+  f64 dk = (f64)k;
+  f64 r = ((((s * (hfsq + R)) + dk * 1.9082149292705877e-10) - hfsq) + f) + dk * 0.6931471803691238;
+  r = af_sel_f64(x < INFINITY, r, x);
+  r = af_sel_f64(x < 0.0, NAN, r);
+  return af_sel_f64(x == 0.0, -INFINITY, r);
+}
 AF_FU(log10, log10f(x), log10(x))
 AF_FU(log2, log2f(x), log2(x))
 AF_FU(sin, sinf(x), sin(x))
