@@ -68,8 +68,19 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     if kind == Kind::Add {
         let plan = AddPlan::of(&g, call.dtype.size());
         if plan != AddPlan::Atomic {
+            // The plan keeps every source position below 2^32: 32-bit arithmetic.
+            let pos = if g.along {
+                "s".to_string()
+            } else {
+                format!("(s / {post}u) % {}u", g.ni.max(1))
+            };
+            let target = format!(
+                "((s / {row}u) * {dim}u + (uint)i) * {post}u + s % {post}u",
+                row = (g.ni * post).max(1),
+                dim = g.dim,
+            );
             let w = Walk {
-                it: &it,
+                it,
                 in_range: &in_range,
                 pos: &pos,
                 target: &target,
@@ -217,7 +228,8 @@ void af_scatter_write(__global const {it} *idx, __global const {ty} *vals, __glo
 }
 
 /// What a pass over the sources of a `scatter_add` needs: the index type, the test of an index
-/// `i`, the index position and target of source `s` (a `ulong`), and the counts.
+/// `i`, the index position and target of source `s` (a `uint`: the privatised plans keep every
+/// source position below 2^32), and the counts.
 struct Walk<'a> {
     it: &'a str,
     in_range: &'a str,
@@ -248,9 +260,9 @@ impl Walk<'_> {
         format!(
             "u32 fault = 0u;
   for (uint k = 0u; k < {trips}u; k++) {{
-    const ulong s = get_global_id(0) + (ulong)k * {threads}UL;
-    if (s < {n_idx}UL) {{ const {it} i = idx[s]; if (!({in_range})) fault = 1u; }}
-    if (s < {n_src}UL) {{
+    const uint s = (uint)get_global_id(0) + k * {threads}u;
+    if (s < {n_idx}u) {{ const {it} i = idx[s]; if (!({in_range})) fault = 1u; }}
+    if (s < {n_src}u) {{
       const {it} i = idx[{pos}];
       if ({in_range}) {{
         const uint t = (uint)({target});
