@@ -158,7 +158,10 @@ fn scatter_add_peer(base: &[f32], idx: &[u32], vals: &[f32], row: usize) -> Vec<
                 } else {
                     for (&i, v) in i.iter().zip(v.chunks_exact(row)) {
                         let t = i as usize * row;
-                        acc[t..t + row].iter_mut().zip(v).for_each(|(a, &x)| *a += x);
+                        acc[t..t + row]
+                            .iter_mut()
+                            .zip(v)
+                            .for_each(|(a, &x)| *a += x);
                     }
                 }
                 acc

@@ -431,3 +431,58 @@ impl IntrinsicDef for ScatterDef {
         wgsl::render(call)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(data: &[usize], idx: &[usize], el: usize) -> AddPlan {
+        AddPlan::of(&Geom::new(data, idx, 0, Kind::Add), el)
+    }
+
+    #[test]
+    fn add_plans_by_target_count() {
+        // k-means' shape: 8 clusters of 2 coordinates, 2^23 points.
+        assert_eq!(
+            plan(&[8, 2], &[1 << 23], 4),
+            AddPlan::Private {
+                groups: 1024,
+                chunk: 16
+            }
+        );
+        // f64 reduces 8 targets at a time (16 KiB of local memory).
+        assert_eq!(
+            plan(&[32], &[100], 8),
+            AddPlan::Private {
+                groups: 1,
+                chunk: 8
+            }
+        );
+        assert_eq!(
+            plan(&[1000], &[40_000], 4),
+            AddPlan::Local {
+                groups: 10,
+                copies: 4
+            }
+        );
+        assert_eq!(
+            plan(&[4096], &[1 << 24], 4),
+            AddPlan::Local {
+                groups: 256,
+                copies: 1
+            }
+        );
+        assert_eq!(
+            plan(&[2048], &[10], 8),
+            AddPlan::Local {
+                groups: 1,
+                copies: 1
+            }
+        );
+        assert_eq!(plan(&[4097], &[1 << 24], 4), AddPlan::Atomic);
+        assert_eq!(plan(&[1 << 16], &[1 << 24], 4), AddPlan::Atomic);
+        // No targets, or sources past 32-bit positions: atomic adds (today's plan).
+        assert_eq!(plan(&[0], &[5], 4), AddPlan::Atomic);
+        assert_eq!(plan(&[8], &[u32::MAX as usize - 8], 4), AddPlan::Atomic);
+    }
+}

@@ -280,7 +280,13 @@ impl Walk<'_> {
 /// target) adds a target's partials with a tree and writes `data + sum`. Integers add as `uint`
 /// (wrapping); float sums start from `-0.0`, the identity of `+`, so a target no source names
 /// keeps its data bit for bit.
-fn privatised(dtype: DType, mut source: String, w: &Walk, t: usize, plan: AddPlan) -> Result<GpuPlan, Unsupported> {
+fn privatised(
+    dtype: DType,
+    mut source: String,
+    w: &Walk,
+    t: usize,
+    plan: AddPlan,
+) -> Result<GpuPlan, Unsupported> {
     let ty = ctype(dtype);
     let (acc, zero) = match dtype {
         DType::F32 => ("float", "-0.0f"),
@@ -336,20 +342,24 @@ void af_scatter_part(__global const {it} *idx, __global const {ty} *vals, __glob
         }
         AddPlan::Local { groups, copies } => {
             let add = match dtype {
-                DType::F32 => "  volatile __local uint *u = (volatile __local uint *)p;
+                DType::F32 => {
+                    "  volatile __local uint *u = (volatile __local uint *)p;
   uint old = *u;
   for (;;) {
     const uint seen = old;
     old = atomic_cmpxchg(u, seen, as_uint(as_float(seen) + v));
     if (old == seen) break;
-  }",
-                DType::F64 => "  volatile __local ulong *u = (volatile __local ulong *)p;
+  }"
+                }
+                DType::F64 => {
+                    "  volatile __local ulong *u = (volatile __local ulong *)p;
   ulong old = *u;
   for (;;) {
     const ulong seen = old;
     old = atom_cmpxchg(u, seen, as_ulong(as_double(seen) + v));
     if (old == seen) break;
-  }",
+  }"
+                }
                 _ => "  atomic_add((volatile __local uint *)p, v);",
             };
             let sum: String = (1..copies)

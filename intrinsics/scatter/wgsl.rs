@@ -279,9 +279,7 @@ fn privatised(dtype: DType, w: &Walk, t: usize, plan: AddPlan) -> Result<GpuPlan
 fn af_scatter_part(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {";
     let (groups, part) = match plan {
         AddPlan::Private { groups, chunk } => {
-            let regs: String = (0..t)
-                .map(|b| format!("  var a{b}: {ty} = z;\n"))
-                .collect();
+            let regs: String = (0..t).map(|b| format!("  var a{b}: {ty} = z;\n")).collect();
             let adds: String = (0..t)
                 .map(|b| format!("        a{b} += select(z, v, t == {b}u);\n"))
                 .collect();
