@@ -162,6 +162,13 @@ pub(crate) enum AddPlan {
 /// Threads per work-group of the privatised passes (the targets' `LOCAL`, 256 on both).
 pub(crate) const PART_LOCAL: usize = 256;
 
+/// Threads that add one target's `groups` partials in the second pass (a power of two, at most
+/// a work-group: a work-group sums `PART_LOCAL / lanes` targets, each with a tree over its
+/// lanes, so few partials cost few barriers).
+pub(crate) fn sum_lanes(groups: u32) -> usize {
+    (groups.max(1) as usize).next_power_of_two().min(PART_LOCAL)
+}
+
 impl AddPlan {
     /// The plan for `g` with elements of `el` bytes (the scratch partials have that size).
     pub(crate) fn of(g: &Geom, el: usize) -> AddPlan {

@@ -12,14 +12,14 @@
 //! Add (`scatter_add`) into few targets ([`AddPlan`] `Private` or `Local`), two passes:
 //! `af_scatter_part` sums each work-group's sources per target (in registers, or in copies of
 //! the targets in `__local` memory) and writes one partial per group and target to scratch 1;
-//! `af_scatter_sum`, a work-group per target, adds the partials with a tree and writes
-//! `out = data + sum`. Into many targets (`Atomic`), two passes: `af_scatter_copy`
-//! (`out = data`), then `af_scatter_add`: integer atomic adds, or a compare-and-swap loop on the
-//! bits of the element for f32 (`atomic_cmpxchg`) and f64 (`atom_cmpxchg` of
-//! `cl_khr_int64_base_atomics`, also the local plan's; a device without it fails the build, and
-//! the call runs on the CPU).
+//! `af_scatter_sum` adds each target's partials with a tree over a few lanes
+//! ([`super::sum_lanes`]) and writes `out = data + sum`. Into many targets (`Atomic`), two
+//! passes: `af_scatter_copy` (`out = data`), then `af_scatter_add`: integer atomic adds, or a
+//! compare-and-swap loop on the bits of the element for f32 (`atomic_cmpxchg`) and f64
+//! (`atom_cmpxchg` of `cl_khr_int64_base_atomics`, also the local plan's; a device without it
+//! fails the build, and the call runs on the CPU).
 
-use super::{AddPlan, Geom, Kind, PART_LOCAL, parts};
+use super::{AddPlan, Geom, Kind, PART_LOCAL, parts, sum_lanes};
 use crate::ir::DType;
 use crate::proggen::codegen::c::ctype;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
@@ -276,8 +276,8 @@ impl Walk<'_> {
 }
 
 /// The privatised `scatter_add` (see [`AddPlan`]): `af_scatter_part` writes one partial sum per
-/// work-group and target to scratch 1 (`[group][target]`), `af_scatter_sum` (a work-group per
-/// target) adds a target's partials with a tree and writes `data + sum`. Integers add as `uint`
+/// work-group and target to scratch 1 (`[group][target]`), `af_scatter_sum` adds a target's
+/// partials with a tree over its lanes and writes `data + sum`. Integers add as `uint`
 /// (wrapping); float sums start from `-0.0`, the identity of `+`, so a target no source names
 /// keeps its data bit for bit.
 fn privatised(
@@ -396,24 +396,27 @@ void af_scatter_part(__global const {it} *idx, __global const {ty} *vals, __glob
         AddPlan::Atomic => unreachable!("the atomic plan is not privatised"),
     };
     source.push_str(&part);
+    let lanes = sum_lanes(groups);
+    let per = l / lanes;
     source.push_str(&format!(
         r#"
 {ENTRY_ATTR}
 void af_scatter_sum(__global const {ty} *data, __global const {acc} *part, __global {ty} *out) {{
   __local {acc} sh[{l}];
-  const uint l = get_local_id(0), t = get_group_id(0);
+  const uint l = get_local_id(0), r = l % {lanes}u;
+  const uint t = get_group_id(0) * {per}u + l / {lanes}u;
   {acc} a = {zero};
-  for (uint g = l; g < {groups}u; g += {l}u) a += part[(ulong)g * {t}UL + t];
+  if (t < {t}u) for (uint g = r; g < {groups}u; g += {lanes}u) a += part[(ulong)g * {t}UL + t];
   sh[l] = a;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint h = {half}u; h > 0u; h >>= 1) {{
-    if (l < h) sh[l] += sh[l + h];
+    if (r < h) sh[l] += sh[l + h];
     barrier(CLK_LOCAL_MEM_FENCE);
   }}
-  if (l == 0u) out[t] = {store}(({acc})data[t] + sh[0]);
+  if (r == 0u && t < {t}u) out[t] = {store}(({acc})data[t] + sh[l]);
 }}
 "#,
-        half = l / 2,
+        half = lanes / 2,
         store = if dtype == DType::I32 { "as_int" } else { "" },
     ));
     let el = dtype.size() as u64;
@@ -434,7 +437,7 @@ void af_scatter_sum(__global const {ty} *data, __global const {acc} *part, __glo
             pass(
                 "af_scatter_sum",
                 vec![BufArg::Input(0), BufArg::Scratch(1), BufArg::Output(0)],
-                t as u32,
+                t.div_ceil(per) as u32,
             ),
         ],
         fault: Some(0),

@@ -7,7 +7,7 @@
 //! negative i32 is out of range; an index out of range sets the fault word to 1. Each pass
 //! declares its own bindings (a buffer is atomic in one pass and plain in another).
 
-use super::{AddPlan, Geom, Kind, PART_LOCAL, parts};
+use super::{AddPlan, Geom, Kind, PART_LOCAL, parts, sum_lanes};
 use crate::intrinsics::wgsl::stride;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Unsupported};
@@ -251,8 +251,8 @@ impl Walk<'_> {
 }
 
 /// The privatised `scatter_add` (see [`AddPlan`] and `opencl.rs`): `af_scatter_part` writes one
-/// partial sum per work-group and target to scratch 1, `af_scatter_sum` (a work-group per
-/// target) adds them with a tree onto data. f32 sums start from `-0.0` (the identity of `+`);
+/// partial sum per work-group and target to scratch 1, `af_scatter_sum` adds them with a tree
+/// over each target's lanes onto data. f32 sums start from `-0.0` (the identity of `+`);
 /// the local plan adds f32 with a compare-and-swap on the bits in workgroup memory.
 fn privatised(dtype: DType, w: &Walk, t: usize, plan: AddPlan) -> Result<GpuPlan, Unsupported> {
     let ty = match dtype {
@@ -371,6 +371,8 @@ fn af_scatter_part(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workg
         }
         AddPlan::Atomic => unreachable!("the atomic plan is not privatised"),
     };
+    let lanes = sum_lanes(groups);
+    let per = l / lanes;
     let source = format!(
         "{part}
 @group(0) @binding(0) var<storage, read> q_data: array<{ty}>;
@@ -380,19 +382,22 @@ var<workgroup> q_sh: array<{ty}, {l}>;
 
 @compute @workgroup_size(256)
 fn af_scatter_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {{
-  let t = wid.x;
+  let r = l % {lanes}u;
+  let t = wid.x * {per}u + l / {lanes}u;
   var a: {ty} = {zero};
-  for (var g = l; g < {groups}u; g += {l}u) {{ a += q_part[g * {t}u + t]; }}
+  if (t < {t}u) {{
+    for (var g = r; g < {groups}u; g += {lanes}u) {{ a += q_part[g * {t}u + t]; }}
+  }}
   q_sh[l] = a;
   workgroupBarrier();
   for (var h = {half}u; h > 0u; h >>= 1u) {{
-    if (l < h) {{ q_sh[l] += q_sh[l + h]; }}
+    if (r < h) {{ q_sh[l] += q_sh[l + h]; }}
     workgroupBarrier();
   }}
-  if (l == 0u) {{ q_out[t] = q_data[t] + q_sh[0]; }}
+  if (r == 0u && t < {t}u) {{ q_out[t] = q_data[t] + q_sh[l]; }}
 }}
 ",
-        half = l / 2
+        half = lanes / 2
     );
     Ok(GpuPlan {
         source,
@@ -411,7 +416,7 @@ fn af_scatter_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
             pass(
                 "af_scatter_sum",
                 vec![BufArg::Input(0), BufArg::Scratch(1), BufArg::Output(0)],
-                t as u32,
+                t.div_ceil(per) as u32,
             ),
         ],
         fault: Some(0),
