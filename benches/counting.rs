@@ -8,6 +8,9 @@
 //! - **scatter_add**: 2^24 f32 values on [-1, 1) added into 2^16 bins at random u32 indices
 //!   (`out = base.scatter_add(idx, vals, 0)`). Peer: a rayon loop adding into an f32 partial
 //!   array per task, the partials then summed onto the base.
+//! - **scatter_add, k-means' shape**: 2^24 f32 values as 2^23 rows of 2 added into 8 rows of 2
+//!   (`base[8, 2].scatter_add(idx[2^23], vals[2^23, 2], 0)`: few targets, every one hit by
+//!   millions of sources). Same peer, on rows.
 //!
 //! Every result (arrayflow's and the peer's) is checked against a sequential oracle before it is
 //! timed: histogram counts exactly, scatter_add within `(k + 1) eps_f32 sum |terms|` of the f64
@@ -18,7 +21,8 @@
 //! loops, the median per iteration.
 //!
 //! Sizes: `COUNTING_HIST_LOG2` (default 27 on a device, 24 on the CPU), `COUNTING_HIST_BINS`
-//! (256), `COUNTING_SCATTER_LOG2` (24), `COUNTING_BINS_LOG2` (16). The table ends with one
+//! (256), `COUNTING_SCATTER_LOG2` (24, values of both scatter_add rows), `COUNTING_BINS_LOG2`
+//! (16), `COUNTING_FEW_BINS` (8) and `COUNTING_FEW_ROW` (2) for k-means' shape. The table ends with one
 //! `JSON {...}` line per row (the lead compares with `torch.histc` / `index_add_` on the GPU).
 //!
 //! ```sh
@@ -137,17 +141,28 @@ fn histogram_oracle(x: &[f32], e: &[f32]) -> Vec<u32> {
     h
 }
 
-/// The rayon peer: f32 partial sums per task, then summed onto the base.
-fn scatter_add_peer(base: &[f32], idx: &[u32], vals: &[f32]) -> Vec<f32> {
+/// The rayon peer: f32 partial sums per task, then summed onto the base (`row` values per
+/// index, landing on `row` consecutive elements of the base).
+fn scatter_add_peer(base: &[f32], idx: &[u32], vals: &[f32], row: usize) -> Vec<f32> {
     let bins = base.len();
     let part = idx
         .par_chunks(1 << 16)
-        .zip(vals.par_chunks(1 << 16))
+        .zip(vals.par_chunks(row << 16))
         .fold(
             || vec![0f32; bins],
             |mut acc, (i, v)| {
-                for (&i, &v) in i.iter().zip(v) {
-                    acc[i as usize] += v;
+                if row == 1 {
+                    for (&i, &v) in i.iter().zip(v) {
+                        acc[i as usize] += v;
+                    }
+                } else {
+                    for (&i, v) in i.iter().zip(v.chunks_exact(row)) {
+                        let t = i as usize * row;
+                        acc[t..t + row]
+                            .iter_mut()
+                            .zip(v)
+                            .for_each(|(a, &x)| *a += x);
+                    }
                 }
                 acc
             },
@@ -163,14 +178,15 @@ fn scatter_add_peer(base: &[f32], idx: &[u32], vals: &[f32]) -> Vec<f32> {
 }
 
 /// Checks a scatter_add result against the f64 sums: each bin within `(k + 1) eps sum |terms|`.
-fn check_scatter_add(got: &[f32], base: &[f32], idx: &[u32], vals: &[f32], who: &str) {
+fn check_scatter_add(got: &[f32], base: &[f32], idx: &[u32], vals: &[f32], row: usize, who: &str) {
     let mut sum: Vec<f64> = base.iter().map(|&b| b as f64).collect();
     let mut size: Vec<f64> = base.iter().map(|&b| (b as f64).abs()).collect();
     let mut terms = vec![1usize; base.len()];
-    for (&i, &v) in idx.iter().zip(vals) {
-        sum[i as usize] += v as f64;
-        size[i as usize] += (v as f64).abs();
-        terms[i as usize] += 1;
+    for (s, &v) in vals.iter().enumerate() {
+        let t = idx[s / row] as usize * row + s % row;
+        sum[t] += v as f64;
+        size[t] += (v as f64).abs();
+        terms[t] += 1;
     }
     for t in 0..base.len() {
         let bound = (terms[t] + 1) as f64 * f32::EPSILON as f64 * size[t];
@@ -250,29 +266,40 @@ fn main() {
         });
     }
 
-    // scatter_add.
-    {
-        let base = random_vec(sc_bins, 11, -1.0, 1.0);
-        let idx = random_indices(sc_n, 12, sc_bins as u32);
-        let vals = random_vec(sc_n, 13, -1.0, 1.0);
+    // scatter_add: many bins, and k-means' shape (few bins of `row` columns).
+    let (few, row) = (
+        env_num("COUNTING_FEW_BINS", 8),
+        env_num("COUNTING_FEW_ROW", 2).max(1),
+    );
+    for (bins, row) in [(sc_bins, 1), (few, row)] {
+        let n_idx = sc_n / row;
+        let base = random_vec(bins * row, 11, -1.0, 1.0);
+        let idx = random_indices(n_idx, 12, bins as u32);
+        let vals = random_vec(n_idx * row, 13, -1.0, 1.0);
         check_scatter_add(
-            &scatter_add_peer(&base, &idx, &vals),
+            &scatter_add_peer(&base, &idx, &vals, row),
             &base,
             &idx,
             &vals,
+            row,
             "rayon",
         );
+        let (dshape, vshape) = if row == 1 {
+            (vec![bins], vec![n_idx])
+        } else {
+            (vec![bins, row], vec![n_idx, row])
+        };
         let (b, i, v) = (
-            Array::from_vec(base.clone(), &[sc_bins]),
-            Array::from_vec(idx.clone(), &[sc_n]),
-            Array::from_vec(vals.clone(), &[sc_n]),
+            Array::from_vec(base.clone(), &dshape),
+            Array::from_vec(idx.clone(), &[n_idx]),
+            Array::from_vec(vals.clone(), &vshape),
         );
         for z in [&b, &v] {
             z.eval().unwrap();
         }
         i.eval().unwrap();
         let got = b.scatter_add(&i, &v, 0).to_vec().unwrap();
-        check_scatter_add(&got, &base, &idx, &vals, "arrayflow");
+        check_scatter_add(&got, &base, &idx, &vals, row, "arrayflow");
         let af = time_loop(target, |k| {
             for _ in 0..k {
                 b.scatter_add(&i, &v, 0).eval().unwrap();
@@ -280,13 +307,18 @@ fn main() {
         });
         let peer = time_loop(target, |k| {
             for _ in 0..k {
-                std::hint::black_box(scatter_add_peer(&base, &idx, &vals));
+                std::hint::black_box(scatter_add_peer(&base, &idx, &vals, row));
             }
         });
+        let into = if row == 1 {
+            label(bins)
+        } else {
+            format!("{bins} x {row}")
+        };
         rows.push(Row {
-            name: format!("scatter_add into {}", label(sc_bins)),
-            n: sc_n,
-            bytes: sc_n * 8 + sc_bins * 8,
+            name: format!("scatter_add into {into}"),
+            n: n_idx * row,
+            bytes: n_idx * (row + 1) * 4 + bins * row * 8,
             af,
             peer,
         });

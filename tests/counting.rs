@@ -143,6 +143,8 @@ fn histogram_f32_edges_and_bins() {
     histogram_case::<f32>(256, -3.0, 5.0, 20_000, 3);
     histogram_case::<f32>(10, 0.0, 1.0, 2000, 4);
     histogram_case::<f32>(5000, -1e3, 1e3, 12_000, 5);
+    // Few bins, many work-groups: counts per thread on a GPU.
+    histogram_case::<f32>(8, -2.0, 2.0, 70_000, 6);
 }
 
 #[test]
@@ -174,7 +176,15 @@ fn histogram_of_computed_values_and_any_shape() {
 fn bincount_counts_each_value() {
     let _one = SERIAL.lock();
     let mut r = rng(21);
-    for (n, length) in [(1usize, 1usize), (3000, 10), (9000, 5000), (500, 256)] {
+    for (n, length) in [
+        (1usize, 1usize),
+        (3000, 10),
+        (9000, 5000),
+        (500, 256),
+        // Few bins, many work-groups: counts per thread on a GPU.
+        (70_000, 1),
+        (70_000, 8),
+    ] {
         let v: Vec<u32> = (0..n).map(|_| r.random_range(0..length as u32)).collect();
         let mut want = vec![0u32; length];
         for &x in &v {

@@ -2,15 +2,17 @@
 //! this file on the CPU, OpenCL, wgpu, the tile VM alone and under comparison mode), against
 //! plain-Rust loops on seeded random data with many duplicate indices: every element type, i32
 //! and u32 indices, every axis of 1- to 3-D arrays, sizes that cross work-groups and the CPU's
-//! chunked path, computed (fused) inputs and broadcast values.
+//! chunked path, `scatter_add` of many sources into few targets (k-means' shape: a GPU's
+//! privatised sums) and into more than a work-group holds (atomic adds), computed (fused) inputs
+//! and broadcast values.
 //!
 //! Oracles: the replacing forms apply the sources in order onto a copy (the last duplicate wins)
 //! and are compared exactly (floats bit for bit, NaN as NaN). `scatter_add` sums each target in
 //! f64 (integers wrap): integers are exact; a float element may differ from the exact sum by
 //! `(k + 1) eps_T sum |terms|` for its `k` added terms (a GPU adds in the element type in any
 //! order). Errors: an index out of range fails the read (naming this file), a shape or axis that
-//! does not fit is an error at the call's line in this file. On a device executor, f32 calls
-//! must run on the device (no CPU fallback).
+//! does not fit is an error at the call's line in this file. On a device executor, f32, i32 and
+//! u32 calls must run on the device (no CPU fallback).
 
 mod common;
 
@@ -281,13 +283,13 @@ fn check<T: Case>(got: &[T], want: &[T], size: &[f64], terms: &[usize], what: &s
     assert!(bad.is_empty(), "{what}: mismatch:\n  {}", bad.join("\n  "));
 }
 
-/// Runs `f` and asserts that a device executor ran its f32 work on the device.
+/// Runs `f` and asserts that a device executor ran its f32, i32 and u32 work on the device.
 fn on_the_device<T: Element>(what: &str, f: impl FnOnce()) {
     let before = Runtime::stats();
     f();
     let st = Runtime::stats().since(&before);
     let device = !matches!(Runtime::backend(), Backend::Cpu);
-    if device && T::DTYPE == DType::F32 {
+    if device && matches!(T::DTYPE, DType::F32 | DType::I32 | DType::U32) {
         assert_eq!(
             st.device.fallbacks, 0,
             "{what}: ran on the CPU: {:?}",
@@ -404,6 +406,9 @@ fn long_calls_cross_work_groups() {
     long::<f64>(Form::Add, 40_000, 1_000, 32);
     long::<i32>(Form::Add, 3_000, 700, 33);
     long::<u32>(Form::Add, 40_000, 1_000, 34);
+    // Past the targets a work-group holds in local memory: atomic adds into the output.
+    long::<f32>(Form::Add, 12_000, 5_000, 37);
+    long::<u32>(Form::Add, 12_000, 5_000, 38);
     long::<f32>(Form::Replace, 5_000, 300, 35);
     long::<i32>(Form::Along, 5_000, 300, 36);
 }
@@ -436,6 +441,61 @@ fn scatter_add_of_many_rows_and_columns() {
         &terms,
         "scatter_add [64, 9, 5] axis 1",
     );
+}
+
+/// `scatter_add` of `n` rows of `row` values into `k` rows of data (k-means' shape: data
+/// `[k, row]`, values `[n, row]`, axis 0), with targets that no source names (their data, -0.0
+/// among it, kept bit for bit).
+fn few_targets<T: Case>(k: usize, row: usize, n: usize, seed: u64) {
+    let _one = SERIAL.lock();
+    let mut r = rng(seed);
+    // Rows 0 and k - 1 of a k > 2 are never named.
+    let named = if k > 2 { 1..k - 1 } else { 0..k };
+    let c = Call {
+        dshape: vec![k, row],
+        ishape: vec![n],
+        axis: 0,
+        idx: (0..n).map(|_| r.random_range(named.clone())).collect(),
+    };
+    let mut data = T::random(&mut r, k * row, false);
+    if k > 2 {
+        data[0] = T::from_acc(-0.0);
+    }
+    let vshape = c.vshape(Form::Add);
+    let vals = T::random(&mut r, numel(&vshape), false);
+    let (want, size, terms) = oracle(&c, Form::Add, &data, &vals);
+    let what = format!("scatter_add {:?}: {n} rows of {row} into {k}", T::DTYPE);
+    on_the_device::<T>(&what, || {
+        let a = Array::from_slice(&data, &c.dshape);
+        let v = Array::from_slice(&vals, &vshape);
+        // Both index types on the CPU; on a device (a program per type), by the seed's parity.
+        // `check` compares targets without terms bit for bit.
+        if !on_device() || seed.is_multiple_of(2) {
+            let iu: Vec<u32> = c.idx.iter().map(|&i| i as u32).collect();
+            let got = read(&T::add(&a, &Array::from_slice(&iu, &c.ishape), &v, 0));
+            check(&got, &want, &size, &terms, &format!("{what}, u32"));
+        }
+        if !on_device() || !seed.is_multiple_of(2) {
+            let ii: Vec<i32> = c.idx.iter().map(|&i| i as i32).collect();
+            let got = read(&T::add(&a, &Array::from_slice(&ii, &c.ishape), &v, 0));
+            check(&got, &want, &size, &terms, &format!("{what}, i32"));
+        }
+    });
+}
+
+#[test]
+fn scatter_add_into_few_targets() {
+    // Many sources per target (2^16 rows: many work-groups): privatised sums on a GPU.
+    let n = 1 << 16;
+    few_targets::<f32>(1, 1, n, 51);
+    few_targets::<f32>(3, 3, n, 52);
+    few_targets::<f32>(8, 2, n, 53);
+    few_targets::<i32>(8, 2, n, 54);
+    few_targets::<u32>(3, 1, n, 55);
+    few_targets::<f64>(8, 2, 5_000, 56);
+    // 40 targets: sums in local memory on a GPU.
+    few_targets::<f32>(20, 2, 20_000, 57);
+    few_targets::<i32>(40, 1, 20_000, 58);
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! `histogram` (how many floats fall in each of `bins` bins between `bins + 1` edges). Their
 //! checks, reference, conditioning and cost, and their kernels (`cpu.rs`: per-chunk counts added
 //! together; `opencl.rs`, `wgsl.rs`: a pass that zeroes the counts, then one where each
-//! work-group counts into local (workgroup) atomic counters and adds them to the global counts
-//! with one atomic add per non-zero bin; past 4096 bins the threads add to the global counts).
+//! work-group counts into local (workgroup) atomic counters, or with at most 16 bins each thread
+//! into its own registers (added by a tree), and adds them to the global counts with one atomic
+//! add per non-zero bin; past 4096 bins the threads add to the global counts).
 //!
 //! Both count over all elements of the input, whatever its shape, into a `u32` array.
 //!

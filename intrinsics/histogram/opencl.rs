@@ -1,8 +1,10 @@
 //! Counting on OpenCL, two passes of one program: `af_count_zero` zeroes the counts, then
-//! `af_count` walks the input with a grid-stride loop. With at most [`LOCAL_BINS`] bins each
-//! work-group counts into `__local` counters (`atomic_inc`) and adds each non-zero one to the
-//! global counts (`atomic_add`) at its end, with a bounded number of work-groups so that the
-//! global adds stay few; with more bins the threads add to the global counts directly.
+//! `af_count` walks the input with a grid-stride loop. With at most [`PRIVATE_BINS`] bins each
+//! thread counts in registers and a tree in `__local` memory adds the threads' counts; with at
+//! most [`LOCAL_BINS`] each work-group counts into `__local` counters (`atomic_inc`). Either
+//! adds each non-zero count to the global counts (`atomic_add`) at its end, with a bounded number
+//! of work-groups so that the global adds stay few; with more bins the threads add to the global
+//! counts directly.
 //! `bincount` sets the fault word (scratch 0) for a value out of range; `histogram` bins as
 //! `mod.rs` says (a guess, settled by comparisons with the edges, input 1).
 
@@ -18,6 +20,25 @@ pub const LOCAL_BINS: usize = 4096;
 pub const MAX_COUNT_GROUPS: u64 = 1024;
 /// Elements a thread of a locally counting pass takes at least.
 pub const PER_THREAD: u64 = 16;
+/// Most bins a thread counts in its own registers (a tree in local memory then adds the threads'
+/// counts: no local atomics, which collide when 256 threads count into a handful of bins).
+pub const PRIVATE_BINS: usize = 16;
+
+/// The tree that adds `n` per-thread values `sh[j * 256 + l]` (`j < n`, `l` the thread) into
+/// `sh[j * 256]`, ending with a barrier (OpenCL C; `local` threads, a power of two).
+fn tree_c(n: usize, local: u32) -> String {
+    format!(
+        "barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint h = {half}u; h > 0u; h >>= 1) {{
+    for (uint w = l; w < {n}u * h; w += {local}u) {{
+      const uint j = w / h, x = w - j * h;
+      sh[j * {local}u + x] += sh[j * {local}u + x + h];
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}",
+        half = local / 2
+    )
+}
 
 /// The bin of `x` (in `b`, a `uint`) from `edges`, `bins`, `e0`, `e1` and `scale` in scope.
 pub fn bin_code(bins: usize, ty: &str) -> String {
@@ -92,7 +113,43 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     let threads = count_groups.max(1) as u64 * LOCAL as u64;
     let trips = n.div_ceil(threads);
     let mut source = crate::intrinsics::scatter::opencl_head(t);
-    let counting = if local {
+    let private = bins > 0 && bins <= PRIVATE_BINS;
+    let counting = if private {
+        let regs: Vec<String> = (0..bins).map(|b| format!("c{b} = 0u")).collect();
+        let incs: String = (0..bins)
+            .map(|b| format!(" c{b} += (b) == {b}u ? 1u : 0u;"))
+            .collect();
+        let store: String = (0..bins)
+            .map(|b| format!("  sh[{}u + l] = c{b};\n", b * LOCAL as usize))
+            .collect();
+        let tree = tree_c(bins, LOCAL);
+        format!(
+            r#"
+#define AF_COUNT(b) {{{incs} }}
+{ENTRY_ATTR}
+void af_count({args}) {{
+  __local uint sh[{shn}];
+  const uint l = get_local_id(0);
+  uint {regs};
+  {head}
+  for (uint k = 0u; k < {trips}u; k++) {{
+    const ulong i = get_global_id(0) + (ulong)k * {threads}UL;
+    if (i < {n}UL) {{
+      {body}
+    }}
+  }}
+{store}  {tree}
+  if (l < {bins}u) {{
+    const uint c = sh[l * {LOCAL}u];
+    if (c != 0u) atomic_add(&counts[l], c);
+  }}
+  {tail}
+}}
+"#,
+            shn = bins * LOCAL as usize,
+            regs = regs.join(", "),
+        )
+    } else if local {
         format!(
             r#"
 #define AF_COUNT(b) atomic_inc(&lh[b])

@@ -1,11 +1,12 @@
-//! Counting in WGSL, the passes of `opencl.rs`: `af_count_zero`, then `af_count` with
-//! workgroup `atomic<u32>` counters (at most [`LOCAL_BINS`] bins, a bounded number of
-//! work-groups) added to the global counts at the end, or global atomics past that. A NaN is
+//! Counting in WGSL, the passes of `opencl.rs`: `af_count_zero`, then `af_count` with counts in
+//! each thread's registers added by a tree in workgroup memory (at most [`PRIVATE_BINS`] bins)
+//! or workgroup `atomic<u32>` counters (at most [`LOCAL_BINS`]), on a bounded number of
+//! work-groups, added to the global counts at the end, or global atomics past that. A NaN is
 //! recognised from its bits (WGSL lets an implementation assume there are none), so it is never
 //! counted whatever the device does with its comparisons. Values of i32 are read as u32, so a
 //! negative one is out of range (`bincount` sets the fault word).
 
-use super::opencl::{LOCAL_BINS, MAX_COUNT_GROUPS, PER_THREAD};
+use super::opencl::{LOCAL_BINS, MAX_COUNT_GROUPS, PER_THREAD, PRIVATE_BINS};
 use crate::intrinsics::wgsl::stride;
 use crate::ir::{DType, Intrinsic};
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Unsupported};
@@ -35,7 +36,13 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
     } else {
         groups_for(n)
     };
-    let add = if local {
+    let private = bins > 0 && bins <= PRIVATE_BINS;
+    let incs: String = (0..bins.min(PRIVATE_BINS))
+        .map(|b| format!(" c{b} += select(0u, 1u, b == {b}u);"))
+        .collect();
+    let add = if private {
+        incs.as_str()
+    } else if local {
         "atomicAdd(&k_local[b], 1u);"
     } else {
         "atomicAdd(&k_counts[b], 1u);"
@@ -89,7 +96,42 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
     let s = stride(count_groups);
     // The same trip count for every thread (as on OpenCL, see `opencl.rs`).
     let trips = n.div_ceil(s as usize);
-    let counting = if local {
+    let counting = if private {
+        let regs: String = (0..bins).map(|b| format!("  var c{b} = 0u;\n")).collect();
+        let store: String = (0..bins)
+            .map(|b| format!("  k_sh[{}u + lid] = c{b};\n", b * LOCAL as usize))
+            .collect();
+        format!(
+            "var<workgroup> k_sh: array<u32, {shn}>;
+
+@compute @workgroup_size({LOCAL})
+fn af_count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+{regs}  {head}
+  for (var k = 0u; k < {trips}u; k++) {{
+    let i = gid.x + k * {s}u;
+    if (i < {n}u) {{
+      {body}
+    }}
+  }}
+{store}  workgroupBarrier();
+  for (var h = {half}u; h > 0u; h >>= 1u) {{
+    for (var w = lid; w < {bins}u * h; w += {LOCAL}u) {{
+      let j = w / h;
+      let x = w - j * h;
+      k_sh[j * {LOCAL}u + x] += k_sh[j * {LOCAL}u + x + h];
+    }}
+    workgroupBarrier();
+  }}
+  if (lid < {bins}u) {{
+    let c = k_sh[lid * {LOCAL}u];
+    if (c != 0u) {{ atomicAdd(&k_counts[lid], c); }}
+  }}
+}}
+",
+            shn = bins * LOCAL as usize,
+            half = LOCAL / 2,
+        )
+    } else if local {
         format!(
             "var<workgroup> k_local: array<atomic<u32>, {bins}>;
 

@@ -35,7 +35,10 @@ impl Idx for u32 {
 /// of an f64 one, which made the chunked path twice as fast).
 trait Acc: Copy + Send + Sync {
     type W: Copy + Send + Sync;
-    type P: Copy + Send + Sync + Default;
+    type P: Copy + Send + Sync;
+    /// The empty partial sum: `-0.0` for floats (the identity of `+`, so a target no source of
+    /// a chunk names keeps its data's sign of zero), 0 for integers.
+    const ZERO: Self::P;
     fn wide(self) -> Self::W;
     fn part(self) -> Self::P;
     fn add(a: Self::W, b: Self::W) -> Self::W;
@@ -44,10 +47,11 @@ trait Acc: Copy + Send + Sync {
     fn narrow(a: Self::W) -> Self;
 }
 macro_rules! acc {
-    ($t:ty, $w:ty, $add:expr) => {
+    ($t:ty, $w:ty, $zero:expr, $add:expr) => {
         impl Acc for $t {
             type W = $w;
             type P = $t;
+            const ZERO: $t = $zero;
             fn wide(self) -> $w {
                 self as $w
             }
@@ -69,10 +73,10 @@ macro_rules! acc {
         }
     };
 }
-acc!(f32, f64, |a: f64, b: f64| a + b);
-acc!(f64, f64, |a: f64, b: f64| a + b);
-acc!(i32, i32, |a: i32, b: i32| a.wrapping_add(b));
-acc!(u32, u32, |a: u32, b: u32| a.wrapping_add(b));
+acc!(f32, f64, -0.0, |a: f64, b: f64| a + b);
+acc!(f64, f64, -0.0, |a: f64, b: f64| a + b);
+acc!(i32, i32, 0, |a: i32, b: i32| a.wrapping_add(b));
+acc!(u32, u32, 0, |a: u32, b: u32| a.wrapping_add(b));
 
 /// Most source chunks one row of `scatter_add` is cut into (fixed, so results do not depend on
 /// the machine).
@@ -223,7 +227,7 @@ fn add<T: Acc, I: Idx>(g: &Geom, idx: &[I], data: &[T], vals: &[T], out: &mut [T
         let partials: Vec<Vec<T::P>> = (0..chunks)
             .into_par_iter()
             .map(|c| {
-                let mut acc = vec![T::P::default(); row_len];
+                let mut acc = vec![T::ZERO; row_len];
                 let (lo, hi) = (c * per, ((c + 1) * per).min(g.ni));
                 if post == 1 && lo < hi {
                     // One value per index: walk both slices together.

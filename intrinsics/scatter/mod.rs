@@ -2,8 +2,8 @@
 //! (`index_add`: duplicates accumulate) and NumPy's `put_along_axis` (replace, one index per
 //! value). Their checks, reference, conditioning and cost, and their kernels (`cpu.rs`: checked
 //! loops, parallel over independent rows or over fixed chunks of sources; `opencl.rs`, `wgsl.rs`:
-//! a copy pass, then a claim pass and a write pass for the replacing forms or one pass of atomic
-//! adds for `scatter_add`).
+//! a copy pass, then a claim pass and a write pass for the replacing forms; for `scatter_add`
+//! privatised sums into few targets or atomic adds into many, see [`AddPlan`]).
 //!
 //! Every form reads data, indices (i32 or u32) and values, and writes a copy of data in which
 //! each value lands at its index. A source element is `(p, j, q)`: `p` runs over the axes of data
@@ -17,9 +17,11 @@
 //! first compute, per target, the largest source position that names it (an atomic max) and
 //! then let only that source write. `scatter_add` adds every duplicate: integers wrap (exact on
 //! every executor); floats accumulate in f64 on the CPU, in a fixed order (a long row's fixed
-//! chunks of sources first add in the element type), and with atomic adds in the element type in
-//! an unspecified order on a GPU, so float sums with duplicates may differ in the last bits
-//! between executors (and between runs on a GPU). An index out of range (negative, or past the axis) fails the program, as
+//! chunks of sources first add in the element type), and in the element type on a GPU: into
+//! at most [`PRIVATE_TARGETS`] targets in a fixed order (per thread, then trees over a
+//! work-group and over the work-groups: the same bits on every run), into more in an unspecified
+//! order (local or global atomic adds). So float sums with duplicates may differ in the last
+//! bits between executors (and between runs on a GPU with many targets). An index out of range (negative, or past the axis) fails the program, as
 //! gather's does (no negative indices from the end).
 
 mod cpu;
@@ -121,6 +123,79 @@ impl Geom {
         let post = self.post.max(1);
         let p = s / (self.ni * post).max(1);
         (p * self.dim + i) * post + s % post
+    }
+}
+
+/// Most output elements (targets) a `scatter_add` keeps per thread in registers on a GPU.
+pub(crate) const PRIVATE_TARGETS: usize = 32;
+/// Local (workgroup) memory the privatised `scatter_add` passes use, in 4-byte words (16 KiB,
+/// WebGPU's default limit).
+pub(crate) const LOCAL_WORDS: usize = 4096;
+/// Most copies of the targets one work-group keeps in local memory (lanes use copy `lane % C`,
+/// so neighbouring threads seldom update the same word).
+const MAX_COPIES: usize = 8;
+/// Most work-groups of a privatised `scatter_add` pass.
+const MAX_PART_GROUPS: usize = 1024;
+/// Fewest sources a thread of a privatised pass takes (fewer groups, fewer partials).
+const PART_PER_THREAD: usize = 16;
+/// Most partial sums (work-groups x targets) a privatised pass writes.
+const PART_BUDGET: usize = 1 << 20;
+
+/// How a GPU runs `scatter_add`, chosen by the number of targets (data elements) `n_out`.
+/// Few targets make atomic adds into the output collide (every thread retries a
+/// compare-and-swap on one of a handful of words), so those calls are privatised: each
+/// work-group sums its sources per target on its own, writes one partial per target to a scratch
+/// buffer, and a second pass adds the partials (in a fixed tree order) onto data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddPlan {
+    /// Each thread keeps a sum per target in registers (at most [`PRIVATE_TARGETS`]), the
+    /// work-group adds them with a tree in local memory, `chunk` targets at a time: no atomics,
+    /// and the result is the same on every run.
+    Private { groups: u32, chunk: usize },
+    /// Each work-group adds into `copies` copies of the targets in local memory (local atomics:
+    /// integer adds, a compare-and-swap on the bits for floats), then sums the copies.
+    Local { groups: u32, copies: usize },
+    /// Atomic adds into the output (many targets: collisions are rare).
+    Atomic,
+}
+
+/// Threads per work-group of the privatised passes (the targets' `LOCAL`, 256 on both).
+pub(crate) const PART_LOCAL: usize = 256;
+
+/// Threads that add one target's `groups` partials in the second pass (a power of two, at most
+/// a work-group: a work-group sums `PART_LOCAL / lanes` targets, each with a tree over its
+/// lanes, so few partials cost few barriers).
+pub(crate) fn sum_lanes(groups: u32) -> usize {
+    (groups.max(1) as usize).next_power_of_two().min(PART_LOCAL)
+}
+
+impl AddPlan {
+    /// The plan for `g` with elements of `el` bytes (the scratch partials have that size).
+    pub(crate) fn of(g: &Geom, el: usize) -> AddPlan {
+        let (t, n_check) = (g.n_out(), g.n_src().max(g.n_idx));
+        let words = el.div_ceil(4);
+        let part_groups = |cap: usize| {
+            n_check
+                .div_ceil(PART_LOCAL * PART_PER_THREAD)
+                .clamp(1, cap.max(1)) as u32
+        };
+        // The loop index of a pass (u32 on WGSL) must not overflow past the last source.
+        let fits = n_check + MAX_PART_GROUPS * PART_LOCAL < u32::MAX as usize;
+        if t == 0 || !fits {
+            AddPlan::Atomic
+        } else if t <= PRIVATE_TARGETS {
+            AddPlan::Private {
+                groups: part_groups(MAX_PART_GROUPS),
+                chunk: t.min(LOCAL_WORDS / PART_LOCAL / words),
+            }
+        } else if t * words <= LOCAL_WORDS {
+            AddPlan::Local {
+                groups: part_groups(MAX_PART_GROUPS.min(PART_BUDGET / t)),
+                copies: (LOCAL_WORDS / (t * words)).min(MAX_COPIES),
+            }
+        } else {
+            AddPlan::Atomic
+        }
     }
 }
 
@@ -361,5 +436,60 @@ impl IntrinsicDef for ScatterDef {
 
     fn wgsl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
         wgsl::render(call)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(data: &[usize], idx: &[usize], el: usize) -> AddPlan {
+        AddPlan::of(&Geom::new(data, idx, 0, Kind::Add), el)
+    }
+
+    #[test]
+    fn add_plans_by_target_count() {
+        // k-means' shape: 8 clusters of 2 coordinates, 2^23 points.
+        assert_eq!(
+            plan(&[8, 2], &[1 << 23], 4),
+            AddPlan::Private {
+                groups: 1024,
+                chunk: 16
+            }
+        );
+        // f64 reduces 8 targets at a time (16 KiB of local memory).
+        assert_eq!(
+            plan(&[32], &[100], 8),
+            AddPlan::Private {
+                groups: 1,
+                chunk: 8
+            }
+        );
+        assert_eq!(
+            plan(&[1000], &[40_000], 4),
+            AddPlan::Local {
+                groups: 10,
+                copies: 4
+            }
+        );
+        assert_eq!(
+            plan(&[4096], &[1 << 24], 4),
+            AddPlan::Local {
+                groups: 256,
+                copies: 1
+            }
+        );
+        assert_eq!(
+            plan(&[2048], &[10], 8),
+            AddPlan::Local {
+                groups: 1,
+                copies: 1
+            }
+        );
+        assert_eq!(plan(&[4097], &[1 << 24], 4), AddPlan::Atomic);
+        assert_eq!(plan(&[1 << 16], &[1 << 24], 4), AddPlan::Atomic);
+        // No targets, or sources past 32-bit positions: atomic adds (today's plan).
+        assert_eq!(plan(&[0], &[5], 4), AddPlan::Atomic);
+        assert_eq!(plan(&[8], &[u32::MAX as usize - 8], 4), AddPlan::Atomic);
     }
 }
