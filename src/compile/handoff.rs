@@ -63,17 +63,24 @@ impl Inner {
 
     /// Submits `s` to the execution scheduler (waiting for capacity first: flow control), then
     /// schedules its comparison checks and releases its dropped buffers. The only caller of
-    /// `Scheduler::submit`.
+    /// `Scheduler::submit_small`, whose branch for small sequences (the small-step fast path)
+    /// runs them on this thread.
     pub(crate) fn hand_off(&self, s: Submission) {
         tracing::trace!(target: "arrayflow::jit", origin = ?s.origin, programs = s.seq.programs.len(), "hand-off");
         if !s.seq.programs.is_empty() {
             self.flow.acquire(s.seq.programs.len());
-            self.sched.submit(Instance {
+            // The small-step fast path: a small sequence runs on this thread when nothing else is
+            // outstanding and no device executor runs (`Scheduler::submit_small` decides the
+            // rest). Not in comparison mode, whose checks read the results on the checker thread.
+            let inline = s.checks.is_empty()
+                && !self.compare_on.load(std::sync::atomic::Ordering::Relaxed);
+            let inst = Instance {
                 seq: s.seq,
                 bindings: s.bindings,
                 params: s.params,
                 started: s.started,
-            });
+            };
+            self.sched.submit_small(inst, inline);
         }
         for (buf, check) in s.checks {
             self.schedule_check(buf, check);
