@@ -131,7 +131,6 @@ fn a_fault_in_an_inline_program_reads_as_the_same_error() {
     assert_eq!(small_later, large_later);
     assert_eq!(small.failed_programs, large.failed_programs);
     assert!(small.failed_programs >= 1, "{small:?}");
-    assert_eq!(small.kernels_launched, large.kernels_launched);
     assert_eq!(large.inline_runs, 0, "{large:?}");
     if inline_possible() {
         assert!(small.inline_runs >= 3, "{small:?}");
