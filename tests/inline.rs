@@ -138,3 +138,32 @@ fn a_fault_in_an_inline_program_reads_as_the_same_error() {
         assert_eq!(small.inline_runs, 0, "{small:?}");
     }
 }
+
+#[test]
+fn a_queue_flushed_at_its_threshold_runs_in_the_background() {
+    let _g = SERIAL.lock();
+    let threshold = Runtime::config().queue_threshold;
+    let mut r = common::rng(3);
+    let x0 = common::rand_f64(&mut r, 64, -1.0, 1.0);
+    let mut x = Array::from_slice(&x0, &[64]);
+    Runtime::execute();
+    let before = Runtime::stats();
+    let steps = 2 * threshold + 3;
+    for _ in 0..steps {
+        x = &x * 0.999 + 0.001;
+    }
+    let s = Runtime::stats().since(&before);
+    assert!(s.flushes.threshold >= 2, "{s:?}");
+    assert_eq!(s.inline_runs, 0, "{s:?}");
+    // The read that follows is small and runs inline.
+    let out = x.to_vec().unwrap();
+    let s = Runtime::stats().since(&before);
+    assert_eq!(s.inline_runs, u64::from(inline_possible()), "{s:?}");
+    for (o, x0) in out.iter().zip(&x0) {
+        let mut want = *x0;
+        for _ in 0..steps {
+            want = want * 0.999 + 0.001;
+        }
+        assert!((o - want).abs() <= 1e-12, "{o} vs {want}");
+    }
+}

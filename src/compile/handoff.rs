@@ -71,8 +71,16 @@ impl Inner {
             self.flow.acquire(s.seq.programs.len());
             // The small-step fast path: a small sequence runs on this thread when nothing else is
             // outstanding and no device executor runs (`Scheduler::submit_small` decides the
-            // rest). Not in comparison mode, whose checks read the results on the checker thread.
-            let inline = s.checks.is_empty()
+            // rest). Not for a long queue flushed at its threshold (the application records on
+            // while the executor runs it: its kernels are long, whatever their size) or a hint
+            // (asked to start in the background); not in comparison mode, whose checks read the
+            // results on the checker thread.
+            let background = matches!(
+                s.origin,
+                Origin::Flush(FlushReason::Threshold | FlushReason::Hint)
+            );
+            let inline = !background
+                && s.checks.is_empty()
                 && !self.compare_on.load(std::sync::atomic::Ordering::Relaxed);
             let inst = Instance {
                 seq: s.seq,
