@@ -16,7 +16,10 @@ fn inline_possible() -> bool {
     !common::on_device() && !common::comparison_mode()
 }
 
-const STEPS: usize = 40;
+/// Steps of the loops (few in comparison mode, which interprets every op again).
+fn steps() -> usize {
+    if common::comparison_mode() { 3 } else { 30 }
+}
 const SMALL: usize = 3000;
 /// More elements than the fast path takes (`INLINE_MAX_ELEMENTS` is 2^16).
 const LARGE: usize = (1 << 17) + 5;
@@ -28,8 +31,8 @@ fn particles(x0: &[f64], v0: &[f64]) -> (Vec<f64>, Vec<f64>, Stats) {
     let mut v = Array::from_slice(v0, &[n]);
     Runtime::execute();
     let before = Runtime::stats();
-    let mut energies = Vec::with_capacity(STEPS);
-    for _ in 0..STEPS {
+    let mut energies = Vec::with_capacity(steps());
+    for _ in 0..steps() {
         let a = &x * -0.5 - &v * 0.01;
         v = &v + a * 0.01;
         x = &x + &v * 0.01;
@@ -42,8 +45,8 @@ fn particles(x0: &[f64], v0: &[f64]) -> (Vec<f64>, Vec<f64>, Stats) {
 /// The same steps in plain Rust, sums accumulated in f64 (the values are f64).
 fn particles_oracle(x0: &[f64], v0: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let (mut x, mut v) = (x0.to_vec(), v0.to_vec());
-    let mut energies = Vec::with_capacity(STEPS);
-    for _ in 0..STEPS {
+    let mut energies = Vec::with_capacity(steps());
+    for _ in 0..steps() {
         let mut e = 0.0;
         for i in 0..x.len() {
             let a = x[i] * -0.5 - v[i] * 0.01;
@@ -75,7 +78,7 @@ fn a_small_step_loop_runs_inline_and_a_large_one_does_not_with_the_same_counts()
     assert_eq!(large.inline_runs, 0, "{large:?}");
     if inline_possible() {
         // Every step's flush (at its read) runs inline.
-        assert!(small.inline_runs >= STEPS as u64, "{small:?}");
+        assert!(small.inline_runs >= steps() as u64, "{small:?}");
     } else {
         assert_eq!(small.inline_runs, 0, "{small:?}");
     }
@@ -89,7 +92,7 @@ fn a_small_step_loop_runs_inline_and_a_large_one_does_not_with_the_same_counts()
         large.buffers_allocated + large.buffers_reused
     );
     assert_eq!(small.failed_programs, 0);
-    assert!(small.kernels_launched >= STEPS as u64, "{small:?}");
+    assert!(small.kernels_launched >= steps() as u64, "{small:?}");
 }
 
 /// `a / b` with a zero divisor at `zero`, then a dependent result read, then a later read of a
@@ -129,7 +132,10 @@ fn a_fault_in_an_inline_program_reads_as_the_same_error() {
     // Same sites, same messages, whichever thread ran the failing program.
     assert_eq!(small_first, large_first);
     assert_eq!(small_later, large_later);
-    assert_eq!(small.failed_programs, large.failed_programs);
+    if !common::comparison_mode() {
+        // (Comparison mode's checks plan the two sizes' reads differently.)
+        assert_eq!(small.failed_programs, large.failed_programs);
+    }
     assert!(small.failed_programs >= 1, "{small:?}");
     assert_eq!(large.inline_runs, 0, "{large:?}");
     if inline_possible() {

@@ -248,10 +248,9 @@ impl Scheduler {
             cpu,
         });
         let thread_shared = shared.clone();
-        let thread = super::lifetime::spawn("arrayflow-scheduler", move || {
-            run(&thread_shared, spin)
-        })
-        .expect("arrayflow: cannot start the scheduler thread");
+        let thread =
+            super::lifetime::spawn("arrayflow-scheduler", move || run(&thread_shared, spin))
+                .expect("arrayflow: cannot start the scheduler thread");
         Scheduler {
             tx,
             shared,
@@ -752,11 +751,14 @@ impl SchedulerLoop {
         let Some(exec) = run.first().map(|t| t.exec) else {
             return;
         };
-        self.to_exec(exec, if run.len() == 1 {
-            ExecMsg::ComputeData(run.pop().unwrap())
-        } else {
-            ExecMsg::ComputeSequential(run)
-        });
+        self.to_exec(
+            exec,
+            if run.len() == 1 {
+                ExecMsg::ComputeData(run.pop().unwrap())
+            } else {
+                ExecMsg::ComputeSequential(run)
+            },
+        );
     }
 
     /// Changes a buffer's status and retries the tasks and reads waiting on it.

@@ -123,7 +123,11 @@ pub(crate) struct CpuLoop {
 
 impl CpuLoop {
     /// Handles one message; `done` receives a finished task's result. `false` on `Shutdown`.
-    pub(crate) fn handle(&mut self, msg: ExecMsg, done: &mut dyn FnMut(u64, Result<(), Error>)) -> bool {
+    pub(crate) fn handle(
+        &mut self,
+        msg: ExecMsg,
+        done: &mut dyn FnMut(u64, Result<(), Error>),
+    ) -> bool {
         if super::lifetime::stopping() && !matches!(msg, ExecMsg::Shutdown) {
             // The process is exiting: queued work is dropped, not run.
             return true;
