@@ -463,7 +463,7 @@ impl SchedulerLoop {
     }
 
     /// Sends `msg` to executor `e`; during a synchronous call the CPU executor's are held back.
-    fn to_exec(&mut self, e: usize, msg: ExecMsg) {
+    fn send_exec(&mut self, e: usize, msg: ExecMsg) {
         if e == 0 {
             if let Some(local) = &mut self.local {
                 local.push(msg);
@@ -492,7 +492,7 @@ impl SchedulerLoop {
             if !here {
                 let local = self.local.take();
                 for m in msgs {
-                    self.to_exec(0, m);
+                    self.send_exec(0, m);
                 }
                 self.local = local;
                 return;
@@ -523,7 +523,7 @@ impl SchedulerLoop {
                 Counters::add(&self.counters.bytes_uploaded, data.bytes() as u64);
                 self.buffers
                     .insert(buf, BufState::new(Status::Ready, bit(0)));
-                self.to_exec(
+                self.send_exec(
                     0,
                     ExecMsg::MoveDataIn {
                         buf,
@@ -689,7 +689,7 @@ impl SchedulerLoop {
         }
         for &b in &outputs {
             if let Some(ptr) = self.buffers.get(&b).and_then(|s| s.external) {
-                self.to_exec(exec, ExecMsg::BindExternal { buf: b, ptr });
+                self.send_exec(exec, ExecMsg::BindExternal { buf: b, ptr });
             }
         }
         batch.push(task);
@@ -703,7 +703,7 @@ impl SchedulerLoop {
         let s = self.buffers.get_mut(&b).expect("moved buffers are known");
         s.moving |= bit(to);
         let from = holder(s.on);
-        self.to_exec(from, ExecMsg::Export { buf: b, to });
+        self.send_exec(from, ExecMsg::Export { buf: b, to });
     }
 
     /// Data moved for executor `to` arrived: hand it over, then retry the tasks waiting for it.
@@ -721,7 +721,7 @@ impl SchedulerLoop {
                     Counters::add(&self.counters.device.bytes_to_device, bytes);
                 }
                 s.on |= bit(to);
-                self.to_exec(to, ExecMsg::MoveDataIn { buf: b, data });
+                self.send_exec(to, ExecMsg::MoveDataIn { buf: b, data });
             }
             Err(e) => s.status = Status::Invalid(e),
         }
@@ -751,7 +751,7 @@ impl SchedulerLoop {
         let Some(exec) = run.first().map(|t| t.exec) else {
             return;
         };
-        self.to_exec(
+        self.send_exec(
             exec,
             if run.len() == 1 {
                 ExecMsg::ComputeData(run.pop().unwrap())
@@ -850,7 +850,7 @@ impl SchedulerLoop {
             // there now and is served right after the program (a failure is reported there
             // too). Saves the executor's round trip through this thread on every small read.
             Some(s) if matches!(s.status, Status::InFlight(0)) && s.external.is_none() => {
-                self.to_exec(0, ExecMsg::MoveDataOut { buf: b, reply });
+                self.send_exec(0, ExecMsg::MoveDataOut { buf: b, reply });
             }
             Some(s) if matches!(s.status, Status::Unwritten | Status::InFlight(_)) => {
                 s.reads.push(reply)
@@ -867,7 +867,7 @@ impl SchedulerLoop {
             }
             _ => {
                 let from = holder(s.on);
-                self.to_exec(from, ExecMsg::MoveDataOut { buf: b, reply });
+                self.send_exec(from, ExecMsg::MoveDataOut { buf: b, reply });
             }
         }
     }
@@ -892,7 +892,7 @@ impl SchedulerLoop {
             self.buffers.remove(&b);
             for i in 0..self.execs.len() {
                 if on & bit(i) != 0 {
-                    self.to_exec(i, ExecMsg::Free(b));
+                    self.send_exec(i, ExecMsg::Free(b));
                 }
             }
         }
