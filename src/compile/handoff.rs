@@ -7,6 +7,11 @@
 //! with its buffers, parameter values, why it runs ([`Origin`]) and when its generation started:
 //! comparison mode's after-computation checks are attached here, and this is where a profiler or a
 //! debugger observes (or holds) the work of the application.
+//!
+//! **The small-step fast path** (issue 17) is a branch of the hand-off: a small sequence, with
+//! nothing else outstanding and no device executor, runs to completion on this thread
+//! (`Scheduler::submit_small`, counted in `Stats::inline_runs`), through the scheduler's and the
+//! CPU executor's own code, so the read that follows is served here without a thread hand-off.
 
 use super::FlushReason;
 use super::state::Inner;
