@@ -27,6 +27,7 @@ pub struct Counters {
     pub bytes_uploaded: AtomicU64,
     pub bytes_downloaded: AtomicU64,
     pub failed_programs: AtomicU64,
+    pub inline_runs: AtomicU64,
     pub trace_hits: AtomicU64,
     pub trace_misses: AtomicU64,
     pub trace_insertions: AtomicU64,

@@ -7,6 +7,11 @@
 //! with its buffers, parameter values, why it runs ([`Origin`]) and when its generation started:
 //! comparison mode's after-computation checks are attached here, and this is where a profiler or a
 //! debugger observes (or holds) the work of the application.
+//!
+//! **The small-step fast path** (issue 17) is a branch of the hand-off: a small sequence, with
+//! nothing else outstanding and no device executor, runs to completion on this thread
+//! (`Scheduler::submit_small`, counted in `Stats::inline_runs`), through the scheduler's and the
+//! CPU executor's own code, so the read that follows is served here without a thread hand-off.
 
 use super::FlushReason;
 use super::state::Inner;
@@ -63,17 +68,32 @@ impl Inner {
 
     /// Submits `s` to the execution scheduler (waiting for capacity first: flow control), then
     /// schedules its comparison checks and releases its dropped buffers. The only caller of
-    /// `Scheduler::submit`.
+    /// `Scheduler::submit_small`, whose branch for small sequences (the small-step fast path)
+    /// runs them on this thread.
     pub(crate) fn hand_off(&self, s: Submission) {
         tracing::trace!(target: "arrayflow::jit", origin = ?s.origin, programs = s.seq.programs.len(), "hand-off");
         if !s.seq.programs.is_empty() {
             self.flow.acquire(s.seq.programs.len());
-            self.sched.submit(Instance {
+            // The small-step fast path: a small sequence runs on this thread when nothing else is
+            // outstanding and no device executor runs (`Scheduler::submit_small` decides the
+            // rest). Not for a long queue flushed at its threshold (the application records on
+            // while the executor runs it: its kernels are long, whatever their size) or a hint
+            // (asked to start in the background); not in comparison mode, whose checks read the
+            // results on the checker thread.
+            let background = matches!(
+                s.origin,
+                Origin::Flush(FlushReason::Threshold | FlushReason::Hint)
+            );
+            let inline = !background
+                && s.checks.is_empty()
+                && !self.compare_on.load(std::sync::atomic::Ordering::Relaxed);
+            let inst = Instance {
                 seq: s.seq,
                 bindings: s.bindings,
                 params: s.params,
                 started: s.started,
-            });
+            };
+            self.sched.submit_small(inst, inline);
         }
         for (buf, check) in s.checks {
             self.schedule_check(buf, check);

@@ -4,6 +4,22 @@
 //! program to an executor (the chosen device, or the CPU where the device cannot run it), moves data
 //! between executors when a program needs it elsewhere, serves reads, frees released buffers, and
 //! propagates failures so every result of a failed program reads as invalid.
+//!
+//! **Synchronous calls.** The scheduler's state ([`SchedulerLoop`]) sits behind a mutex with its
+//! message queue. The thread waits until a message is queued, takes the state, and handles every
+//! queued message in order. When the runtime has no device executor, the application's own
+//! messages (submissions, reads, releases, uploads, waits) are handled on the calling thread
+//! instead ([`Scheduler::send`]): it takes the state, handles what is queued before its message,
+//! then its message, so the order is the queue's either way and there is one implementation of
+//! each. Messages for the CPU executor made during such a call are held back, and run on the
+//! calling thread (under the CPU executor's own state lock, its queue first) when the CPU
+//! executor's thread has no task of its own; otherwise they are queued to it in order.
+//!
+//! **The small-step fast path** (issue 17) is a branch of this: [`Scheduler::submit_small`] runs
+//! a sequence of at most [`INLINE_MAX_ELEMENTS`] elements entirely on the calling thread when
+//! nothing else is outstanding, with the very code the threads run (launch, the CPU executor's
+//! compute, completion), so buffer states, failures, counters and flow control end as they would
+//! have; the read that follows finds its buffer ready and is served on the same thread.
 
 use super::FlowControl;
 use super::wait::Spin;
@@ -168,9 +184,24 @@ fn holder(on: u32) -> usize {
     }
 }
 
+/// Most elements (summed over a sequence's kernels: each fused kernel's domain, each intrinsic's
+/// inputs and output) that [`Scheduler::submit_small`] runs on the calling thread. Below this a
+/// kernel takes a few µs, less than a hand-off between threads.
+pub const INLINE_MAX_ELEMENTS: usize = 1 << 16;
+
+/// The scheduler's state and message queue, shared by its thread and synchronous calls.
+struct Shared {
+    rx: Receiver<SchedMsg>,
+    state: parking_lot::Mutex<SchedulerLoop>,
+    cpu: Arc<super::cpu::CpuShared>,
+}
+
 /// Handle the application side uses to talk to the scheduler thread.
 pub struct Scheduler {
     tx: Sender<SchedMsg>,
+    shared: Arc<Shared>,
+    /// The application's messages are handled on the calling thread (no device executor).
+    sync: bool,
     next_buffer: AtomicU64,
     thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
     device: Option<super::device::DeviceInfo>,
@@ -188,7 +219,8 @@ impl Scheduler {
         limits: super::gpu::Limits,
     ) -> Scheduler {
         let (tx, rx) = unbounded();
-        let mut executors = vec![super::cpu::CpuExecutor::start(tx.clone(), counters.clone())];
+        let (cpu_handle, cpu) = super::cpu::CpuExecutor::start(tx.clone(), counters.clone());
+        let mut executors = vec![cpu_handle];
         let mut started = None;
         // The device executor's threads, the scheduler and the application's waits spin before
         // blocking only while a device executor runs.
@@ -209,12 +241,20 @@ impl Scheduler {
                 }
             }
         }
-        let thread = super::lifetime::spawn("arrayflow-scheduler", move || {
-            SchedulerLoop::new(executors, counters, flow).run(rx, spin)
-        })
-        .expect("arrayflow: cannot start the scheduler thread");
+        let sync = executors.len() == 1;
+        let shared = Arc::new(Shared {
+            rx,
+            state: parking_lot::Mutex::new(SchedulerLoop::new(executors, counters, flow)),
+            cpu,
+        });
+        let thread_shared = shared.clone();
+        let thread =
+            super::lifetime::spawn("arrayflow-scheduler", move || run(&thread_shared, spin))
+                .expect("arrayflow: cannot start the scheduler thread");
         Scheduler {
             tx,
+            shared,
+            sync,
             spin,
             next_buffer: AtomicU64::new(1),
             thread: parking_lot::Mutex::new(Some(thread)),
@@ -230,9 +270,51 @@ impl Scheduler {
     pub fn new_buffer(&self) -> BufferId {
         BufferId(self.next_buffer.fetch_add(1, Ordering::Relaxed))
     }
+    /// Hands `msg` to the scheduler: handled on the calling thread when the runtime has no
+    /// device executor (see "Synchronous calls"), else queued to the scheduler's thread.
     pub(crate) fn send(&self, msg: SchedMsg) {
-        // The scheduler thread only stops at process exit; a send error then is harmless.
-        let _ = self.tx.send(msg);
+        if self.sync {
+            self.call(|st| (st.handle(msg), false));
+        } else {
+            // The scheduler thread only stops at process exit; a send error then is harmless.
+            let _ = self.tx.send(msg);
+        }
+    }
+
+    /// A synchronous call: takes the state, handles the queued messages, runs `f`, then settles
+    /// the CPU executor's held-back messages (running its tasks here only if `f` says so).
+    fn call<R>(&self, f: impl FnOnce(&mut SchedulerLoop) -> (R, bool)) -> R {
+        let mut st = self.shared.state.lock();
+        st.local = Some(Vec::new());
+        let stopped = st.stopped;
+        st.drain(&self.shared.rx);
+        let (r, computes) = f(&mut st);
+        st.settle(&self.shared.cpu, computes);
+        st.local = None;
+        if st.stopped && !stopped {
+            // This call took the thread's stop message: queue it again for the thread.
+            let _ = self.tx.send(SchedMsg::Shutdown);
+        }
+        r
+    }
+
+    /// Submits `inst`, running it to completion on the calling thread (the small-step fast path)
+    /// when `inline` allows it, the runtime has no device executor, nothing submitted before is
+    /// still outstanding, and its kernels cover at most [`INLINE_MAX_ELEMENTS`] elements.
+    /// Returns whether it ran here.
+    pub fn submit_small(&self, inst: Instance, inline: bool) -> bool {
+        if !(inline && self.sync && inline_size(&inst.seq) <= INLINE_MAX_ELEMENTS) {
+            self.submit(inst);
+            return false;
+        }
+        self.call(|st| {
+            let idle = st.tasks.is_empty();
+            if idle {
+                Counters::add(&st.counters.inline_runs, 1);
+            }
+            st.submit(inst);
+            (idle, idle)
+        })
     }
     pub fn upload(&self, buf: BufferId, data: TypedVec) {
         self.send(SchedMsg::Upload { buf, data });
@@ -270,6 +352,7 @@ impl Scheduler {
         })
     }
     /// Stops the scheduler thread (which stops the executors) and waits for it; at process exit.
+    /// Queued to the thread, never handled by a synchronous call.
     pub(crate) fn stop(&self) {
         let _ = self.tx.send(SchedMsg::Shutdown);
         if let Some(t) = self.thread.lock().take() {
@@ -290,9 +373,56 @@ impl Drop for Scheduler {
     }
 }
 
+/// The scheduler's thread: waits for a message (without taking it), then takes the state and
+/// handles everything queued; at the stop message, stops the executors.
+fn run(shared: &Shared, spin: Spin) {
+    loop {
+        spin.ready(&shared.rx);
+        let mut st = shared.state.lock();
+        st.drain(&shared.rx);
+        if st.stopped {
+            for e in &st.execs {
+                e.send(ExecMsg::Shutdown);
+            }
+            return;
+        }
+    }
+}
+
+/// Elements a sequence's kernels cover, for [`INLINE_MAX_ELEMENTS`].
+fn inline_size(seq: &ProgramSequence) -> usize {
+    seq.programs
+        .iter()
+        .map(|p| match &*p.kernel {
+            Kernel::Fused(k) => k.domain.len(),
+            Kernel::Intrinsic(c) => {
+                c.out_shape.iter().product::<usize>()
+                    + c.in_shapes
+                        .iter()
+                        .map(|s| s.iter().product::<usize>())
+                        .sum::<usize>()
+            }
+        })
+        .sum()
+}
+
+/// Whether an executor message runs tasks.
+fn runs_tasks(msg: &ExecMsg) -> bool {
+    matches!(
+        msg,
+        ExecMsg::ComputeData(_) | ExecMsg::ComputeSequential(_) | ExecMsg::RerunOnCpu(_)
+    )
+}
+
 struct SchedulerLoop {
     /// Executor 0 is the CPU; executor 1, when present, the device programs go to first.
     execs: Vec<ExecHandle>,
+    /// During a synchronous call: the CPU executor's messages, held back until the call settles.
+    local: Option<Vec<ExecMsg>>,
+    /// Tasks queued to the CPU executor's thread whose completion is not yet handled.
+    cpu_thread_tasks: usize,
+    /// The stop message was handled.
+    stopped: bool,
     counters: Arc<Counters>,
     flow: Arc<FlowControl>,
     buffers: AHashMap<BufferId, BufState>,
@@ -308,6 +438,9 @@ impl SchedulerLoop {
     fn new(execs: Vec<ExecHandle>, counters: Arc<Counters>, flow: Arc<FlowControl>) -> Self {
         SchedulerLoop {
             execs,
+            local: None,
+            cpu_thread_tasks: 0,
+            stopped: false,
             counters,
             flow,
             buffers: AHashMap::new(),
@@ -318,66 +451,135 @@ impl SchedulerLoop {
         }
     }
 
-    fn run(mut self, rx: Receiver<SchedMsg>, spin: Spin) {
-        while let Ok(msg) = spin.recv(&rx) {
-            match msg {
-                SchedMsg::Upload { buf, data } => {
-                    Counters::add(&self.counters.bytes_uploaded, data.bytes() as u64);
-                    self.buffers
-                        .insert(buf, BufState::new(Status::Ready, bit(0)));
-                    self.execs[0].send(ExecMsg::MoveDataIn {
-                        buf,
-                        data: Arc::new(data),
-                    });
-                }
-                SchedMsg::Submit(inst) => self.submit(inst),
-                SchedMsg::Read { buf, reply } => self.read(buf, reply),
-                SchedMsg::BindExternal { buf, ptr } => {
-                    let mut s = BufState::new(Status::Unwritten, 0);
-                    s.external = Some(ptr);
-                    self.buffers.insert(buf, s);
-                }
-                SchedMsg::Poison { buf, error } => {
-                    self.buffers
-                        .insert(buf, BufState::new(Status::Invalid(error), 0));
-                }
-                SchedMsg::Wait { buf, reply } => match self.buffers.get_mut(&buf) {
-                    None => {
-                        let _ = reply.send(Err(Error::new(
-                            ErrorKind::Runtime,
-                            "wait on a buffer the runtime does not know",
-                        )));
-                    }
-                    Some(s) => match &s.status {
-                        Status::Ready => {
-                            let _ = reply.send(Ok(()));
-                        }
-                        Status::Invalid(e) => {
-                            let _ = reply.send(Err(e.clone()));
-                        }
-                        _ => s.waits.push(reply),
-                    },
-                },
-                SchedMsg::Release(buf) => {
-                    if let Some(s) = self.buffers.get_mut(&buf) {
-                        s.released = true;
-                    }
-                    self.maybe_free(buf);
-                }
-                SchedMsg::Barrier(reply) => {
-                    if self.tasks.is_empty() {
-                        let _ = reply.send(());
-                    } else {
-                        self.barriers.push(reply);
-                    }
-                }
-                SchedMsg::Done { task, result } => self.done(task, result),
-                SchedMsg::Exported { buf, to, data } => self.arrived(buf, to, data),
-                SchedMsg::Shutdown => break,
+    /// Handles every queued message, in order, until the queue is empty or the stop message.
+    fn drain(&mut self, rx: &Receiver<SchedMsg>) {
+        while !self.stopped {
+            match rx.try_recv() {
+                Ok(msg) => self.handle(msg),
+                Err(crossbeam_channel::TryRecvError::Empty) => return,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => self.stopped = true,
             }
         }
-        for e in &self.execs {
-            e.send(ExecMsg::Shutdown);
+    }
+
+    /// Sends `msg` to executor `e`; during a synchronous call the CPU executor's are held back.
+    fn send_exec(&mut self, e: usize, msg: ExecMsg) {
+        if e == 0 {
+            if let Some(local) = &mut self.local {
+                local.push(msg);
+                return;
+            }
+            self.cpu_thread_tasks += match &msg {
+                ExecMsg::ComputeData(_) | ExecMsg::RerunOnCpu(_) => 1,
+                ExecMsg::ComputeSequential(v) => v.len(),
+                _ => 0,
+            };
+        }
+        self.execs[e].send(msg);
+    }
+
+    /// The end of a synchronous call: the CPU executor's held-back messages run here, after its
+    /// queue, when its thread has no task (and `computes` allows tasks to run here); the tasks'
+    /// completions are handled at once, and what they release or launch settles the same way.
+    /// Otherwise the messages are queued to its thread in order.
+    fn settle(&mut self, cpu: &super::cpu::CpuShared, computes: bool) {
+        loop {
+            let msgs = std::mem::take(self.local.as_mut().expect("inside a synchronous call"));
+            if msgs.is_empty() {
+                return;
+            }
+            let here = self.cpu_thread_tasks == 0 && (computes || !msgs.iter().any(runs_tasks));
+            if !here {
+                let local = self.local.take();
+                for m in msgs {
+                    self.send_exec(0, m);
+                }
+                self.local = local;
+                return;
+            }
+            let mut results = Vec::new();
+            {
+                let mut done = |task, result| results.push((task, result));
+                let mut c = cpu.state.lock();
+                let mut live = cpu.drain(&mut c, &mut done);
+                for m in msgs {
+                    live = live && c.handle(m, &mut done);
+                }
+                if !live {
+                    // This call took the executor's stop message: queue it again for its thread.
+                    self.execs[0].send(ExecMsg::Shutdown);
+                }
+            }
+            for (task, result) in results {
+                self.done(task, result);
+            }
+        }
+    }
+
+    /// Handles one message (on the thread or in a synchronous call).
+    fn handle(&mut self, msg: SchedMsg) {
+        match msg {
+            SchedMsg::Upload { buf, data } => {
+                Counters::add(&self.counters.bytes_uploaded, data.bytes() as u64);
+                self.buffers
+                    .insert(buf, BufState::new(Status::Ready, bit(0)));
+                self.send_exec(
+                    0,
+                    ExecMsg::MoveDataIn {
+                        buf,
+                        data: Arc::new(data),
+                    },
+                );
+            }
+            SchedMsg::Submit(inst) => self.submit(inst),
+            SchedMsg::Read { buf, reply } => self.read(buf, reply),
+            SchedMsg::BindExternal { buf, ptr } => {
+                let mut s = BufState::new(Status::Unwritten, 0);
+                s.external = Some(ptr);
+                self.buffers.insert(buf, s);
+            }
+            SchedMsg::Poison { buf, error } => {
+                self.buffers
+                    .insert(buf, BufState::new(Status::Invalid(error), 0));
+            }
+            SchedMsg::Wait { buf, reply } => match self.buffers.get_mut(&buf) {
+                None => {
+                    let _ = reply.send(Err(Error::new(
+                        ErrorKind::Runtime,
+                        "wait on a buffer the runtime does not know",
+                    )));
+                }
+                Some(s) => match &s.status {
+                    Status::Ready => {
+                        let _ = reply.send(Ok(()));
+                    }
+                    Status::Invalid(e) => {
+                        let _ = reply.send(Err(e.clone()));
+                    }
+                    _ => s.waits.push(reply),
+                },
+            },
+            SchedMsg::Release(buf) => {
+                if let Some(s) = self.buffers.get_mut(&buf) {
+                    s.released = true;
+                }
+                self.maybe_free(buf);
+            }
+            SchedMsg::Barrier(reply) => {
+                if self.tasks.is_empty() {
+                    let _ = reply.send(());
+                } else {
+                    self.barriers.push(reply);
+                }
+            }
+            SchedMsg::Done { task, result } => {
+                if self.tasks.get(&task).is_some_and(|t| t.exec == 0) {
+                    self.cpu_thread_tasks -= 1;
+                }
+                self.done(task, result)
+            }
+            SchedMsg::Exported { buf, to, data } => self.arrived(buf, to, data),
+            SchedMsg::Shutdown => self.stopped = true,
         }
     }
 
@@ -471,7 +673,7 @@ impl SchedulerLoop {
             self.pending.entry(b).or_default().push(id);
             return;
         }
-        let task = &self.tasks[&id];
+        let task = self.tasks[&id].clone();
         let outputs = task.outputs.clone();
         match &*task.program.kernel {
             Kernel::Fused(k) => {
@@ -487,10 +689,10 @@ impl SchedulerLoop {
         }
         for &b in &outputs {
             if let Some(ptr) = self.buffers.get(&b).and_then(|s| s.external) {
-                self.execs[exec].send(ExecMsg::BindExternal { buf: b, ptr });
+                self.send_exec(exec, ExecMsg::BindExternal { buf: b, ptr });
             }
         }
-        batch.push(task.clone());
+        batch.push(task);
         for b in outputs {
             self.set_status(b, Status::InFlight(exec), batch);
         }
@@ -500,7 +702,8 @@ impl SchedulerLoop {
     fn start_move(&mut self, b: BufferId, to: usize) {
         let s = self.buffers.get_mut(&b).expect("moved buffers are known");
         s.moving |= bit(to);
-        self.execs[holder(s.on)].send(ExecMsg::Export { buf: b, to });
+        let from = holder(s.on);
+        self.send_exec(from, ExecMsg::Export { buf: b, to });
     }
 
     /// Data moved for executor `to` arrived: hand it over, then retry the tasks waiting for it.
@@ -518,7 +721,7 @@ impl SchedulerLoop {
                     Counters::add(&self.counters.device.bytes_to_device, bytes);
                 }
                 s.on |= bit(to);
-                self.execs[to].send(ExecMsg::MoveDataIn { buf: b, data });
+                self.send_exec(to, ExecMsg::MoveDataIn { buf: b, data });
             }
             Err(e) => s.status = Status::Invalid(e),
         }
@@ -544,15 +747,18 @@ impl SchedulerLoop {
         self.send_run(run);
     }
 
-    fn send_run(&self, mut run: Vec<Task>) {
+    fn send_run(&mut self, mut run: Vec<Task>) {
         let Some(exec) = run.first().map(|t| t.exec) else {
             return;
         };
-        self.execs[exec].send(if run.len() == 1 {
-            ExecMsg::ComputeData(run.pop().unwrap())
-        } else {
-            ExecMsg::ComputeSequential(run)
-        });
+        self.send_exec(
+            exec,
+            if run.len() == 1 {
+                ExecMsg::ComputeData(run.pop().unwrap())
+            } else {
+                ExecMsg::ComputeSequential(run)
+            },
+        );
     }
 
     /// Changes a buffer's status and retries the tasks and reads waiting on it.
@@ -644,7 +850,7 @@ impl SchedulerLoop {
             // there now and is served right after the program (a failure is reported there
             // too). Saves the executor's round trip through this thread on every small read.
             Some(s) if matches!(s.status, Status::InFlight(0)) && s.external.is_none() => {
-                self.execs[0].send(ExecMsg::MoveDataOut { buf: b, reply });
+                self.send_exec(0, ExecMsg::MoveDataOut { buf: b, reply });
             }
             Some(s) if matches!(s.status, Status::Unwritten | Status::InFlight(_)) => {
                 s.reads.push(reply)
@@ -661,7 +867,7 @@ impl SchedulerLoop {
             }
             _ => {
                 let from = holder(s.on);
-                self.execs[from].send(ExecMsg::MoveDataOut { buf: b, reply });
+                self.send_exec(from, ExecMsg::MoveDataOut { buf: b, reply });
             }
         }
     }
@@ -684,9 +890,9 @@ impl SchedulerLoop {
         if s.released && idle && (done || in_order != 0) {
             let on = s.on | in_order;
             self.buffers.remove(&b);
-            for (i, e) in self.execs.iter().enumerate() {
+            for i in 0..self.execs.len() {
                 if on & bit(i) != 0 {
-                    e.send(ExecMsg::Free(b));
+                    self.send_exec(i, ExecMsg::Free(b));
                 }
             }
         }

@@ -78,6 +78,19 @@ impl Spin {
         }
     }
 
+    /// Waits until `rx` holds a message (or is disconnected) without taking it, spinning for the
+    /// budget before blocking: the thread then takes the state the queue belongs to and handles
+    /// the messages itself, or finds that a synchronous call already did (`scheduler.rs`,
+    /// "Synchronous calls"). May return early; callers check the queue again.
+    pub fn ready<T>(self, rx: &Receiver<T>) {
+        if self.until(|| !rx.is_empty()) {
+            return;
+        }
+        let mut sel = crossbeam_channel::Select::new();
+        sel.recv(rx);
+        sel.ready();
+    }
+
     /// Receives from `rx`, spinning on it for the budget before blocking.
     pub fn recv<T>(self, rx: &Receiver<T>) -> Result<T, RecvError> {
         let mut got = None;
@@ -94,6 +107,11 @@ impl Spin {
         });
         got.unwrap_or_else(|| rx.recv())
     }
+}
+
+/// [`Spin::ready`] without spinning.
+pub fn ready<T>(rx: &Receiver<T>) {
+    Spin::OFF.ready(rx)
 }
 
 #[cfg(test)]

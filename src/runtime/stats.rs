@@ -50,6 +50,9 @@ pub struct Stats {
     pub bytes_downloaded: u64,
     /// Programs that failed (their results are invalid).
     pub failed_programs: u64,
+    /// Program sequences run on the application's thread (the small-step fast path: a small
+    /// sequence with nothing else outstanding, on a runtime without a device executor).
+    pub inline_runs: u64,
     /// Fused kernels compiled to native code by the CPU's C compiler (not found in the disk cache).
     pub native_compiles: u64,
     /// Fused kernels run as native code rather than on the tile VM.
@@ -179,6 +182,7 @@ impl Counters {
             bytes_uploaded: self.bytes_uploaded.load(Relaxed),
             bytes_downloaded: self.bytes_downloaded.load(Relaxed),
             failed_programs: self.failed_programs.load(Relaxed),
+            inline_runs: self.inline_runs.load(Relaxed),
             native_compiles: crate::exec::cpu::native::COMPILED.load(Relaxed),
             native_launches: crate::exec::cpu::native::LAUNCHES.load(Relaxed),
             trace: CacheStats {
@@ -244,6 +248,7 @@ impl Stats {
             bytes_uploaded: self.bytes_uploaded - earlier.bytes_uploaded,
             bytes_downloaded: self.bytes_downloaded - earlier.bytes_downloaded,
             failed_programs: self.failed_programs - earlier.failed_programs,
+            inline_runs: self.inline_runs - earlier.inline_runs,
             native_compiles: self.native_compiles - earlier.native_compiles,
             native_launches: self.native_launches - earlier.native_launches,
             trace: self.trace.since(&earlier.trace),

@@ -1,6 +1,8 @@
 //! The CPU executor (the seed's 900-2) on its own thread: holds buffers in host memory, allocates
 //! outputs from a pool of released buffers, runs fused kernels on the tile VM and intrinsics from the
-//! intrinsic library, and reports each task's completion to the scheduler.
+//! intrinsic library, and reports each task's completion to the scheduler. Its state is shared
+//! ([`CpuShared`]): the scheduler's synchronous calls on the application's thread run the same
+//! message handling when the executor is idle (the small-step fast path).
 
 pub mod fault;
 mod index;
@@ -18,6 +20,7 @@ use crate::error::{Error, ErrorKind};
 use crate::proggen::sequence::Kernel;
 use ahash::AHashMap;
 use crossbeam_channel::{Receiver, Sender, unbounded};
+use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// Bytes of released buffers the pool keeps for reuse.
@@ -25,31 +28,85 @@ const POOL_LIMIT: usize = 1 << 30;
 
 pub struct CpuExecutor;
 
+/// The CPU executor's state and its message queue, shared by its thread and the scheduler's
+/// synchronous calls (`scheduler.rs`, "Synchronous calls"): whoever holds `state` takes the
+/// messages from `rx` and handles them in order, so the application's thread can run a small
+/// program (or serve a read) with the very code the executor's thread runs.
+pub(crate) struct CpuShared {
+    pub(crate) rx: Receiver<ExecMsg>,
+    pub(crate) state: Mutex<CpuLoop>,
+}
+
+impl CpuShared {
+    /// Handles every queued message (the caller holds `state`); `done` receives each finished
+    /// task's result. Returns `false` once the executor is told to stop.
+    pub(crate) fn drain(
+        &self,
+        st: &mut CpuLoop,
+        done: &mut dyn FnMut(u64, Result<(), Error>),
+    ) -> bool {
+        loop {
+            match self.rx.try_recv() {
+                Ok(msg) => {
+                    if !st.handle(msg, done) {
+                        return false;
+                    }
+                }
+                Err(crossbeam_channel::TryRecvError::Empty) => return true,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => return false,
+            }
+        }
+    }
+}
+
 impl CpuExecutor {
-    pub(crate) fn start(sched: Sender<SchedMsg>, counters: Arc<Counters>) -> ExecHandle {
+    /// Starts the executor's thread; returns the scheduler's handle and the shared state.
+    pub(crate) fn start(
+        sched: Sender<SchedMsg>,
+        counters: Arc<Counters>,
+    ) -> (ExecHandle, Arc<CpuShared>) {
         let (tx, rx) = unbounded();
-        super::lifetime::spawn("arrayflow-cpu", move || {
-            CpuLoop {
-                sched,
+        let shared = Arc::new(CpuShared {
+            rx,
+            state: Mutex::new(CpuLoop {
+                sched: sched.clone(),
                 counters,
                 store: AHashMap::new(),
                 failed: AHashMap::new(),
                 external: AHashMap::new(),
                 foreign: Default::default(),
                 pool: BufferPool::new(POOL_LIMIT),
-            }
-            .run(rx)
-        })
-        .expect("arrayflow: cannot start the CPU executor thread");
-        ExecHandle {
+            }),
+        });
+        let thread_shared = shared.clone();
+        super::lifetime::spawn("arrayflow-cpu", move || run(&thread_shared, &sched))
+            .expect("arrayflow: cannot start the CPU executor thread");
+        let handle = ExecHandle {
             tx,
             caps: Caps { fp64: true },
             name: format!("cpu ({} threads)", rayon::current_num_threads()),
+        };
+        (handle, shared)
+    }
+}
+
+/// The executor's thread: waits for a message (without taking it), then takes the state and
+/// handles everything queued, reporting each finished task to the scheduler.
+fn run(shared: &CpuShared, sched: &Sender<SchedMsg>) {
+    let mut done = |task, result| {
+        let _ = sched.send(SchedMsg::Done { task, result });
+    };
+    loop {
+        super::wait::ready(&shared.rx);
+        let mut st = shared.state.lock();
+        if !shared.drain(&mut st, &mut done) {
+            break;
         }
     }
 }
 
-struct CpuLoop {
+/// The CPU executor's state: its buffers, failures and pool.
+pub(crate) struct CpuLoop {
     sched: Sender<SchedMsg>,
     counters: Arc<Counters>,
     store: AHashMap<BufferId, Arc<TypedVec>>,
@@ -65,79 +122,79 @@ struct CpuLoop {
 }
 
 impl CpuLoop {
-    fn run(mut self, rx: Receiver<ExecMsg>) {
-        while let Ok(msg) = rx.recv() {
-            if super::lifetime::stopping() && !matches!(msg, ExecMsg::Shutdown) {
-                // The process is exiting: queued work is dropped, not run.
-                continue;
-            }
-            match msg {
-                ExecMsg::MoveDataIn { buf, data } => {
-                    // Data from outside (an upload, a copy from a device): freed, not pooled.
-                    self.foreign.insert(buf);
-                    self.store.insert(buf, data);
-                }
-                ExecMsg::Export { buf, to } => {
-                    let data = match (self.store.get(&buf), self.failed.get(&buf)) {
-                        (_, Some(e)) => Err(e.clone()),
-                        (Some(v), None) => Ok(v.clone()),
-                        (None, None) => Err(Error::new(
-                            ErrorKind::Runtime,
-                            "the CPU executor has no such buffer",
-                        )),
-                    };
-                    let _ = self.sched.send(SchedMsg::Exported { buf, to, data });
-                }
-                ExecMsg::ComputeData(task) => self.compute(task),
-                ExecMsg::ComputeSequential(tasks) => {
-                    tasks.into_iter().for_each(|t| self.compute(t))
-                }
-                ExecMsg::MoveDataOut { buf, reply } => {
-                    let r = match (self.store.get(&buf), self.failed.get(&buf)) {
-                        (_, Some(e)) => Err(e.clone()),
-                        (Some(v), None) => {
-                            Counters::add(&self.counters.bytes_downloaded, v.bytes() as u64);
-                            Ok(v.clone())
-                        }
-                        (None, None) => Err(Error::new(
-                            ErrorKind::Runtime,
-                            "the CPU executor has no such buffer",
-                        )),
-                    };
-                    let _ = reply.send(r);
-                }
-                ExecMsg::BindExternal { buf, ptr } => {
-                    self.external
-                        .insert(buf, slices::OutPtr::from_raw(ptr.dtype, ptr.ptr));
-                }
-                ExecMsg::Free(buf) => {
-                    self.failed.remove(&buf);
-                    self.external.remove(&buf);
-                    let foreign = self.foreign.remove(&buf);
-                    if let Some(v) = self.store.remove(&buf)
-                        && !foreign
-                        && let Ok(v) = Arc::try_unwrap(v)
-                    {
-                        self.pool.give(v);
-                    }
-                }
-                ExecMsg::RerunOnCpu(task) => self.compute(task),
-                ExecMsg::Shutdown => break,
-            }
+    /// Handles one message; `done` receives a finished task's result. `false` on `Shutdown`.
+    pub(crate) fn handle(
+        &mut self,
+        msg: ExecMsg,
+        done: &mut dyn FnMut(u64, Result<(), Error>),
+    ) -> bool {
+        if super::lifetime::stopping() && !matches!(msg, ExecMsg::Shutdown) {
+            // The process is exiting: queued work is dropped, not run.
+            return true;
         }
+        match msg {
+            ExecMsg::MoveDataIn { buf, data } => {
+                // Data from outside (an upload, a copy from a device): freed, not pooled.
+                self.foreign.insert(buf);
+                self.store.insert(buf, data);
+            }
+            ExecMsg::Export { buf, to } => {
+                let data = match (self.store.get(&buf), self.failed.get(&buf)) {
+                    (_, Some(e)) => Err(e.clone()),
+                    (Some(v), None) => Ok(v.clone()),
+                    (None, None) => Err(Error::new(
+                        ErrorKind::Runtime,
+                        "the CPU executor has no such buffer",
+                    )),
+                };
+                let _ = self.sched.send(SchedMsg::Exported { buf, to, data });
+            }
+            ExecMsg::ComputeData(task) | ExecMsg::RerunOnCpu(task) => self.compute(task, done),
+            ExecMsg::ComputeSequential(tasks) => {
+                tasks.into_iter().for_each(|t| self.compute(t, done))
+            }
+            ExecMsg::MoveDataOut { buf, reply } => {
+                let r = match (self.store.get(&buf), self.failed.get(&buf)) {
+                    (_, Some(e)) => Err(e.clone()),
+                    (Some(v), None) => {
+                        Counters::add(&self.counters.bytes_downloaded, v.bytes() as u64);
+                        Ok(v.clone())
+                    }
+                    (None, None) => Err(Error::new(
+                        ErrorKind::Runtime,
+                        "the CPU executor has no such buffer",
+                    )),
+                };
+                let _ = reply.send(r);
+            }
+            ExecMsg::BindExternal { buf, ptr } => {
+                self.external
+                    .insert(buf, slices::OutPtr::from_raw(ptr.dtype, ptr.ptr));
+            }
+            ExecMsg::Free(buf) => {
+                self.failed.remove(&buf);
+                self.external.remove(&buf);
+                let foreign = self.foreign.remove(&buf);
+                if let Some(v) = self.store.remove(&buf)
+                    && !foreign
+                    && let Ok(v) = Arc::try_unwrap(v)
+                {
+                    self.pool.give(v);
+                }
+            }
+            ExecMsg::Shutdown => return false,
+        }
+        true
     }
 
-    fn compute(&mut self, task: Task) {
+    fn compute(&mut self, task: Task, done: &mut dyn FnMut(u64, Result<(), Error>)) {
         let result = self.run_task(&task);
         if let Err(e) = &result {
             for &b in &task.outputs {
                 self.failed.insert(b, e.clone());
             }
         }
-        let _ = self.sched.send(SchedMsg::Done {
-            task: task.id,
-            result,
-        });
+        done(task.id, result);
     }
 
     fn run_task(&mut self, task: &Task) -> Result<(), Error> {

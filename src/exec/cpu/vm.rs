@@ -144,6 +144,9 @@ pub fn run_fused(
     params: &[u64],
 ) -> Result<(), Error> {
     let len = k.domain.len();
+    // A domain shorter than the tile is one tile of its length: the same single tile, without
+    // registers of the full tile's size (a long kernel on a few elements zeroed megabytes).
+    let tile = tile.min(len).max(1);
     let tiles = len.div_ceil(tile);
     let outs: Vec<OutPtr> = outputs
         .iter_mut()
