@@ -3,7 +3,8 @@
 Prints one `PEER {json}` line per measure, on the first CUDA device, with the same sizes as
 `benches/sort.rs`, `benches/scan.rs`, `benches/counting.rs` and `benches/gpu.rs`'s axis sums:
 sort / argsort of 2^26 f32, topk(100) of 2^24, cumsum of 2^27 f32 and a device copy of it,
-histc of 2^27 values into 256 bins, index_add_ of 2^24 values into 2^16 bins, and sum over
+histc of 2^27 values into 256 bins, index_add_ of 2^24 values into 2^16 bins and of 2^23 rows
+of 2 into 8 rows, and sum over
 axis 0 / axis 1 of an 8192 x 8192 f32 array. Each figure is the median of 20 timed runs (CUDA
 events) after 3 warm-ups, on random data (never zeros).
 
@@ -71,6 +72,14 @@ def main():
     vals = torch.rand(n, device=dev, generator=g) * 2 - 1
     base = torch.zeros(1 << 16, device=dev)
     row("index_add_ 2^16 bins", n, timed(lambda: base.clone().index_add_(0, idx, vals)))
+    del idx, vals
+
+    # k-means' shape: 2^23 rows of 2 into 8 rows (benches/counting.rs "scatter_add into 8 x 2").
+    n = 1 << 23
+    idx = torch.randint(0, 8, (n,), device=dev, generator=g)
+    vals = torch.rand(n, 2, device=dev, generator=g) * 2 - 1
+    base = torch.zeros(8, 2, device=dev)
+    row("index_add_ 8 x 2", n, timed(lambda: base.clone().index_add_(0, idx, vals)))
     del idx, vals
 
     a = torch.rand(8192, 8192, device=dev, generator=g) + 0.5

@@ -72,6 +72,13 @@ impl Inner {
     /// runs them on this thread.
     pub(crate) fn hand_off(&self, s: Submission) {
         tracing::trace!(target: "arrayflow::jit", origin = ?s.origin, programs = s.seq.programs.len(), "hand-off");
+        // Released buffers travel with the sequence (a temporary is freed right after its last
+        // reader), except under comparison checks, which read results after the sequence.
+        let (with_seq, after) = if s.seq.programs.is_empty() || !s.checks.is_empty() {
+            (Vec::new(), s.release)
+        } else {
+            (s.release, Vec::new())
+        };
         if !s.seq.programs.is_empty() {
             self.flow.acquire(s.seq.programs.len());
             // The small-step fast path: a small sequence runs on this thread when nothing else is
@@ -92,13 +99,14 @@ impl Inner {
                 bindings: s.bindings,
                 params: s.params,
                 started: s.started,
+                release: with_seq,
             };
             self.sched.submit_small(inst, inline);
         }
         for (buf, check) in s.checks {
             self.schedule_check(buf, check);
         }
-        for b in s.release {
+        for b in after {
             self.sched.release(b);
         }
     }

@@ -42,6 +42,9 @@ pub struct Instance {
     /// When the flush (or replay) that made it began: the device executor measures the host time
     /// from there to the kernel's launch.
     pub started: std::time::Instant,
+    /// Buffers the application has released as of this sequence (dropped arrays, temporaries):
+    /// each is freed as soon as nothing needs it, a temporary right after its last reader.
+    pub release: Vec<BufferId>,
 }
 
 /// Messages to the scheduler thread.
@@ -99,6 +102,10 @@ pub struct Task {
     pub inputs: Vec<BufferId>,
     pub outputs: Vec<BufferId>,
     pub started: std::time::Instant,
+    /// Buffers the executor frees once it has run (or, on a device, enqueued) this task: released
+    /// buffers that only this sequence's tasks on this executor use, this task being the last.
+    /// The executor runs its tasks in order, so later tasks may reuse their memory at once.
+    pub free_after: Vec<BufferId>,
 }
 
 /// Messages from the scheduler to an executor (the seed's FIG. 7D).
@@ -621,6 +628,7 @@ impl SchedulerLoop {
                     .iter()
                     .map(|&f| inst.bindings[f as usize])
                     .collect(),
+                free_after: Vec::new(),
             };
             for &b in task.inputs.iter().chain(&task.outputs) {
                 let s = self
@@ -635,7 +643,61 @@ impl SchedulerLoop {
             self.tasks.insert(id, task);
             self.launch(id, &mut batch);
         }
+        // Released buffers: freed at once where the batch allows (`free_early`), else once
+        // nothing needs them.
+        for &b in &inst.release {
+            if let Some(s) = self.buffers.get_mut(&b) {
+                s.released = true;
+            }
+        }
         self.dispatch(batch);
+        for b in inst.release {
+            self.maybe_free(b);
+        }
+    }
+
+    /// Frees released buffers right after the last task of `batch` that uses them, when every
+    /// unfinished use is in `batch`, on one executor that alone holds the buffer, and nothing else
+    /// wants it (reads, waits, moves): that executor runs its tasks in order, so the tasks after
+    /// the last use may reuse its memory (a loop's temporaries cycle through a few buffers
+    /// instead of one each).
+    fn free_early(&mut self, batch: &mut [Task]) {
+        let mut count: AHashMap<BufferId, (u32, usize)> = AHashMap::new();
+        for (i, t) in batch.iter().enumerate() {
+            for &b in t.inputs.iter().chain(&t.outputs) {
+                let e = count.entry(b).or_insert((0, i));
+                e.0 += 1;
+                e.1 = i;
+            }
+        }
+        for (b, (uses, last)) in count {
+            let Some(s) = self.buffers.get(&b) else {
+                continue;
+            };
+            let exec = batch[last].exec;
+            let holders = s.on
+                | match s.status {
+                    Status::InFlight(e) => bit(e),
+                    _ => 0,
+                };
+            let free = s.released
+                && s.uses == uses
+                && holders & !bit(exec) == 0
+                && s.moving == 0
+                && s.reads.is_empty()
+                && s.waits.is_empty()
+                && s.external.is_none()
+                && batch.iter().all(|t| {
+                    let reads = t.inputs.contains(&b);
+                    let uses = reads || t.outputs.contains(&b);
+                    // A device reruns a faulting task on the CPU later: it needs its inputs.
+                    !uses || (t.exec == exec && !(reads && exec != 0 && may_fault(&t.program)))
+                });
+            if free {
+                batch[last].free_after.push(b);
+                self.buffers.remove(&b);
+            }
+        }
     }
 
     /// The seed's "launch": run the task if its inputs allow, else defer it in the pending table.
@@ -736,7 +798,8 @@ impl SchedulerLoop {
     }
 
     /// Sends launched tasks to their executors, consecutive tasks of one executor in one message.
-    fn dispatch(&mut self, batch: Vec<Task>) {
+    fn dispatch(&mut self, mut batch: Vec<Task>) {
+        self.free_early(&mut batch);
         let mut run: Vec<Task> = Vec::new();
         for t in batch {
             if run.last().is_some_and(|l| l.exec != t.exec) {
@@ -896,6 +959,20 @@ impl SchedulerLoop {
                 }
             }
         }
+    }
+}
+
+/// Whether a program may report a fault (an integer division by zero, an index out of range):
+/// a device then runs it again on the CPU, from its inputs. Intrinsics count as faulting.
+fn may_fault(program: &Program) -> bool {
+    match &*program.kernel {
+        Kernel::Fused(k) => k.instrs.iter().any(|i| match i {
+            crate::proggen::kernel::Instr::Binary { op, a, .. } => {
+                crate::proggen::codegen::lower::may_fault(*op, k.reg_dtypes[*a as usize])
+            }
+            _ => false,
+        }),
+        Kernel::Intrinsic(_) => true,
     }
 }
 

@@ -149,10 +149,12 @@ impl CpuLoop {
                 };
                 let _ = self.sched.send(SchedMsg::Exported { buf, to, data });
             }
-            ExecMsg::ComputeData(task) | ExecMsg::RerunOnCpu(task) => self.compute(task, done),
-            ExecMsg::ComputeSequential(tasks) => {
-                tasks.into_iter().for_each(|t| self.compute(t, done))
+            ExecMsg::ComputeData(task) | ExecMsg::RerunOnCpu(task) => {
+                self.compute_then_free(task, done)
             }
+            ExecMsg::ComputeSequential(tasks) => tasks
+                .into_iter()
+                .for_each(|t| self.compute_then_free(t, done)),
             ExecMsg::MoveDataOut { buf, reply } => {
                 let r = match (self.store.get(&buf), self.failed.get(&buf)) {
                     (_, Some(e)) => Err(e.clone()),
@@ -171,20 +173,32 @@ impl CpuLoop {
                 self.external
                     .insert(buf, slices::OutPtr::from_raw(ptr.dtype, ptr.ptr));
             }
-            ExecMsg::Free(buf) => {
-                self.failed.remove(&buf);
-                self.external.remove(&buf);
-                let foreign = self.foreign.remove(&buf);
-                if let Some(v) = self.store.remove(&buf)
-                    && !foreign
-                    && let Ok(v) = Arc::try_unwrap(v)
-                {
-                    self.pool.give(v);
-                }
-            }
+            ExecMsg::Free(buf) => self.free(buf),
             ExecMsg::Shutdown => return false,
         }
         true
+    }
+
+    /// Runs `task`, then frees the buffers it was the last to use (tasks run in order here).
+    fn compute_then_free(&mut self, mut task: Task, done: &mut dyn FnMut(u64, Result<(), Error>)) {
+        let frees = std::mem::take(&mut task.free_after);
+        self.compute(task, done);
+        for b in frees {
+            self.free(b);
+        }
+    }
+
+    /// Forgets buffer `buf`; its memory goes to the pool unless someone else still holds it.
+    fn free(&mut self, buf: BufferId) {
+        self.failed.remove(&buf);
+        self.external.remove(&buf);
+        let foreign = self.foreign.remove(&buf);
+        if let Some(v) = self.store.remove(&buf)
+            && !foreign
+            && let Ok(v) = Arc::try_unwrap(v)
+        {
+            self.pool.give(v);
+        }
     }
 
     fn compute(&mut self, task: Task, done: &mut dyn FnMut(u64, Result<(), Error>)) {

@@ -266,12 +266,12 @@ impl<A: DeviceApi> GpuLoop<A> {
             match msg {
                 ExecMsg::MoveDataIn { buf, data } => self.move_in(buf, data),
                 ExecMsg::ComputeData(task) => {
-                    self.compute(task);
+                    self.compute_then_free(task);
                     self.submit();
                 }
                 ExecMsg::ComputeSequential(tasks) => {
                     for t in tasks {
-                        self.compute(t);
+                        self.compute_then_free(t);
                     }
                     self.submit();
                 }
@@ -310,11 +310,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                     }
                     self.submit();
                 }
-                ExecMsg::Free(buf) => {
-                    self.failed.remove(&buf);
-                    self.external.remove(&buf);
-                    self.store.free(buf);
-                }
+                ExecMsg::Free(buf) => self.free(buf),
                 ExecMsg::Shutdown => break,
             }
         }
@@ -518,6 +514,23 @@ impl<A: DeviceApi> GpuLoop<A> {
             .set_device(buf, b, bytes, data.dtype(), data.len());
         Counters::add(&self.counters.device.swapped_in, 1);
         Ok(())
+    }
+
+    /// Runs (enqueues) `task`, then frees the buffers it was the last to use: the queue runs in
+    /// order, so what is enqueued later may reuse their memory.
+    fn compute_then_free(&mut self, mut task: Task) {
+        let frees = std::mem::take(&mut task.free_after);
+        self.compute(task);
+        for b in frees {
+            self.free(b);
+        }
+    }
+
+    /// Forgets buffer `buf`: its device memory goes to the pool.
+    fn free(&mut self, buf: BufferId) {
+        self.failed.remove(&buf);
+        self.external.remove(&buf);
+        self.store.free(buf);
     }
 
     fn compute(&mut self, task: Task) {
