@@ -391,3 +391,54 @@ fn a_failed_computation_read_into_caller_memory_is_an_error() {
     assert!(err.to_string().contains("division by zero"), "{err}");
     assert!(q.to_vec().is_err());
 }
+
+/// A sum along a short axis is element-wise (`short_sum`) and a reshape that only drops a unit
+/// axis is a view, so k-means' assignment step (distances over 2 coordinates, then the nearest of
+/// 8 centroids) is one kernel with no stored distance matrix; checked against a plain loop.
+#[test]
+fn kmeans_distances_fuse_into_their_argmin() {
+    let _g = SERIAL.lock();
+    let (n, k) = (3000usize, 8usize);
+    let p: Vec<f64> = random(n * 2, 3, -5.0, 5.0)
+        .iter()
+        .map(|&x| x as f64)
+        .collect();
+    let c: Vec<f64> = random(k * 2, 4, -5.0, 5.0)
+        .iter()
+        .map(|&x| x as f64)
+        .collect();
+    let pa = Array::from_vec(
+        p.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
+        &[n, 1, 2],
+    );
+    let ca = Array::from_vec(
+        c.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
+        &[1, k, 2],
+    );
+    pa.eval().unwrap();
+    ca.eval().unwrap();
+    let before = arrayflow::Runtime::stats();
+    let assign = (&pa - &ca)
+        .powi(2)
+        .sum_axis(2)
+        .argmin_axis(1)
+        .to_vec()
+        .unwrap();
+    let s = arrayflow::Runtime::stats().since(&before);
+    assert_eq!(s.kernels_launched, 1, "one fused kernel: {s:?}");
+    for i in 0..n {
+        let d = |j: usize| {
+            let (dx, dy) = (
+                p[2 * i] as f32 - c[2 * j] as f32,
+                p[2 * i + 1] as f32 - c[2 * j + 1] as f32,
+            );
+            (dx * dx) as f64 + (dy * dy) as f64
+        };
+        let best = (0..k).fold(0, |b, j| if d(j) < d(b) { j } else { b });
+        assert!(
+            assign[i] as usize == best || d(assign[i] as usize) <= d(best) * (1.0 + 1e-6),
+            "point {i}: {} vs {best}",
+            assign[i]
+        );
+    }
+}

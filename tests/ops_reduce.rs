@@ -1687,8 +1687,8 @@ fn product_with_a_zero_factor_and_an_overflow() {
 
 /// Sums along an axis of 2 to 4 elements are recorded as element-wise adds (so they fuse with
 /// what reads them): the same value as the reduction, bit for bit on the CPU (in order from
-/// `+0.0`, f32 accumulated in f64), with signed zeros, infinities and NaN; and k-means' distances
-/// fuse into the `argmin` that reads them (one kernel, no stored distance matrix).
+/// `+0.0`, f32 accumulated in f64), with signed zeros, infinities and NaN (`tests/fusion.rs`
+/// checks that k-means' distances then fuse into their `argmin`).
 #[test]
 fn short_axis_sums_fuse_and_keep_the_reductions_value() {
     let mut r = rng(77);
@@ -1758,43 +1758,5 @@ fn short_axis_sums_fuse_and_keep_the_reductions_value() {
                 }
             }
         }
-    }
-    // k-means' assignment step: distances over 2 coordinates, then the nearest of 8 centroids.
-    let (n, k) = (3000usize, 8usize);
-    let p = rand_f64(&mut r, n * 2, -5.0, 5.0);
-    let c = rand_f64(&mut r, k * 2, -5.0, 5.0);
-    let pa = Array::from_vec(
-        p.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
-        &[n, 1, 2],
-    );
-    let ca = Array::from_vec(
-        c.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
-        &[1, k, 2],
-    );
-    pa.eval().unwrap();
-    ca.eval().unwrap();
-    let before = arrayflow::Runtime::stats();
-    let assign = (&pa - &ca)
-        .powi(2)
-        .sum_axis(2)
-        .argmin_axis(1)
-        .to_vec()
-        .unwrap();
-    let s = arrayflow::Runtime::stats().since(&before);
-    assert_eq!(s.kernels_launched, 1, "one fused kernel: {s:?}");
-    for i in 0..n {
-        let d = |j: usize| {
-            let (dx, dy) = (
-                p[2 * i] as f32 - c[2 * j] as f32,
-                p[2 * i + 1] as f32 - c[2 * j + 1] as f32,
-            );
-            (dx * dx) as f64 + (dy * dy) as f64
-        };
-        let best = (0..k).fold(0, |b, j| if d(j) < d(b) { j } else { b });
-        assert!(
-            assign[i] as usize == best || d(assign[i] as usize) <= d(best) * (1.0 + 1e-6),
-            "point {i}: {} vs {best}",
-            assign[i]
-        );
     }
 }

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use super::params::*;
-use arrayflow::{Array, Rng, Slice, select};
+use arrayflow::{Array, Pad, Rng, Slice, select};
 
 fn s(r: std::ops::Range<usize>) -> Slice {
     r.into()
@@ -57,13 +57,8 @@ pub fn heat_select_step(u: &Array<f32>, interior: &Array<bool>, _n: usize) -> Ar
 
 /// The interior mask of an `n x n` grid.
 pub fn interior_mask(n: usize) -> Array<bool> {
-    let m: Vec<bool> = (0..n * n)
-        .map(|k| {
-            let (i, j) = (k / n, k % n);
-            i > 0 && j > 0 && i < n - 1 && j < n - 1
-        })
-        .collect();
-    Array::from_vec(m, &[n, n])
+    // NumPy's `m = zeros((n, n), bool); m[1:-1, 1:-1] = True`, built where it is used.
+    Array::full(&[n - 2, n - 2], true).pad(&[(1, 1), (1, 1)], Pad::Constant(false))
 }
 
 /// The heat equation, mask/`select` form.
