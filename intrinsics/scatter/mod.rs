@@ -3,7 +3,7 @@
 //! value). Their checks, reference, conditioning and cost, and their kernels (`cpu.rs`: checked
 //! loops, parallel over independent rows or over fixed chunks of sources; `opencl.rs`, `wgsl.rs`:
 //! a copy pass, then a claim pass and a write pass for the replacing forms; for `scatter_add`
-//! privatised sums into few targets or atomic adds into many, see [`AddPlan`]).
+//! privatised sums into few targets or atomic adds into many, see `AddPlan`).
 //!
 //! Every form reads data, indices (i32 or u32) and values, and writes a copy of data in which
 //! each value lands at its index. A source element is `(p, j, q)`: `p` runs over the axes of data
@@ -18,7 +18,7 @@
 //! then let only that source write. `scatter_add` adds every duplicate: integers wrap (exact on
 //! every executor); floats accumulate in f64 on the CPU, in a fixed order (a long row's fixed
 //! chunks of sources first add in the element type), and in the element type on a GPU: into
-//! at most [`PRIVATE_TARGETS`] targets in a fixed order (per thread, then trees over a
+//! at most `PRIVATE_TARGETS` targets in a fixed order (per thread, then trees over a
 //! work-group and over the work-groups: the same bits on every run), into more in an unspecified
 //! order (local or global atomic adds). So float sums with duplicates may differ in the last
 //! bits between executors (and between runs on a GPU with many targets). An index out of range (negative, or past the axis) fails the program, as
@@ -148,7 +148,7 @@ const PART_BUDGET: usize = 1 << 20;
 /// buffer, and a second pass adds the partials (in a fixed tree order) onto data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AddPlan {
-    /// Each thread keeps a sum per target in registers (at most [`PRIVATE_TARGETS`]), the
+    /// Each thread keeps a sum per target in registers (at most `PRIVATE_TARGETS`), the
     /// work-group adds them with a tree in local memory, `chunk` targets at a time: no atomics,
     /// and the result is the same on every run.
     Private { groups: u32, chunk: usize },

@@ -9,7 +9,7 @@
 //! 3. `af_scatter_write`: the source whose `s + 1` is its target's claim writes its value, so the
 //!    last duplicate in source order wins whatever the threads' timing.
 //!
-//! Add (`scatter_add`) into few targets ([`AddPlan`] `Private` or `Local`), two passes:
+//! Add (`scatter_add`) into few targets (`AddPlan` `Private` or `Local`), two passes:
 //! `af_scatter_part` sums each work-group's sources per target (in registers, or in copies of
 //! the targets in `__local` memory) and writes one partial per group and target to scratch 1;
 //! `af_scatter_sum` adds each target's partials with a tree over a few lanes
@@ -275,7 +275,7 @@ impl Walk<'_> {
     }
 }
 
-/// The privatised `scatter_add` (see [`AddPlan`]): `af_scatter_part` writes one partial sum per
+/// The privatised `scatter_add` (see `AddPlan`): `af_scatter_part` writes one partial sum per
 /// work-group and target to scratch 1 (`[group][target]`), `af_scatter_sum` adds a target's
 /// partials with a tree over its lanes and writes `data + sum`. Integers add as `uint`
 /// (wrapping); float sums start from `-0.0`, the identity of `+`, so a target no source names

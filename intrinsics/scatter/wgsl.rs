@@ -1,6 +1,6 @@
 //! Scatter in WGSL, the same passes as OpenCL's (`opencl.rs`): replace as init (copy, claims to
 //! 0), claim (`atomicMax` of `s + 1` per target) and write (the claiming source writes); add into
-//! few targets as partial sums per work-group and a pass adding them onto data ([`AddPlan`]),
+//! few targets as partial sums per work-group and a pass adding them onto data (`AddPlan`),
 //! into many as a copy and a pass of atomic adds; f32 atomics are `atomicCompareExchangeWeak` on
 //! the bits (`atomic<u32>` and `bitcast`, WGSL has no float atomics), in workgroup memory
 //! (`Local`) or in the output. Indices are read as u32, so a
@@ -250,7 +250,7 @@ impl Walk<'_> {
     }
 }
 
-/// The privatised `scatter_add` (see [`AddPlan`] and `opencl.rs`): `af_scatter_part` writes one
+/// The privatised `scatter_add` (see `AddPlan` and `opencl.rs`): `af_scatter_part` writes one
 /// partial sum per work-group and target to scratch 1, `af_scatter_sum` adds them with a tree
 /// over each target's lanes onto data. f32 sums start from `-0.0` (the identity of `+`);
 /// the local plan adds f32 with a compare-and-swap on the bits in workgroup memory.

@@ -548,7 +548,7 @@ pub fn reduce(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Ha
     reduce_node(op, a, axes, site)
 }
 
-/// Longest axis whose float sum is recorded as element-wise adds of its slices ([`short_sum`]).
+/// Longest axis whose float sum is recorded as element-wise adds of its slices (`short_sum`).
 pub const SHORT_SUM: usize = 4;
 
 /// A float sum along a short axis (the coordinates of points, say) as element-wise adds of the

@@ -1,7 +1,7 @@
 //! The CPU executor (the seed's 900-2) on its own thread: holds buffers in host memory, allocates
 //! outputs from a pool of released buffers, runs fused kernels on the tile VM and intrinsics from the
 //! intrinsic library, and reports each task's completion to the scheduler. Its state is shared
-//! ([`CpuShared`]): the scheduler's synchronous calls on the application's thread run the same
+//! (`CpuShared`): the scheduler's synchronous calls on the application's thread run the same
 //! message handling when the executor is idle (the small-step fast path).
 
 pub mod fault;
