@@ -66,12 +66,7 @@ impl Slice {
     /// A single index that drops the axis, as NumPy's `a[i]` (negative counts from the end; an
     /// index outside `-len..len` is an error naming your line).
     pub fn index(i: isize) -> Slice {
-        Slice(SliceSpec {
-            start: Some(i),
-            end: None,
-            step: 1,
-            index: true,
-        })
+        Slice(SliceSpec::index(i))
     }
 }
 

@@ -662,15 +662,21 @@ impl SchedulerLoop {
     /// the last use may reuse its memory (a loop's temporaries cycle through a few buffers
     /// instead of one each).
     fn free_early(&mut self, batch: &mut [Task]) {
-        let mut count: AHashMap<BufferId, (u32, usize)> = AHashMap::new();
+        // Uses in the batch and the last task using each released buffer (most batches have none:
+        // nothing is counted for them).
+        let mut count: Vec<(BufferId, u32, usize)> = Vec::new();
         for (i, t) in batch.iter().enumerate() {
             for &b in t.inputs.iter().chain(&t.outputs) {
-                let e = count.entry(b).or_insert((0, i));
-                e.0 += 1;
-                e.1 = i;
+                if !self.buffers.get(&b).is_some_and(|s| s.released) {
+                    continue;
+                }
+                match count.iter_mut().find(|(x, ..)| *x == b) {
+                    Some(e) => (e.1, e.2) = (e.1 + 1, i),
+                    None => count.push((b, 1, i)),
+                }
             }
         }
-        for (b, (uses, last)) in count {
+        for (b, uses, last) in count {
             let Some(s) = self.buffers.get(&b) else {
                 continue;
             };

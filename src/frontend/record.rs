@@ -360,6 +360,25 @@ pub struct SliceSpec {
     pub index: bool,
 }
 
+impl SliceSpec {
+    /// The whole axis.
+    pub const ALL: SliceSpec = SliceSpec {
+        start: None,
+        end: None,
+        step: 1,
+        index: false,
+    };
+    /// Element `i`, dropping the axis (NumPy's `a[i]`).
+    pub fn index(i: isize) -> SliceSpec {
+        SliceSpec {
+            start: Some(i),
+            end: None,
+            step: 1,
+            index: true,
+        }
+    }
+}
+
 /// One axis of a resolved slice: `len` elements from `start`, `step` apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AxisRange {
@@ -384,12 +403,7 @@ pub fn slice_bounds(shape: &[usize], spec: &[SliceSpec], site: Site) -> Result<V
     }
     let mut out = Vec::with_capacity(shape.len());
     for (d, &n) in shape.iter().enumerate() {
-        let s = spec.get(d).copied().unwrap_or(SliceSpec {
-            start: None,
-            end: None,
-            step: 1,
-            index: false,
-        });
+        let s = spec.get(d).copied().unwrap_or(SliceSpec::ALL);
         let n = n as isize;
         if s.index {
             let i = s.start.unwrap_or(0);
@@ -564,26 +578,10 @@ fn short_sum(a: &Handle, axis: usize, site: Site) -> Result<Handle> {
     } else {
         a.dtype
     };
+    // Axes after `axis` take their whole extent by default.
     let part = |i: usize| -> Result<Handle> {
-        let spec: Vec<SliceSpec> = (0..a.shape.len())
-            .map(|x| {
-                if x == axis {
-                    SliceSpec {
-                        start: Some(i as isize),
-                        end: Some(i as isize + 1),
-                        step: 1,
-                        index: true,
-                    }
-                } else {
-                    SliceSpec {
-                        start: None,
-                        end: None,
-                        step: 1,
-                        index: false,
-                    }
-                }
-            })
-            .collect();
+        let mut spec = vec![SliceSpec::ALL; axis];
+        spec.push(SliceSpec::index(i as isize));
         Ok(cast(&slice(a, &spec, site)?, acc, site))
     };
     let mut sum = part(0)?;

@@ -257,6 +257,8 @@ impl Op {
         }
     }
     /// Whether the node reads its input through a stored buffer (so the input must be stored).
+    /// The op alone decides it, except a reshape that only inserts or removes unit axes, which
+    /// kernels read as a view (the shape check is `proggen::liveness::needs_stored_input`).
     pub fn needs_stored_input(&self) -> bool {
         matches!(self, Op::Reshape | Op::Tile | Op::Intrinsic(_))
     }
