@@ -86,6 +86,7 @@ fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) {
 
 /// On a device executor, every timed run ran there (no CPU fallback).
 fn on_device(what: &str, before: &arrayflow::Stats) {
+    common::print_kernel_times(what);
     let d = Runtime::stats().since(before).device;
     if Runtime::backend() != Backend::Cpu {
         assert_eq!(d.fallbacks, 0, "{what} fell back to the CPU: {d:?}");
@@ -123,6 +124,7 @@ fn main() {
         );
         drop((want, want_idx));
         let before = Runtime::stats();
+        let _ = Runtime::take_kernel_times();
         let af = median(repeats, || (), |_| a.sort_axis(0).eval().expect("sort"));
         on_device("sort", &before);
         let peer = median(
@@ -138,6 +140,7 @@ fn main() {
             peer_name: "rayon par_sort_unstable_by(total_cmp)",
         });
         let before = Runtime::stats();
+        let _ = Runtime::take_kernel_times();
         let af = median(
             repeats,
             || (),
@@ -173,6 +176,7 @@ fn main() {
         let vals: Vec<f32> = order.iter().map(|&p| x[p as usize]).collect();
         check("topk values", &v.to_vec().expect("topk"), &vals);
         let before = Runtime::stats();
+        let _ = Runtime::take_kernel_times();
         let af = median(
             repeats,
             || (),

@@ -133,9 +133,11 @@ impl Suite {
         nd: impl FnMut() -> N,
     ) {
         let mid = Runtime::stats();
+        let _ = Runtime::take_kernel_times();
         let mut af_cell = time(self.target, &mut af);
         af_cell.first = first;
         let steady = Runtime::stats().since(&mid);
+        common::print_kernel_times(name);
         // `time` runs one warm-up call before its repetitions.
         let launches = (steady.kernels_launched + steady.intrinsics_launched) as f64
             / (af_cell.reps + 1) as f64;

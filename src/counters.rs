@@ -40,6 +40,19 @@ pub struct Counters {
     pub macro_lookup_ns: AtomicU64,
     pub flush_ns: AtomicU64,
     pub device: DeviceCounters,
+    /// Device time per kernel label (`ARRAYFLOW_KERNEL_TIMES=1`, `exec/gpu/timing.rs`):
+    /// launches and nanoseconds.
+    pub kernel_times: parking_lot::Mutex<ahash::AHashMap<String, (u64, u64)>>,
+}
+
+impl Counters {
+    /// Adds one timed launch of the kernel `label`.
+    pub fn time_kernel(&self, label: String, ns: u64) {
+        let mut t = self.kernel_times.lock();
+        let e = t.entry(label).or_default();
+        e.0 += 1;
+        e.1 += ns;
+    }
 }
 
 /// Declares the device executor's counters once: the atomic struct, the snapshot and `since`.

@@ -53,3 +53,26 @@ pub fn cpu_model() -> String {
         })
         .unwrap_or_else(|| "unknown".into())
 }
+
+/// With `ARRAYFLOW_KERNEL_TIMES=1`: prints the device time of each kernel run since the last
+/// call (`Runtime::take_kernel_times`), per launch, under the heading `what`; otherwise nothing.
+pub fn print_kernel_times(what: &str) {
+    let times = arrayflow::Runtime::take_kernel_times();
+    if times.is_empty() {
+        return;
+    }
+    let total: u64 = times.iter().map(|t| t.device_ns).sum();
+    println!(
+        "kernel times, {what} (device; {:.3} ms in all):",
+        total as f64 / 1e6
+    );
+    for t in times.iter().take(12) {
+        println!(
+            "  {:>10.1} us/launch x{:<5} {:>5.1}%  {}",
+            t.device_ns as f64 / t.launches.max(1) as f64 / 1e3,
+            t.launches,
+            100.0 * t.device_ns as f64 / total.max(1) as f64,
+            t.name
+        );
+    }
+}

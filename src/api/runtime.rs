@@ -5,7 +5,7 @@ pub use crate::exec::cpu::native::NativeMode;
 pub use crate::exec::device::{Backend, DeviceChoice, DeviceInfo, DeviceKind};
 pub use crate::exec::gpu::Limits as DeviceLimits;
 pub use crate::runtime::ErrorHandling;
-pub use crate::runtime::stats::{CacheStats, FlushCounts, Stats};
+pub use crate::runtime::stats::{CacheStats, FlushCounts, KernelTime, Stats};
 use crate::runtime::{Config, Inner};
 
 /// The process-wide runtime. It starts itself on first use; call [`Runtime::builder`] first to
@@ -115,6 +115,25 @@ impl Runtime {
     /// buffers and bytes allocated, bytes moved.
     pub fn stats() -> Stats {
         Inner::get().counters.snapshot()
+    }
+    /// The device time of each GPU kernel since the last call, longest total first, when the
+    /// process runs with `ARRAYFLOW_KERNEL_TIMES=1` (OpenCL profiling events, wgpu timestamp
+    /// queries; a diagnostic mode that waits for each submission); empty otherwise. Runs what is
+    /// recorded first. A kernel is named by its entry point, a hash of its source and its
+    /// work-groups (`af_kernel [3fa2c1] x4096`: a fused kernel; intrinsics name their passes).
+    pub fn take_kernel_times() -> Vec<KernelTime> {
+        let inner = Inner::get();
+        inner.execute();
+        let mut v: Vec<KernelTime> = std::mem::take(&mut *inner.counters.kernel_times.lock())
+            .into_iter()
+            .map(|(name, (launches, ns))| KernelTime {
+                name,
+                launches,
+                device_ns: ns,
+            })
+            .collect();
+        v.sort_by(|a, b| b.device_ns.cmp(&a.device_ns).then(a.name.cmp(&b.name)));
+        v
     }
     /// Runs everything recorded so far and waits for it.
     pub fn execute() {

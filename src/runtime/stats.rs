@@ -6,6 +6,17 @@ use std::sync::atomic::Ordering::Relaxed;
 
 pub use crate::counters::{Counters, DeviceCounters, DeviceStats};
 
+/// The device time of one GPU kernel (`Runtime::take_kernel_times`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelTime {
+    /// Entry point, a hash of the source, and work-groups.
+    pub name: String,
+    /// Timed launches.
+    pub launches: u64,
+    /// Their device time in all, in nanoseconds.
+    pub device_ns: u64,
+}
+
 /// A snapshot of the runtime's counters. Counts are totals since start-up; subtract two snapshots
 /// (`after.since(&before)`) to measure a piece of code.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

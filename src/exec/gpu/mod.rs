@@ -16,6 +16,7 @@ mod fallback;
 pub mod opencl;
 mod plans;
 mod store;
+pub mod timing;
 pub mod wgpu;
 pub mod wgpu_probe;
 

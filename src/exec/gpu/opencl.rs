@@ -78,6 +78,9 @@ pub struct OpenClApi {
     uploading: Vec<Arc<TypedVec>>,
     /// Completions one marker covers at most while the device is busy (`ARRAYFLOW_OPENCL_DEFER`).
     defer: usize,
+    /// Kernels enqueued since the last submission with their events, when kernels are timed
+    /// (`timing.rs`).
+    timed: Vec<(Event, String)>,
 }
 
 /// Pieces of work one marker covers at most while the device is busy, by default.
@@ -108,7 +111,12 @@ impl OpenClApi {
         let device = Device::new(id);
         let context = Context::from_device(&device).map_err(|e| e.to_string())?;
         #[allow(deprecated)]
-        let queue = CommandQueue::create_default(&context, 0).map_err(|e| e.to_string())?;
+        let props = if super::timing::enabled() {
+            opencl3::command_queue::CL_QUEUE_PROFILING_ENABLE
+        } else {
+            0
+        };
+        let queue = CommandQueue::create_default(&context, props).map_err(|e| e.to_string())?;
         let fp64 = device.double_fp_config().unwrap_or(0) != 0;
         // f32 division and sqrt correctly rounded, as on the CPU, where the device offers it
         // (NVIDIA's default is a few ulp off, which compounds in formulas like atanh).
@@ -169,6 +177,7 @@ impl OpenClApi {
             unmarked: Vec::new(),
             uploading: Vec::new(),
             defer: defer.unwrap_or(DEFER).max(1),
+            timed: Vec::new(),
         })
     }
 
@@ -367,6 +376,8 @@ impl DeviceApi for OpenClApi {
             }
             let global = p.groups as usize * p.local as usize;
             let local = p.local as usize;
+            let mut event: opencl3::types::cl_event = std::ptr::null_mut();
+            let timed = super::timing::enabled();
             let status = self.cl.clEnqueueNDRangeKernel(
                 self.queue.get(),
                 k.get(),
@@ -376,9 +387,17 @@ impl DeviceApi for OpenClApi {
                 &local,
                 0,
                 std::ptr::null(),
-                std::ptr::null_mut(),
+                if timed {
+                    &mut event
+                } else {
+                    std::ptr::null_mut()
+                },
             );
             match status {
+                Some(opencl3::error_codes::CL_SUCCESS) if timed && !event.is_null() => {
+                    self.timed
+                        .push((Event::new(event), super::timing::label(plan, pass)));
+                }
                 Some(opencl3::error_codes::CL_SUCCESS) => {}
                 Some(e) => return Err(err(opencl3::error_codes::ClError(e))),
                 None => return Err(format!("{}: no clEnqueueNDRangeKernel", p.entry)),
@@ -416,6 +435,18 @@ impl DeviceApi for OpenClApi {
         }
         self.hand_over();
         Counters::add(&self.counters.device.submissions, 1);
+        if !self.timed.is_empty() {
+            // Timing mode: wait for the batch and read each kernel's start and end.
+            let _ = self.queue.finish();
+            for (event, label) in self.timed.drain(..) {
+                if let (Ok(a), Ok(b)) = (
+                    event.profiling_command_start(),
+                    event.profiling_command_end(),
+                ) {
+                    self.counters.time_kernel(label, b.saturating_sub(a));
+                }
+            }
+        }
     }
 
     fn poll(&mut self) -> bool {

@@ -86,6 +86,48 @@ pub struct WgpuApi {
     held: bool,
     /// Bind groups of dispatches without a parameter buffer, by layout and bound buffers.
     groups: lru::LruCache<GroupKey, wgpu::BindGroup>,
+    /// Timestamp queries of the dispatches of the current encoder, when kernels are timed
+    /// (`timing.rs`) and the adapter has `TIMESTAMP_QUERY`.
+    timer: Option<Timer>,
+}
+
+/// Timestamps of up to [`Timer::CAP`] dispatches per submission.
+struct Timer {
+    set: wgpu::QuerySet,
+    /// Where the queries resolve, and its host-readable copy.
+    resolve: wgpu::Buffer,
+    read: wgpu::Buffer,
+    /// The label of each timed dispatch of the current encoder (queries `2i`, `2i + 1`).
+    labels: Vec<String>,
+    /// Nanoseconds per timestamp tick.
+    period: f64,
+}
+
+impl Timer {
+    const CAP: u32 = 512;
+
+    fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Timer {
+        let bytes = 2 * Timer::CAP as u64 * wgpu::QUERY_SIZE as u64;
+        let buffer = |usage| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("arrayflow timestamps"),
+                size: bytes,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        Timer {
+            set: device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("arrayflow timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * Timer::CAP,
+            }),
+            resolve: buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
+            read: buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+            labels: Vec::new(),
+            period: queue.get_timestamp_period() as f64,
+        }
+    }
 }
 
 /// Bind groups kept (each keeps its buffers alive until evicted or [`DeviceApi::trim`]).
@@ -142,8 +184,15 @@ impl WgpuApi {
         if !immediates {
             limits.max_immediate_size = 0;
         }
+        let timed = super::timing::enabled()
+            && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
         let features = adapter.features()
             & (wgpu::Features::PIPELINE_CACHE
+                | if timed {
+                    wgpu::Features::TIMESTAMP_QUERY
+                } else {
+                    wgpu::Features::empty()
+                }
                 | if immediates {
                     wgpu::Features::IMMEDIATES
                 } else {
@@ -200,8 +249,6 @@ impl WgpuApi {
         .map_err(|e| e.to_string())?;
         Ok(WgpuApi {
             counters,
-            device,
-            queue,
             limits,
             immediates,
             fused_fma,
@@ -215,15 +262,28 @@ impl WgpuApi {
             hold_at: hold.unwrap_or(0),
             held: false,
             groups: lru::LruCache::new(std::num::NonZeroUsize::new(BIND_GROUPS).expect("non-zero")),
+            timer: timed.then(|| Timer::new(&device, &queue)),
+            device,
+            queue,
         })
     }
 
     /// Hands the recorded work to the device (one submission), then registers what waits for it.
     fn flush(&mut self) {
         self.held = false;
+        let timed = self.timer.as_ref().map_or(0, |t| t.labels.len() as u64);
+        if timed > 0
+            && let (Some(t), Some(enc)) = (self.timer.as_ref(), self.encoder.as_mut())
+        {
+            enc.resolve_query_set(&t.set, 0..2 * timed as u32, &t.resolve, 0);
+            enc.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, 16 * timed);
+        }
         let cmd = self.encoder.take().map(|e| e.finish());
-        self.queue.submit(cmd);
+        let index = self.queue.submit(cmd);
         Counters::add(&self.counters.device.submissions, 1);
+        if timed > 0 {
+            self.read_times(index, timed);
+        }
         // Submissions in flight are counted only when work may be held back for them.
         if self.hold_at > 0 {
             self.in_flight.fetch_add(1, Ordering::AcqRel);
@@ -236,6 +296,28 @@ impl WgpuApi {
         for f in self.after_submit.drain(..) {
             f(&self.queue);
         }
+    }
+
+    /// Timing mode: waits for submission `index` and adds its `n` dispatches' times.
+    fn read_times(&mut self, index: wgpu::SubmissionIndex, n: u64) {
+        let Some(t) = self.timer.as_mut() else {
+            return;
+        };
+        let labels = std::mem::take(&mut t.labels);
+        let slice = t.read.slice(..16 * n);
+        slice.map_async(wgpu::MapMode::Read, |_| {});
+        let _ = self.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(index),
+            timeout: None,
+        });
+        if let Ok(data) = slice.get_mapped_range() {
+            let ticks: &[u64] = bytemuck::cast_slice(&data);
+            for (i, label) in labels.into_iter().enumerate() {
+                let ns = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * t.period;
+                self.counters.time_kernel(label, ns as u64);
+            }
+        }
+        t.read.unmap();
     }
 
     fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
@@ -507,10 +589,29 @@ impl DeviceApi for WgpuApi {
             }
         }
         let group = self.bind_group(&prog.layouts[pass], bufs, param_buf.as_ref());
-        let enc = self.encoder();
+        if self
+            .timer
+            .as_ref()
+            .is_some_and(|t| t.labels.len() as u32 == Timer::CAP)
+        {
+            self.flush();
+        }
+        let slot = self.timer.as_mut().map(|t| {
+            t.labels.push(super::timing::label(plan, pass));
+            t.labels.len() as u32 - 1
+        });
+        self.encoder();
+        let enc = self.encoder.as_mut().expect("made above");
+        let writes = slot
+            .zip(self.timer.as_ref())
+            .map(|(i, t)| wgpu::ComputePassTimestampWrites {
+                query_set: &t.set,
+                beginning_of_pass_write_index: Some(2 * i),
+                end_of_pass_write_index: Some(2 * i + 1),
+            });
         let mut cp = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: None,
-            timestamp_writes: None,
+            timestamp_writes: writes,
         });
         cp.set_pipeline(&prog.pipelines[pass]);
         cp.set_bind_group(0, &group, &[]);

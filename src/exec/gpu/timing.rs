@@ -1,0 +1,26 @@
+//! Device time per kernel (`ARRAYFLOW_KERNEL_TIMES=1`): the GPU executors time every dispatch
+//! (OpenCL profiling events, wgpu timestamp queries) and add it to the runtime's counters under
+//! the kernel's label, which `Runtime::take_kernel_times` reads. A diagnostic mode: the executor
+//! waits for each submission's work to read its times, so kernels of one batch no longer overlap
+//! the host's next steps. Off, nothing is asked of the device.
+
+use crate::proggen::codegen::gpu::GpuPlan;
+use std::sync::OnceLock;
+
+/// Whether kernels are timed (`ARRAYFLOW_KERNEL_TIMES` set and not `0`), read once.
+pub fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var("ARRAYFLOW_KERNEL_TIMES").is_ok_and(|v| !v.is_empty() && v != "0")
+    })
+}
+
+/// The label a dispatch's time is kept under: the pass's entry point and a short hash of the
+/// plan's source (fused kernels share the entry `af_kernel`), and its work-groups.
+pub fn label(plan: &GpuPlan, pass: usize) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = ahash::AHasher::default();
+    plan.source.hash(&mut h);
+    let p = &plan.passes[pass];
+    format!("{} [{:06x}] x{}", p.entry, h.finish() & 0xff_ffff, p.groups)
+}
