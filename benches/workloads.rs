@@ -194,6 +194,14 @@ fn main() {
         }
     }
     let t = Instant::now();
+    // `WORKLOADS_TRACE=<filter>` (e.g. `arrayflow::exec::source=trace`): the runtime's logs on
+    // stderr.
+    if let Some(filter) = env("WORKLOADS_TRACE") {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     Runtime::builder().start().expect("runtime start");
     let startup = t.elapsed();
     let small = env("WORKLOADS_SMALL").is_some_and(|v| v == "1");
