@@ -111,24 +111,23 @@ pub trait Real: num_traits::Float + num_traits::FloatConst + Send + Sync + 'stat
     /// `ln x` as both CPU tiers compute it ([`super::vmath`]).
     fn ln_cpu(self) -> Self;
 }
-// The platform C library's error functions (std links it already): the native tier's generated C
-// calls the same ones, so both CPU tiers agree bit for bit.
+// The platform C library's f64 error functions (std links it already): the native tier's
+// generated C calls the same ones, so both CPU tiers agree bit for bit. The f32 ones are
+// `super::vmath`'s (vectorisable), as the C header's `af_erf_f32` / `af_erfc_f32`.
 unsafe extern "C" {
-    safe fn erff(x: f32) -> f32;
-    safe fn erfcf(x: f32) -> f32;
     #[link_name = "erf"]
     safe fn erf_f64(x: f64) -> f64;
     #[link_name = "erfc"]
     safe fn erfc_f64(x: f64) -> f64;
 }
 impl Real for f32 {
-    #[inline]
+    #[inline(always)]
     fn erf(self) -> Self {
-        erff(self)
+        super::vmath::erf_f32(self)
     }
-    #[inline]
+    #[inline(always)]
     fn erfc(self) -> Self {
-        erfcf(self)
+        super::vmath::erfc_f32(self)
     }
     #[inline(always)]
     fn exp_cpu(self) -> Self {

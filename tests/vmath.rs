@@ -1,13 +1,13 @@
-//! The vectorisable `exp` and `ln` of both CPU tiers (`primitives/vmath.rs`, and the same
-//! operations in `primitives/c/arrayflow.h`): accuracy (f32 against the f64 functions, in ulps of
-//! the exact value: within 1; f64 within 1 ulp of the C library's, itself within about half an
-//! ulp; the README promises 32), the special values, and the tile VM and the native C tier
-//! agreeing bit for bit through the public API.
+//! The vectorisable `exp`, `ln`, `erf` and `erfc` of both CPU tiers (`primitives/vmath.rs`, and
+//! the same operations in `primitives/c/arrayflow.h`): accuracy (f32 against the f64 functions,
+//! in ulps of the exact value: `exp`/`ln` within 1, `erf`/`erfc` within 2; f64 within 1 ulp of the
+//! C library's, itself within about half an ulp; the README promises 32), the special values, and
+//! the tile VM and the native C tier agreeing bit for bit through the public API.
 //!
 //! `exhaustive_f32` walks all 2^32 f32 inputs of each function (a minute or two per function in
 //! a release build): `cargo test --release --test vmath -- --ignored --nocapture`.
 
-use arrayflow::primitives::vmath::{exp_f32, exp_f64, ln_f32, ln_f64};
+use arrayflow::primitives::vmath::{erf_f32, erfc_f32, exp_f32, exp_f64, ln_f32, ln_f64};
 use arrayflow::{Array, Backend, NativeMode, Runtime};
 use parking_lot::Mutex;
 use rayon::prelude::*;
@@ -76,6 +76,11 @@ fn sample() -> Vec<f32> {
         89.0,
         std::f32::consts::LN_2,
         std::f32::consts::SQRT_2,
+        3.92,
+        3.93,
+        10.05,
+        10.5,
+        -10.5,
     ] {
         xs.extend([
             v,
@@ -93,6 +98,40 @@ fn exp_and_ln_within_one_ulp_on_a_sample() {
     assert!(e <= 1.0, "exp: {e} ulp at {at:e}");
     let (e, at) = worst(&xs, ln_f32, f64::ln);
     assert!(e <= 1.0, "ln: {e} ulp at {at:e}");
+}
+
+/// `erf` and `erfc` on the sample and on a dense sweep of [-11, 11] (every input where either
+/// function is not constant in f32, at a spacing of 2^-17, plus the region boundaries 1, 3.93 and
+/// 10.5 and their neighbours), against the C library's f64 functions (within an ulp of f64).
+#[test]
+fn erf_and_erfc_within_two_ulp() {
+    let mut xs = sample();
+    xs.extend((-(11 << 17)..=(11 << 17)).map(|i| i as f32 / 131_072.0));
+    for v in [1.0f32, 3.93, 10.5, 0.5, 2.0] {
+        for s in [v, -v] {
+            xs.extend((0..64).map(|d| f32::from_bits(s.to_bits() - 32 + d)));
+        }
+    }
+    let (e, at) = worst(&xs, erf_f32, libm::erf);
+    assert!(e <= 2.0, "erf: {e} ulp at {at:e}");
+    let (e, at) = worst(&xs, erfc_f32, libm::erfc);
+    assert!(e <= 2.0, "erfc: {e} ulp at {at:e}");
+    let bits = |a: f32, b: f32| assert_eq!(a.to_bits(), b.to_bits(), "{a:e} vs {b:e}");
+    for f in [erf_f32, erfc_f32] {
+        assert!(f(f32::NAN).is_nan() && f(-f32::NAN).is_nan());
+    }
+    bits(erf_f32(0.0), 0.0);
+    bits(erf_f32(-0.0), -0.0);
+    bits(erf_f32(f32::INFINITY), 1.0);
+    bits(erf_f32(f32::NEG_INFINITY), -1.0);
+    bits(erf_f32(3.92), 1.0);
+    bits(erf_f32(f32::from_bits(1)), f32::from_bits(1) + f32::from_bits(1) * 0.128_379_17);
+    bits(erfc_f32(0.0), 1.0);
+    bits(erfc_f32(-0.0), 1.0);
+    bits(erfc_f32(f32::INFINITY), 0.0);
+    bits(erfc_f32(f32::NEG_INFINITY), 2.0);
+    bits(erfc_f32(10.06), libm::erfc(10.06f32 as f64) as f32); // subnormal
+    bits(erfc_f32(10.5), 0.0);
 }
 
 #[test]
@@ -263,12 +302,21 @@ fn tile_vm_and_native_tier_agree_bit_for_bit() {
     let b32 = |x: f32| (!x.is_nan()).then_some(x.to_bits() as u64);
     check_tiers("exp", &xs, exp_f32, |a| a.exp(), b32);
     check_tiers("ln", &xs, ln_f32, |a| a.ln(), b32);
+    check_tiers("erf", &xs, erf_f32, |a| a.erf(), b32);
+    check_tiers("erfc", &xs, erfc_f32, |a| a.erfc(), b32);
     // Fused with other work, as in softmax and Black-Scholes.
     check_tiers(
         "exp(x / 2) + ln|x|",
         &xs,
         |x| exp_f32(x / 2.0) + ln_f32(x.abs()),
         |a| (a / 2.0).exp() + a.abs().ln(),
+        b32,
+    );
+    check_tiers(
+        "erf(x * 0.7) * erfc(x)",
+        &xs,
+        |x| erf_f32(x * 0.7) * erfc_f32(x),
+        |a| (a * 0.7).erf() * a.erfc(),
         b32,
     );
     let mut xs = sample64(60_000, -750.0, 750.0);
@@ -310,4 +358,10 @@ fn exhaustive_f32() {
     let (e, at) = all(ln_f32, f64::ln);
     println!("ln_f32: worst {e:.4} ulp at {at:e}");
     assert!(e <= 1.0, "ln: {e} ulp at {at:e}");
+    let (e, at) = all(erf_f32, libm::erf);
+    println!("erf_f32: worst {e:.4} ulp at {at:e}");
+    assert!(e <= 2.0, "erf: {e} ulp at {at:e}");
+    let (e, at) = all(erfc_f32, libm::erfc);
+    println!("erfc_f32: worst {e:.4} ulp at {at:e}");
+    assert!(e <= 2.0, "erfc: {e} ulp at {at:e}");
 }
