@@ -18,6 +18,18 @@ const TILE: usize = 64;
 
 /// The plan for `call` (a, then b).
 pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
+    let g = super::Geometry::of_call(call);
+    let (ta, tb) = super::flags(&call.op);
+    if !g.batch.is_empty()
+        || ta
+        || tb
+        || call.in_shapes[0].len() != 2
+        || call.in_shapes[1].len() != 2
+    {
+        return Err(Unsupported(
+            "matmul: batched, 1-D or transposed operands".into(),
+        ));
+    }
     if !matches!(call.dtype, DType::F32 | DType::F64) {
         return Err(Unsupported(format!("matmul of {} matrices", call.dtype)));
     }

@@ -15,6 +15,18 @@ use crate::proggen::sequence::IntrinsicCall;
 const TILE: usize = 64;
 
 pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
+    let g = super::Geometry::of_call(call);
+    let (ta, tb) = super::flags(&call.op);
+    if !g.batch.is_empty()
+        || ta
+        || tb
+        || call.in_shapes[0].len() != 2
+        || call.in_shapes[1].len() != 2
+    {
+        return Err(Unsupported(
+            "matmul: batched, 1-D or transposed operands".into(),
+        ));
+    }
     if call.dtype != DType::F32 {
         return Err(Unsupported(format!(
             "wgsl matmul takes f32 matrices, not {}",
