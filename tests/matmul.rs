@@ -175,6 +175,7 @@ const FORMS: &[(&[usize], &[usize])] = &[
 fn every_form_f32() {
     let _g = SERIAL.lock();
     let mut r = rng(2101);
+    let before = Runtime::stats();
     for &(sa, sb) in FORMS {
         float_case::<f32>(&mut r, sa, sb);
     }
@@ -182,6 +183,19 @@ fn every_form_f32() {
     float_case::<f32>(&mut r, &[200, 40], &[40, 260]);
     float_case::<f32>(&mut r, &[257, 37], &[37, 130]);
     float_case::<f32>(&mut r, &[2, 130, 20], &[20, 129]);
+    no_fallbacks(&before, "f32 forms");
+}
+
+/// On a device executor, every product ran there (none fell back to the CPU).
+#[track_caller]
+fn no_fallbacks(before: &arrayflow::Stats, what: &str) {
+    let d = Runtime::stats().since(before);
+    if on_device() {
+        assert_eq!(
+            d.device.fallbacks, 0,
+            "{what}: products ran on the CPU: {d:?}"
+        );
+    }
 }
 
 #[test]
@@ -246,6 +260,7 @@ fn int_case<T: arrayflow::Numeric>(
 fn integers_wrap() {
     let _g = SERIAL.lock();
     let mut r = rng(2104);
+    let before = Runtime::stats();
     let shapes: &[(&[usize], &[usize])] = &[
         (&[9], &[9]),
         (&[7, 13], &[13, 5]),
@@ -286,6 +301,7 @@ fn integers_wrap() {
         );
         int_case(&x, sa, &y, sb, |s, a, b| s + a * b, 0i32);
     }
+    no_fallbacks(&before, "integer products");
 }
 
 /// Empty extents: no elements, or (k = 0) zeros.

@@ -185,6 +185,57 @@ impl Geometry {
     }
 }
 
+/// The output tile one GPU work-group of 256 threads computes and the step along `k`: each
+/// thread accumulates a `(bm / 16) x (bn / 16)` block of the tile in registers, as `4 x 4`
+/// blocks 64 rows / columns apart (so local-memory reads are 4-wide and conflict-free), and the
+/// work-group stages `bk x bm` of `a` (k-major) and `bk x bn` of `b` in local memory, twice
+/// (double buffered: the next step's slices are loaded while this one's are used).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tile {
+    pub bm: usize,
+    pub bn: usize,
+    pub bk: usize,
+}
+
+/// The tile of large products: 128 x 128, steps of 8 (an 8 x 8 block per thread).
+pub const LARGE_TILE: Tile = Tile {
+    bm: 128,
+    bn: 128,
+    bk: 8,
+};
+/// The tile of small, skinny or batched-small products (and f64): 64 x 64, steps of 16.
+pub const SMALL_TILE: Tile = Tile {
+    bm: 64,
+    bn: 64,
+    bk: 16,
+};
+/// Large tiles only when the product has at least this many of them (fewer leave a large GPU's
+/// compute units idle: there the 64 x 64 tile's four times as many work-groups run faster).
+const LARGE_MIN_GROUPS: usize = 96;
+
+impl Tile {
+    /// The tile for a call of `g` on elements of `size` bytes.
+    pub fn choose(g: &Geometry, size: usize) -> Tile {
+        let large = g.batches() * g.m.div_ceil(128) * g.n.div_ceil(128);
+        if size <= 4 && g.m >= 128 && g.n >= 128 && large >= LARGE_MIN_GROUPS {
+            LARGE_TILE
+        } else {
+            SMALL_TILE
+        }
+    }
+    /// Output tiles of one matrix.
+    pub fn tiles(&self, g: &Geometry) -> usize {
+        g.m.div_ceil(self.bm) * g.n.div_ceil(self.bn)
+    }
+}
+
+/// A GPU call's split of `k` (see [`matmul_split`]): `(parts, chunk)`, one part when unsplit. The
+/// whole batch counts towards the tiles that keep the device busy.
+pub fn gpu_split(g: &Geometry) -> (usize, Option<(usize, usize)>) {
+    let split = matmul_split(g.batches() * g.m, g.n, g.k);
+    (split.map_or(1, |s| s.0), split)
+}
+
 /// The call's transpose flags `(trans_a, trans_b)`.
 pub fn flags(op: &Intrinsic) -> (bool, bool) {
     match op {
