@@ -259,7 +259,7 @@ pub static REGISTRY: [&dyn IntrinsicDef; 16] = [
 /// The registry index of `op`'s definition.
 pub fn lookup(op: &Intrinsic) -> usize {
     match op {
-        Intrinsic::Matmul => 0,
+        Intrinsic::Matmul { .. } => 0,
         Intrinsic::Gather { .. } => 1,
         Intrinsic::Concat { .. } => 2,
         Intrinsic::Transpose { .. } => 3,
@@ -360,7 +360,13 @@ mod tests {
     #[test]
     fn lookup_finds_each_definition_once() {
         let ops = [
-            (Intrinsic::Matmul, "matmul"),
+            (
+                Intrinsic::Matmul {
+                    trans_a: false,
+                    trans_b: true,
+                },
+                "matmul",
+            ),
             (Intrinsic::Gather { axis: 1 }, "gather"),
             (Intrinsic::Concat { axis: 0 }, "concat"),
             (Intrinsic::Transpose { offset: 3 }, "transpose"),

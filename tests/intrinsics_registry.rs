@@ -91,7 +91,10 @@ fn matmul_case(r: &mut StdRng) -> Case {
         _ => TypedVec::F64(c),
     };
     Case {
-        op: Intrinsic::Matmul,
+        op: Intrinsic::Matmul {
+            trans_a: false,
+            trans_b: false,
+        },
         inputs: vec![
             (a, Shape::from_slice(&[m, k])),
             (b, Shape::from_slice(&[k, n])),
@@ -702,7 +705,7 @@ fn cpu_entry_reference_and_loop_agree_for_every_intrinsic() {
 
             let cost = def.cost(&call);
             assert!(cost.bytes > 0 || c.expected.is_empty(), "{what}: {cost:?}");
-            if let Intrinsic::Matmul = c.op {
+            if let Intrinsic::Matmul { .. } = c.op {
                 let (m, k, n) = (c.out_shape[0], c.inputs[0].1[1], c.out_shape[1]);
                 assert_eq!(cost.flops, 2 * (m * k * n) as u64, "{what}");
             }
@@ -758,7 +761,10 @@ fn checks_reject_bad_calls_at_the_callers_line() {
     let m23 = [2, 3];
     let bad: Vec<(Intrinsic, Vec<Operand>)> = vec![
         (
-            Intrinsic::Matmul,
+            Intrinsic::Matmul {
+                trans_a: false,
+                trans_b: false,
+            },
             vec![
                 Operand {
                     shape: &m23,

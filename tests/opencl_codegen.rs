@@ -676,7 +676,10 @@ fn rendering_is_deterministic_and_respects_fp64() {
     assert_eq!(opencl::render(&k.0, FP64), opencl::render(&k.0, FP64));
     assert!(opencl::render(&k.0, FP32).is_err());
     let c = call(
-        Intrinsic::Matmul,
+        Intrinsic::Matmul {
+            trans_a: false,
+            trans_b: false,
+        },
         &[&[2, 2], &[2, 2]],
         &[DType::F64; 2],
         &[2, 2],

@@ -1,11 +1,10 @@
 //! Views and data movement against index-walking oracles on seeded random data: reshape,
 //! transpose/permute, slice (positive and negative steps, negative and out-of-range indices),
 //! broadcast_to, tile, gather (i32 and u32 indices), concat along each axis, chains mixing views
-//! with element-wise ops and reductions, and matmul against a triple loop.
+//! with element-wise ops and reductions (matmul's tests are in `tests/matmul.rs`).
 //!
 //! Tolerances: views move data, so they are exact (bitwise for floats). Element-wise ops in the
-//! chains are + - * (correctly rounded: exact oracle). matmul: |err| <= k eps_T sum_p |a_ip b_pj|
-//! (the classic gamma_k bound for a length-k dot product, eps_T = machine epsilon).
+//! chains are + - * (correctly rounded: exact oracle).
 
 mod common;
 
@@ -727,119 +726,6 @@ fn view_chains() {
     same(&got, &s, &want, "i32 permute -> slice -> xor");
 }
 
-fn matmul_case<T: TestFloat>(r: &mut rand::rngs::StdRng, m: usize, k: usize, n: usize) {
-    let af: Vec<f64> = conv::<T>(&rand_f64(r, m * k, -1.0, 1.0))
-        .iter()
-        .map(|v: &T| v.to())
-        .collect();
-    let bf: Vec<f64> = conv::<T>(&rand_f64(r, k * n, -1.0, 1.0))
-        .iter()
-        .map(|v: &T| v.to())
-        .collect();
-    let (a, b) = (
-        Array::from_slice(&conv::<T>(&af), &[m, k]),
-        Array::from_slice(&conv::<T>(&bf), &[k, n]),
-    );
-    let (want, mag) = matmul_oracle(&af, &bf, m, k, n);
-    let ctx = format!("{} matmul {m}x{k}x{n}", T::name());
-    let check = |got: &Array<T>, want: &[f64], what: &str| {
-        assert_eq!(got.shape(), &[m, n], "{ctx} {what}: shape");
-        let g = read(got);
-        for (i, ((g, w), s)) in g.iter().zip(want).zip(&mag).enumerate() {
-            let tol = (k.max(1) as f64) * T::EPS * s;
-            assert!(
-                (g.to() - w).abs() <= tol,
-                "{ctx} {what}: [{i}] got {g:?} want {w:e} (tol {tol:e})"
-            );
-        }
-    };
-    check(&a.matmul(&b), &want, "");
-    check(&a.try_matmul(&b).unwrap(), &want, "try_matmul");
-    // Transposed (view) operands: (b^T a^T)^T = a b.
-    check(
-        &b.transpose().matmul(&a.transpose()).transpose(),
-        &want,
-        "via transposes",
-    );
-    // Expression inputs and an expression on the output.
-    let w2: Vec<f64> = want.iter().map(|v| 2.0 * v).collect();
-    check(&(&a * T::of(2.0)).matmul(&b), &w2, "(2a) b");
-}
-
-#[test]
-fn matmul_f32() {
-    let mut r = rng(412);
-    for (m, k, n) in [
-        (1, 1, 1),
-        (7, 13, 5),
-        (64, 100, 70),
-        (130, 33, 65),
-        (5, 257, 3),
-        (1, 500, 1),
-        // Few output tiles and a long inner extent: GPU executors split k into ranges.
-        (8, 3000, 2),
-        (3, 1030, 70),
-        (65, 5003, 3),
-    ] {
-        matmul_case::<f32>(&mut r, m, k, n);
-    }
-}
-
-#[test]
-fn matmul_f64() {
-    let mut r = rng(413);
-    for (m, k, n) in [
-        (1, 1, 1),
-        (7, 13, 5),
-        (64, 100, 70),
-        (130, 33, 65),
-        (5, 257, 3),
-        (1, 500, 1),
-        (8, 3000, 2),
-        (65, 5003, 3),
-    ] {
-        matmul_case::<f64>(&mut r, m, k, n);
-    }
-}
-
-#[test]
-fn matmul_long_inner_extents_are_exact() {
-    // Sums of ones are exact in f32 below 2^24: every term must count (lavapipe once dropped
-    // every term past 58,255 of one work-group's walk along k).
-    for k in [58_255usize, 65_536, 150_001] {
-        let c = Array::<f32>::ones(&[2, k]).matmul(&Array::<f32>::ones(&[k, 3]));
-        assert_eq!(read(&c), vec![k as f32; 6], "k = {k}");
-    }
-}
-
-#[test]
-fn matmul_special_shapes() {
-    // k = 0: the product of [3, 0] and [0, 4] is all zeros.
-    let a = Array::<f64>::from_slice(&[], &[3, 0]);
-    let b = Array::<f64>::from_slice(&[], &[0, 4]);
-    same(&a.matmul(&b), &[3, 4], &[0.0; 12], "k = 0");
-    // A known product.
-    let p = Array::from_slice(&[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
-    let q = Array::from_slice(&[7.0f64, 8.0, 9.0, 10.0, 11.0, 12.0], &[3, 2]);
-    same(
-        &p.matmul(&q),
-        &[2, 2],
-        &[58.0, 64.0, 139.0, 154.0],
-        "2x3 by 3x2",
-    );
-    // Shape errors.
-    assert_eq!(
-        p.try_matmul(&p).unwrap_err().kind,
-        ErrorKind::Shape,
-        "[2,3] x [2,3]"
-    );
-    assert_eq!(
-        Array::<f64>::zeros(&[3]).try_matmul(&q).unwrap_err().kind,
-        ErrorKind::Shape,
-        "1-D input"
-    );
-}
-
 /// A named test case, run with its panics caught.
 type Case = (&'static str, Box<dyn FnOnce() + std::panic::UnwindSafe>);
 
@@ -862,32 +748,6 @@ fn run_cases(cases: Vec<Case>) {
         failures.len(),
         failures.join("\n  ")
     );
-}
-
-/// matmul with a generated identity operand: a I = I a = a.
-#[test]
-fn matmul_with_identity() {
-    let mut r = rng(414);
-    let (x, a) = arr_f32(&mut r, &[6, 6]);
-    let a2 = a.clone();
-    let (x1, x2) = (x.clone(), x.clone());
-    run_cases(vec![
-        (
-            "a.matmul(identity)",
-            Box::new(move || same(&a.matmul(&Array::identity(6)), &[6, 6], &x1, "a I = a")),
-        ),
-        (
-            "identity.matmul(a)",
-            Box::new(move || {
-                same(
-                    &Array::<f32>::identity(6).matmul(&a2),
-                    &[6, 6],
-                    &x2,
-                    "I a = a",
-                )
-            }),
-        ),
-    ]);
 }
 
 /// Views that read a stored input (reshape, tile) and the intrinsics (gather, concat, matmul)

@@ -290,7 +290,10 @@ fn maps_reductions_and_faults_validate() {
 fn intrinsics_validate() {
     for (m, k, n) in [(1, 1, 1), (70, 33, 130), (64, 64, 64), (0, 5, 3), (3, 0, 2)] {
         let c = intrinsic_call(
-            Intrinsic::Matmul,
+            Intrinsic::Matmul {
+                trans_a: false,
+                trans_b: false,
+            },
             &[&[m, k], &[k, n]],
             &[DType::F32, DType::F32],
             &[m, n],
@@ -299,7 +302,10 @@ fn intrinsics_validate() {
         validate(&plan, &format!("matmul {m}x{k}x{n}"));
     }
     let c64 = intrinsic_call(
-        Intrinsic::Matmul,
+        Intrinsic::Matmul {
+            trans_a: false,
+            trans_b: false,
+        },
         &[&[2, 2], &[2, 2]],
         &[DType::F64, DType::F64],
         &[2, 2],

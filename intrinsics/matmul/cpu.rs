@@ -1,37 +1,66 @@
-//! 2-D matrix product on the CPU: one call of `matrixmultiply`'s GEMM, which packs each operand
-//! once and splits the work over its own threads (the crate's `threading` feature).
+//! The matrix product on the CPU. f32 and f64: `matrixmultiply`'s GEMM per matrix, reading each
+//! operand through its strides (a transposed operand costs nothing); one large product lets
+//! `matrixmultiply` split the work over its own threads (the crate's `threading` feature), a batch
+//! of small products runs one GEMM per matrix on rayon's threads. i32 and u32: a loop over blocks
+//! of rows with rayon, wrapping arithmetic (exact modulo 2^32).
 
+use super::Geometry;
 use crate::error::Error;
 use crate::ir::TypedVec;
 use crate::proggen::sequence::IntrinsicCall;
+use rayon::prelude::*;
+
+/// Products at most this many multiply-adds each run one per rayon task when there are several;
+/// larger ones run one after another, each threaded by `matrixmultiply`.
+const SMALL: usize = 128 * 128 * 128;
+
+/// Rows of `c` one integer task computes (each row of `b` is read once per block).
+const INT_ROWS: usize = 8;
 
 pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Result<(), Error> {
-    let (m, k) = (call.in_shapes[0][0], call.in_shapes[0][1]);
-    let n = call.in_shapes[1][1];
-    if n == 0 || m == 0 {
+    let g = Geometry::of_call(call);
+    let mn = g.m * g.n;
+    if mn == 0 || g.batches() == 0 {
         return Ok(());
     }
     macro_rules! gemm {
         ($a:expr, $b:expr, $c:expr, $f:path) => {{
-            let (a, b, c) = ($a, $b, $c);
-            // SAFETY: a is m x k, b is k x n, c is m x n, all row-major and in bounds.
-            unsafe {
-                $f(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    a.as_ptr(),
-                    k as isize,
-                    1,
-                    b.as_ptr(),
-                    n as isize,
-                    1,
-                    0.0,
-                    c.as_mut_ptr(),
-                    n as isize,
-                    1,
-                );
+            let (a, b, c): (&[_], &[_], &mut [_]) = ($a, $b, $c);
+            if g.k == 0 {
+                c.fill(0.0);
+                return Ok(());
+            }
+            let one = |t: usize, c: &mut [_]| {
+                let (oa, ob) = g.offsets(t);
+                // SAFETY: the geometry keeps every element of a, b (from their offsets, through
+                // their strides) and c ([m, n], row-major) in bounds of the checked shapes.
+                unsafe {
+                    $f(
+                        g.m,
+                        g.k,
+                        g.n,
+                        1.0,
+                        a.as_ptr().add(oa),
+                        g.a_rs as isize,
+                        g.a_cs as isize,
+                        b.as_ptr().add(ob),
+                        g.b_rs as isize,
+                        g.b_cs as isize,
+                        0.0,
+                        c.as_mut_ptr(),
+                        g.n as isize,
+                        1,
+                    );
+                }
+            };
+            if g.batches() > 1 && g.m * g.n * g.k <= SMALL {
+                c.par_chunks_mut(mn)
+                    .enumerate()
+                    .for_each(|(t, c)| one(t, c));
+            } else {
+                for (t, c) in c.chunks_mut(mn).enumerate() {
+                    one(t, c);
+                }
             }
         }};
     }
@@ -42,11 +71,75 @@ pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Re
         (TypedVec::F64(a), TypedVec::F64(b), TypedVec::F64(c)) => {
             gemm!(a, b, c, matrixmultiply::dgemm)
         }
+        (TypedVec::I32(a), TypedVec::I32(b), TypedVec::I32(c)) => integer(&g, a, b, c),
+        (TypedVec::U32(a), TypedVec::U32(b), TypedVec::U32(c)) => integer(&g, a, b, c),
         _ => {
             return Err(crate::intrinsics::cpu::exec_error(
-                "matmul takes f32 or f64 matrices".into(),
+                "matmul takes two f32, f64, i32 or u32 operands".into(),
             ));
         }
     }
     Ok(())
+}
+
+/// The integer product: blocks of [`INT_ROWS`] rows of one matrix per task; each row of `b`
+/// (row-major, packed first when `b` is read transposed) is added into the block's rows of `c`.
+fn integer<T: Wrapping>(g: &Geometry, a: &[T], b: &[T], c: &mut [T]) {
+    let (m, k, n) = (g.m, g.k, g.n);
+    // b with each matrix row-major ([k, n], contiguous rows), at the same batch strides.
+    let packed: Vec<T>;
+    let b: &[T] = if g.b_cs == 1 || k == 0 {
+        b
+    } else {
+        packed = {
+            let mut p = vec![T::default(); b.len()];
+            for (s, d) in b.chunks(k * n).zip(p.chunks_mut(k * n)) {
+                for pp in 0..k {
+                    for j in 0..n {
+                        d[pp * n + j] = s[pp * g.b_rs + j * g.b_cs];
+                    }
+                }
+            }
+            p
+        };
+        &packed
+    };
+    c.par_chunks_mut(m * n).enumerate().for_each(|(t, cm)| {
+        let (oa, ob) = g.offsets(t);
+        cm.par_chunks_mut(INT_ROWS * n)
+            .enumerate()
+            .for_each(|(blk, rows)| {
+                rows.fill(T::default());
+                let i0 = blk * INT_ROWS;
+                for p in 0..k {
+                    let brow = &b[ob + p * n..ob + p * n + n];
+                    for (r, crow) in rows.chunks_mut(n).enumerate() {
+                        let x = a[oa + (i0 + r) * g.a_rs + p * g.a_cs];
+                        for (cj, &bj) in crow.iter_mut().zip(brow) {
+                            *cj = cj.madd(x, bj);
+                        }
+                    }
+                }
+            });
+    });
+}
+
+/// Wrapping multiply-add of the integer element types.
+trait Wrapping: Copy + Default + Send + Sync {
+    /// `self + x * y`, wrapping.
+    fn madd(self, x: Self, y: Self) -> Self;
+}
+
+impl Wrapping for i32 {
+    #[inline]
+    fn madd(self, x: i32, y: i32) -> i32 {
+        self.wrapping_add(x.wrapping_mul(y))
+    }
+}
+
+impl Wrapping for u32 {
+    #[inline]
+    fn madd(self, x: u32, y: u32) -> u32 {
+        self.wrapping_add(x.wrapping_mul(y))
+    }
 }

@@ -10,6 +10,7 @@ mod dynarray;
 mod element;
 mod inspect;
 mod math;
+mod matmul;
 mod movement;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;

@@ -1,8 +1,8 @@
 //! Views and data movement: reshape, transpose/permute, slices with steps, broadcast (the seed's
-//! spread), tile (periodic copy), gather (by an index array), concat, and the matrix product.
+//! spread), tile (periodic copy), gather (by an index array) and concat.
 
 use super::array::{Array, ok, site};
-use super::element::{Element, Float, Index};
+use super::element::{Element, Index};
 use crate::error::Result;
 use crate::frontend::{self, SliceSpec};
 use crate::ir::Shape;
@@ -147,36 +147,5 @@ impl<T: Element> Array<T> {
     pub fn try_concat(parts: &[&Array<T>], axis: usize) -> Result<Array<T>> {
         let hs: Vec<&frontend::Handle> = parts.iter().map(|p| &p.h).collect();
         Ok(Array::wrap(frontend::concat(&hs, axis, site())?))
-    }
-}
-
-impl<T: Float> Array<T> {
-    /// Matrix product of `[m, k]` and `[k, n]` (an intrinsic: a tuned GEMM, not fused).
-    ///
-    /// ```
-    /// use arrayflow::Array;
-    ///
-    /// let a = Array::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
-    /// let b = Array::from_vec(vec![1.0f64, 0.0, -1.0, 2.0, 0.5, 1.0], &[3, 2]);
-    /// // row i of a times column j of b
-    /// let oracle = vec![
-    ///     1.0 * 1.0 + 2.0 * -1.0 + 3.0 * 0.5,
-    ///     1.0 * 0.0 + 2.0 * 2.0 + 3.0 * 1.0,
-    ///     4.0 * 1.0 + 5.0 * -1.0 + 6.0 * 0.5,
-    ///     4.0 * 0.0 + 5.0 * 2.0 + 6.0 * 1.0,
-    /// ];
-    /// assert_eq!(a.matmul(&b).to_vec()?, oracle);
-    /// assert!(a.try_matmul(&a).is_err()); // [2, 3] x [2, 3]
-    /// # Ok::<(), arrayflow::Error>(())
-    /// ```
-    #[track_caller]
-    pub fn matmul(&self, other: &Array<T>) -> Array<T> {
-        ok(self.try_matmul(other))
-    }
-    /// Like [`Array::matmul`], returning an error when the shapes do not fit.
-    ///
-    #[track_caller]
-    pub fn try_matmul(&self, other: &Array<T>) -> Result<Array<T>> {
-        Ok(Array::wrap(frontend::matmul(&self.h, &other.h, site())?))
     }
 }

@@ -30,6 +30,22 @@ impl Inner {
         dtype: DType,
         site: Site,
     ) -> Handle {
+        let ins: SmallVec<[(NodeId, &[usize]); 3]> =
+            inputs.iter().map(|h| (h.id, &h.shape[..])).collect();
+        self.record_nodes(op, &ins, shape, dtype, site)
+    }
+
+    /// Records a node computed from the nodes `inputs` (id and shape): [`Inner::record`] for an
+    /// input the application holds no handle of (matmul reading the array under a transpose
+    /// view). Each input must be in the port table (a handle or a user keeps it there).
+    pub fn record_nodes(
+        &self,
+        op: Op,
+        inputs: &[(NodeId, &[usize])],
+        shape: Shape,
+        dtype: DType,
+        site: Site,
+    ) -> Handle {
         let konst = match op {
             Op::Const(v) => Some(v),
             _ => None,
@@ -50,8 +66,8 @@ impl Inner {
             let mut lazy_cost = 0u32;
             let mut tolerance_op = op.base_name();
             let mut tolerance_dtype = dtype;
-            for (k, h) in inputs.iter().enumerate() {
-                if let Some(n) = fe.nodes.get_mut(&h.id) {
+            for (k, (in_id, _)) in inputs.iter().enumerate() {
+                if let Some(n) = fe.nodes.get_mut(in_id) {
                     n.users += 1;
                     lazy_cost = lazy_cost.saturating_add(n.lazy_cost);
                     if k == 0 && op.moves_data() {
@@ -77,7 +93,7 @@ impl Inner {
                 tolerance_dtype,
                 ..NodeInfo::new(
                     op,
-                    inputs.iter().map(|h| h.id).collect(),
+                    inputs.iter().map(|(i, _)| *i).collect(),
                     shape.clone(),
                     dtype,
                     site,
@@ -665,8 +681,65 @@ pub fn intrinsic(op: Intrinsic, inputs: &[&Handle], site: Site) -> Result<Handle
     Ok(Inner::get().record(Op::Intrinsic(op), inputs, out.shape, out.dtype, site))
 }
 
+/// Records `a @ b` (NumPy's `matmul` rules, checked by `intrinsics/matmul/`). An operand that is
+/// a pending transpose of the last two axes of another array is read from that array with the
+/// call's transpose flag set: no copy of the transpose is made.
 pub fn matmul(a: &Handle, b: &Handle, site: Site) -> Result<Handle> {
-    intrinsic(Intrinsic::Matmul, &[a, b], site)
+    matmul_nodes(under_transpose(a), under_transpose(b), site)
+}
+
+/// Records the product of `a` and the transpose of the last two axes of `b` (stored `[.., n, k]`),
+/// read without a copy: `inner`'s contraction along both last axes.
+pub fn matmul_transposed_b(a: &Handle, b: &Handle, site: Site) -> Result<Handle> {
+    let bt = (b.id, b.shape.clone(), b.dtype, b.shape.len() >= 2);
+    matmul_nodes(under_transpose(a), bt, site)
+}
+
+/// A matmul operand: the node read, its shape, element type, and whether it is read transposed.
+type MatmulOperand = (NodeId, Shape, DType, bool);
+
+fn matmul_nodes(a: MatmulOperand, b: MatmulOperand, site: Site) -> Result<Handle> {
+    let op = Intrinsic::Matmul {
+        trans_a: a.3,
+        trans_b: b.3,
+    };
+    let operands = [
+        crate::intrinsics::Operand {
+            shape: &a.1,
+            dtype: a.2,
+        },
+        crate::intrinsics::Operand {
+            shape: &b.1,
+            dtype: b.2,
+        },
+    ];
+    let outs = op.def().check(&op, &operands, site)?;
+    let out = crate::intrinsics::single(&op, outs, site)?;
+    Ok(Inner::get().record_nodes(
+        Op::Intrinsic(op),
+        &[(a.0, &a.1), (b.0, &b.1)],
+        out.shape,
+        out.dtype,
+        site,
+    ))
+}
+
+/// The node a matmul reads for operand `h`: for a pending permute that only swaps the last two
+/// axes, its input, read transposed (a stored permute, or any other node, is read as it is).
+fn under_transpose(h: &Handle) -> MatmulOperand {
+    let fe = Inner::get().front();
+    if let Some(n) = fe.nodes.get(&h.id)
+        && n.is_pending()
+        && let Op::Permute(p) = &n.op
+    {
+        let r = p.len();
+        let swaps_last_two =
+            r >= 2 && p[r - 1] == r - 2 && p[r - 2] == r - 1 && (0..r - 2).all(|i| p[i] == i);
+        if swaps_last_two && let Some(src) = fe.nodes.get(&n.inputs[0]) {
+            return (n.inputs[0], src.shape.clone(), h.dtype, true);
+        }
+    }
+    (h.id, h.shape.clone(), h.dtype, false)
 }
 
 pub fn gather(a: &Handle, idx: &Handle, axis: usize, site: Site) -> Result<Handle> {

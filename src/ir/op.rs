@@ -174,8 +174,10 @@ impl RandomDist {
 /// (`intrinsics/mod.rs`, [`Intrinsic::def`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Intrinsic {
-    /// 2-D matrix product. Inputs: a [m, k], b [k, n].
-    Matmul,
+    /// Matrix product with NumPy's `matmul` rules (`intrinsics/matmul/`): inputs a `[.., m, k]`
+    /// and b `[.., k, n]` (leading axes broadcast; a 1-D operand is a row or a column). With
+    /// `trans_a` input 0 is stored `[.., k, m]` and read transposed (no copy); `trans_b` likewise.
+    Matmul { trans_a: bool, trans_b: bool },
     /// NumPy `take`: inputs: data, indices (i32 or u32).
     Gather { axis: usize },
     /// Join along `axis`. Inputs: the parts.

@@ -1493,7 +1493,16 @@ pub fn matmul_matches<D: Device>(
         if d == DType::F64 && !dev.fp64() {
             continue;
         }
-        let c = call(Intrinsic::Matmul, &[&[m, k], &[k, n]], &[d, d], &[m, n], d);
+        let c = call(
+            Intrinsic::Matmul {
+                trans_a: false,
+                trans_b: false,
+            },
+            &[&[m, k], &[k, n]],
+            &[d, d],
+            &[m, n],
+            d,
+        );
         let a = input(m * k, seeds.0);
         let b = input(k * n, seeds.1);
         let (ta, tb) = if d == DType::F32 {

@@ -2,10 +2,9 @@
 //! sequential interpreter on its inputs' reference values) and the magnitude its allowance
 //! scales with (`debug::conditioning`).
 
-use crate::compile::Handle;
 use crate::compile::Inner;
 use crate::exec::TypedVec;
-use crate::ir::{DType, Op, Shape, Site};
+use crate::ir::{DType, NodeId, Op, Shape, Site};
 use crate::ir::{NodeInfo, NodeState};
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -19,7 +18,7 @@ impl Inner {
     pub(crate) fn reference_of(
         &self,
         op: &Op,
-        inputs: &[&Handle],
+        inputs: &[(NodeId, &[usize])],
         shape: &Shape,
         dtype: DType,
         site: Site,
@@ -29,10 +28,10 @@ impl Inner {
         let mut vals = Vec::with_capacity(inputs.len());
         // The output's allowance follows the same rule as `record`'s tolerance op and type.
         let (mut tol_op, mut tol_dtype) = (op.base_name(), dtype);
-        for (k, h) in inputs.iter().enumerate() {
+        for (k, &(id, in_shape)) in inputs.iter().enumerate() {
             let (r, mag, tol, buf, in_section, exact) = {
                 let fe = self.front();
-                let n = fe.nodes.get(&h.id)?;
+                let n = fe.nodes.get(&id)?;
                 if k == 0 && op.moves_data() {
                     (tol_op, tol_dtype) = (n.tolerance_op, n.tolerance_dtype);
                 }
@@ -57,7 +56,7 @@ impl Inner {
                 None if buf.is_some() => self.sched.read(buf?).ok()?,
                 // A pending result without a reference: computing it would flush a section.
                 None if in_section => return None,
-                None => self.read_node(h.id, site).ok()?,
+                None => self.read_node(id, site).ok()?,
             };
             // Values recorded before comparison was on: uploads and constants are exact, computed
             // values carry their own size.
@@ -65,7 +64,7 @@ impl Inner {
                 let size = |i: usize| if exact { 0.0 } else { r.get(i).as_f64().abs() };
                 Arc::new((0..r.len()).map(size).collect())
             });
-            vals.push((r, h.shape.clone(), mag, tol));
+            vals.push((r, Shape::from_slice(in_shape), mag, tol));
         }
         let info = NodeInfo::new(
             op.clone(),
