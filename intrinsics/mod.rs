@@ -238,7 +238,7 @@ impl Rows {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 24] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 27] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
@@ -263,6 +263,9 @@ pub static REGISTRY: [&dyn IntrinsicDef; 24] = [
     &linalg::lu::LuDef("inv"),
     &linalg::lu::LuDef("det"),
     &linalg::lu::LuDef("slogdet"),
+    &linalg::cholesky::CholeskyDef("cholesky"),
+    &linalg::cholesky::CholeskyDef("cholesky_solve"),
+    &linalg::triangular::TriangularSolveDef,
 ];
 
 /// The registry index of `op`'s definition.
@@ -292,7 +295,9 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::Inv => 21,
         Intrinsic::Det => 22,
         Intrinsic::Slogdet => 23,
-        _ => todo!("linalg"),
+        Intrinsic::Cholesky => 24,
+        Intrinsic::CholeskySolve => 25,
+        Intrinsic::TriangularSolve { .. } => 26,
     }
 }
 
@@ -420,6 +425,15 @@ mod tests {
             (Intrinsic::Inv, "inv"),
             (Intrinsic::Det, "det"),
             (Intrinsic::Slogdet, "slogdet"),
+            (Intrinsic::Cholesky, "cholesky"),
+            (Intrinsic::CholeskySolve, "cholesky_solve"),
+            (
+                Intrinsic::TriangularSolve {
+                    upper: true,
+                    unit_diagonal: false,
+                },
+                "triangular_solve",
+            ),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

@@ -469,3 +469,169 @@ fn shape_and_type_errors_name_the_line() {
         .to_string();
     assert!(e.contains("pivots") && e.contains("linalg.rs"), "{e}");
 }
+
+/// A random symmetric positive-definite matrix: `M M^T + n I`, rounded to `T`.
+fn spd<T: F>(r: &mut StdRng, n: usize) -> Vec<f64> {
+    let m = rand_f64(r, n * n, -1.0, 1.0);
+    let mut a = mul(&m, &transpose(&m, n), n, n, n);
+    for i in 0..n {
+        a[i * n + i] += n as f64;
+    }
+    a.into_iter().map(|x| T::of(x).into()).collect()
+}
+
+fn transpose(a: &[f64], n: usize) -> Vec<f64> {
+    (0..n * n).map(|e| a[(e % n) * n + e / n]).collect()
+}
+
+fn choleskys<T: F>(seed: u64) {
+    let mut r = rng(seed);
+    for &n in &[1usize, 3, 17, 65] {
+        let a: Vec<f64> = (0..2).flat_map(|_| spd::<T>(&mut r, n)).collect();
+        let x = upload::<T>(&a, &[2, n, n]);
+        let l = f64s(&read(&linalg::cholesky(&x)));
+        let b = rand_f64(&mut r, n, -1.0, 1.0)
+            .into_iter()
+            .map(|v| T::of(v).into())
+            .collect::<Vec<f64>>();
+        let sol = f64s(&read(&linalg::cholesky_solve(
+            &x.cholesky(),
+            &upload::<T>(&b, &[n]),
+        )));
+        for m in 0..2 {
+            let s = m * n * n..(m + 1) * n * n;
+            let lm = &l[s.clone()];
+            assert!(
+                (0..n).all(|i| (i + 1..n).all(|j| lm[i * n + j] == 0.0) && lm[i * n + i] > 0.0)
+            );
+            let llt = mul(lm, &transpose(lm, n), n, n, n);
+            let err = norm_inf(
+                &llt.iter()
+                    .zip(&a[s.clone()])
+                    .map(|(p, q)| p - q)
+                    .collect::<Vec<_>>(),
+            );
+            assert!(
+                err <= RESIDUAL * n as f64 * T::EPS * norm_inf(&a[s.clone()]),
+                "L L^T - A = {err:e} (n = {n})"
+            );
+            check_residual::<T>(
+                &a[s],
+                &sol[m * n..(m + 1) * n],
+                &b,
+                n,
+                1,
+                &format!("cholesky_solve n={n}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn cholesky_reconstructs_and_solves_f32() {
+    choleskys::<f32>(9);
+}
+
+#[test]
+fn cholesky_reconstructs_and_solves_f64() {
+    choleskys::<f64>(10);
+}
+
+#[test]
+fn cholesky_of_an_indefinite_matrix_names_the_pivot() {
+    let mut r = rng(11);
+    let mut a: Vec<f64> = (0..3).flat_map(|_| spd::<f64>(&mut r, 4)).collect();
+    // Matrix 2: its (1, 1) entry made too small, so the second pivot is negative.
+    a[2 * 16 + 5] = -50.0;
+    let line = line!() + 1;
+    let l = linalg::cholesky(&upload::<f64>(&a, &[3, 4, 4]));
+    let e = l.to_vec().unwrap_err().to_string();
+    assert!(
+        e.contains("not positive definite") && e.contains("matrix 2 of the batch"),
+        "{e}"
+    );
+    assert!(
+        e.contains("pivot 1") && e.contains(&format!("linalg.rs:{line}")),
+        "{e}"
+    );
+    // NaN in, NaN out.
+    a[2 * 16 + 5] = f64::NAN;
+    let l = read(&linalg::cholesky(&upload::<f32>(&a, &[3, 4, 4])));
+    assert!(l[32..].iter().all(|v| v.is_nan()) && l[..32].iter().all(|v| v.is_finite()));
+}
+
+fn triangulars<T: F>(seed: u64) {
+    let mut r = rng(seed);
+    for &n in &[1usize, 3, 17, 65] {
+        // Random triangles with a diagonal of 2 and -3, garbage in the other triangle.
+        let mut a = matrices::<T>(&mut r, 1, n);
+        for i in 0..n {
+            a[i * n + i] = T::of(if i % 2 == 0 { 2.0 } else { -3.0 }).into();
+        }
+        let b = matrices::<T>(&mut r, 1, n)[..n * 2.min(n)].to_vec();
+        let rr = 2.min(n);
+        for (upper, unit) in [(false, false), (true, false), (false, true), (true, true)] {
+            let x = f64s(&read(&linalg::triangular_solve(
+                &upload::<T>(&a, &[n, n]),
+                &upload::<T>(&b, &[n, rr]),
+                upper,
+                unit,
+            )));
+            // The triangle the solve reads (the other one is garbage).
+            let mut tt = vec![0.0; n * n];
+            for i in 0..n {
+                for j in 0..n {
+                    if i == j {
+                        tt[i * n + j] = if unit { 1.0 } else { a[i * n + j] };
+                    } else if (j > i) == upper {
+                        tt[i * n + j] = a[i * n + j];
+                    }
+                }
+            }
+            check_residual::<T>(
+                &tt,
+                &x,
+                &b,
+                n,
+                rr,
+                &format!("triangular n={n} upper={upper} unit={unit}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn triangular_solves_have_small_residuals_f32() {
+    triangulars::<f32>(12);
+}
+
+#[test]
+fn triangular_solves_have_small_residuals_f64() {
+    triangulars::<f64>(13);
+}
+
+#[test]
+fn triangular_solve_with_a_zero_on_the_diagonal_is_an_error() {
+    let a = vec![1.0f64, 0.0, 0.0, 2.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+    let e = linalg::triangular_solve(
+        &upload::<f64>(&a, &[3, 3]),
+        &upload::<f64>(&[1.0; 3], &[3]),
+        false,
+        false,
+    )
+    .to_vec()
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("singular") && e.contains("pivot 1") && e.contains("linalg.rs"),
+        "{e}"
+    );
+    // With a unit diagonal the zero is not read.
+    let x = read(&linalg::triangular_solve(
+        &upload::<f64>(&a, &[3, 3]),
+        &upload::<f64>(&[1.0; 3], &[3]),
+        false,
+        true,
+    ));
+    assert_eq!(x, vec![1.0, -1.0, 1.0]);
+}

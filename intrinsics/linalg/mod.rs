@@ -25,7 +25,9 @@
 //! backward error, for `det` `n * |det| * sum |A^-1|^T .* |A|`. A singular matrix's magnitudes
 //! are infinite (any result matches).
 
+pub mod cholesky;
 pub mod lu;
+pub mod triangular;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{DType, Site, TypedVec};

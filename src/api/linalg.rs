@@ -1,5 +1,6 @@
 //! Dense linear algebra (`arrayflow::linalg`): LU with partial pivoting and what it gives
-//! (`lu`, `lu_unpack`, `lu_solve`, `lu_cond`, `solve`, `inv`, `det`, `slogdet`), with NumPy's
+//! (`lu`, `lu_unpack`, `lu_solve`, `lu_cond`, `solve`, `inv`, `det`, `slogdet`), Cholesky
+//! (`cholesky`, `cholesky_solve`) and `triangular_solve`, with NumPy's
 //! names and conventions, f32 and f64, batched over leading axes whose batch shapes broadcast
 //! where two operands meet, over the intrinsics of `intrinsics/linalg/`. A right-hand side `b`
 //! is a vector `[n]` (only when it is 1-D, as NumPy 2) or a matrix `[..., n, r]`.
@@ -278,6 +279,84 @@ pub fn try_slogdet<T: Float>(a: &Array<T>) -> Result<(Array<T>, Array<T>)> {
     Ok((last_at(&packed, 0)?, last_at(&packed, 1)?))
 }
 
+/// The lower Cholesky factor `L` of each symmetric positive-definite matrix of `a [..., n, n]`
+/// (`A = L L^T`; only the lower triangle of `a` is read; L's upper triangle is 0). A matrix that
+/// is not positive definite fails the computation: reading `L` returns an error naming the
+/// matrix of the batch, the pivot and this line. NaN in the lower triangle gives a NaN factor.
+///
+/// ```
+/// use arrayflow::{Array, linalg};
+///
+/// let a = Array::from_vec(vec![4.0f64, 2.0, 2.0, 5.0], &[2, 2]);
+/// assert_eq!(a.cholesky().to_vec()?, vec![2.0, 0.0, 1.0, 2.0]);
+/// let b = Array::from_vec(vec![8.0f64, 13.0], &[2]);
+/// let x = linalg::cholesky_solve(&a.cholesky(), &b).to_vec()?; // 4x + 2y = 8, 2x + 5y = 13
+/// assert!((x[0] - 0.75).abs() < 1e-12 && (x[1] - 2.3).abs() < 1e-12);
+/// let indefinite = Array::from_vec(vec![1.0f64, 2.0, 2.0, 1.0], &[2, 2]);
+/// assert!(linalg::cholesky(&indefinite).to_vec().is_err());
+/// # Ok::<(), arrayflow::Error>(())
+/// ```
+#[track_caller]
+pub fn cholesky<T: Float>(a: &Array<T>) -> Array<T> {
+    ok(try_cholesky(a))
+}
+
+/// Like [`cholesky`], returning an error when `a` is not a batch of square matrices.
+#[track_caller]
+pub fn try_cholesky<T: Float>(a: &Array<T>) -> Result<Array<T>> {
+    call(Intrinsic::Cholesky, &[&a.h])
+}
+
+/// Solves `L L^T x = b` from the Cholesky factor `l [..., n, n]` (its lower triangle is read):
+/// `b` is `[n]` or `[..., n, r]`, batch axes broadcast.
+#[track_caller]
+pub fn cholesky_solve<T: Float>(l: &Array<T>, b: &Array<T>) -> Array<T> {
+    ok(try_cholesky_solve(l, b))
+}
+
+/// Like [`cholesky_solve`], returning an error when the shapes or types do not fit.
+#[track_caller]
+pub fn try_cholesky_solve<T: Float>(l: &Array<T>, b: &Array<T>) -> Result<Array<T>> {
+    with_rhs(Intrinsic::CholeskySolve, &[&l.h], b)
+}
+
+/// Solves `a x = b` for triangular `a [..., n, n]`: only its `upper` (or lower) triangle is
+/// read; with `unit_diagonal` its diagonal is taken as 1 and not read. `b` is `[n]` or
+/// `[..., n, r]`, batch axes broadcast. An exact zero on the diagonal fails the computation.
+///
+/// ```
+/// use arrayflow::{Array, linalg};
+///
+/// let u = Array::from_vec(vec![2.0f64, 1.0, 99.0, 4.0], &[2, 2]); // 99 is below: not read
+/// let b = Array::from_vec(vec![4.0f64, 8.0], &[2]);
+/// assert_eq!(linalg::triangular_solve(&u, &b, true, false).to_vec()?, vec![1.0, 2.0]);
+/// # Ok::<(), arrayflow::Error>(())
+/// ```
+#[track_caller]
+pub fn triangular_solve<T: Float>(
+    a: &Array<T>,
+    b: &Array<T>,
+    upper: bool,
+    unit_diagonal: bool,
+) -> Array<T> {
+    ok(try_triangular_solve(a, b, upper, unit_diagonal))
+}
+
+/// Like [`triangular_solve`], returning an error when the shapes or types do not fit.
+#[track_caller]
+pub fn try_triangular_solve<T: Float>(
+    a: &Array<T>,
+    b: &Array<T>,
+    upper: bool,
+    unit_diagonal: bool,
+) -> Result<Array<T>> {
+    let op = Intrinsic::TriangularSolve {
+        upper,
+        unit_diagonal,
+    };
+    with_rhs(op, &[&a.h], b)
+}
+
 impl<T: Float> Array<T> {
     /// [`linalg::solve`](solve): `x` with `self x = b`.
     #[track_caller]
@@ -293,5 +372,10 @@ impl<T: Float> Array<T> {
     #[track_caller]
     pub fn det(&self) -> Array<T> {
         ok(try_det(self))
+    }
+    /// [`linalg::cholesky`](cholesky): the lower Cholesky factor of each matrix.
+    #[track_caller]
+    pub fn cholesky(&self) -> Array<T> {
+        ok(try_cholesky(self))
     }
 }

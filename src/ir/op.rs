@@ -248,12 +248,6 @@ pub enum Intrinsic {
     /// Solves `A x = b` for triangular `a` (`upper`, or lower; `unit_diagonal`: the diagonal is
     /// taken as 1 and not read).
     TriangularSolve { upper: bool, unit_diagonal: bool },
-    /// Reduced QR of `[..., m, n]` (k = min(m, n)), R's diagonal non-negative: output
-    /// `[..., m + k, max(k, n)]` holding Q `[m, k]` in rows `0..m` and R `[k, n]` below.
-    Qr,
-    /// Least squares `min ||a x - b||` (full rank; m < n: the minimum-norm solution): inputs a
-    /// `[..., m, n]`, b `[..., m, r]`; output `[..., n, r]`.
-    Lstsq,
 }
 
 /// One output of an intrinsic call: its shape and element type.
