@@ -681,20 +681,16 @@ fn linalg_case(name: &str, r: &mut StdRng) -> Case {
     let piv0 = (TypedVec::I32(vec![0, 1, 2]), Shape::from_slice(&[n]));
     // x = D^-1 b for the diagonal.
     let dsolve: Vec<f64> = (0..6).map(|e| b[e] / pow[e / 2]).collect();
-    let (op, inputs, expected, out_shape): (
-        Intrinsic,
-        Vec<(TypedVec, Shape)>,
-        Vec<f64>,
-        Vec<usize>,
-    ) = match name {
+    type Parts = (Intrinsic, Vec<(TypedVec, Shape)>, Vec<f64>, Vec<usize>);
+    let (op, inputs, expected, out_shape): Parts = match name {
         "lu" => {
             // Row k of the factors is row q of A where A's column k holds its pivot (pow[q]).
             let mut rows: Vec<usize> = (0..n).collect();
             let mut out = vec![0.0; 12];
             let mut ipiv = vec![0; n];
-            for k in 0..n {
+            for (k, p) in ipiv.iter_mut().enumerate() {
                 let q = (k..n).find(|&j| perm[rows[j]] == k).unwrap();
-                ipiv[k] = q;
+                *p = q;
                 rows.swap(k, q);
             }
             for k in 0..n {

@@ -238,7 +238,7 @@ fn getf2<T: Real>(a: &mut [T], n: usize) -> (Vec<usize>, Option<usize>) {
             let l = a[i * n + k] / d;
             a[i * n + k] = l;
             for j in k + 1..n {
-                a[i * n + j] = a[i * n + j] - l * a[k * n + j];
+                a[i * n + j] -= l * a[k * n + j];
             }
         }
     }

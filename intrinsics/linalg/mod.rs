@@ -47,6 +47,7 @@ pub(crate) trait Real:
     + std::ops::Mul<Output = Self>
     + std::ops::Div<Output = Self>
     + std::ops::Neg<Output = Self>
+    + std::ops::SubAssign
     + 'static
 {
     fn to_f64(self) -> f64;
