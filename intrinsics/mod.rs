@@ -57,6 +57,7 @@ pub mod concat;
 pub mod cpu;
 pub mod gather;
 pub mod histogram;
+pub mod linalg;
 pub mod matmul;
 pub mod opencl;
 pub mod scan;
@@ -237,7 +238,7 @@ impl Rows {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 16] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 27] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
@@ -254,6 +255,17 @@ pub static REGISTRY: [&dyn IntrinsicDef; 16] = [
     &sort::SearchSorted,
     &sort::UniqueRuns,
     &sort::Topk,
+    &linalg::lu::LuDef("lu"),
+    &linalg::lu::LuDef("lu_unpack"),
+    &linalg::lu::LuDef("lu_solve"),
+    &linalg::lu::LuDef("lu_cond"),
+    &linalg::lu::LuDef("solve"),
+    &linalg::lu::LuDef("inv"),
+    &linalg::lu::LuDef("det"),
+    &linalg::lu::LuDef("slogdet"),
+    &linalg::cholesky::CholeskyDef("cholesky"),
+    &linalg::cholesky::CholeskyDef("cholesky_solve"),
+    &linalg::triangular::TriangularSolveDef,
 ];
 
 /// The registry index of `op`'s definition.
@@ -275,6 +287,17 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::SearchSorted { .. } => 13,
         Intrinsic::UniqueRuns => 14,
         Intrinsic::Topk { .. } => 15,
+        Intrinsic::Lu => 16,
+        Intrinsic::LuUnpack => 17,
+        Intrinsic::LuSolve => 18,
+        Intrinsic::LuCond => 19,
+        Intrinsic::Solve => 20,
+        Intrinsic::Inv => 21,
+        Intrinsic::Det => 22,
+        Intrinsic::Slogdet => 23,
+        Intrinsic::Cholesky => 24,
+        Intrinsic::CholeskySolve => 25,
+        Intrinsic::TriangularSolve { .. } => 26,
     }
 }
 
@@ -400,6 +423,23 @@ mod tests {
             (Intrinsic::SearchSorted { right: true }, "searchsorted"),
             (Intrinsic::UniqueRuns, "unique_runs"),
             (Intrinsic::Topk { axis: 0, k: 3 }, "topk"),
+            (Intrinsic::Lu, "lu"),
+            (Intrinsic::LuUnpack, "lu_unpack"),
+            (Intrinsic::LuSolve, "lu_solve"),
+            (Intrinsic::LuCond, "lu_cond"),
+            (Intrinsic::Solve, "solve"),
+            (Intrinsic::Inv, "inv"),
+            (Intrinsic::Det, "det"),
+            (Intrinsic::Slogdet, "slogdet"),
+            (Intrinsic::Cholesky, "cholesky"),
+            (Intrinsic::CholeskySolve, "cholesky_solve"),
+            (
+                Intrinsic::TriangularSolve {
+                    upper: true,
+                    unit_diagonal: false,
+                },
+                "triangular_solve",
+            ),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

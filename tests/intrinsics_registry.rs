@@ -652,7 +652,172 @@ fn case(name: &str, r: &mut StdRng) -> Case {
         "searchsorted" => searchsorted_case(r),
         "unique_runs" => unique_runs_case(r),
         "topk" => topk_case(r),
+        "lu" | "lu_unpack" | "lu_solve" | "lu_cond" | "solve" | "inv" | "det" | "slogdet"
+        | "cholesky" | "cholesky_solve" | "triangular_solve" => linalg_case(name, r),
         other => panic!("intrinsic {other} is registered but has no case in this test"),
+    }
+}
+
+/// A linear-algebra case whose results are exact in binary (a scaled permutation: powers of two
+/// on one entry per row and column), so the CPU entry, the reference and the loop here agree bit
+/// for bit; the numerics are tested against oracles in `tests/linalg.rs`.
+fn linalg_case(name: &str, r: &mut StdRng) -> Case {
+    let n = 3;
+    let perm: Vec<usize> = {
+        let mut p = vec![0, 1, 2];
+        p.rotate_left(r.random_range(0..3));
+        p
+    };
+    let pow = [1.0f64, 2.0, 4.0];
+    // a[i, perm[i]] = pow[i]: A^-1[perm[i], i] = 1 / pow[i].
+    let mut a = vec![0.0f64; 9];
+    for i in 0..n {
+        a[i * n + perm[i]] = pow[i];
+    }
+    let diag: Vec<f64> = (0..9)
+        .map(|e| if e % 4 == 0 { pow[e / 4] } else { 0.0 })
+        .collect();
+    let b: Vec<f64> = (0..6).map(|_| r.random_range(-8..8) as f64).collect();
+    let m33 = Shape::from_slice(&[n, n]);
+    let m32 = Shape::from_slice(&[n, 2]);
+    let f = |v: &[f64]| TypedVec::F64(v.to_vec());
+    let piv0 = (TypedVec::I32(vec![0, 1, 2]), Shape::from_slice(&[n]));
+    // x = D^-1 b for the diagonal.
+    let dsolve: Vec<f64> = (0..6).map(|e| b[e] / pow[e / 2]).collect();
+    type Parts = (Intrinsic, Vec<(TypedVec, Shape)>, Vec<f64>, Vec<usize>);
+    let (op, inputs, expected, out_shape): Parts = match name {
+        "lu" => {
+            // Row k of the factors is row q of A where A's column k holds its pivot (pow[q]).
+            let mut rows: Vec<usize> = (0..n).collect();
+            let mut out = vec![0.0; 12];
+            let mut ipiv = vec![0; n];
+            for (k, p) in ipiv.iter_mut().enumerate() {
+                let q = (k..n).find(|&j| perm[rows[j]] == k).unwrap();
+                *p = q;
+                rows.swap(k, q);
+            }
+            for k in 0..n {
+                for c in 0..n {
+                    out[k * 4 + c] = a[rows[k] * n + c];
+                }
+                out[k * 4 + 3] = ipiv[k] as f64;
+            }
+            (
+                Intrinsic::Lu,
+                vec![(f(&a), m33.clone())],
+                out,
+                vec![n, n + 1],
+            )
+        }
+        "lu_unpack" => {
+            let mut out = vec![0.0; 27];
+            for k in 0..n {
+                out[k * 9 + k] = 1.0;
+                out[k * 9 + 3 + k] = 1.0;
+                out[k * 9 + 6 + k] = pow[k];
+            }
+            (
+                Intrinsic::LuUnpack,
+                vec![(f(&diag), m33.clone()), piv0],
+                out,
+                vec![n, 3 * n],
+            )
+        }
+        "lu_solve" => (
+            Intrinsic::LuSolve,
+            vec![(f(&diag), m33.clone()), piv0, (f(&b), m32.clone())],
+            dsolve,
+            vec![n, 2],
+        ),
+        "lu_cond" => (
+            Intrinsic::LuCond,
+            vec![(f(&diag), m33.clone()), piv0, (f(&[4.0]), Shape::new())],
+            vec![0.25],
+            vec![],
+        ),
+        "solve" | "inv" => {
+            let (rhs, r2) = if name == "solve" {
+                (b.clone(), 2)
+            } else {
+                (
+                    (0..9).map(|e| if e % 4 == 0 { 1.0 } else { 0.0 }).collect(),
+                    3,
+                )
+            };
+            let mut x = vec![0.0; n * r2];
+            for i in 0..n {
+                for c in 0..r2 {
+                    x[perm[i] * r2 + c] = rhs[i * r2 + c] / pow[i];
+                }
+            }
+            if name == "solve" {
+                (
+                    Intrinsic::Solve,
+                    vec![(f(&a), m33.clone()), (f(&b), m32.clone())],
+                    x,
+                    vec![n, 2],
+                )
+            } else {
+                (Intrinsic::Inv, vec![(f(&a), m33.clone())], x, vec![n, n])
+            }
+        }
+        "det" | "slogdet" => {
+            // The permutation's sign: a rotation of 3 is even.
+            let det = 8.0;
+            if name == "det" {
+                (
+                    Intrinsic::Det,
+                    vec![(f(&a), m33.clone())],
+                    vec![det],
+                    vec![],
+                )
+            } else {
+                // The factors' diagonal in pivot order: the power of each pivot's row.
+                let logs: f64 = (0..n)
+                    .map(|k| pow[(0..n).find(|&i| perm[i] == k).unwrap()].ln())
+                    .sum();
+                (
+                    Intrinsic::Slogdet,
+                    vec![(f(&a), m33.clone())],
+                    vec![1.0, logs],
+                    vec![2],
+                )
+            }
+        }
+        "cholesky" => {
+            let sq: Vec<f64> = diag.iter().map(|x| x * x).collect();
+            (
+                Intrinsic::Cholesky,
+                vec![(f(&sq), m33.clone())],
+                diag.clone(),
+                vec![n, n],
+            )
+        }
+        "cholesky_solve" => {
+            let x: Vec<f64> = (0..6).map(|e| b[e] / (pow[e / 2] * pow[e / 2])).collect();
+            (
+                Intrinsic::CholeskySolve,
+                vec![(f(&diag), m33.clone()), (f(&b), m32.clone())],
+                x,
+                vec![n, 2],
+            )
+        }
+        "triangular_solve" => (
+            Intrinsic::TriangularSolve {
+                upper: r.random_bool(0.5),
+                unit_diagonal: false,
+            },
+            vec![(f(&diag), m33.clone()), (f(&b), m32.clone())],
+            dsolve,
+            vec![n, 2],
+        ),
+        other => panic!("no linalg case for {other}"),
+    };
+    Case {
+        op,
+        inputs,
+        expected: TypedVec::F64(expected),
+        out_shape,
     }
 }
 
@@ -954,6 +1119,131 @@ fn checks_reject_bad_calls_at_the_callers_line() {
                 shape: &m23,
                 dtype: DType::F32,
             }],
+        ),
+        // Linear algebra: non-square matrices, rows that do not fit, i32 data.
+        (
+            Intrinsic::Lu,
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::F32,
+            }],
+        ),
+        (
+            Intrinsic::LuUnpack,
+            vec![
+                Operand {
+                    shape: &[3, 3],
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[2],
+                    dtype: DType::I32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::LuSolve,
+            vec![
+                Operand {
+                    shape: &[3, 3],
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[3],
+                    dtype: DType::I32,
+                },
+                Operand {
+                    shape: &[4, 1],
+                    dtype: DType::F32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::LuCond,
+            vec![
+                Operand {
+                    shape: &[3, 3],
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[3],
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[],
+                    dtype: DType::F32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::Solve,
+            vec![
+                Operand {
+                    shape: &[3, 3],
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[4, 1],
+                    dtype: DType::F32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::Inv,
+            vec![Operand {
+                shape: &[3, 3],
+                dtype: DType::I32,
+            }],
+        ),
+        (
+            Intrinsic::Det,
+            vec![Operand {
+                shape: &[3],
+                dtype: DType::F64,
+            }],
+        ),
+        (
+            Intrinsic::Slogdet,
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::F64,
+            }],
+        ),
+        (
+            Intrinsic::Cholesky,
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::F32,
+            }],
+        ),
+        (
+            Intrinsic::CholeskySolve,
+            vec![
+                Operand {
+                    shape: &[3, 3],
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[3, 3],
+                    dtype: DType::F64,
+                },
+            ],
+        ),
+        (
+            Intrinsic::TriangularSolve {
+                upper: true,
+                unit_diagonal: false,
+            },
+            vec![
+                Operand {
+                    shape: &[3, 3],
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[2, 1],
+                    dtype: DType::F32,
+                },
+            ],
         ),
     ];
     assert_eq!(

@@ -9,6 +9,7 @@ mod counting;
 mod dynarray;
 mod element;
 mod inspect;
+pub mod linalg;
 mod math;
 mod matmul;
 mod movement;

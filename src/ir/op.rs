@@ -221,6 +221,35 @@ pub enum Intrinsic {
     /// The runs of equal elements of a sorted 1-D array of `n`: `u32 [n + 2]` holding the run
     /// count `r`, the `r` run starts and `n` (the rest unspecified); `unique` reads `r`.
     UniqueRuns,
+    /// LU factorisation with partial pivoting of `[..., n, n]` (f32/f64, `intrinsics/linalg/`):
+    /// output `[..., n, n + 1]`, columns `0..n` the packed L\U (unit L below the diagonal),
+    /// column `n` LAPACK's 0-based `ipiv` as values of the float type.
+    Lu,
+    /// P, L, U of packed factors and pivots (inputs lu `[..., n, n]`, pivots i32 `[..., n]`):
+    /// output `[..., n, 3n]` holding P, L, U side by side (`A = P L U`).
+    LuUnpack,
+    /// Solves `A x = b` from `lu` and `ipiv` (i32): inputs lu `[..., n, n]`, pivots `[..., n]`,
+    /// b `[..., n, r]` (batch axes broadcast).
+    LuSolve,
+    /// LAPACK gecon's reciprocal 1-norm condition estimate: inputs lu, pivots (i32), anorm
+    /// `[...]`; output `[...]`.
+    LuCond,
+    /// `A x = b` by LU: inputs a `[..., n, n]`, b `[..., n, r]`; a singular `a` fails the program.
+    Solve,
+    /// The inverse of `[..., n, n]`; a singular matrix fails the program.
+    Inv,
+    /// The determinant of `[..., n, n]`: output `[...]`.
+    Det,
+    /// Sign and log of the absolute determinant: output `[..., 2]`.
+    Slogdet,
+    /// The lower Cholesky factor of a symmetric positive-definite `[..., n, n]` (only the lower
+    /// triangle is read); a matrix that is not positive definite fails the program.
+    Cholesky,
+    /// Solves `L L^T x = b`: inputs l `[..., n, n]` (lower), b `[..., n, r]`.
+    CholeskySolve,
+    /// Solves `A x = b` for triangular `a` (`upper`, or lower; `unit_diagonal`: the diagonal is
+    /// taken as 1 and not read).
+    TriangularSolve { upper: bool, unit_diagonal: bool },
 }
 
 /// One output of an intrinsic call: its shape and element type.
