@@ -291,7 +291,7 @@ pub fn try_slogdet<T: Float>(a: &Array<T>) -> Result<(Array<T>, Array<T>)> {
 /// assert_eq!(a.cholesky().to_vec()?, vec![2.0, 0.0, 1.0, 2.0]);
 /// let b = Array::from_vec(vec![8.0f64, 13.0], &[2]);
 /// let x = linalg::cholesky_solve(&a.cholesky(), &b).to_vec()?; // 4x + 2y = 8, 2x + 5y = 13
-/// assert!((x[0] - 0.75).abs() < 1e-12 && (x[1] - 2.3).abs() < 1e-12);
+/// assert!((x[0] - 0.875).abs() < 1e-12 && (x[1] - 2.25).abs() < 1e-12);
 /// let indefinite = Array::from_vec(vec![1.0f64, 2.0, 2.0, 1.0], &[2, 2]);
 /// assert!(linalg::cholesky(&indefinite).to_vec().is_err());
 /// # Ok::<(), arrayflow::Error>(())
