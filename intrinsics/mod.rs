@@ -32,6 +32,12 @@
 //!   (`Program::outputs` is already a list; `IntrinsicCall` grows `out_shapes`/`out_dtypes`), and
 //!   [`IntrinsicDef::magnitudes`] is asked per output. Until then the front end refuses a
 //!   definition whose check returns more than one output (an internal error).
+//!   Meanwhile, results of one element type whose shapes fit side by side are **packed** into
+//!   the one output and the API method returns views of it (slices, a cast), which fuse into
+//!   what follows: `linalg::lu` records `[.., n, n + 1]` (the factors, then the pivot rows as
+//!   values of the float type, exact below 2^24), `lu_unpack` `[.., n, 3n]` (P, L, U),
+//!   `slogdet` `[.., 2]` (sign, log |det|). A packed intrinsic's reference returns the same
+//!   packing, so comparison mode checks every part.
 //! - **Several passes of generated kernels** (FFT stages, radix-sort digits): one [`GpuPlan`]
 //!   with its passes in order and scratch buffers between them (`Pass`, `BufArg::Scratch`), as
 //!   matmul's split `k` does; a pass's source is generated from the call's shapes, which are

@@ -125,7 +125,10 @@ fn erf_and_erfc_within_two_ulp() {
     bits(erf_f32(f32::INFINITY), 1.0);
     bits(erf_f32(f32::NEG_INFINITY), -1.0);
     bits(erf_f32(3.92), 1.0);
-    bits(erf_f32(f32::from_bits(1)), f32::from_bits(1) + f32::from_bits(1) * 0.128_379_17);
+    bits(
+        erf_f32(f32::from_bits(1)),
+        f32::from_bits(1) + f32::from_bits(1) * 0.128_379_17,
+    );
     bits(erfc_f32(0.0), 1.0);
     bits(erfc_f32(-0.0), 1.0);
     bits(erfc_f32(f32::INFINITY), 0.0);
