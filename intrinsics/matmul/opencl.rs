@@ -227,8 +227,11 @@ void af_matmul(__global const {el} *a, __global const {el} *b, __global {el} *c)
     const ulong row0 = (tile / {tiles_n}UL) * {bm}UL, col0 = (tile % {tiles_n}UL) * {bn}UL;
     const bool inside = row0 + {bm}UL <= {m}UL && col0 + {bn}UL <= {n}UL;
     {el} acc[{tm}][{tn}];
-    for (uint i = 0u; i < {tm}u; i++)
+    #pragma unroll
+    for (uint i = 0u; i < {tm}u; i++) {{
+      #pragma unroll
       for (uint j = 0u; j < {tn}u; j++) acc[i][j] = ({el})0;
+    }}
     {el} ra[4], rb[4];
     uint buf = 0u;
     ulong kx = kb;
@@ -275,15 +278,19 @@ void af_matmul(__global const {el} *a, __global const {el} *b, __global {el} *c)
       barrier(CLK_LOCAL_MEM_FENCE);
     }}
     __global {el} *cm = c + part * {total}UL + bt * {mn}UL;
+    #pragma unroll
     for (uint i = 0u; i < {tm}u; i++) {{
       const ulong r = row0 + (i / 4u) * 64u + ty * 4u + i % 4u;
+      #pragma unroll
       for (uint cb_ = 0u; cb_ < {cbs}u; cb_++) {{
         const ulong col = col0 + cb_ * 64u + tx * 4u;
         if ({vec_c} && inside) {{
           vstore4(({el}4)(acc[i][cb_ * 4u], acc[i][cb_ * 4u + 1u], acc[i][cb_ * 4u + 2u], acc[i][cb_ * 4u + 3u]), 0, cm + r * {n}UL + col);
         }} else {{
-          for (uint j = 0u; j < 4u; j++)
+          #pragma unroll
+          for (uint j = 0u; j < 4u; j++) {{
             if (r < {m}UL && col + j < {n}UL) cm[r * {n}UL + col + j] = acc[i][cb_ * 4u + j];
+          }}
         }}
       }}
     }}

@@ -104,8 +104,7 @@ fn staging(
     let loc = if x == "a" { "As" } else { "Bs" };
     let row = ext / 4; // vec4s per k-row
     let mut load = String::new();
-    let store;
-    if ps == 1 {
+    let store = if ps == 1 {
         let q = bk / 4;
         let _ = write!(
             load,
@@ -122,12 +121,12 @@ fn staging(
           }}
         }} }}"
         );
-        store = format!(
+        format!(
             "{{ let el_ = lid / {q}u; let kq_ = (lid % {q}u) * 4u;
         let b_ = buf * {bk}u * {row}u + el_ / 4u; let c_ = el_ % 4u;
         {loc}[b_ + kq_ * {row}u][c_] = r{x}0; {loc}[b_ + (kq_ + 1u) * {row}u][c_] = r{x}1;
         {loc}[b_ + (kq_ + 2u) * {row}u][c_] = r{x}2; {loc}[b_ + (kq_ + 3u) * {row}u][c_] = r{x}3; }}"
-        );
+        )
     } else {
         let _ = write!(
             load,
@@ -144,10 +143,10 @@ fn staging(
           }}
         }} }}"
         );
-        store = format!(
+        format!(
             "{{ {loc}[buf * {bk}u * {row}u + (lid / {row}u) * {row}u + lid % {row}u] = vec4<{{el}}>(r{x}0, r{x}1, r{x}2, r{x}3); }}"
-        );
-    }
+        )
+    };
     (load, store)
 }
 
