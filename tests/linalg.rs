@@ -755,7 +755,8 @@ fn oracle_lstsq(a: &[f64], b: &[f64], m: usize, n: usize, r: usize) -> (Vec<f64>
 fn lstsqs<T: F>(seed: u64) {
     let mut r = rng(seed);
     // (batch of a, batch of b, m, n, r; r = 0: b is a vector).
-    let cases: [(Vec<usize>, Vec<usize>, usize, usize, usize); 6] = [
+    type Case = (Vec<usize>, Vec<usize>, usize, usize, usize);
+    let cases: [Case; 6] = [
         (vec![], vec![], 1, 1, 0),
         (vec![], vec![], 3, 3, 2),
         (vec![2], vec![2], 17, 5, 3),
@@ -764,27 +765,16 @@ fn lstsqs<T: F>(seed: u64) {
         (vec![], vec![4], 6, 2, 1),
     ];
     for (ab, bb, m, n, rc) in cases {
-        let batch: Vec<usize> = if ab.len() >= bb.len() {
-            ab.iter()
-                .zip(
-                    bb.iter()
-                        .rev()
-                        .chain(std::iter::repeat(&1))
-                        .take(ab.len())
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev(),
-                )
-                .map(|(x, y)| *x.max(y))
-                .collect()
-        } else {
-            let mut v = bb.clone();
-            let off = bb.len() - ab.len();
-            for (i, x) in ab.iter().enumerate() {
-                v[off + i] = v[off + i].max(*x);
+        // NumPy broadcasting of the batch shapes (aligned on the right).
+        let len = ab.len().max(bb.len());
+        let at = |s: &[usize], i: usize| {
+            if i + s.len() >= len {
+                s[i + s.len() - len]
+            } else {
+                1
             }
-            v
         };
+        let batch: Vec<usize> = (0..len).map(|i| at(&ab, i).max(at(&bb, i))).collect();
         let (na, nb): (usize, usize) = (ab.iter().product(), bb.iter().product());
         let cols = rc.max(1);
         let a: Vec<f64> = rand_f64(&mut r, na * m * n, -1.0, 1.0)
