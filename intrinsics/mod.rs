@@ -36,7 +36,8 @@
 //!   the one output and the API method returns views of it (slices, a cast), which fuse into
 //!   what follows: `linalg::lu` records `[.., n, n + 1]` (the factors, then the pivot rows as
 //!   values of the float type, exact below 2^24), `lu_unpack` `[.., n, 3n]` (P, L, U),
-//!   `slogdet` `[.., 2]` (sign, log |det|). A packed intrinsic's reference returns the same
+//!   `slogdet` `[.., 2]` (sign, log |det|), `qr` `[.., m + k, n]` (Q's `k` columns beside
+//!   zeros, then R). A packed intrinsic's reference returns the same
 //!   packing, so comparison mode checks every part.
 //! - **Several passes of generated kernels** (FFT stages, radix-sort digits): one [`GpuPlan`]
 //!   with its passes in order and scratch buffers between them (`Pass`, `BufArg::Scratch`), as
@@ -244,7 +245,7 @@ impl Rows {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 27] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 29] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
@@ -272,6 +273,8 @@ pub static REGISTRY: [&dyn IntrinsicDef; 27] = [
     &linalg::cholesky::CholeskyDef("cholesky"),
     &linalg::cholesky::CholeskyDef("cholesky_solve"),
     &linalg::triangular::TriangularSolveDef,
+    &linalg::qr::QrDef("qr"),
+    &linalg::qr::QrDef("lstsq"),
 ];
 
 /// The registry index of `op`'s definition.
@@ -304,6 +307,8 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::Cholesky => 24,
         Intrinsic::CholeskySolve => 25,
         Intrinsic::TriangularSolve { .. } => 26,
+        Intrinsic::Qr => 27,
+        Intrinsic::Lstsq => 28,
     }
 }
 
@@ -446,6 +451,8 @@ mod tests {
                 },
                 "triangular_solve",
             ),
+            (Intrinsic::Qr, "qr"),
+            (Intrinsic::Lstsq, "lstsq"),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

@@ -653,7 +653,9 @@ fn case(name: &str, r: &mut StdRng) -> Case {
         "unique_runs" => unique_runs_case(r),
         "topk" => topk_case(r),
         "lu" | "lu_unpack" | "lu_solve" | "lu_cond" | "solve" | "inv" | "det" | "slogdet"
-        | "cholesky" | "cholesky_solve" | "triangular_solve" => linalg_case(name, r),
+        | "cholesky" | "cholesky_solve" | "triangular_solve" | "qr" | "lstsq" => {
+            linalg_case(name, r)
+        }
         other => panic!("intrinsic {other} is registered but has no case in this test"),
     }
 }
@@ -807,6 +809,26 @@ fn linalg_case(name: &str, r: &mut StdRng) -> Case {
                 upper: r.random_bool(0.5),
                 unit_diagonal: false,
             },
+            vec![(f(&diag), m33.clone()), (f(&b), m32.clone())],
+            dsolve,
+            vec![n, 2],
+        ),
+        "qr" => {
+            // A positive diagonal: Q = I, R = A (exact), packed as [m + k, n].
+            let mut out = vec![0.0; 18];
+            for k in 0..n {
+                out[k * n + k] = 1.0;
+            }
+            out[9..].copy_from_slice(&diag);
+            (
+                Intrinsic::Qr,
+                vec![(f(&diag), m33.clone())],
+                out,
+                vec![2 * n, n],
+            )
+        }
+        "lstsq" => (
+            Intrinsic::Lstsq,
             vec![(f(&diag), m33.clone()), (f(&b), m32.clone())],
             dsolve,
             vec![n, 2],
@@ -1242,6 +1264,26 @@ fn checks_reject_bad_calls_at_the_callers_line() {
                 Operand {
                     shape: &[2, 1],
                     dtype: DType::F32,
+                },
+            ],
+        ),
+        (
+            Intrinsic::Qr,
+            vec![Operand {
+                shape: &[3],
+                dtype: DType::F32,
+            }],
+        ),
+        (
+            Intrinsic::Lstsq,
+            vec![
+                Operand {
+                    shape: &[2, 3],
+                    dtype: DType::F64,
+                },
+                Operand {
+                    shape: &[2, 1],
+                    dtype: DType::F64,
                 },
             ],
         ),

@@ -4,6 +4,9 @@
 //! a Gaussian elimination with partial pivoting (first largest |pivot|), triangular products and
 //! exact inverses. Data are seeded random matrices (entries in [-1, 1), odd sizes 1, 3, 17, 65,
 //! batches whose batch axes broadcast); Hilbert matrices for the condition estimate.
+//! QR and least squares: tall, wide, square and 1x1 shapes, checked by `Q R = A`, `Q^T Q = I`,
+//! R upper triangular with a non-negative diagonal (which makes the factors unique), and for
+//! `lstsq` the residual's orthogonality to A's columns and an f64 normal-equations oracle.
 //!
 //! Stated tolerances: a solve's residual `|A x - b|_inf / (|A|_inf |x|_inf)` and the
 //! reconstructions (`P L U = A`) within `RESIDUAL * n * eps` (eps of the element type), `det`
@@ -634,4 +637,294 @@ fn triangular_solve_with_a_zero_on_the_diagonal_is_an_error() {
         true,
     ));
     assert_eq!(x, vec![1.0, -1.0, 1.0]);
+}
+
+/// `a^T [n, m]` of `a [m, n]`.
+fn transpose_mn(a: &[f64], m: usize, n: usize) -> Vec<f64> {
+    (0..n * m).map(|e| a[(e % m) * n + e / m]).collect()
+}
+
+fn norm_fro(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+/// Checks `Q R = A`, `Q^T Q = I` and R's form for each matrix of a `[count, m, n]` batch.
+#[track_caller]
+fn check_qr<T: F>(a: &[f64], q: &[f64], r: &[f64], count: usize, m: usize, n: usize, ctx: &str) {
+    let k = m.min(n);
+    let bound = RESIDUAL * m.max(n) as f64 * T::EPS;
+    for i in 0..count {
+        let (ai, qi, ri) = (
+            &a[i * m * n..(i + 1) * m * n],
+            &q[i * m * k..(i + 1) * m * k],
+            &r[i * k * n..(i + 1) * k * n],
+        );
+        let qr = mul(qi, ri, m, k, n);
+        let diff: Vec<f64> = qr.iter().zip(ai).map(|(p, q)| p - q).collect();
+        let rel = norm_fro(&diff) / norm_fro(ai).max(f64::MIN_POSITIVE);
+        assert!(
+            rel <= bound,
+            "{ctx} #{i}: |QR - A| / |A| = {rel:e} over {bound:e}"
+        );
+        let qtq = mul(&transpose_mn(qi, m, k), qi, k, m, k);
+        for p in 0..k {
+            for c in 0..k {
+                let want = if p == c { 1.0 } else { 0.0 };
+                let d = (qtq[p * k + c] - want).abs();
+                assert!(d <= bound, "{ctx} #{i}: (Q^T Q)[{p}, {c}] off by {d:e}");
+            }
+            assert!(ri[p * n + p] >= 0.0, "{ctx} #{i}: R[{p}, {p}] < 0");
+            for c in 0..p.min(n) {
+                assert_eq!(
+                    ri[p * n + c],
+                    0.0,
+                    "{ctx} #{i}: R[{p}, {c}] below the diagonal"
+                );
+            }
+        }
+    }
+}
+
+fn qrs<T: F>(seed: u64) {
+    let mut r = rng(seed);
+    for (batch, m, n) in [
+        (vec![], 1, 1),
+        (vec![], 3, 3),
+        (vec![2], 17, 5),
+        (vec![], 5, 17),
+        (vec![], 65, 17),
+        (vec![3], 4, 7),
+        (vec![2, 1], 1, 4),
+    ] {
+        let count: usize = batch.iter().product();
+        let a: Vec<f64> = rand_f64(&mut r, count * m * n, -1.0, 1.0)
+            .into_iter()
+            .map(|x| T::of(x).into())
+            .collect();
+        let shape: Vec<usize> = batch.iter().copied().chain([m, n]).collect();
+        let (q, rr) = linalg::qr(&upload::<T>(&a, &shape));
+        let k = m.min(n);
+        let mut qs = batch.clone();
+        qs.extend([m, k]);
+        let mut rs = batch.clone();
+        rs.extend([k, n]);
+        assert_eq!(q.shape(), &qs[..]);
+        assert_eq!(rr.shape(), &rs[..]);
+        let ctx = format!("qr {shape:?}");
+        check_qr::<T>(&a, &f64s(&read(&q)), &f64s(&read(&rr)), count, m, n, &ctx);
+    }
+    // Rank-deficient: an exactly zero column and a repeated column still factor.
+    let mut a = rand_f64(&mut r, 2 * 6 * 3, -1.0, 1.0);
+    for i in 0..6 {
+        a[i * 3 + 1] = 0.0;
+        a[18 + i * 3 + 2] = a[18 + i * 3];
+    }
+    let a: Vec<f64> = a.into_iter().map(|x| T::of(x).into()).collect();
+    let (q, rr) = linalg::qr(&upload::<T>(&a, &[2, 6, 3]));
+    check_qr::<T>(
+        &a,
+        &f64s(&read(&q)),
+        &f64s(&read(&rr)),
+        2,
+        6,
+        3,
+        "rank-deficient qr",
+    );
+}
+
+#[test]
+fn qr_reconstructs_with_orthonormal_q_f32() {
+    qrs::<f32>(40);
+}
+
+#[test]
+fn qr_reconstructs_with_orthonormal_q_f64() {
+    qrs::<f64>(41);
+}
+
+/// The normal-equations oracle in f64: `(A^T A)^-1 A^T b` and the 1-norm condition number of
+/// `A^T A`.
+fn oracle_lstsq(a: &[f64], b: &[f64], m: usize, n: usize, r: usize) -> (Vec<f64>, f64) {
+    let at = transpose_mn(a, m, n);
+    let g = mul(&at, a, n, m, n);
+    let gi = oracle_inv(&g, n);
+    let x = mul(&gi, &mul(&at, b, n, m, r), n, n, r);
+    (x, norm1(&g, n) * norm1(&gi, n))
+}
+
+fn lstsqs<T: F>(seed: u64) {
+    let mut r = rng(seed);
+    // (batch of a, batch of b, m, n, r; r = 0: b is a vector).
+    type Case = (Vec<usize>, Vec<usize>, usize, usize, usize);
+    let cases: [Case; 6] = [
+        (vec![], vec![], 1, 1, 0),
+        (vec![], vec![], 3, 3, 2),
+        (vec![2], vec![2], 17, 5, 3),
+        (vec![], vec![], 65, 17, 0),
+        (vec![2, 1], vec![3], 9, 4, 2),
+        (vec![], vec![4], 6, 2, 1),
+    ];
+    for (ab, bb, m, n, rc) in cases {
+        // NumPy broadcasting of the batch shapes (aligned on the right).
+        let len = ab.len().max(bb.len());
+        let at = |s: &[usize], i: usize| {
+            if i + s.len() >= len {
+                s[i + s.len() - len]
+            } else {
+                1
+            }
+        };
+        let batch: Vec<usize> = (0..len).map(|i| at(&ab, i).max(at(&bb, i))).collect();
+        let (na, nb): (usize, usize) = (ab.iter().product(), bb.iter().product());
+        let cols = rc.max(1);
+        let a: Vec<f64> = rand_f64(&mut r, na * m * n, -1.0, 1.0)
+            .into_iter()
+            .map(|x| T::of(x).into())
+            .collect();
+        let b: Vec<f64> = rand_f64(&mut r, nb * m * cols, -1.0, 1.0)
+            .into_iter()
+            .map(|x| T::of(x).into())
+            .collect();
+        let a_shape: Vec<usize> = ab.iter().copied().chain([m, n]).collect();
+        let b_shape: Vec<usize> = if rc == 0 {
+            vec![m]
+        } else {
+            bb.iter().copied().chain([m, rc]).collect()
+        };
+        let x = linalg::lstsq(&upload::<T>(&a, &a_shape), &upload::<T>(&b, &b_shape));
+        let mut want_shape = batch.clone();
+        want_shape.push(n);
+        if rc > 0 {
+            want_shape.push(rc);
+        }
+        let ctx = format!("lstsq {a_shape:?} {b_shape:?}");
+        assert_eq!(x.shape(), &want_shape[..], "{ctx}");
+        let x = f64s(&read(&x));
+        let count: usize = batch.iter().product();
+        // Batch index of a / b for output matrix i (broadcasting from the right).
+        let src = |from: &[usize], mut i: usize| {
+            let (mut s, mut stride) = (0, 1);
+            for d in (0..batch.len()).rev() {
+                let idx = i % batch[d];
+                i /= batch[d];
+                let lead = batch.len() - from.len();
+                if d >= lead {
+                    let f = from[d - lead];
+                    if f != 1 {
+                        s += idx * stride;
+                    }
+                    stride *= f;
+                }
+            }
+            s
+        };
+        for i in 0..count {
+            let ai = &a[src(&ab, i) * m * n..][..m * n];
+            let bi = &b[src(&bb, i) * m * cols..][..m * cols];
+            let xi = &x[i * n * cols..(i + 1) * n * cols];
+            // Residual orthogonality: A^T (b - A x) ~ 0 relative to |A| (|A| |x| + |b|).
+            let ax = mul(ai, xi, m, n, cols);
+            let res: Vec<f64> = bi.iter().zip(&ax).map(|(p, q)| p - q).collect();
+            let atr = mul(&transpose_mn(ai, m, n), &res, n, m, cols);
+            let an = norm_fro(ai);
+            let scale = an * (an * norm_fro(xi) + norm_fro(bi));
+            let rel = norm_fro(&atr) / scale.max(f64::MIN_POSITIVE);
+            let bound = RESIDUAL * m as f64 * T::EPS;
+            assert!(
+                rel <= bound,
+                "{ctx} #{i}: |A^T r| rel {rel:e} over {bound:e}"
+            );
+            // The normal-equations oracle, within the conditioning of A^T A.
+            let (xo, cond) = oracle_lstsq(ai, bi, m, n, cols);
+            let diff: Vec<f64> = xi.iter().zip(&xo).map(|(p, q)| p - q).collect();
+            let err = norm_inf(&diff) / norm_inf(&xo).max(1e-300);
+            let tol = RESIDUAL * m as f64 * T::EPS * cond;
+            assert!(
+                err <= tol,
+                "{ctx} #{i}: x off the oracle by {err:e} over {tol:e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn lstsq_residual_is_orthogonal_and_matches_the_normal_equations_f32() {
+    lstsqs::<f32>(50);
+}
+
+#[test]
+fn lstsq_residual_is_orthogonal_and_matches_the_normal_equations_f64() {
+    lstsqs::<f64>(51);
+}
+
+#[test]
+fn lstsq_of_a_rank_deficient_matrix_names_the_batch_index_and_column() {
+    // Matrix 1 of the batch repeats column 0 as column 2.
+    let mut a = rand_f64(&mut rng(52), 2 * 5 * 3, -1.0, 1.0);
+    for i in 0..5 {
+        a[15 + i * 3 + 2] = a[15 + i * 3];
+    }
+    let b = rand_f64(&mut rng(53), 5, -1.0, 1.0);
+    let a32: Vec<f64> = a.iter().map(|&x| x as f32 as f64).collect();
+    let line = line!() + 1;
+    let x = linalg::lstsq(&upload::<f32>(&a32, &[2, 5, 3]), &upload::<f32>(&b, &[5]));
+    let e = x.to_vec().unwrap_err().to_string();
+    assert!(
+        e.contains("rank deficient") && e.contains("matrix 1 of the batch"),
+        "{e}"
+    );
+    assert!(e.contains("column 2"), "{e}");
+    assert!(e.contains(&format!("linalg.rs:{line}")), "{e}");
+    // One f64 matrix with a zero column 1.
+    let mut z = a[..15].to_vec();
+    for i in 0..5 {
+        z[i * 3 + 1] = 0.0;
+    }
+    let e = linalg::lstsq(&upload::<f64>(&z, &[5, 3]), &upload::<f64>(&b, &[5]))
+        .to_vec()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("the matrix is rank deficient") && e.contains("column 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn qr_and_lstsq_nan_in_nan_out() {
+    let mut a = rand_f64(&mut rng(54), 12, -1.0, 1.0);
+    a[4] = f64::NAN;
+    let (q, r) = linalg::qr(&upload::<f64>(&a, &[4, 3]));
+    assert!(read(&q).iter().chain(&read(&r)).all(|v| v.is_nan()));
+    let x = read(&linalg::lstsq(
+        &upload::<f32>(&a, &[4, 3]),
+        &upload::<f32>(&[1.0; 4], &[4]),
+    ));
+    assert!(x.iter().all(|v| v.is_nan()), "{x:?}");
+}
+
+#[test]
+fn qr_and_lstsq_shape_errors_name_the_line() {
+    let e = linalg::try_qr(&Array::<f64>::ones(&[3]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a matrix") && e.contains("linalg.rs"), "{e}");
+    let wide = Array::<f64>::ones(&[2, 3]);
+    let line = line!() + 1;
+    let e = linalg::try_lstsq(&wide, &Array::<f64>::ones(&[2]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("fewer rows") && e.contains(&format!("linalg.rs:{line}")),
+        "{e}"
+    );
+    let tall = Array::<f64>::ones(&[4, 3]);
+    let e = linalg::try_lstsq(&tall, &Array::<f64>::ones(&[3, 1]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rows") && e.contains("linalg.rs"), "{e}");
+    let e = linalg::try_lstsq(&tall, &Array::<f64>::ones(&[2, 4, 1]))
+        .map(|x| x.shape().to_vec())
+        .unwrap();
+    assert_eq!(e, vec![2, 3, 1]);
 }

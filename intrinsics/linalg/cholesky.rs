@@ -226,6 +226,7 @@ fn cpu<T: Real>(
             match res {
                 Ok(_) => Ok(()),
                 Err(f::LltError::NonPositivePivot { index }) => Err(Failed {
+                    at: "pivot",
                     pivot: index,
                     what: "is not positive definite (a pivot is not positive)",
                 }),
@@ -241,6 +242,7 @@ fn cpu<T: Real>(
                 let l = &a[ai * n * n..(ai + 1) * n * n];
                 if let Some(k) = zero_diagonal(l, n) {
                     return Err(Failed {
+                        at: "pivot",
                         pivot: k,
                         what: ZERO_DIAGONAL,
                     });

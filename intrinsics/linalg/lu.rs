@@ -446,6 +446,7 @@ fn cpu<T: Real>(
                     let (ipiv, info) = factor(&mut f, n);
                     if let Some(k) = info {
                         return Err(Failed {
+                            at: "pivot",
                             pivot: k,
                             what: SINGULAR,
                         });
@@ -454,6 +455,7 @@ fn cpu<T: Real>(
                 } else {
                     if let Some(k) = zero_pivot(m, n) {
                         return Err(Failed {
+                            at: "pivot",
                             pivot: k,
                             what: SINGULAR,
                         });
@@ -469,6 +471,7 @@ fn cpu<T: Real>(
             let (ipiv, info) = factor(&mut f, n);
             if let Some(k) = info {
                 return Err(Failed {
+                    at: "pivot",
                     pivot: k,
                     what: SINGULAR,
                 });

@@ -10,7 +10,7 @@
 //! `Unsupported` for now, so a GPU executor runs the CPU entry from host copies (see "Steps on
 //! the host" in `intrinsics/mod.rs`). The references are written independently of faer: plain
 //! f64 loops (Gaussian elimination choosing the first largest |pivot|, Cholesky–Banachiewicz,
-//! modified Gram-Schmidt).
+//! modified Gram-Schmidt for QR).
 //!
 //! **Singular** means an exact zero pivot, as LAPACK: `lu` still returns the factors (LAPACK's
 //! `info > 0`; `det` is 0), while `solve`, `inv`, `lu_solve` fail the program with an error that
@@ -27,6 +27,7 @@
 
 pub mod cholesky;
 pub mod lu;
+pub mod qr;
 pub mod triangular;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -208,6 +209,8 @@ pub(crate) fn batch_of(out_shape: &[usize], core: usize) -> &[usize] {
 
 /// A matrix of the batch that the routine cannot factor or solve with, at `pivot`.
 pub(crate) struct Failed {
+    /// What `pivot` counts ("pivot", "column").
+    pub at: &'static str,
     pub pivot: usize,
     pub what: &'static str,
 }
@@ -227,8 +230,8 @@ pub(crate) fn failed_error(routine: &str, batch: &[usize], index: usize, f: Fail
         format!("matrix {index} of the batch (batch index {at:?})")
     };
     crate::intrinsics::cpu::exec_error(format!(
-        "{routine}: {which} {} at pivot {}",
-        f.what, f.pivot
+        "{routine}: {which} {} at {} {}",
+        f.what, f.at, f.pivot
     ))
 }
 

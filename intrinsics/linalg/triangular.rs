@@ -169,6 +169,7 @@ fn cpu<T: Real>(
         let t = &a[ai * n * n..(ai + 1) * n * n];
         if !unit && let Some(k) = zero_diagonal(t, n) {
             return Err(Failed {
+                at: "pivot",
                 pivot: k,
                 what: ZERO_DIAGONAL,
             });

@@ -1,6 +1,6 @@
 //! Dense linear algebra (`arrayflow::linalg`): LU with partial pivoting and what it gives
 //! (`lu`, `lu_unpack`, `lu_solve`, `lu_cond`, `solve`, `inv`, `det`, `slogdet`), Cholesky
-//! (`cholesky`, `cholesky_solve`) and `triangular_solve`, with NumPy's
+//! (`cholesky`, `cholesky_solve`), `triangular_solve`, and QR (`qr`, `lstsq`), with NumPy's
 //! names and conventions, f32 and f64, batched over leading axes whose batch shapes broadcast
 //! where two operands meet, over the intrinsics of `intrinsics/linalg/`. A right-hand side `b`
 //! is a vector `[n]` (only when it is 1-D, as NumPy 2) or a matrix `[..., n, r]`.
@@ -355,6 +355,73 @@ pub fn try_triangular_solve<T: Float>(
         unit_diagonal,
     };
     with_rhs(op, &[&a.h], b)
+}
+
+/// The reduced QR factorisation of each matrix of `a [..., m, n]` (NumPy's
+/// `qr(mode="reduced")`, by Householder reflections): `q [..., m, k]` with orthonormal columns
+/// and upper-triangular `r [..., k, n]`, `k = min(m, n)`, `A = Q R`. R's diagonal is made
+/// non-negative (a sign per column of Q and row of R), so the factors are unique for full-rank
+/// input. Both results are views of one packed `[..., m + k, n]` array. NaN in a matrix makes
+/// both factors all NaN.
+///
+/// ```
+/// use arrayflow::{Array, linalg};
+///
+/// let a = Array::from_vec(vec![3.0f64, 1.0, 4.0, 2.0], &[2, 2]);
+/// let (q, r) = linalg::qr(&a);
+/// let (q, r) = (q.to_vec()?, r.to_vec()?);
+/// // Column 0 of A is [3, 4]: |.| = 5, so Q's first column is [0.6, 0.8] and R[0, 0] = 5.
+/// assert!((q[0] - 0.6).abs() < 1e-12 && (q[2] - 0.8).abs() < 1e-12);
+/// assert!((r[0] - 5.0).abs() < 1e-12 && (r[1] - 2.2).abs() < 1e-12 && r[2] == 0.0);
+/// assert!((r[3] - 0.4).abs() < 1e-12);
+/// # Ok::<(), arrayflow::Error>(())
+/// ```
+#[track_caller]
+pub fn qr<T: Float>(a: &Array<T>) -> (Array<T>, Array<T>) {
+    ok2(try_qr(a))
+}
+
+/// Like [`qr`], returning an error when `a` is not a batch of matrices or not float.
+#[track_caller]
+pub fn try_qr<T: Float>(a: &Array<T>) -> Result<(Array<T>, Array<T>)> {
+    let packed: Array<T> = call(Intrinsic::Qr, &[&a.h])?;
+    let s = a.shape();
+    let (m, n) = (s[s.len() - 2], s[s.len() - 1]);
+    let k = m.min(n);
+    Ok((
+        block(&packed, range(0, m), range(0, k))?,
+        block(&packed, range(m, m + k), range(0, n))?,
+    ))
+}
+
+/// The least-squares solution `x` minimising `|a x - b|_2` for each matrix of `a [..., m, n]`
+/// with `m >= n` (NumPy's `lstsq(a, b)[0]` for full-rank `a`; LAPACK gels): by the QR
+/// factorisation, `x = R^-1 Q^T b`. `b` is `[m]` (then `x` is `[n]`) or `[..., m, r]` (then
+/// `x` is `[..., n, r]`), batch axes broadcast. A matrix with fewer rows than columns is a shape
+/// error at this line (no minimum-norm solution). A rank-deficient matrix (a column whose part
+/// orthogonal to the columns before it is at most `16 m eps` times its norm) fails the
+/// computation: reading `x` returns an error naming the matrix of the batch, the column and this
+/// line (NumPy would return the minimum-norm solution instead). NaN in gives NaN out.
+///
+/// ```
+/// use arrayflow::{Array, linalg};
+///
+/// // The line y = c0 + c1 t through (0, 1), (1, 3), (2, 4): c = [7/6, 3/2].
+/// let a = Array::from_vec(vec![1.0f64, 0.0, 1.0, 1.0, 1.0, 2.0], &[3, 2]);
+/// let y = Array::from_vec(vec![1.0f64, 3.0, 4.0], &[3]);
+/// let c = linalg::lstsq(&a, &y).to_vec()?;
+/// assert!((c[0] - 7.0 / 6.0).abs() < 1e-12 && (c[1] - 1.5).abs() < 1e-12);
+/// # Ok::<(), arrayflow::Error>(())
+/// ```
+#[track_caller]
+pub fn lstsq<T: Float>(a: &Array<T>, b: &Array<T>) -> Array<T> {
+    ok(try_lstsq(a, b))
+}
+
+/// Like [`lstsq`], returning an error when the shapes or types do not fit.
+#[track_caller]
+pub fn try_lstsq<T: Float>(a: &Array<T>, b: &Array<T>) -> Result<Array<T>> {
+    with_rhs(Intrinsic::Lstsq, &[&a.h], b)
 }
 
 impl<T: Float> Array<T> {

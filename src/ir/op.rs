@@ -250,6 +250,12 @@ pub enum Intrinsic {
     /// Solves `A x = b` for triangular `a` (`upper`, or lower; `unit_diagonal`: the diagonal is
     /// taken as 1 and not read).
     TriangularSolve { upper: bool, unit_diagonal: bool },
+    /// Reduced QR of `[..., m, n]` (`k = min(m, n)`, R's diagonal non-negative): output
+    /// `[..., m + k, n]`, rows `0..m` columns `0..k` Q (the rest 0), rows `m..` R `[k, n]`.
+    Qr,
+    /// Least squares `min |a x - b|` for `m >= n`: inputs a `[..., m, n]`, b `[..., m, r]`
+    /// (batch axes broadcast); output `[..., n, r]`; a rank-deficient `a` fails the program.
+    Lstsq,
 }
 
 /// One output of an intrinsic call: its shape and element type.
