@@ -12,7 +12,7 @@ use super::triangular::{
 use super::{Failed, Real, batch_of, batch_source, by_dtype, float_dtype, for_each, square};
 use crate::error::{Error, Result};
 use crate::intrinsics::{Cost, IntrinsicDef, MagInput, Operand, Output};
-use crate::ir::{Intrinsic, Scalar, Shape, Site, TypedVec, collect};
+use crate::ir::{Intrinsic, Shape, Site, TypedVec};
 use crate::proggen::sequence::IntrinsicCall;
 use faer::{MatMut, MatRef, Par};
 
@@ -61,9 +61,7 @@ impl IntrinsicDef for CholeskyDef {
                 dense::tri_solve(&dense::transpose(&l, n, n), n, x, r, true, false);
             }),
         };
-        Ok(vec![collect(outputs[0].dtype, v.len(), |i| {
-            Scalar::F64(v[i])
-        })])
+        Ok(vec![super::reference_output(outputs[0].dtype, &v)])
     }
 
     /// Cholesky: `n * |L| tril(|L^-1| (|L| |L^T| + m_A) |L^-T|)`, the first-order change of `L`

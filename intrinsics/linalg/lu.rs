@@ -9,7 +9,7 @@ use super::dense;
 use super::{Failed, Real, batch_of, batch_source, by_dtype, float_dtype, for_each, square};
 use crate::error::{Error, ErrorKind, Result};
 use crate::intrinsics::{Cost, IntrinsicDef, MagInput, Operand, Output};
-use crate::ir::{Intrinsic, Scalar, Shape, Site, TypedVec, collect};
+use crate::ir::{Intrinsic, Shape, Site, TypedVec};
 use crate::proggen::sequence::IntrinsicCall;
 use faer::{MatMut, MatRef, Par};
 
@@ -118,9 +118,7 @@ impl IntrinsicDef for LuDef {
         outputs: &[Output],
     ) -> std::result::Result<Vec<TypedVec>, String> {
         let v = reference(op, inputs, &outputs[0].shape);
-        Ok(vec![collect(outputs[0].dtype, v.len(), |i| {
-            Scalar::F64(v[i])
-        })])
+        Ok(vec![super::reference_output(outputs[0].dtype, &v)])
     }
 
     fn magnitudes(

@@ -274,6 +274,11 @@ macro_rules! by_dtype {
 pub(crate) use by_dtype;
 
 /// The flop count of a call as bytes and flops (each input read once, the output written once).
+/// A reference result computed in f64, as a value of the output's element type.
+pub(crate) fn reference_output(dtype: crate::ir::DType, v: &[f64]) -> TypedVec {
+    crate::ir::collect(dtype, v.len(), |i| crate::ir::Scalar::F64(v[i]))
+}
+
 pub(crate) fn cost(call: &IntrinsicCall, flops: f64) -> crate::intrinsics::Cost {
     let el = call.dtype.size() as u64;
     let bytes: u64 = call

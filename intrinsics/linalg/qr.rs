@@ -22,7 +22,7 @@ use super::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::intrinsics::{Cost, IntrinsicDef, MagInput, Operand, Output};
-use crate::ir::{Intrinsic, Scalar, Shape, Site, TypedVec, collect};
+use crate::ir::{Intrinsic, Shape, Site, TypedVec};
 use crate::proggen::sequence::IntrinsicCall;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::{Conj, Mat, Par};
@@ -120,9 +120,7 @@ impl IntrinsicDef for QrDef {
                 v
             }
         };
-        Ok(vec![collect(outputs[0].dtype, v.len(), |i| {
-            Scalar::F64(v[i])
-        })])
+        Ok(vec![super::reference_output(outputs[0].dtype, &v)])
     }
 
     /// Normwise first-order bounds for a backward error of `max(m, n) |A|` (see the module

@@ -8,7 +8,7 @@ use super::lu::rhs;
 use super::{Failed, Real, batch_of, batch_source, by_dtype, float_dtype, for_each, square};
 use crate::error::{Error, Result};
 use crate::intrinsics::{Cost, IntrinsicDef, MagInput, Operand, Output};
-use crate::ir::{Intrinsic, Scalar, Site, TypedVec, collect};
+use crate::ir::{Intrinsic, Site, TypedVec};
 use crate::proggen::sequence::IntrinsicCall;
 use faer::{MatMut, MatRef, Par};
 
@@ -109,9 +109,7 @@ impl IntrinsicDef for TriangularSolveDef {
         let v = solve_reference(inputs, &outputs[0].shape, |t, n, x, r| {
             dense::tri_solve(t, n, x, r, upper, unit)
         });
-        Ok(vec![collect(outputs[0].dtype, v.len(), |i| {
-            Scalar::F64(v[i])
-        })])
+        Ok(vec![super::reference_output(outputs[0].dtype, &v)])
     }
 
     /// `n * |T^-1| (|T| |x| + |b|)` (see `linalg`'s module comment).
