@@ -171,13 +171,22 @@ impl Suite {
             matmul,
         });
         let r = self.rows.last().unwrap();
+        let calls = (r.af.reps + 1) as f64;
+        let d = &steady.device;
         eprintln!(
-            "  {name}: arrayflow {} (first {}), plain {}, rayon {}, ndarray {}",
+            "  {name}: arrayflow {} (first {}), plain {}, rayon {}, ndarray {}; per call: {launches:.0} launches, device {:.0} kernels, {:.0} submissions, {:.0} on the CPU (f64 {:.0}, fallbacks {:.0}), {:.1} MiB in, {:.1} MiB out",
             fmt_time(r.af.steady),
             fmt_time(r.af.first),
             fmt_time(r.plain.steady),
             fmt_time(r.rayon.steady),
-            fmt_time(r.nd.steady)
+            fmt_time(r.nd.steady),
+            d.kernels as f64 / calls,
+            d.submissions as f64 / calls,
+            (d.f64_to_cpu + d.fallbacks) as f64 / calls,
+            d.f64_to_cpu as f64 / calls,
+            d.fallbacks as f64 / calls,
+            d.bytes_to_device as f64 / calls / 1048576.0,
+            d.bytes_from_device as f64 / calls / 1048576.0,
         );
     }
 }

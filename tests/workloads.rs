@@ -44,12 +44,22 @@ fn every_workload_matches_its_oracle() {
     let (k, iters) = (8, 10);
     let (p, init) = kmeans_data(4000, k, 2);
     let want = peers::kmeans_plain(&wide(&p), &wide(&init), k, iters);
+    let before = Runtime::stats();
     assert_close("kmeans", &af::kmeans(&p, &init, k, iters), &want, 1e-4);
     assert_close(
         "kmeans_scatter",
         &af::kmeans_scatter(&p, &init, k, iters),
         &want,
         1e-4,
+    );
+    // f32 programs stay on a device executor: a short float sum's f64 accumulation (where the
+    // device computes f64) must not send the distances to the CPU on one that does not (wgpu).
+    let moved = Runtime::stats().since(&before).device;
+    assert_eq!(
+        (moved.f64_to_cpu, moved.fallbacks),
+        (0, 0),
+        "k-means programs ran on the CPU on {}",
+        Runtime::executor()
     );
 
     let (price, se) = af::monte_carlo(400_000, 7);

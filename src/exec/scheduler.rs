@@ -236,8 +236,13 @@ impl Scheduler {
             let device_spin = Spin::for_device(Some(d.kind), limits.spin);
             match super::gpu::start(d, limits, device_spin, tx.clone(), counters.clone()) {
                 Ok(h) => {
+                    // The runtime's view of the device is what its executor computes: a wgpu
+                    // adapter may offer f64 (`SHADER_F64`) where the WGSL renderer has none, and
+                    // the front end chooses f64 accumulation (`short_sum`) by this.
+                    let mut info = d.clone();
+                    info.fp64 = h.caps.fp64;
                     executors.push(h);
-                    started = Some(d.clone());
+                    started = Some(info);
                     spin = device_spin;
                 }
                 Err(e) => {
@@ -600,7 +605,7 @@ impl SchedulerLoop {
         if !dev.caps.fp64 && uses_f64(&program.kernel) {
             Counters::add(&self.counters.device.f64_to_cpu, 1);
             tracing::debug!(target: "arrayflow::exec", device = %dev.name,
-                "an f64 program runs on the CPU: the device has no f64");
+                "an f64 program runs on the CPU: the device has no f64: {:?}", program.kernel);
             return 0;
         }
         1

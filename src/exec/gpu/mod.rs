@@ -735,6 +735,7 @@ impl<A: DeviceApi> GpuLoop<A> {
             for (pi, pass) in step.plan.passes.iter().enumerate() {
                 if pass.groups > 0 {
                     let bufs: Vec<&A::Buf> = pass.buffers.iter().map(bind).collect();
+                    tracing::trace!(target: "arrayflow::exec::dispatch", "{} params {:?}", timing::label(&step.plan, pi), task.params);
                     self.api
                         .dispatch(&step.program, &step.plan, pi, &bufs, &task.params)?;
                 }
