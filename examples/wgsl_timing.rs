@@ -5,7 +5,8 @@
 //! (`ARRAYFLOW_KERNEL_TIMES=1`). Each file has the entry point `main`; every binding it declares
 //! gets a storage buffer of `N` 32-bit words (binding 0 filled with values near 1); `IMM=a,b,..`
 //! sets immediate data (u32 words), `SYNC=1` submits and waits for each dispatch apart,
-//! `PCACHE=1` builds through a pipeline cache.
+//! `PCACHE=1` builds through a pipeline cache, `DATA=lo,hi` spreads the inputs over `[lo, hi)`,
+//! `POLLER=1` polls the device from another thread all along.
 //!
 //! ```sh
 //! cargo run --release --example wgsl_timing -- 4194304 4096 kernel.wgsl [more.wgsl ...]
@@ -32,7 +33,29 @@ fn main() {
         ..Default::default()
     }))
     .unwrap();
-    let data: Vec<f32> = (0..n).map(|i| 1.0 + (i % 97) as f32 * 0.01).collect();
+    // `DATA=lo,hi`: inputs spread over [lo, hi) (a fixed sequence) instead of values near 1.
+    // `POLLER=1`: another thread polls the device without blocking all along (as the runtime's
+    // polling thread does while work is outstanding).
+    if std::env::var("POLLER").is_ok() {
+        let d = device.clone();
+        std::thread::spawn(move || {
+            loop {
+                let _ = d.poll(wgpu::PollType::Poll);
+            }
+        });
+    }
+    let data: Vec<f32> = match std::env::var("DATA") {
+        Ok(r) => {
+            let (lo, hi) = r.split_once(',').expect("DATA=lo,hi");
+            let (lo, hi): (f32, f32) = (lo.parse().unwrap(), hi.parse().unwrap());
+            (0..n)
+                .map(|i| {
+                    lo + (hi - lo) * ((i as u32).wrapping_mul(2654435761) >> 8) as f32 / 16777216.0
+                })
+                .collect()
+        }
+        Err(_) => (0..n).map(|i| 1.0 + (i % 97) as f32 * 0.01).collect(),
+    };
     let usage =
         wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
     let in0 = device.create_buffer(&wgpu::BufferDescriptor {

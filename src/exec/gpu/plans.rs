@@ -151,7 +151,7 @@ fn pattern_step<A: DeviceApi>(k: &FusedKernel, api: &mut A) -> Option<Step<A::Pr
             return None;
         }
     };
-    tracing::trace!(target: "arrayflow::exec::source", "generated {:?} {name} program:\n{}", api.dialect(), rendered.source);
+    tracing::trace!(target: "arrayflow::exec::source", "generated {:?} {name} program {}:\n{}", api.dialect(), super::timing::label(&rendered, 0), rendered.source);
     let program = match api.compile(&rendered) {
         Ok(p) => p,
         Err(e) => {
@@ -186,7 +186,7 @@ fn render<A: DeviceApi>(k: &FusedKernel, api: &A) -> Result<GpuPlan, String> {
     }
     .map_err(|Unsupported(r)| r)
     .inspect(|p| {
-        tracing::trace!(target: "arrayflow::exec::source", "generated {:?} program:\n{}", api.dialect(), p.source)
+        tracing::trace!(target: "arrayflow::exec::source", "generated {:?} program {}:\n{}", api.dialect(), super::timing::label(p, 0), p.source)
     })
 }
 

@@ -312,8 +312,15 @@ impl WgpuApi {
         });
         if let Ok(data) = slice.get_mapped_range() {
             let ticks: &[u64] = bytemuck::cast_slice(&data);
+            // A pass's beginning timestamp may be written before the work recorded ahead of it
+            // has finished (no barrier orders it), so a dispatch's time starts no earlier than
+            // the previous dispatch's end: consecutive dependent kernels are not counted twice.
+            let mut prev_end = 0u64;
             for (i, label) in labels.into_iter().enumerate() {
-                let ns = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * t.period;
+                let (begin, end) = (ticks[2 * i], ticks[2 * i + 1]);
+                let start = if i > 0 { begin.max(prev_end) } else { begin };
+                prev_end = end;
+                let ns = end.saturating_sub(start) as f64 * t.period;
                 self.counters.time_kernel(label, ns as u64);
             }
         }
@@ -495,6 +502,15 @@ impl DeviceApi for WgpuApi {
         // host-visible staging buffer copied in the encoder, in order.
         if self.encoder.is_none() {
             self.queue.write_buffer(buf, 0, &bytes);
+            // Timing mode: the copy runs and finishes in a submission of its own, so the next
+            // dispatch's timestamps do not take it in.
+            if self.timer.is_some() {
+                let index = self.queue.submit([]);
+                let _ = self.device.poll(wgpu::PollType::Wait {
+                    submission_index: Some(index),
+                    timeout: None,
+                });
+            }
             return Ok(());
         }
         let staging = self.checked(wgpu::ErrorFilter::OutOfMemory, || {
