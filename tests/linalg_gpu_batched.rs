@@ -8,8 +8,9 @@
 //! matrices in the middle of a batch (the error names that index, the pivot and this file's
 //! line); NaN in, NaN out. On a device executor each call whose matrix fits the kernels' local
 //! memory ran there (`Runtime::stats()`: a device kernel, no CPU fallback), so these tests
-//! check the device kernels and not the CPU fallback. Stats are process-wide: tests here run one
-//! at a time (`SERIAL`).
+//! check the device kernels and not the CPU fallback; `solve` and `inv` run there only with
+//! `ARRAYFLOW_LINALG_GPU_SOLVE=on` (off by default, see `intrinsics/linalg/batched/mod.rs`), so
+//! run this file with it too. Stats are process-wide: tests here run one at a time (`SERIAL`).
 
 mod common;
 
@@ -121,6 +122,17 @@ fn check_residual<T: F>(a: &[f64], x: &[f64], b: &[f64], n: usize, r: usize, ctx
 /// local memory budgets of `intrinsics/linalg/batched/mod.rs`; f64 on wgpu runs on the CPU
 /// executor, not as a fallback).
 fn on_device_kernel<T: F>(n: usize) -> bool {
+    device_fits::<T>(n)
+}
+
+/// As [`on_device_kernel`] for `solve` and `inv`, which run there only with
+/// `ARRAYFLOW_LINALG_GPU_SOLVE=on` (off by default: `intrinsics/linalg/batched/mod.rs`).
+fn on_device_solve<T: F>(n: usize) -> bool {
+    std::env::var("ARRAYFLOW_LINALG_GPU_SOLVE").is_ok_and(|v| v == "on" || v == "1")
+        && device_fits::<T>(n)
+}
+
+fn device_fits<T: F>(n: usize) -> bool {
     match Runtime::backend() {
         Backend::OpenCl => !T::F64 || n <= 62,
         Backend::Wgpu => !T::F64 && n <= 61,
@@ -132,11 +144,22 @@ fn on_device_kernel<T: F>(n: usize) -> bool {
 /// fell back to the CPU (where the kernels take the shape).
 #[track_caller]
 fn on_device<T: F, R>(n: usize, what: &str, f: impl FnOnce() -> R) -> R {
+    checked(on_device_kernel::<T>(n), what, f)
+}
+
+/// [`on_device`] for `solve` and `inv`.
+#[track_caller]
+fn solve_on_device<T: F, R>(n: usize, what: &str, f: impl FnOnce() -> R) -> R {
+    checked(on_device_solve::<T>(n), what, f)
+}
+
+#[track_caller]
+fn checked<R>(device: bool, what: &str, f: impl FnOnce() -> R) -> R {
     Runtime::execute();
     let before = Runtime::stats();
     let out = f();
     let d = Runtime::stats().since(&before);
-    if on_device_kernel::<T>(n) {
+    if device {
         assert_eq!(d.device.fallbacks, 0, "{what}: ran on the CPU: {d:?}");
         assert!(d.device.kernels > 0, "{what}: no device kernel ran: {d:?}");
     }
@@ -171,7 +194,7 @@ fn solves<T: F>(seed: u64) {
             let a = values::<T>(&mut rng, count * n * n);
             let b = values::<T>(&mut rng, count * n * r);
             let what = format!("solve {count} x {n}x{n}, r = {r}");
-            let x = on_device::<T, _>(n, &what, || {
+            let x = solve_on_device::<T, _>(n, &what, || {
                 f64s(&read(&linalg::solve(
                     &upload::<T>(&a, &[count, n, n]),
                     &upload::<T>(&b, &[count, n, r]),
@@ -191,7 +214,7 @@ fn solves<T: F>(seed: u64) {
         // inv: A inv(A) = I, column by column.
         let a = values::<T>(&mut rng, count * n * n);
         let what = format!("inv {count} x {n}x{n}");
-        let x = on_device::<T, _>(n, &what, || {
+        let x = solve_on_device::<T, _>(n, &what, || {
             f64s(&read(&upload::<T>(&a, &[count, n, n]).inv()))
         });
         let mut id = vec![0.0; n * n];
@@ -225,7 +248,7 @@ fn batched_solve_broadcasts_the_batch_axes() {
         let r = 2;
         let a = values::<f32>(&mut rng, 2 * n * n);
         let b = values::<f32>(&mut rng, 3 * n * r);
-        let x = on_device::<f32, _>(n, "a [2, 1] b [3]", || {
+        let x = solve_on_device::<f32, _>(n, "a [2, 1] b [3]", || {
             let x = linalg::solve(
                 &upload::<f32>(&a, &[2, 1, n, n]),
                 &upload::<f32>(&b, &[3, n, r]),
@@ -247,7 +270,7 @@ fn batched_solve_broadcasts_the_batch_axes() {
             }
         }
         // One matrix, a batch of right-hand sides.
-        let x = on_device::<f32, _>(n, "a [n, n] b [3]", || {
+        let x = solve_on_device::<f32, _>(n, "a [n, n] b [3]", || {
             f64s(&read(&linalg::solve(
                 &upload::<f32>(&a[..n * n], &[n, n]),
                 &upload::<f32>(&b, &[3, n, r]),
@@ -265,7 +288,7 @@ fn batched_solve_broadcasts_the_batch_axes() {
             );
         }
         // A batch of matrices, one vector.
-        let x = on_device::<f32, _>(n, "a [2] b [n]", || {
+        let x = solve_on_device::<f32, _>(n, "a [2] b [n]", || {
             f64s(&read(
                 &upload::<f32>(&a, &[2, n, n]).solve(&upload::<f32>(&b[..n], &[n])),
             ))
@@ -391,7 +414,7 @@ fn a_singular_matrix_in_a_batch_names_its_index_and_pivot() {
         let e = x.to_vec().unwrap_err().to_string();
         // On a device the kernel ran (and faulted: the CPU ran the call again for its error).
         let d = Runtime::stats().since(&before);
-        if on_device_kernel::<f32>(n) {
+        if on_device_solve::<f32>(n) {
             assert!(d.device.kernels > 0, "no device kernel ran: {d:?}");
         }
         assert!(
@@ -437,7 +460,7 @@ fn nan_in_one_matrix_stays_in_that_matrix() {
     let mut a = values::<f32>(&mut rng, count * n * n);
     a[5 * n * n + 9] = f64::NAN;
     let b = values::<f32>(&mut rng, count * n);
-    let x = on_device::<f32, _>(n, "NaN solve", || {
+    let x = solve_on_device::<f32, _>(n, "NaN solve", || {
         f64s(&read(&linalg::solve(
             &upload::<f32>(&a, &[count, n, n]),
             &upload::<f32>(&b, &[count, n, 1]),

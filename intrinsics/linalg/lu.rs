@@ -160,14 +160,17 @@ impl IntrinsicDef for LuDef {
         by_dtype!(call, cpu(call, inputs, &mut outputs[0]))
     }
 
-    /// `lu`, `solve` and `inv` of small matrices (`batched/`); the rest, and large matrices,
+    /// `lu` of small matrices (`batched/`), and `solve` and `inv` when
+    /// [`batched::solve_enabled`](super::batched::solve_enabled); the rest, and large matrices,
     /// run the CPU entry.
     fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        super::batched::gate(call)?;
         super::batched::opencl::render(call, t)
     }
 
     /// As [`opencl`](Self::opencl), f32 only.
     fn wgsl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        super::batched::gate(call)?;
         super::batched::wgsl::render(call)
     }
 }

@@ -1,9 +1,8 @@
 //! Batched small-matrix LU on the GPU (issue 21): `lu`, `solve` and `inv` for `n <= 64`, one
 //! work-group per matrix of the batch (a grid-stride loop over the batch when it has more than
-//! 65535 matrices). The matrix lives in local (workgroup) memory; each column's pivot is found
-//! by a tree reduction over the rows' keys (the bits of `|a|` plus one, 0 for rows above the
-//! diagonal and for NaN), which picks the first largest `|a|` as LAPACK's getf2 does (and row
-//! `k` itself when the column below is all zero); the row swap, the scaling and the trailing
+//! 65535 matrices). The matrix lives in local (workgroup) memory; each column's pivot is the
+//! first largest `|a|` on or below the diagonal, NaN never chosen, as LAPACK's getf2 (row `k`
+//! itself when the column below is all zero; see "Pivot search" below); the row swap, the scaling and the trailing
 //! update are spread over the work-group with a barrier between steps. An exact zero pivot skips
 //! its column's elimination, as getf2 (the factors stay finite). `solve` and `inv` then load
 //! the right-hand sides (`b` or the identity) row-permuted into local memory, a chunk of columns
@@ -14,6 +13,19 @@
 //! runs the call again on the CPU (`exec/gpu/mod.rs`, as for an index out of range), which fails
 //! the program with its usual error naming the batch index, the pivot and the user's line. `lu`
 //! is not an error at a zero pivot (LAPACK's `info > 0`) and sets no fault. NaN in gives NaN out.
+//!
+//! **`solve` and `inv` are off by default** ([`solve_enabled`]: `ARRAYFLOW_LINALG_GPU_SOLVE=on`
+//! turns them on): the GPU executor reads a fault word only after the programs enqueued behind
+//! the faulting one have run, so a consumer in the same flush (`solve(a, b) * 2`, or the reshape
+//! of a vector `b`'s solution) reads the unchecked output and succeeds with inf/NaN where the
+//! CPU fails. Gather has the same hazard today. Once the executor holds a faulting program's
+//! consumers until its fault word is read, the switch goes. `lu` cannot fault and always runs
+//! here.
+//!
+//! **Pivot search**: on WGSL a tree reduction over the rows' keys; on OpenCL one thread scans
+//! the column (at most 64 local reads, about the cost of the tree's barriers at these sizes):
+//! PoCL with optimisation on ran the tree version with wrong pivots (not the largest; cause not
+//! found), unoptimised it was right.
 //!
 //! **What runs here**: f32 on both targets, f64 on OpenCL devices with `cl_khr_fp64` (WGSL has
 //! no f64: such calls keep the CPU path). A call whose matrix does not fit the local memory
@@ -42,6 +54,24 @@ pub const OPENCL_LOCAL_BYTES: usize = 32768;
 pub const WGSL_LOCAL_BYTES: usize = 16384;
 /// Most work-groups a pass dispatches (WebGPU's per-dimension limit; OpenCL uses the same).
 pub const MAX_GROUPS: usize = 65535;
+
+/// Whether `solve` and `inv` run the batched kernels on a GPU executor
+/// (`ARRAYFLOW_LINALG_GPU_SOLVE=on`; off by default: see the module comment).
+pub fn solve_enabled() -> bool {
+    std::env::var("ARRAYFLOW_LINALG_GPU_SOLVE").is_ok_and(|v| v == "on" || v == "1")
+}
+
+/// `Unsupported` for `solve` and `inv` unless [`solve_enabled`].
+pub fn gate(call: &IntrinsicCall) -> Result<(), Unsupported> {
+    if matches!(call.op, Intrinsic::Solve | Intrinsic::Inv) && !solve_enabled() {
+        return Err(Unsupported(format!(
+            "batched GPU {} is off until the executor holds a faulting program's consumers \
+             (ARRAYFLOW_LINALG_GPU_SOLVE=on turns it on)",
+            call.op.name()
+        )));
+    }
+    Ok(())
+}
 
 /// What a batched call computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

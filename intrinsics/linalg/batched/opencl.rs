@@ -1,4 +1,5 @@
-//! The batched small-matrix LU in OpenCL C (see `mod.rs` for the algorithm): one pass
+//! The batched small-matrix LU in OpenCL C (see `mod.rs` for the algorithm; thread 0 finds each
+//! column's pivot with IEEE comparisons, so NaN is never chosen): one pass
 //! `af_lu_batched`, work-groups of [`Layout::local`] threads. Buffers: `a`, (`b` for `solve`), the
 //! output, the fault word (`solve`, `inv`). A small prelude of its own instead of the primitive
 //! library: a plan builds per shape, and PoCL builds a short program much faster.
@@ -12,19 +13,13 @@ use std::fmt::Write;
 /// The plan of a batched `lu`, `solve` or `inv` call.
 pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     let l = Layout::of(call, OPENCL_LOCAL_BYTES)?;
-    let (ty, uty, mask, inf, prelude) = match l.dtype {
-        DType::F32 => ("float", "uint", "0x7fffffffu", "0x7f800000u", ""),
-        DType::F64 if t.fp64 => (
-            "double",
-            "ulong",
-            "0x7fffffffffffffffUL",
-            "0x7ff0000000000000UL",
-            "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n",
-        ),
+    let (ty, prelude) = match l.dtype {
+        DType::F32 => ("float", ""),
+        DType::F64 if t.fp64 => ("double", "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"),
         d => return Err(Unsupported(format!("batched LU of {d} on this device"))),
     };
     let fault = l.routine != Routine::Lu;
-    let source = kernel(&l, ty, uty, mask, inf, prelude);
+    let source = kernel(&l, ty, prelude);
     let inputs = if l.routine == Routine::Solve { 2 } else { 1 };
     Ok(GpuPlan::single_pass(
         source,
@@ -36,8 +31,8 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     ))
 }
 
-fn kernel(l: &Layout, ty: &str, uty: &str, mask: &str, inf: &str, prelude: &str) -> String {
-    let (n, c, red, local, count) = (l.n, l.chunk.max(1), l.red, l.local, l.count);
+fn kernel(l: &Layout, ty: &str, prelude: &str) -> String {
+    let (n, c, local, count) = (l.n, l.chunk.max(1), l.local, l.count);
     let nn = n * n;
     let a_src = source_index(&l.batch, &l.a_batch, "g", "UL");
     let mut s = String::new();
@@ -45,42 +40,30 @@ fn kernel(l: &Layout, ty: &str, uty: &str, mask: &str, inf: &str, prelude: &str)
         s,
         "{prelude}#pragma OPENCL FP_CONTRACT OFF
 typedef {ty} T;
-typedef {uty} K;
 __kernel __attribute__((reqd_work_group_size({local}, 1, 1)))
 void af_lu_batched(__global const T *a, {b_arg}__global T *out{fault_arg}) {{
   __local T A[{nn}];
   {x_decl}
-  __local K rk[{red}];
-  __local int ri[{red}];
   __local int piv[{n}];
   __local int perm[{n}];
   const int lid = (int)get_local_id(0);
-  uint fault = 0u;
   for (ulong g = get_group_id(0); g < {count}UL; g += get_num_groups(0)) {{
     const ulong ao = ({a_src}) * {nn}UL;
     for (int e = lid; e < {nn}; e += {local}) A[e] = a[ao + (ulong)e];
     if (lid < {n}) perm[lid] = lid;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int k = 0; k < {n}; k++) {{
-      if (lid < {red}) {{
-        K key = 0;
-        if (lid >= k && lid < {n}) {{
-          const K bits = as_{uty}(A[lid * {n} + k]) & {mask};
-          key = bits > {inf} ? (K)0 : bits + 1;
+      if (lid == 0) {{
+        T best = (T)0;
+        int q = k;
+        for (int i = k; i < {n}; i++) {{
+          const T v = fabs(A[i * {n} + k]);
+          if (v > best) {{ best = v; q = i; }}
         }}
-        rk[lid] = key;
-        ri[lid] = lid;
+        piv[k] = q;
       }}
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int h = {half}; h > 0; h >>= 1) {{
-        if (lid < h) {{
-          const K kr = rk[lid + h], kl = rk[lid];
-          const int ir = ri[lid + h];
-          if (kr > kl || (kr == kl && ir < ri[lid])) {{ rk[lid] = kr; ri[lid] = ir; }}
-        }}
-        barrier(CLK_LOCAL_MEM_FENCE);
-      }}
-      const int p = rk[0] > 1 ? ri[0] : k;
+      const int p = piv[k];
       if (p != k) {{
         for (int j = lid; j < {n}; j += {local}) {{
           const T v = A[k * {n} + j];
@@ -89,7 +72,6 @@ void af_lu_batched(__global const T *a, {b_arg}__global T *out{fault_arg}) {{
         }}
       }}
       if (lid == 0) {{
-        piv[k] = p;
         const int q = perm[k];
         perm[k] = perm[p];
         perm[p] = q;
@@ -97,12 +79,12 @@ void af_lu_batched(__global const T *a, {b_arg}__global T *out{fault_arg}) {{
       barrier(CLK_LOCAL_MEM_FENCE);
       const T d = A[k * {n} + k];
       if (d == (T)0) {{
-        fault = 1u;
+        {on_zero}
       }} else {{
         for (int i = k + 1 + lid; i < {n}; i += {local}) A[i * {n} + k] /= d;
       }}
       barrier(CLK_LOCAL_MEM_FENCE);
-      if (d != (T)0) {{
+      if (A[k * {n} + k] != (T)0) {{
         const int m = {n} - 1 - k;
         for (int e = lid; e < m * m; e += {local}) {{
           const int i = k + 1 + e / m, j = k + 1 + e % m;
@@ -112,7 +94,7 @@ void af_lu_batched(__global const T *a, {b_arg}__global T *out{fault_arg}) {{
       barrier(CLK_LOCAL_MEM_FENCE);
     }}
 {tail}  }}
-{fault_store}}}
+}}
 ",
         b_arg = if l.routine == Routine::Solve {
             "__global const T *b, "
@@ -129,12 +111,11 @@ void af_lu_batched(__global const T *a, {b_arg}__global T *out{fault_arg}) {{
         } else {
             format!("__local T X[{}];", n * c)
         },
-        half = red / 2,
         tail = tail(l),
-        fault_store = if l.routine == Routine::Lu {
-            "  (void)fault;\n"
+        on_zero = if l.routine == Routine::Lu {
+            ""
         } else {
-            "  if (fault != 0u && get_local_id(0) == 0) af_fault[0] = 1u;\n"
+            "if (lid == 0) af_fault[0] = 1u;"
         },
     );
     s
