@@ -5,6 +5,9 @@
 - square: torch.matmul(a, b) of n x n f32 for each n of MATMUL_SIZES (default 1024,4096,8192)
 - a^T b: torch.matmul(a.t(), b) at the first size (cuBLAS reads the transpose in place)
 - batched: torch.bmm of MATMUL_BATCH (BxN, default 4096x64: 4096 products of 64 x 64)
+- solve: torch.linalg.solve of B random N x N matrices against b [B, N, 1] for each BxN of
+  LINALG_SOLVE (default 10000x8,1000x32), the peer of benches/linalg.rs; checked by the
+  residual |A x - b|_inf / (|A|_inf |x|_inf) of 64 sampled matrices within 8 n 2^-23
 
 Each result is first checked against f64 dot products on 64 sampled entries (relative to
 sum |a_ip b_pj|, within k * 2^-22). Timing as in benches/matmul.rs: a warm-up, K products each
@@ -58,6 +61,18 @@ def check(what, c, a, b):
             fail(f"{what}: c[{t}, {i}, {j}] = {got}, want {want} (tol {tol:e})")
 
 
+def check_solve(bt, n, x, a, b):
+    """The residual of 64 sampled matrices of a batched solve, in f64."""
+    g = torch.Generator().manual_seed(12345)
+    for _ in range(min(64, bt)):
+        t = int(torch.randint(0, bt, (1,), generator=g))
+        am, xm, bm = a[t].double(), x[t].double(), b[t].double()
+        res = float((am @ xm - bm).abs().max())
+        rel = res / max(float(am.abs().sum(1).max()) * float(xm.abs().max()), 1e-300)
+        if rel > 8 * n * 2.0**-23:
+            fail(f"solve {bt} x {n}: matrix {t} residual {rel:e}")
+
+
 def median_time(f):
     budget = float(os.environ.get("MATMUL_LOOP_SECONDS", "0.3"))
     f()
@@ -101,6 +116,17 @@ def main():
             check("batched", torch.bmm(a, b).cpu(), a.cpu(), b.cpu())
             s = median_time(lambda: torch.bmm(a, b))
             rows.append(("batched", f"{bt} x {n}^3", 2.0 * bt * n**3, s))
+    for spec in os.environ.get("LINALG_SOLVE", "10000x8,1000x32").split(","):
+        if "x" not in spec:
+            continue
+        bt, n = (int(x) for x in spec.strip().split("x"))
+        if bt <= 0 or n <= 0:
+            continue
+        a = torch.rand(bt, n, n, device=DEV) * 2 - 1
+        b = torch.rand(bt, n, 1, device=DEV) * 2 - 1
+        check_solve(bt, n, torch.linalg.solve(a, b).cpu(), a.cpu(), b.cpu())
+        s = median_time(lambda: torch.linalg.solve(a, b))
+        rows.append(("solve", f"{bt} x {n}x{n}", bt * (2.0 / 3.0 * n**3 + 2.0 * n * n), s))
     print(f"\n{'product':<14} {'shape':>14} {'torch':>12} {'TFLOP/s':>10}")
     for name, shape, flops, s in rows:
         print(f"{name:<14} {shape:>14} {s * 1e3:>9.3f} ms {flops / s / 1e12:>10.2f}")

@@ -3,13 +3,15 @@
 //! `det` and `slogdet`. The CPU factors with faer's partial-pivoting LU (the first largest
 //! |pivot| of a column, as LAPACK); a matrix with an exact zero pivot is refactored by the plain
 //! LAPACK getf2 loop here, which skips the scaling at a zero pivot so the factors stay finite.
-//! `det`/`slogdet` multiply (add the logs of) the pivots in f64.
+//! `det`/`slogdet` multiply (add the logs of) the pivots in f64. On the GPU executors `lu`,
+//! `solve` and `inv` of matrices up to 64 x 64 run the batched kernels of `batched/`.
 
 use super::dense;
 use super::{Failed, Real, batch_of, batch_source, by_dtype, float_dtype, for_each, square};
 use crate::error::{Error, ErrorKind, Result};
 use crate::intrinsics::{Cost, IntrinsicDef, MagInput, Operand, Output};
 use crate::ir::{Intrinsic, Shape, Site, TypedVec};
+use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
 use crate::proggen::sequence::IntrinsicCall;
 use faer::{MatMut, MatRef, Par};
 
@@ -156,6 +158,20 @@ impl IntrinsicDef for LuDef {
         outputs: &mut [TypedVec],
     ) -> std::result::Result<(), Error> {
         by_dtype!(call, cpu(call, inputs, &mut outputs[0]))
+    }
+
+    /// `lu` of small matrices (`batched/`), and `solve` and `inv` when
+    /// [`batched::solve_enabled`](super::batched::solve_enabled); the rest, and large matrices,
+    /// run the CPU entry.
+    fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        super::batched::gate(call)?;
+        super::batched::opencl::render(call, t)
+    }
+
+    /// As [`opencl`](Self::opencl), f32 only.
+    fn wgsl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        super::batched::gate(call)?;
+        super::batched::wgsl::render(call)
     }
 }
 

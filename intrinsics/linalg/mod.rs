@@ -4,11 +4,13 @@
 //! kernels are generic over; plain f64 helpers for the references and their conditioning), and
 //! one file per family: `lu.rs` (lu, lu_unpack, lu_solve, lu_cond, solve, inv, det, slogdet),
 //! `cholesky.rs` (cholesky, cholesky_solve), `triangular.rs` (triangular_solve), `qr.rs` (qr,
-//! lstsq).
+//! lstsq), and `batched/` (the GPU kernels of small-matrix lu, solve and inv).
 //!
-//! The CPU entries run faer (one matrix per rayon task over the batch); the GPU entries are
-//! `Unsupported` for now, so a GPU executor runs the CPU entry from host copies (see "Steps on
-//! the host" in `intrinsics/mod.rs`). The references are written independently of faer: plain
+//! The CPU entries run faer (one matrix per rayon task over the batch). On the GPU executors,
+//! `lu`, `solve` and `inv` of small matrices (`n <= 64`, within the local memory budget) run
+//! `batched/` (one work-group per matrix); every other call, and large matrices, are
+//! `Unsupported` there, so a GPU executor runs the CPU entry from host copies (see "Steps on
+//! the host" in `intrinsics/mod.rs`) until a blocked GPU LU exists. The references are written independently of faer: plain
 //! f64 loops (Gaussian elimination choosing the first largest |pivot|, Cholesky–Banachiewicz,
 //! modified Gram-Schmidt for QR).
 //!
@@ -25,6 +27,7 @@
 //! backward error, for `det` `n * |det| * sum |A^-1|^T .* |A|`. A singular matrix's magnitudes
 //! are infinite (any result matches).
 
+pub mod batched;
 pub mod cholesky;
 pub mod lu;
 pub mod qr;
