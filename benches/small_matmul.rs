@@ -4,13 +4,14 @@
 //! run, for each `m x n` of `SMALL_SHAPES` (default `1x1,2x2,8x2,8x8,16x8,16x16`) and each `k`
 //! of `SMALL_K` (default `256,4096,200000`), f32 and f64, on the executor `ARRAYFLOW_DEVICE`
 //! selects (`ARRAYFLOW_NATIVE=off` for the tile VM alone). This is what chose the limits
-//! `MAX_RESULT` and `MIN_INNER`.
+//! `MAX_RESULT` and `MIN_INNER`; the fused column is the reduction only where `k` reaches
+//! `ARRAYFLOW_SMALL_MATMUL_MIN_K` (default 4096: set it to 1 to measure shorter `k`).
 //!
 //! Timing: a warm-up, then loops of products each read to the host (`to_vec`), about 0.2 s a
 //! loop, 5 loops, the median per product. Each result is first checked against f64 dot products.
 //!
 //! ```sh
-//! cargo bench --bench small_matmul
+//! ARRAYFLOW_SMALL_MATMUL_MIN_K=1 cargo bench --bench small_matmul
 //! ARRAYFLOW_NATIVE=off SMALL_K=200000 cargo bench --bench small_matmul
 //! ```
 
@@ -110,6 +111,47 @@ fn case<T: Elem>(m: usize, n: usize, k: usize) -> (f64, f64) {
     (out[0], out[1])
 }
 
+/// k-means' product and counts, `onehotᵀ p` and `onehot.sum_axis(0)` with `onehot` the `eq` and
+/// `cast` of `n` assignments to 8 clusters, both read: GEMM, then fused (seconds).
+fn one_hot(n: usize) -> (f64, f64) {
+    let k = 8;
+    let assign: Vec<u32> = values(n, 3)
+        .iter()
+        .map(|v| ((v + 1.0) * 4.0) as u32 % 8)
+        .collect();
+    let (a, p) = (
+        Array::from_slice(&assign, &[n]),
+        Array::from_slice(
+            &values(n * 2, 4)
+                .iter()
+                .map(|&v| v as f32)
+                .collect::<Vec<_>>(),
+            &[n, 2],
+        ),
+    );
+    let step = || {
+        let onehot = a
+            .reshape(&[n, 1])
+            .eq(Array::<u32>::iota(&[1, k], 1))
+            .cast::<f32>();
+        let counts = onehot.sum_axis(0);
+        let sums = onehot.transpose().matmul(&p);
+        (sums.to_vec().unwrap(), counts.to_vec().unwrap())
+    };
+    let mut out = [0.0; 2];
+    let mut first = None;
+    for (slot, limit) in [(0, 0), (1, 16)] {
+        Runtime::set_small_matmul(limit);
+        let got = step();
+        assert_eq!(*first.get_or_insert_with(|| got.clone()).1, got.1);
+        out[slot] = time(|| {
+            std::hint::black_box(step());
+        });
+    }
+    Runtime::set_small_matmul(arrayflow::SMALL_MATMUL_DEFAULT);
+    (out[0], out[1])
+}
+
 fn main() {
     println!(
         "small-result matmul aᵀb, a [k, m], b [k, n]; executor {} ({}); native {}",
@@ -121,6 +163,18 @@ fn main() {
         "{:>6} {:>8} {:>5} {:>12} {:>12} {:>7}",
         "m x n", "k", "type", "gemm", "fused", "gemm/fused"
     );
+    for n in list("SMALL_ONEHOT", "200000") {
+        let n: usize = n.trim().parse().expect("SMALL_ONEHOT");
+        if n > 0 {
+            let (g, f) = one_hot(n);
+            println!(
+                "one-hot [8, {n}] @ [{n}, 2] and counts: gemm {:.1}us fused {:.1}us ({:.2})",
+                g * 1e6,
+                f * 1e6,
+                g / f
+            );
+        }
+    }
     for k in list("SMALL_K", "256,4096,200000") {
         let k: usize = k.trim().parse().expect("SMALL_K");
         for shape in list("SMALL_SHAPES", "1x1,2x2,8x2,8x8,16x8,16x16") {

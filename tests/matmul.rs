@@ -241,7 +241,7 @@ fn long_inner_extents() {
     assert!(d.intrinsics_launched >= 10, "the GEMM ran: {d:?}");
 }
 
-/// Small results (`m * n` up to 64 per batch item) over a long `k` are recorded as a broadcast
+/// Small results (`m * n` up to 16 per batch item) over a long `k` are recorded as a broadcast
 /// multiply and a sum over `k`: every form (1-D operands, batches that broadcast, transposed
 /// operands) against the triple loop, with no intrinsic run.
 #[test]
@@ -250,15 +250,15 @@ fn small_results_over_long_k() {
     let mut r = rng(2108);
     let before = Runtime::stats();
     let forms: &[(&[usize], &[usize])] = &[
-        (&[3000], &[3000]),
-        (&[700], &[700, 5]),
-        (&[6, 900], &[900]),
-        (&[8, 2500], &[2500, 2]),
-        (&[8, 600], &[600, 8]),
-        (&[1, 400], &[400, 64]),
-        (&[2, 3, 700], &[700, 2]),
-        (&[2, 1, 4, 300], &[3, 300, 4]),
-        (&[5, 1, 260], &[5, 260, 3]),
+        (&[5000], &[5000]),
+        (&[4096], &[4096, 5]),
+        (&[6, 4100], &[4100]),
+        (&[8, 5000], &[5000, 2]),
+        (&[4, 4099], &[4099, 4]),
+        (&[1, 4096], &[4096, 16]),
+        (&[2, 3, 4100], &[4100, 2]),
+        (&[2, 1, 2, 4096], &[3, 4096, 2]),
+        (&[3, 1, 4097], &[3, 4097, 3]),
     ];
     for &(sa, sb) in forms {
         float_case::<f32>(&mut r, sa, sb);
@@ -272,9 +272,9 @@ fn small_results_over_long_k() {
     no_fallbacks(&before, "small products");
     // Just past the limit: the GEMM again.
     let before = Runtime::stats();
-    float_case::<f32>(&mut r, &[5, 300], &[300, 13]);
+    float_case::<f32>(&mut r, &[3, 4100], &[4100, 6]);
     let d = Runtime::stats().since(&before);
-    assert!(d.intrinsics_launched > 0, "5 x 13 is the GEMM's: {d:?}");
+    assert!(d.intrinsics_launched > 0, "3 x 6 is the GEMM's: {d:?}");
 }
 
 /// k-means' product `onehotᵀ @ p`: the one-hot matrix (`eq` and `cast` of the assignments) fuses
@@ -332,10 +332,10 @@ fn small_integer_results_wrap() {
     let mut r = rng(2110);
     let before = Runtime::stats();
     let shapes: &[(&[usize], &[usize])] = &[
-        (&[300], &[300]),
-        (&[4, 300], &[300, 3]),
-        (&[300], &[2, 300, 5]),
-        (&[2, 7, 500], &[500, 2]),
+        (&[4096], &[4096]),
+        (&[4, 4100], &[4100, 3]),
+        (&[4097], &[2, 4097, 5]),
+        (&[2, 7, 4096], &[4096, 2]),
     ];
     for &(sa, sb) in shapes {
         let (x, y) = (

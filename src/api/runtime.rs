@@ -207,8 +207,8 @@ impl Runtime {
         crate::exec::cpu::native::set_mode(mode);
     }
     /// The largest result (elements per batch item, `m * n`) of a matrix product over a long
-    /// inner extent (256 or more) that is recorded as a fused multiply and sum, so the operands'
-    /// producers fuse into it and nothing is stored: 64 unless `ARRAYFLOW_SMALL_MATMUL` says
+    /// inner extent (4096 or more) that is recorded as a fused multiply and sum, so the operands'
+    /// producers fuse into it and nothing is stored: 16 unless `ARRAYFLOW_SMALL_MATMUL` says
     /// another number or `off`; 0 runs every product on the GEMM intrinsic. Takes effect for
     /// products recorded from now on.
     pub fn set_small_matmul(max_result: usize) {

@@ -24,9 +24,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Result elements per product (`m * n`, each batch item) up to which the reduction is used by
 /// default (`ARRAYFLOW_SMALL_MATMUL=N` or [`crate::Runtime::set_small_matmul`] change it).
-pub const MAX_RESULT: usize = 64;
+pub const MAX_RESULT: usize = 16;
 /// Inner extents (`k`) from which the reduction is used.
-pub const MIN_INNER: usize = 256;
+///
+/// Both limits come from `benches/small_matmul.rs` (GEMM and reduction in one run, 2-core AMD
+/// EPYC shared with other builds, native tier): at `k = 256` the reduction took 1.6-3x the
+/// GEMM's time, at `k = 4096` 0.35-0.8x (1.1-1.35x for `16 x 1`), at `k = 200000` 0.02x (`1 x 1`)
+/// to 0.95x for `m * n <= 32`, but 1.5-2.3x at `8 x 8` and 4-5x at `16 x 16`: the row-order walk
+/// (`exec/cpu/rows.rs`) costs about 4 ns per product there. The tile VM alone is 3-4x slower
+/// than the GEMM at every size; it runs kernels under 65536 elements, which `m * n * k` passes
+/// from `m * n = 16` at this `k`.
+pub const MIN_INNER: usize = 4096;
 
 /// The current limit on `m * n` (0: off); `usize::MAX` until first read.
 static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
@@ -53,11 +61,23 @@ pub fn set_limit(max_result: usize) {
     LIMIT.store(max_result.min(usize::MAX - 1), Ordering::Relaxed);
 }
 
+/// The shortest inner extent recorded as a reduction: [`MIN_INNER`] unless
+/// `ARRAYFLOW_SMALL_MATMUL_MIN_K` says another (for measuring shorter ones), read once.
+pub fn min_inner() -> usize {
+    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MIN.get_or_init(|| {
+        std::env::var("ARRAYFLOW_SMALL_MATMUL_MIN_K")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(MIN_INNER)
+    })
+}
+
 /// Whether the product of geometry `g` is recorded as a reduction: a non-empty result of at most
-/// [`limit`] elements per batch item and an inner extent of at least [`MIN_INNER`].
+/// [`limit`] elements per batch item and an inner extent of at least [`min_inner`].
 pub fn wanted(g: &Geometry) -> bool {
     let mn = g.m * g.n;
-    mn >= 1 && g.k >= MIN_INNER && mn <= limit()
+    mn >= 1 && g.k >= min_inner() && mn <= limit()
 }
 
 /// Records `a @ b` for logical operands `a` (`[.., m, k]` or `[k]`) and `b` (`[.., k, n]` or
