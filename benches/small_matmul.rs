@@ -107,7 +107,7 @@ fn case<T: Elem>(m: usize, n: usize, k: usize) -> (f64, f64) {
             std::hint::black_box(a.transpose().matmul(&b).to_vec().unwrap());
         });
     }
-    Runtime::set_small_matmul(arrayflow::SMALL_MATMUL_DEFAULT);
+    Runtime::set_small_matmul(0);
     (out[0], out[1])
 }
 
@@ -148,7 +148,7 @@ fn one_hot(n: usize) -> (f64, f64) {
             std::hint::black_box(step());
         });
     }
-    Runtime::set_small_matmul(arrayflow::SMALL_MATMUL_DEFAULT);
+    Runtime::set_small_matmul(0);
     (out[0], out[1])
 }
 

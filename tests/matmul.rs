@@ -20,6 +20,21 @@ use parking_lot::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// Small products recorded as reductions (`Runtime::set_small_matmul`) while this lives; the
+/// GEMM for all products again when dropped (the default).
+struct SmallProducts;
+impl SmallProducts {
+    fn on() -> SmallProducts {
+        Runtime::set_small_matmul(arrayflow::SMALL_MATMUL_LIMIT);
+        SmallProducts
+    }
+}
+impl Drop for SmallProducts {
+    fn drop(&mut self) {
+        Runtime::set_small_matmul(0);
+    }
+}
+
 /// NumPy's matmul of logical shapes `sa` and `sb` by a triple loop: the result's shape, and per
 /// element the fold of `madd(acc, a_ip, b_pj)` from `zero` over `p` in order.
 fn oracle<T: Copy, R: Copy>(
@@ -226,27 +241,23 @@ fn long_inner_extents() {
         let c = Array::<f32>::ones(&[2, k]).matmul(&Array::<f32>::ones(&[k, 3]));
         assert_eq!(read(&c), vec![k as f32; 6], "k = {k}");
     }
-    // The small results above are recorded as fused reductions; the same products on the GEMM
-    // intrinsic (its split of `k`).
-    Runtime::set_small_matmul(0);
+    // The same shapes with the small-product rewrite on: fused reductions, no GEMM.
+    let _on = SmallProducts::on();
     let before = Runtime::stats();
-    float_case::<f32>(&mut r, &[8, 3000], &[3000, 2]);
-    float_case::<f64>(&mut r, &[8, 3000], &[3000, 2]);
-    for k in [58_255usize, 150_001] {
-        let c = Array::<f32>::ones(&[2, k]).matmul(&Array::<f32>::ones(&[k, 3]));
-        assert_eq!(read(&c), vec![k as f32; 6], "GEMM, k = {k}");
-    }
+    float_case::<f32>(&mut r, &[8, 5000], &[5000, 2]);
+    let c = Array::<f32>::ones(&[2, 65_536]).matmul(&Array::<f32>::ones(&[65_536, 3]));
+    assert_eq!(read(&c), vec![65_536.0; 6], "fused, k = 65536");
     let d = Runtime::stats().since(&before);
-    Runtime::set_small_matmul(arrayflow::SMALL_MATMUL_DEFAULT);
-    assert!(d.intrinsics_launched >= 10, "the GEMM ran: {d:?}");
+    assert_eq!(d.intrinsics_launched, 0, "fused: {d:?}");
 }
 
-/// Small results (`m * n` up to 16 per batch item) over a long `k` are recorded as a broadcast
-/// multiply and a sum over `k`: every form (1-D operands, batches that broadcast, transposed
-/// operands) against the triple loop, with no intrinsic run.
+/// Small results (`m * n` up to 16 per batch item) over a long `k`, with the rewrite on, are
+/// recorded as a broadcast multiply and a sum over `k`: every form (1-D operands, batches that
+/// broadcast, transposed operands) against the triple loop, with no intrinsic run.
 #[test]
 fn small_results_over_long_k() {
     let _g = SERIAL.lock();
+    let _on = SmallProducts::on();
     let mut r = rng(2108);
     let before = Runtime::stats();
     let forms: &[(&[usize], &[usize])] = &[
@@ -282,6 +293,7 @@ fn small_results_over_long_k() {
 #[test]
 fn one_hot_product_fuses() {
     let _g = SERIAL.lock();
+    let _on = SmallProducts::on();
     let mut r = rng(2109);
     let (n, k) = (5000, 8);
     let assign = rand_u32(&mut r, n, 0, k as u32 - 1);
@@ -329,6 +341,7 @@ fn one_hot_product_fuses() {
 #[test]
 fn small_integer_results_wrap() {
     let _g = SERIAL.lock();
+    let _on = SmallProducts::on();
     let mut r = rng(2110);
     let before = Runtime::stats();
     let shapes: &[(&[usize], &[usize])] = &[

@@ -105,9 +105,10 @@ impl RuntimeBuilder {
     }
 }
 
-/// The default of [`Runtime::set_small_matmul`]: matrix products of at most this many result
-/// elements per batch item over a long inner extent are recorded as fused reductions.
-pub const SMALL_MATMUL_DEFAULT: usize = crate::frontend::small_product::MAX_RESULT;
+/// The limit [`Runtime::set_small_matmul`] takes when turned on (`ARRAYFLOW_SMALL_MATMUL=on`):
+/// matrix products of at most this many result elements per batch item over a long inner
+/// extent are recorded as fused reductions.
+pub const SMALL_MATMUL_LIMIT: usize = crate::frontend::small_product::MAX_RESULT;
 
 impl Runtime {
     /// Settings for the runtime, applied by [`RuntimeBuilder::start`] before the first array
@@ -208,8 +209,8 @@ impl Runtime {
     }
     /// The largest result (elements per batch item, `m * n`) of a matrix product over a long
     /// inner extent (4096 or more) that is recorded as a fused multiply and sum, so the operands'
-    /// producers fuse into it and nothing is stored: 16 unless `ARRAYFLOW_SMALL_MATMUL` says
-    /// another number or `off`; 0 runs every product on the GEMM intrinsic. Takes effect for
+    /// producers fuse into it and nothing is stored. 0 (the default, unless `ARRAYFLOW_SMALL_MATMUL`
+    /// says `on` ([`SMALL_MATMUL_LIMIT`]) or a number) runs every product on the GEMM intrinsic. Takes effect for
     /// products recorded from now on.
     pub fn set_small_matmul(max_result: usize) {
         crate::frontend::small_product::set_limit(max_result);

@@ -13,8 +13,11 @@
 //! floats are the same dot products, summed as `sum_axis` sums (f32 in f64 where the executor
 //! has f64), at least as accurate as the GEMM's f32 accumulation.
 //!
-//! `ARRAYFLOW_SMALL_MATMUL=off` (or [`crate::Runtime::set_small_matmul`]`(0)`) keeps every
-//! product on the intrinsic, for comparisons.
+//! Off by default for now: on the CPU's `auto` native mode the row-order kernel of least
+//! squares' `aᵀ b` (`[200000, 16] f64`) ran 3-4x slower than the GEMM in the workload suite,
+//! though 0.6-0.8x its time with `ARRAYFLOW_NATIVE=always` or `ARRAYFLOW_ROW_ORDER=off` (to be
+//! understood first). `ARRAYFLOW_SMALL_MATMUL=on` (or a number, the limit on `m * n`) or
+//! [`crate::Runtime::set_small_matmul`] turns it on.
 
 use super::{Handle, binary, permute, reduce, reshape};
 use crate::error::Result;
@@ -22,8 +25,9 @@ use crate::intrinsics::matmul::Geometry;
 use crate::ir::{BinaryOp, ReduceOp, Shape, Site};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Result elements per product (`m * n`, each batch item) up to which the reduction is used by
-/// default (`ARRAYFLOW_SMALL_MATMUL=N` or [`crate::Runtime::set_small_matmul`] change it).
+/// Result elements per product (`m * n`, each batch item) up to which the reduction is used when
+/// it is on (`ARRAYFLOW_SMALL_MATMUL=on`; `=N` or [`crate::Runtime::set_small_matmul`] set
+/// another limit).
 pub const MAX_RESULT: usize = 16;
 /// Inner extents (`k`) from which the reduction is used.
 ///
@@ -39,17 +43,17 @@ pub const MIN_INNER: usize = 4096;
 /// The current limit on `m * n` (0: off); `usize::MAX` until first read.
 static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
-/// The largest `m * n` recorded as a reduction: [`MAX_RESULT`] unless `ARRAYFLOW_SMALL_MATMUL`
-/// says `off` (0) or another number.
+/// The largest `m * n` recorded as a reduction: 0 (off) unless `ARRAYFLOW_SMALL_MATMUL` says
+/// `on` ([`MAX_RESULT`]) or a number.
 pub fn limit() -> usize {
     let v = LIMIT.load(Ordering::Relaxed);
     if v != usize::MAX {
         return v;
     }
     let from_env = match std::env::var("ARRAYFLOW_SMALL_MATMUL").as_deref() {
-        Ok("off") => 0,
-        Ok(s) => s.trim().parse().unwrap_or(MAX_RESULT),
-        Err(_) => MAX_RESULT,
+        Ok("on") => MAX_RESULT,
+        Ok(s) => s.trim().parse().unwrap_or(0),
+        Err(_) => 0,
     };
     // A `set_limit` that raced this read wins.
     let _ = LIMIT.compare_exchange(usize::MAX, from_env, Ordering::Relaxed, Ordering::Relaxed);
