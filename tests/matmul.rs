@@ -3,7 +3,9 @@
 //! broadcast), transposed operands read without a copy (checked through `Runtime::stats()`),
 //! sizes crossing the GPU kernels' tile edges and the split inner extent, empty extents, i32 and
 //! u32 wrapping products (exact), `outer`, `inner`, `vdot`, and errors naming this file and both
-//! shapes. The same file runs on every executor (`ARRAYFLOW_DEVICE=opencl` / `wgpu`) and under
+//! shapes. Small results over a long inner extent, recorded as fused reductions instead of the
+//! GEMM (`src/frontend/small_product.rs`), are checked the same way, and the GEMM still runs on
+//! such shapes with the rewrite off. The same file runs on every executor (`ARRAYFLOW_DEVICE=opencl` / `wgpu`) and under
 //! comparison mode.
 //!
 //! Tolerance for floats: |err| <= k eps_T sum_p |a_ip b_pj| (the gamma_k bound of a length-k dot
@@ -17,6 +19,21 @@ use common::*;
 use parking_lot::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Small products recorded as reductions (`Runtime::set_small_matmul`) while this lives; the
+/// GEMM for all products again when dropped (the default).
+struct SmallProducts;
+impl SmallProducts {
+    fn on() -> SmallProducts {
+        Runtime::set_small_matmul(arrayflow::SMALL_MATMUL_LIMIT);
+        SmallProducts
+    }
+}
+impl Drop for SmallProducts {
+    fn drop(&mut self) {
+        Runtime::set_small_matmul(0);
+    }
+}
 
 /// NumPy's matmul of logical shapes `sa` and `sb` by a triple loop: the result's shape, and per
 /// element the fold of `madd(acc, a_ip, b_pj)` from `zero` over `p` in order.
@@ -224,6 +241,144 @@ fn long_inner_extents() {
         let c = Array::<f32>::ones(&[2, k]).matmul(&Array::<f32>::ones(&[k, 3]));
         assert_eq!(read(&c), vec![k as f32; 6], "k = {k}");
     }
+    // The same shapes with the small-product rewrite on: fused reductions, no GEMM.
+    let _on = SmallProducts::on();
+    let before = Runtime::stats();
+    float_case::<f32>(&mut r, &[8, 5000], &[5000, 2]);
+    let c = Array::<f32>::ones(&[2, 65_536]).matmul(&Array::<f32>::ones(&[65_536, 3]));
+    assert_eq!(read(&c), vec![65_536.0; 6], "fused, k = 65536");
+    let d = Runtime::stats().since(&before);
+    assert_eq!(d.intrinsics_launched, 0, "fused: {d:?}");
+}
+
+/// Small results (`m * n` up to 16 per batch item) over a long `k`, with the rewrite on, are
+/// recorded as a broadcast multiply and a sum over `k`: every form (1-D operands, batches that
+/// broadcast, transposed operands) against the triple loop, with no intrinsic run.
+#[test]
+fn small_results_over_long_k() {
+    let _g = SERIAL.lock();
+    let _on = SmallProducts::on();
+    let mut r = rng(2108);
+    let before = Runtime::stats();
+    let forms: &[(&[usize], &[usize])] = &[
+        (&[5000], &[5000]),
+        (&[4096], &[4096, 5]),
+        (&[6, 4100], &[4100]),
+        (&[8, 5000], &[5000, 2]),
+        (&[4, 4099], &[4099, 4]),
+        (&[1, 4096], &[4096, 16]),
+        (&[2, 3, 4100], &[4100, 2]),
+        (&[2, 1, 2, 4096], &[3, 4096, 2]),
+        (&[3, 1, 4097], &[3, 4097, 3]),
+    ];
+    for &(sa, sb) in forms {
+        float_case::<f32>(&mut r, sa, sb);
+        float_case::<f64>(&mut r, sa, sb);
+    }
+    let d = Runtime::stats().since(&before);
+    assert_eq!(
+        d.intrinsics_launched, 0,
+        "small products ran the GEMM: {d:?}"
+    );
+    no_fallbacks(&before, "small products");
+    // Just past the limit: the GEMM again.
+    let before = Runtime::stats();
+    float_case::<f32>(&mut r, &[3, 4100], &[4100, 6]);
+    let d = Runtime::stats().since(&before);
+    assert!(d.intrinsics_launched > 0, "3 x 6 is the GEMM's: {d:?}");
+}
+
+/// k-means' product `onehotᵀ @ p`: the one-hot matrix (`eq` and `cast` of the assignments) fuses
+/// into the reduction, one kernel and nothing of `n x k` stored.
+#[test]
+fn one_hot_product_fuses() {
+    let _g = SERIAL.lock();
+    let _on = SmallProducts::on();
+    let mut r = rng(2109);
+    let (n, k) = (5000, 8);
+    let assign = rand_u32(&mut r, n, 0, k as u32 - 1);
+    let (pf, p) = data::<f32>(&mut r, n * 2);
+    let (a, pa) = (
+        Array::from_slice(&assign, &[n]),
+        Array::from_slice(&p, &[n, 2]),
+    );
+    Runtime::execute();
+    let before = Runtime::stats();
+    let onehot = a
+        .reshape(&[n, 1])
+        .eq(Array::<u32>::iota(&[1, k], 1))
+        .cast::<f32>();
+    let got = onehot.transpose().matmul(&pa);
+    let g = read(&got);
+    let d = Runtime::stats().since(&before);
+    assert_eq!(d.intrinsics_launched, 0, "{d:?}");
+    assert_eq!(
+        d.kernels_launched, 1,
+        "the one-hot matrix was stored: {d:?}"
+    );
+    assert!(
+        d.bytes_allocated < (n * k * 4 / 4) as u64,
+        "{} bytes allocated for a {k} x 2 result: {d:?}",
+        d.bytes_allocated
+    );
+    let mut want = vec![(0.0f64, 0.0f64); k * 2];
+    for (i, &c) in assign.iter().enumerate() {
+        for j in 0..2 {
+            let w = &mut want[c as usize * 2 + j];
+            w.0 += pf[i * 2 + j];
+            w.1 += pf[i * 2 + j].abs();
+        }
+    }
+    check_float(
+        &Array::from_slice(&g, &[k, 2]),
+        &(vec![k, 2], want),
+        n,
+        "onehot^T p",
+    );
+}
+
+/// Integer small products wrap exactly as the GEMM's (wrapping products, a wrapping sum).
+#[test]
+fn small_integer_results_wrap() {
+    let _g = SERIAL.lock();
+    let _on = SmallProducts::on();
+    let mut r = rng(2110);
+    let before = Runtime::stats();
+    let shapes: &[(&[usize], &[usize])] = &[
+        (&[4096], &[4096]),
+        (&[4, 4100], &[4100, 3]),
+        (&[4097], &[2, 4097, 5]),
+        (&[2, 7, 4096], &[4096, 2]),
+    ];
+    for &(sa, sb) in shapes {
+        let (x, y) = (
+            rand_i32_any(&mut r, numel(sa)),
+            rand_i32_any(&mut r, numel(sb)),
+        );
+        int_case(
+            &x,
+            sa,
+            &y,
+            sb,
+            |s, a, b| s.wrapping_add(a.wrapping_mul(b)),
+            0i32,
+        );
+        let (x, y) = (
+            rand_u32_any(&mut r, numel(sa)),
+            rand_u32_any(&mut r, numel(sb)),
+        );
+        int_case(
+            &x,
+            sa,
+            &y,
+            sb,
+            |s, a, b| s.wrapping_add(a.wrapping_mul(b)),
+            0u32,
+        );
+    }
+    let d = Runtime::stats().since(&before);
+    assert_eq!(d.intrinsics_launched, 0, "{d:?}");
+    no_fallbacks(&before, "small integer products");
 }
 
 /// Integer products wrap modulo 2^32 exactly as a loop of wrapping operations.

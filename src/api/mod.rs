@@ -42,7 +42,7 @@ pub use random::{Rng, RngAlgorithm, RngState};
 pub use reduce::Bool;
 pub use runtime::{
     Backend, CacheStats, DeviceChoice, DeviceInfo, DeviceKind, DeviceLimits, ErrorHandling,
-    FlushCounts, NativeMode, Runtime, RuntimeBuilder, Stats,
+    FlushCounts, NativeMode, Runtime, RuntimeBuilder, SMALL_MATMUL_LIMIT, Stats,
 };
 pub use slicing::{AxisArg, RangeArg, SliceInt};
 pub use sort::Side;

@@ -105,6 +105,11 @@ impl RuntimeBuilder {
     }
 }
 
+/// The limit [`Runtime::set_small_matmul`] takes when turned on (`ARRAYFLOW_SMALL_MATMUL=on`):
+/// matrix products of at most this many result elements per batch item over a long inner
+/// extent are recorded as fused reductions.
+pub const SMALL_MATMUL_LIMIT: usize = crate::frontend::small_product::MAX_RESULT;
+
 impl Runtime {
     /// Settings for the runtime, applied by [`RuntimeBuilder::start`] before the first array
     /// operation (the runtime otherwise starts itself with the environment's settings).
@@ -201,6 +206,14 @@ impl Runtime {
     /// sets the starting mode). Takes effect for kernels launched from now on.
     pub fn set_native(mode: NativeMode) {
         crate::exec::cpu::native::set_mode(mode);
+    }
+    /// The largest result (elements per batch item, `m * n`) of a matrix product over a long
+    /// inner extent (4096 or more) that is recorded as a fused multiply and sum, so the operands'
+    /// producers fuse into it and nothing is stored. 0 (the default, unless `ARRAYFLOW_SMALL_MATMUL`
+    /// says `on` ([`SMALL_MATMUL_LIMIT`]) or a number) runs every product on the GEMM intrinsic. Takes effect for
+    /// products recorded from now on.
+    pub fn set_small_matmul(max_result: usize) {
+        crate::frontend::small_product::set_limit(max_result);
     }
     /// Turns the trace cache on or off (it starts on unless `ARRAYFLOW_TRACE_CACHE=0`). With it on,
     /// a flush whose work queue matches one seen before reuses that program sequence instead of

@@ -8,6 +8,7 @@ mod fold;
 mod record;
 mod reindex;
 pub mod section;
+pub mod small_product;
 
 pub use crate::ir::{NodeInfo, NodeState, NodeTable};
 pub use record::*;

@@ -683,22 +683,42 @@ pub fn intrinsic(op: Intrinsic, inputs: &[&Handle], site: Site) -> Result<Handle
 
 /// Records `a @ b` (NumPy's `matmul` rules, checked by `intrinsics/matmul/`). An operand that is
 /// a pending transpose of the last two axes of another array is read from that array with the
-/// call's transpose flag set: no copy of the transpose is made.
+/// call's transpose flag set: no copy of the transpose is made. A small result over a long inner
+/// extent is recorded as a fused reduction instead (`small_product.rs`).
 pub fn matmul(a: &Handle, b: &Handle, site: Site) -> Result<Handle> {
-    matmul_nodes(under_transpose(a), under_transpose(b), site)
+    matmul_nodes(under_transpose(a), under_transpose(b), site, || {
+        Ok((a.clone(), b.clone()))
+    })
 }
 
 /// Records the product of `a` and the transpose of the last two axes of `b` (stored `[.., n, k]`),
 /// read without a copy: `inner`'s contraction along both last axes.
 pub fn matmul_transposed_b(a: &Handle, b: &Handle, site: Site) -> Result<Handle> {
     let bt = (b.id, b.shape.clone(), b.dtype, b.shape.len() >= 2);
-    matmul_nodes(under_transpose(a), bt, site)
+    matmul_nodes(under_transpose(a), bt, site, || {
+        let r = b.shape.len();
+        let logical_b = if r >= 2 {
+            let mut p: Vec<usize> = (0..r).collect();
+            p.swap(r - 1, r - 2);
+            permute(b, &p, site)?
+        } else {
+            b.clone()
+        };
+        Ok((a.clone(), logical_b))
+    })
 }
 
 /// A matmul operand: the node read, its shape, element type, and whether it is read transposed.
 type MatmulOperand = (NodeId, Shape, DType, bool);
 
-fn matmul_nodes(a: MatmulOperand, b: MatmulOperand, site: Site) -> Result<Handle> {
+/// Checks `a @ b` and records it: as the intrinsic, or, for a small result over a long inner
+/// extent, as a reduction of the operands as the user sees them (`logical`, built only then).
+fn matmul_nodes(
+    a: MatmulOperand,
+    b: MatmulOperand,
+    site: Site,
+    logical: impl FnOnce() -> Result<(Handle, Handle)>,
+) -> Result<Handle> {
     let op = Intrinsic::Matmul {
         trans_a: a.3,
         trans_b: b.3,
@@ -715,6 +735,12 @@ fn matmul_nodes(a: MatmulOperand, b: MatmulOperand, site: Site) -> Result<Handle
     ];
     let outs = op.def().check(&op, &operands, site)?;
     let out = crate::intrinsics::single(&op, outs, site)?;
+    if let Ok(g) = crate::intrinsics::matmul::Geometry::of(&a.1, &b.1, a.3, b.3)
+        && super::small_product::wanted(&g)
+    {
+        let (la, lb) = logical()?;
+        return super::small_product::record(&la, &lb, &g, site);
+    }
     Ok(Inner::get().record_nodes(
         Op::Intrinsic(op),
         &[(a.0, &a.1), (b.0, &b.1)],
