@@ -196,7 +196,7 @@ fn mul_div_against_num_complex() {
 }
 
 #[test]
-fn real_scalars_and_arrays_mix_in() {
+fn real_operands_converted_to_complex() {
     let mut r = rng(4);
     let a = cplx64(&mut r, N, -10.0, 10.0);
     let s = rand_f64(&mut r, N, 0.5, 4.0);
@@ -209,7 +209,8 @@ fn real_scalars_and_arrays_mix_in() {
         .zip(&s)
         .map(|(p, &q)| (p * 2.5 + C64::new(q, 0.0)) / q - 1.0)
         .collect();
-    let got = (((&z * 2.5) + &x.cast::<C64>()) / &x) - 1.0;
+    let xc = x.cast::<C64>();
+    let got = (((&z * C64::new(2.5, 0.0)) + &xc) / &xc) - C64::new(1.0, 0.0);
     assert_near(
         &read(&got),
         &want,
@@ -221,7 +222,7 @@ fn real_scalars_and_arrays_mix_in() {
         .iter()
         .map(|p| C64::new(3.0, 0.0) - C64::new(0.0, 1.0) * p)
         .collect();
-    let got = 3.0 - C64::new(0.0, 1.0) * &z;
+    let got = C64::new(3.0, 0.0) - C64::new(0.0, 1.0) * &z;
     assert_near(&read(&got), &want, f64::EPSILON, 4.0, "3 - i z");
 }
 

@@ -1,8 +1,9 @@
 //! Functions of complex arrays (`Array<Complex<f32>>`, `Array<Complex<f64>>`): parts, conjugate,
-//! argument, building complex arrays from real ones, and arithmetic between complex arrays and
-//! real scalars or arrays (the real side becomes complex with a zero imaginary part, as in
-//! NumPy). `+ - * /`, `abs`, `sum`, `eq`/`ne` come with `Numeric`; `exp`, `ln`, `sqrt` and
-//! `mean` with `Inexact`.
+//! argument, building complex arrays from real ones, complex scalars on the left of operators.
+//! `+ - * /` (with complex scalars on the right), `abs`, `sum`, `eq`/`ne` come with `Numeric`;
+//! `exp`, `ln`, `sqrt` and `mean` with `Inexact`. Real operands are converted explicitly
+//! (`x.cast::<Complex<f32>>()`, `Complex::new(2.0, 0.0)`): operator impls mixing real and complex
+//! types would make `Array::ones(..) * &a` ambiguous for the type checker.
 
 use super::array::{Array, ok, site};
 use super::element::{ComplexFloat, Element, Float};
@@ -43,64 +44,6 @@ impl<F: Float> Array<F> {
     }
 }
 
-/// `z op x` and `x op z` for a complex array `z` and a real scalar or array `x` of its component
-/// type: `x` is converted to complex first.
-macro_rules! mixed_ops {
-    ($f:ty; $($tr:ident $m:ident $op:expr),*) => {$(
-        impl ops::$tr<$f> for &Array<Complex<$f>> {
-            type Output = Array<Complex<$f>>;
-            #[track_caller]
-            fn $m(self, rhs: $f) -> Array<Complex<$f>> {
-                self.bin($op, Complex::new(rhs, 0.0))
-            }
-        }
-        impl ops::$tr<$f> for Array<Complex<$f>> {
-            type Output = Array<Complex<$f>>;
-            #[track_caller]
-            fn $m(self, rhs: $f) -> Array<Complex<$f>> {
-                self.bin($op, Complex::new(rhs, 0.0))
-            }
-        }
-        impl ops::$tr<&Array<Complex<$f>>> for $f {
-            type Output = Array<Complex<$f>>;
-            #[track_caller]
-            fn $m(self, rhs: &Array<Complex<$f>>) -> Array<Complex<$f>> {
-                Array::scalar(Complex::new(self, 0.0)).bin($op, rhs)
-            }
-        }
-        impl ops::$tr<Array<Complex<$f>>> for $f {
-            type Output = Array<Complex<$f>>;
-            #[track_caller]
-            fn $m(self, rhs: Array<Complex<$f>>) -> Array<Complex<$f>> {
-                Array::scalar(Complex::new(self, 0.0)).bin($op, rhs)
-            }
-        }
-        impl ops::$tr<&Array<$f>> for &Array<Complex<$f>> {
-            type Output = Array<Complex<$f>>;
-            #[track_caller]
-            fn $m(self, rhs: &Array<$f>) -> Array<Complex<$f>> {
-                self.bin($op, rhs.cast::<Complex<$f>>())
-            }
-        }
-        impl ops::$tr<&Array<$f>> for Array<Complex<$f>> {
-            type Output = Array<Complex<$f>>;
-            #[track_caller]
-            fn $m(self, rhs: &Array<$f>) -> Array<Complex<$f>> {
-                self.bin($op, rhs.cast::<Complex<$f>>())
-            }
-        }
-        impl ops::$tr<&Array<Complex<$f>>> for &Array<$f> {
-            type Output = Array<Complex<$f>>;
-            #[track_caller]
-            fn $m(self, rhs: &Array<Complex<$f>>) -> Array<Complex<$f>> {
-                self.cast::<Complex<$f>>().bin($op, rhs)
-            }
-        }
-    )*};
-}
-mixed_ops!(f32; Add add BinaryOp::Add, Sub sub BinaryOp::Sub, Mul mul BinaryOp::Mul, Div div BinaryOp::Div);
-mixed_ops!(f64; Add add BinaryOp::Add, Sub sub BinaryOp::Sub, Mul mul BinaryOp::Mul, Div div BinaryOp::Div);
-
 /// Complex scalars on the left: `Complex::new(1.0, 2.0) * &z`.
 macro_rules! complex_lhs {
     ($f:ty; $($tr:ident $m:ident $op:expr),*) => {$(
@@ -108,6 +51,15 @@ macro_rules! complex_lhs {
             type Output = Array<Complex<$f>>;
             #[track_caller]
             fn $m(self, rhs: &Array<Complex<$f>>) -> Array<Complex<$f>> {
+                let s = site();
+                let lhs = frontend::constant(Element::scalar(self), crate::ir::Shape::new(), s);
+                ok(frontend::binary($op, &lhs, &rhs.h, s).map(Array::wrap))
+            }
+        }
+        impl ops::$tr<Array<Complex<$f>>> for Complex<$f> {
+            type Output = Array<Complex<$f>>;
+            #[track_caller]
+            fn $m(self, rhs: Array<Complex<$f>>) -> Array<Complex<$f>> {
                 let s = site();
                 let lhs = frontend::constant(Element::scalar(self), crate::ir::Shape::new(), s);
                 ok(frontend::binary($op, &lhs, &rhs.h, s).map(Array::wrap))
