@@ -719,16 +719,14 @@ fn cast(a: Src, out: Dst) {
             for (o, &x) in o.iter_mut().zip(a) {
                 *o = Complex::new(x.re as f64, x.im as f64);
             }
-            return;
         }
         (Src::C128(a), Dst::C64(o)) => {
             for (o, &x) in o.iter_mut().zip(a) {
                 *o = Complex::new(x.re as f32, x.im as f32);
             }
-            return;
         }
-        (Src::C64(a), Dst::C64(o)) => return o.copy_from_slice(a),
-        (Src::C128(a), Dst::C128(o)) => return o.copy_from_slice(a),
+        (Src::C64(a), Dst::C64(o)) => o.copy_from_slice(a),
+        (Src::C128(a), Dst::C128(o)) => o.copy_from_slice(a),
         // Complex to real keeps the real part, as `Scalar::cast` (the front end refuses it).
         (Src::C64(a), out) => {
             let re: Vec<f32> = a.iter().map(|z| z.re).collect();
