@@ -3,15 +3,20 @@
 //! - `float: |x| ..` for f32/f64, `int: |x| ..` for i32/u32 (wrapping), `boolean: |x| ..` for bool;
 //! - `pred: |x| ..` float in, bool out; `cmp: |x, y| ..` any number in, bool out;
 //! - `intz: |x, y| ..` integer division-like ops: the kernel fails on a zero divisor.
+//! - `complex: |x| ..` complex in and out; `cpart: |x| ..` complex in, its component type out
+//!   (`re`, `abs`); `ceq: |x, y| ..` complex in, bool out; `mkc: |x, y| ..` two floats in, the
+//!   complex type of their type out (`x + iy`). Complex values are `Complex<F>`.
 //!
 //! A class a row does not name is an element type the op rejects at record time.
 //! GPU targets add their source columns here (issue: GPU executors).
 
+use super::complex::{cabs, cdiv, cexp, cln, cmul, csqrt};
 use super::cpu::{
     IntElem, Real, acosh_accurate, acsc_accurate, asec_accurate, asinh_accurate, atanh_accurate,
     csch_accurate, fmax_nan, fmin_nan, fmod_floor, fsign, sech_accurate,
 };
 use crate::ir::DType;
+use num_complex::Complex;
 
 macro_rules! kind_dtype {
     (float, $d:expr) => {
@@ -32,6 +37,26 @@ macro_rules! kind_dtype {
         } else {
             None
         }
+    };
+    (complex, $d:expr) => {
+        if $d.is_complex() { Some($d) } else { None }
+    };
+    (cpart, $d:expr) => {
+        if $d.is_complex() {
+            Some($d.real())
+        } else {
+            None
+        }
+    };
+    (ceq, $d:expr) => {
+        if $d.is_complex() {
+            Some(DType::Bool)
+        } else {
+            None
+        }
+    };
+    (mkc, $d:expr) => {
+        $d.complex()
     };
     (cmp, $d:expr) => {
         if $d.is_numeric() {
@@ -65,6 +90,20 @@ macro_rules! unary_arm {
         return;
     }};
     (pred, pred, $f:expr, $a:ident, $o:ident) => {{
+        let f = $f;
+        for (o, &x) in $o.iter_mut().zip($a) {
+            *o = f(x);
+        }
+        return;
+    }};
+    (complex, complex, $f:expr, $a:ident, $o:ident) => {{
+        let f = $f;
+        for (o, &x) in $o.iter_mut().zip($a) {
+            *o = f(x);
+        }
+        return;
+    }};
+    (cpart, cpart, $f:expr, $a:ident, $o:ident) => {{
         let f = $f;
         for (o, &x) in $o.iter_mut().zip($a) {
             *o = f(x);
@@ -113,6 +152,27 @@ macro_rules! binary_arm {
         }
         return Ok(());
     }};
+    (complex, complex, $f:expr, $a:ident, $b:ident, $o:ident) => {{
+        let f = $f;
+        for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) {
+            *o = f(x, y);
+        }
+        return Ok(());
+    }};
+    (ceq, ceq, $f:expr, $a:ident, $b:ident, $o:ident) => {{
+        let f = $f;
+        for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) {
+            *o = f(x, y);
+        }
+        return Ok(());
+    }};
+    (mkc, mkc, $f:expr, $a:ident, $b:ident, $o:ident) => {{
+        let f = $f;
+        for ((o, &x), &y) in $o.iter_mut().zip($a).zip($b) {
+            *o = f(x, y);
+        }
+        return Ok(());
+    }};
     ($want:ident, $kind:ident, $f:expr, $a:ident, $b:ident, $o:ident) => {};
 }
 
@@ -153,6 +213,16 @@ macro_rules! unary_table {
             match op { $(UnaryOp::$v => { $( unary_arm!(pred, $kind, $imp, a, out); )* }),* }
             unreachable!("{} has no predicate source; rejected at record time", op.name())
         }
+        /// CPU source, complex in and out.
+        pub(crate) fn unary_complex<F: Real>(op: UnaryOp, a: &[Complex<F>], out: &mut [Complex<F>]) {
+            match op { $(UnaryOp::$v => { $( unary_arm!(complex, $kind, $imp, a, out); )* }),* }
+            unreachable!("{} has no complex source; rejected at record time", op.name())
+        }
+        /// CPU source, complex in, component type out.
+        pub(crate) fn unary_cpart<F: Real>(op: UnaryOp, a: &[Complex<F>], out: &mut [F]) {
+            match op { $(UnaryOp::$v => { $( unary_arm!(cpart, $kind, $imp, a, out); )* }),* }
+            unreachable!("{} has no complex-to-real source; rejected at record time", op.name())
+        }
     };
 }
 
@@ -188,6 +258,21 @@ macro_rules! binary_table {
             match op { $(BinaryOp::$v => { $( binary_arm!(boolean, $kind, $imp, a, b, out); )* }),* }
             unreachable!("{} has no bool source; rejected at record time", op.name())
         }
+        /// CPU source, complex in and out.
+        pub(crate) fn binary_complex<F: Real>(op: BinaryOp, a: &[Complex<F>], b: &[Complex<F>], out: &mut [Complex<F>]) -> Result<(), &'static str> {
+            match op { $(BinaryOp::$v => { $( binary_arm!(complex, $kind, $imp, a, b, out); )* }),* }
+            unreachable!("{} has no complex source; rejected at record time", op.name())
+        }
+        /// CPU source, complex equality.
+        pub(crate) fn binary_ceq<F: Real>(op: BinaryOp, a: &[Complex<F>], b: &[Complex<F>], out: &mut [bool]) -> Result<(), &'static str> {
+            match op { $(BinaryOp::$v => { $( binary_arm!(ceq, $kind, $imp, a, b, out); )* }),* }
+            unreachable!("{} has no complex comparison source; rejected at record time", op.name())
+        }
+        /// CPU source, two floats in, complex out.
+        pub(crate) fn binary_mkc<F: Real>(op: BinaryOp, a: &[F], b: &[F], out: &mut [Complex<F>]) -> Result<(), &'static str> {
+            match op { $(BinaryOp::$v => { $( binary_arm!(mkc, $kind, $imp, a, b, out); )* }),* }
+            unreachable!("{} has no float-to-complex source; rejected at record time", op.name())
+        }
         /// CPU source, comparisons of any number type.
         pub(crate) fn binary_cmp<T: PartialOrd + Copy>(op: BinaryOp, a: &[T], b: &[T], out: &mut [bool]) -> Result<(), &'static str> {
             match op { $(BinaryOp::$v => { $( binary_arm!(cmp, $kind, $imp, a, b, out); )* }),* }
@@ -197,15 +282,15 @@ macro_rules! binary_table {
 }
 
 unary_table! {
-    Neg   "neg"   1  { float: |x: F| -x, int: |x: I| x.wneg() }
-    Abs   "abs"   1  { float: |x: F| x.abs(), int: |x: I| x.wabs() }
+    Neg   "neg"   1  { float: |x: F| -x, int: |x: I| x.wneg(), complex: |x: Complex<F>| -x }
+    Abs   "abs"   1  { float: |x: F| x.abs(), int: |x: I| x.wabs(), cpart: cabs::<F> }
     Sign  "sign"  2  needs [Sign] { float: fsign::<F>, int: |x: I| x.sign() }
-    Sqrt  "sqrt"  4  { float: |x: F| x.sqrt() }
+    Sqrt  "sqrt"  4  { float: |x: F| x.sqrt(), complex: csqrt::<F> }
     Rsqrt "rsqrt" 5  { float: |x: F| x.sqrt().recip() }
     Cbrt  "cbrt"  20 { float: |x: F| x.cbrt() }
-    Exp   "exp"   20 { float: |x: F| x.exp_cpu() }
+    Exp   "exp"   20 { float: |x: F| x.exp_cpu(), complex: cexp::<F> }
     Exp2  "exp2"  20 { float: |x: F| x.exp2() }
-    Ln    "ln"    20 { float: |x: F| x.ln_cpu() }
+    Ln    "ln"    20 { float: |x: F| x.ln_cpu(), complex: cln::<F> }
     Log10 "log10" 20 { float: |x: F| x.log10() }
     Log2  "log2"  20 { float: |x: F| x.log2() }
     Sin   "sin"   20 { float: |x: F| x.sin() }
@@ -238,13 +323,17 @@ unary_table! {
     Not   "not"   1  { boolean: |x: bool| !x, int: |x: I| x.not() }
     IsNan "is_nan" 1 { pred: |x: F| x.is_nan() }
     IsInf "is_inf" 1 { pred: |x: F| x.is_infinite() }
+    Conj  "conj"  1  { complex: |x: Complex<F>| x.conj() }
+    Re    "re"    1  { cpart: |x: Complex<F>| x.re }
+    Im    "im"    1  { cpart: |x: Complex<F>| x.im }
+    Arg   "arg"   30 { cpart: |x: Complex<F>| x.im.atan2(x.re) }
 }
 
 binary_table! {
-    Add   "add"   1  { float: |x: F, y: F| x + y, int: |x: I, y: I| x.wadd(y) }
-    Sub   "sub"   1  { float: |x: F, y: F| x - y, int: |x: I, y: I| x.wsub(y) }
-    Mul   "mul"   1  { float: |x: F, y: F| x * y, int: |x: I, y: I| x.wmul(y) }
-    Div   "div"   4  { float: |x: F, y: F| x / y, intz: |x: I, y: I| x.wdiv(y) }
+    Add   "add"   1  { float: |x: F, y: F| x + y, int: |x: I, y: I| x.wadd(y), complex: |x: Complex<F>, y: Complex<F>| x + y }
+    Sub   "sub"   1  { float: |x: F, y: F| x - y, int: |x: I, y: I| x.wsub(y), complex: |x: Complex<F>, y: Complex<F>| x - y }
+    Mul   "mul"   1  { float: |x: F, y: F| x * y, int: |x: I, y: I| x.wmul(y), complex: cmul::<F> }
+    Div   "div"   4  { float: |x: F, y: F| x / y, intz: |x: I, y: I| x.wdiv(y), complex: cdiv::<F> }
     Rem   "rem"   8  { float: |x: F, y: F| x % y, intz: |x: I, y: I| x.wrem(y) }
     Mod   "mod"   9  needs [FloorMod] { float: fmod_floor::<F>, intz: |x: I, y: I| x.wmod(y) }
     Pow   "pow"   40 { float: |x: F, y: F| x.powf(y) }
@@ -255,13 +344,14 @@ binary_table! {
     Le    "le"    1  { cmp: |x: T, y: T| x <= y }
     Gt    "gt"    1  { cmp: |x: T, y: T| x > y }
     Ge    "ge"    1  { cmp: |x: T, y: T| x >= y }
-    Eq    "eq"    1  { cmp: |x: T, y: T| x == y, boolean: |x: bool, y: bool| x == y }
-    Ne    "ne"    1  { cmp: |x: T, y: T| x != y, boolean: |x: bool, y: bool| x != y }
+    Eq    "eq"    1  { cmp: |x: T, y: T| x == y, boolean: |x: bool, y: bool| x == y, ceq: |x: Complex<F>, y: Complex<F>| x.re == y.re && x.im == y.im }
+    Ne    "ne"    1  { cmp: |x: T, y: T| x != y, boolean: |x: bool, y: bool| x != y, ceq: |x: Complex<F>, y: Complex<F>| x.re != y.re || x.im != y.im }
     And   "and"   1  { boolean: |x: bool, y: bool| x & y, int: |x: I, y: I| x.and(y) }
     Or    "or"    1  { boolean: |x: bool, y: bool| x | y, int: |x: I, y: I| x.or(y) }
     Xor   "xor"   1  { boolean: |x: bool, y: bool| x ^ y, int: |x: I, y: I| x.xor(y) }
     Nand  "nand"  2  { boolean: |x: bool, y: bool| !(x & y) }
     Nor   "nor"   2  { boolean: |x: bool, y: bool| !(x | y) }
+    Complex "complex" 2 { mkc: |x: F, y: F| Complex::new(x, y) }
 }
 
 /// Helper functions that op sources call. A kernel includes each one it needs once; generated

@@ -54,6 +54,8 @@ fn pick(v: &TypedVec, n: usize, src: impl Fn(usize) -> usize) -> TypedVec {
         TypedVec::I32(x) => TypedVec::I32((0..n).map(|i| x[src(i)]).collect()),
         TypedVec::U32(x) => TypedVec::U32((0..n).map(|i| x[src(i)]).collect()),
         TypedVec::Bool(x) => TypedVec::Bool((0..n).map(|i| x[src(i)]).collect()),
+        TypedVec::C64(x) => TypedVec::C64((0..n).map(|i| x[src(i)]).collect()),
+        TypedVec::C128(x) => TypedVec::C128((0..n).map(|i| x[src(i)]).collect()),
     }
 }
 
@@ -438,7 +440,7 @@ fn scan_case(r: &mut StdRng) -> Case {
         TypedVec::F64(x) => TypedVec::F64(float!(x, f64)),
         TypedVec::I32(x) => TypedVec::I32(int!(x, i32)),
         TypedVec::U32(x) => TypedVec::U32(int!(x, u32)),
-        TypedVec::Bool(_) => unreachable!(),
+        TypedVec::Bool(_) | TypedVec::C64(_) | TypedVec::C128(_) => unreachable!(),
     };
     Case {
         op: Intrinsic::Scan { op, axis },
@@ -459,6 +461,7 @@ fn as_f64(v: &TypedVec, i: usize) -> f64 {
         TypedVec::I32(x) => x[i] as f64,
         TypedVec::U32(x) => x[i] as f64,
         TypedVec::Bool(x) => x[i] as u8 as f64,
+        TypedVec::C64(_) | TypedVec::C128(_) => unreachable!("no complex cases"),
     }
 }
 

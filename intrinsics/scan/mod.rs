@@ -266,6 +266,9 @@ impl IntrinsicDef for Scan {
                 TypedVec::U32(lines!(x, u32, |x: u32| x, m, |a: u32| a))
             }
             TypedVec::Bool(_) => return Err(format!("{} of bool", scan_name(rop))),
+            TypedVec::C64(_) | TypedVec::C128(_) => {
+                return Err(format!("{} of complex values", scan_name(rop)));
+            }
         };
         Ok(vec![out])
     }

@@ -342,7 +342,9 @@ pub fn argsort(
         TypedVec::F64(s) => argsort_typed(s, d, r, descending),
         TypedVec::I32(s) => argsort_typed(s, d, r, descending),
         TypedVec::U32(s) => argsort_typed(s, d, r, descending),
-        TypedVec::Bool(_) => return Err(bad_type("argsort")),
+        TypedVec::Bool(_) | TypedVec::C64(_) | TypedVec::C128(_) => {
+            return Err(bad_type("argsort"));
+        }
     }
     Ok(())
 }
@@ -425,7 +427,7 @@ pub fn topk(r: Rows, k: usize, input: &TypedVec, out: &mut TypedVec) -> Result<(
         TypedVec::F64(s) => topk_typed(s, d, r, k),
         TypedVec::I32(s) => topk_typed(s, d, r, k),
         TypedVec::U32(s) => topk_typed(s, d, r, k),
-        TypedVec::Bool(_) => return Err(bad_type("topk")),
+        TypedVec::Bool(_) | TypedVec::C64(_) | TypedVec::C128(_) => return Err(bad_type("topk")),
     }
     Ok(())
 }
@@ -529,7 +531,9 @@ pub fn unique_runs(sorted: &TypedVec, out: &mut TypedVec) -> Result<(), Error> {
         TypedVec::F64(a) => runs(a, o),
         TypedVec::I32(a) => runs(a, o),
         TypedVec::U32(a) => runs(a, o),
-        TypedVec::Bool(_) => return Err(bad_type("unique_runs")),
+        TypedVec::Bool(_) | TypedVec::C64(_) | TypedVec::C128(_) => {
+            return Err(bad_type("unique_runs"));
+        }
     }
     Ok(())
 }

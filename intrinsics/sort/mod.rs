@@ -151,6 +151,8 @@ fn pick_along(v: &TypedVec, shape: &[usize], axis: usize, src: &[usize]) -> Type
         TypedVec::I32(x) => go!(x, I32),
         TypedVec::U32(x) => go!(x, U32),
         TypedVec::Bool(x) => go!(x, Bool),
+        TypedVec::C64(x) => go!(x, C64),
+        TypedVec::C128(x) => go!(x, C128),
     }
 }
 
@@ -524,6 +526,8 @@ impl IntrinsicDef for TakeAlongAxis {
             TypedVec::I32(x) => go!(x, I32),
             TypedVec::U32(x) => go!(x, U32),
             TypedVec::Bool(x) => go!(x, Bool),
+            TypedVec::C64(x) => go!(x, C64),
+            TypedVec::C128(x) => go!(x, C128),
         }])
     }
 

@@ -69,6 +69,7 @@ pub(super) fn key_of(d: DType, descending: bool) -> Result<(&'static str, String
         DType::I32 => ("uint", "b ^ 0x80000000u", "0xffffffffu"),
         DType::U32 => ("uint", "b", "0xffffffffu"),
         DType::Bool => return Err(Unsupported("sorting bool elements".into())),
+        DType::C64 | DType::C128 => return Err(Unsupported("sorting complex elements".into())),
     };
     let mask = if descending { mask } else { "0" };
     Ok((

@@ -186,7 +186,7 @@ impl<T: Element> Array<T> {
             let data = Inner::get().read(&self.h, site)?;
             copy_parallel(T::slice(&data), &mut out);
         }
-        Inner::get().check_read(&self.h, out.iter().map(|x| x.scalar().as_f64()), site)?;
+        Inner::get().check_read(&self.h, out.iter().map(|x| x.scalar()), site)?;
         Ok(out)
     }
     /// The single element of an array of one element.
@@ -207,7 +207,7 @@ impl<T: Element> Array<T> {
         }
         let data = Inner::get().read(&self.h, site)?;
         let v = T::slice(&data)[0];
-        Inner::get().check_read(&self.h, std::iter::once(v.scalar().as_f64()), site)?;
+        Inner::get().check_read(&self.h, std::iter::once(v.scalar()), site)?;
         Ok(v)
     }
     /// Copies the elements into `out`, which must have `len()` elements.
@@ -233,7 +233,7 @@ impl<T: Element> Array<T> {
             let data = Inner::get().read(&self.h, site)?;
             copy_parallel(T::slice(&data), out);
         }
-        Inner::get().check_read(&self.h, out.iter().map(|x| x.scalar().as_f64()), site)?;
+        Inner::get().check_read(&self.h, out.iter().map(|x| x.scalar()), site)?;
         Ok(())
     }
 
@@ -257,10 +257,27 @@ impl<T: Element> Array<T> {
         Inner::get().hint_read(&self.h);
     }
 
-    /// Converts every element to `U` (Rust `as` rules; numbers to bool by `!= 0`).
+    /// Converts every element to `U` (Rust `as` rules; numbers to bool by `!= 0`; a real value
+    /// becomes a complex one with imaginary part 0; complex to complex per component). Complex to
+    /// real is refused: say which part with `re()`, `im()` or `abs()`.
     #[track_caller]
     pub fn cast<U: Element>(&self) -> Array<U> {
-        Array::wrap(frontend::cast(&self.h, U::DTYPE, site()))
+        let s = site();
+        if T::DTYPE.is_complex() && !U::DTYPE.is_complex() {
+            return ok(Err(Error::new(
+                ErrorKind::DType,
+                format!(
+                    "cast of {} elements to {}: it would drop the imaginary part",
+                    T::DTYPE,
+                    U::DTYPE
+                ),
+            )
+            .at(s)
+            .hint(
+                "take the part you mean with `re()`, `im()` or `abs()` first, then cast that",
+            )));
+        }
+        Array::wrap(frontend::cast(&self.h, U::DTYPE, s))
     }
 
     /// This array with its element type known only at run time.

@@ -172,7 +172,7 @@ impl<T: Element> Array<T> {
             .fold(0usize, |acc, (&i, &n)| acc * n + i);
         let data = Inner::get().read(&self.h, site)?;
         let values = T::slice(&data);
-        Inner::get().check_read(&self.h, values.iter().map(|x| x.scalar().as_f64()), site)?;
+        Inner::get().check_read(&self.h, values.iter().map(|x| x.scalar()), site)?;
         Ok(values[flat])
     }
 }

@@ -3,7 +3,7 @@
 //! `select` (the seed's Cond), `pow`/`powi`, `minimum`/`maximum`/`clamp`.
 
 use super::array::{Array, ok, site};
-use super::element::{Element, Float, Logical, Numeric};
+use super::element::{Element, Float, Inexact, Logical, Numeric};
 use super::ops::Operand;
 use crate::frontend;
 use crate::ir::{BinaryOp, UnaryOp};
@@ -18,8 +18,8 @@ macro_rules! float_unary {
     };
 }
 float_unary! {
-    exp Exp "e^x", exp2 Exp2 "2^x", sqrt Sqrt "square root", rsqrt Rsqrt "1 / sqrt(x)",
-    cbrt Cbrt "cube root", ln Ln "natural logarithm", log10 Log10 "base-10 logarithm",
+    exp2 Exp2 "2^x", rsqrt Rsqrt "1 / sqrt(x)",
+    cbrt Cbrt "cube root", log10 Log10 "base-10 logarithm",
     log2 Log2 "base-2 logarithm", sin Sin "sine", cos Cos "cosine", tan Tan "tangent",
     sec Sec "secant, 1 / cos(x)", csc Csc "cosecant, 1 / sin(x)", cot Cot "cotangent, 1 / tan(x)",
     asin Asin "arcsine", acos Acos "arccosine", atan Atan "arctangent",
@@ -30,6 +30,24 @@ float_unary! {
     asinh Asinh "inverse hyperbolic sine", acosh Acosh "inverse hyperbolic cosine", atanh Atanh "inverse hyperbolic tangent",
     floor Floor "round down", ceil Ceil "round up", trunc Trunc "round toward zero",
     round Round "round to nearest, halves away from zero",
+}
+
+impl<T: Inexact> Array<T> {
+    /// `e^x` (complex: `e^re (cos im + i sin im)`).
+    #[track_caller]
+    pub fn exp(&self) -> Array<T> {
+        self.un(UnaryOp::Exp)
+    }
+    /// Natural logarithm (complex: the principal value, branch cut along the negative real axis).
+    #[track_caller]
+    pub fn ln(&self) -> Array<T> {
+        self.un(UnaryOp::Ln)
+    }
+    /// Square root (complex: the principal value, real part >= 0).
+    #[track_caller]
+    pub fn sqrt(&self) -> Array<T> {
+        self.un(UnaryOp::Sqrt)
+    }
 }
 
 impl<T: Float> Array<T> {
@@ -84,9 +102,10 @@ impl<T: Float> Array<T> {
 }
 
 impl<T: Numeric> Array<T> {
-    /// Absolute value (integers wrap: `i32::MIN.abs()` stays `i32::MIN`).
+    /// Absolute value (integers wrap: `i32::MIN.abs()` stays `i32::MIN`); for complex numbers
+    /// the modulus `|z|` (as C `hypot`: no overflow for huge parts), of the component type.
     #[track_caller]
-    pub fn abs(&self) -> Array<T> {
+    pub fn abs(&self) -> Array<T::Real> {
         self.un(UnaryOp::Abs)
     }
     /// -1, 0 or 1 by sign (NaN stays NaN).

@@ -5,6 +5,7 @@
 //! `#[track_caller]` so errors, caches and profiles know the user's call site.
 
 mod array;
+mod complex;
 mod counting;
 mod dynarray;
 mod element;
@@ -33,10 +34,11 @@ pub use crate::debug::{
 pub use crate::ir::DType;
 pub use array::Array;
 pub use dynarray::DynArray;
-pub use element::{Element, Float, Index, Logical, Numeric};
+pub use element::{ComplexFloat, Element, Float, Index, Inexact, Logical, Numeric};
 pub use inspect::{SUMMARY_THRESHOLD, allclose, assert_allclose};
 pub use math::{max, min, select};
 pub use movement::Pad;
+pub use num_complex::Complex;
 pub use ops::Operand;
 pub use random::{Rng, RngAlgorithm, RngState};
 pub use reduce::Bool;

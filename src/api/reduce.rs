@@ -3,13 +3,13 @@
 //! A whole-array reduction returns a 0-dimensional array; read it with `item()`.
 
 use super::array::{Array, ok, site};
-use super::element::{Element, Float, Numeric};
+use super::element::{Element, Float, Inexact, Numeric};
 use crate::frontend;
 use crate::ir::{ReduceOp, Shape};
 
 impl<T: Element> Array<T> {
     #[track_caller]
-    fn red<U: Element>(&self, op: ReduceOp, axes: Option<&[usize]>) -> Array<U> {
+    pub(crate) fn red<U: Element>(&self, op: ReduceOp, axes: Option<&[usize]>) -> Array<U> {
         let all: Vec<usize> = (0..self.ndim()).collect();
         ok(frontend::reduce(op, &self.h, axes.unwrap_or(&all), site()).map(Array::wrap))
     }
@@ -76,7 +76,7 @@ impl<T: Numeric> Array<T> {
     }
 }
 
-impl<T: Float> Array<T> {
+impl<T: Inexact> Array<T> {
     fn count(&self, axes: Option<&[usize]>) -> f64 {
         match axes {
             None => self.len() as f64,
@@ -136,6 +136,9 @@ impl<T: Float> Array<T> {
     pub fn mean_axis(&self, axis: usize) -> Array<T> {
         self.mean_of(Some(&[axis]))
     }
+}
+
+impl<T: Float> Array<T> {
     /// Population variance (divides by n).
     #[track_caller]
     pub fn variance(&self) -> Array<T> {

@@ -90,7 +90,11 @@ impl<T: Numeric> Array<T> {
     /// ```
     #[track_caller]
     pub fn sort(&self) -> Array<T> {
-        ok(self.flat().and_then(|f| f.sorted(0, false)))
+        // Not `and_then`: a closure would lose the caller's line for errors.
+        ok(match self.flat() {
+            Ok(f) => f.sorted(0, false),
+            Err(e) => Err(e),
+        })
     }
 
     #[track_caller]

@@ -107,7 +107,7 @@ pub fn start(report: Arc<Report>) -> Sender<CheckJob> {
                 // A failed program has no result to compare; its read reports the failure.
                 if let Ok(Ok(data)) = data.recv() {
                     let tol = job.tolerance;
-                    let values = (0..data.len()).map(|i| data.get(i).as_f64());
+                    let values = (0..data.len()).map(|i| data.get(i));
                     let (m, checked, max_rel) = check(
                         &job.op,
                         job.site,

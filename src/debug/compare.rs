@@ -3,6 +3,12 @@
 //! value passes when `|optimised - reference| <= magnitude * scale + floor`, where the magnitude
 //! follows the op's conditioning (`conditioning.rs`; `|reference|` where none is known). Scale 0
 //! and floor 0 demand an exact match. Scale and floor are set globally and per element type.
+//!
+//! Complex values are compared per component (real part with real part, imaginary with
+//! imaginary), each by the rule above with the tolerance of the component type (`Complex<f32>`
+//! takes f32's), the magnitude at least the reference's modulus `|z|`: a part that is tiny beside
+//! the other is held to the precision of the number, not of the part (as the modulus rule would),
+//! while NaN and infinity are still matched part by part.
 
 use crate::ir::DType;
 
@@ -58,6 +64,8 @@ impl Tolerance {
                 scale: 1e-12,
                 floor: 1e-14,
             },
+            DType::C64 => Tolerance::default_for(DType::F32),
+            DType::C128 => Tolerance::default_for(DType::F64),
             _ => Tolerance::EXACT,
         }
     }
@@ -72,6 +80,25 @@ pub enum Verdict {
         error: f64,
         allowed: f64,
     },
+}
+
+/// The parts of a complex optimised value and its reference, `[(re, re), (im, im)]`, and the
+/// reference's modulus (0 when not finite); `None` for real values.
+pub fn parts(
+    optimised: crate::ir::Scalar,
+    reference: crate::ir::Scalar,
+) -> Option<([(f64, f64); 2], f64)> {
+    use crate::ir::Scalar;
+    let (o, r) = match (optimised, reference) {
+        (Scalar::C64(o), Scalar::C64(r)) => {
+            ((o.re as f64, o.im as f64), (r.re as f64, r.im as f64))
+        }
+        (Scalar::C128(o), Scalar::C128(r)) => ((o.re, o.im), (r.re, r.im)),
+        _ => return None,
+    };
+    let modulus = r.0.hypot(r.1);
+    let modulus = if modulus.is_finite() { modulus } else { 0.0 };
+    Some(([(o.0, r.0), (o.1, r.1)], modulus))
 }
 
 /// Compares one optimised value with its reference under the FIG. 9C rule, the allowance scaled

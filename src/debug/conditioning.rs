@@ -31,7 +31,28 @@ pub fn leaf(op: &Op, value: &TypedVec) -> Vec<f64> {
 }
 
 fn abs(v: &TypedVec) -> Vec<f64> {
-    (0..v.len()).map(|i| v.get(i).as_f64().abs()).collect()
+    (0..v.len()).map(|i| modulus(v.get(i))).collect()
+}
+
+/// `|a - b|`; for complex values the larger change of the two parts.
+fn part_change(a: crate::ir::Scalar, b: crate::ir::Scalar) -> f64 {
+    use crate::ir::Scalar;
+    match (a, b) {
+        (Scalar::C64(a), Scalar::C64(b)) => {
+            ((a.re - b.re).abs() as f64).max((a.im - b.im).abs() as f64)
+        }
+        (Scalar::C128(a), Scalar::C128(b)) => (a.re - b.re).abs().max((a.im - b.im).abs()),
+        (a, b) => (a.as_f64() - b.as_f64()).abs(),
+    }
+}
+
+/// `|x|`; the modulus for complex values.
+fn modulus(x: crate::ir::Scalar) -> f64 {
+    match x {
+        crate::ir::Scalar::C64(z) => (z.re as f64).hypot(z.im as f64),
+        crate::ir::Scalar::C128(z) => z.re.hypot(z.im),
+        x => x.as_f64().abs(),
+    }
 }
 
 /// The allowed difference of one input element: `scale * magnitude + floor` (infinite when the
@@ -114,7 +135,8 @@ fn moved(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])], result: &TypedVec) -> V
 /// compared exactly (a comparison, a cast to an integer) whose result can change matches anything.
 fn elementwise(n: &NodeInfo, inputs: &[CondInput], result: &TypedVec, out: Tolerance) -> Vec<f64> {
     let len = result.len();
-    let r: Vec<f64> = (0..len).map(|i| result.get(i).as_f64()).collect();
+    // Complex results: the modulus, and changes as the largest change of a part.
+    let r: Vec<f64> = (0..len).map(|i| modulus(result.get(i))).collect();
     let mut change = vec![0.0f64; len];
     let mut anything = vec![false; len];
     let values: Vec<(&TypedVec, &[usize])> = inputs.iter().map(|i| (i.value, i.shape)).collect();
@@ -150,7 +172,7 @@ fn elementwise(n: &NodeInfo, inputs: &[CondInput], result: &TypedVec, out: Toler
                 continue;
             };
             for (i, w) in worst.iter_mut().enumerate() {
-                let d = (v.get(i).as_f64() - r[i]).abs();
+                let d = part_change(v.get(i), result.get(i));
                 if d.is_finite() {
                     *w = w.max(d);
                 }

@@ -44,7 +44,7 @@ pub struct CompareConfig {
     /// What a mismatch does (default [`MismatchAction::Log`]).
     pub action: MismatchAction,
     /// Allowed error per element type (index by `DType as usize`).
-    pub tolerances: [Tolerance; 5],
+    pub tolerances: [Tolerance; DType::ALL.len()],
     /// Allowed error for particular ops (by name and element type), over the per-type one.
     /// By default `matmul`: its rounding grows with the inner dimension and the size of the
     /// products, not of the result (f32: 1e-4 relative + 1e-4; f64: 1e-10 + 1e-12).
@@ -111,6 +111,8 @@ impl CompareConfig {
     pub fn float_tolerance(mut self, tol: Tolerance) -> Self {
         self.tolerances[DType::F32 as usize] = tol;
         self.tolerances[DType::F64 as usize] = tol;
+        self.tolerances[DType::C64 as usize] = tol;
+        self.tolerances[DType::C128 as usize] = tol;
         self
     }
     /// Also append each mismatch to the file at `path`.
@@ -199,7 +201,7 @@ pub fn check(
     op: &str,
     site: Site,
     order: u64,
-    optimised: impl Iterator<Item = f64>,
+    optimised: impl Iterator<Item = crate::ir::Scalar>,
     reference: &crate::exec::TypedVec,
     magnitude: Option<&[f64]>,
     tol: Tolerance,
@@ -207,13 +209,25 @@ pub fn check(
     let mut first: Option<Mismatch> = None;
     let (mut count, mut checked, mut max_rel) = (0, 0, 0.0f64);
     for (i, o) in optimised.enumerate() {
-        let r = reference.get(i).as_f64();
-        checked += 1;
-        if o.is_finite() && r.is_finite() && o != r {
-            max_rel = max_rel.max((o - r).abs() / r.abs().max(f64::MIN_POSITIVE));
-        }
+        let rz = reference.get(i);
         let m = magnitude.and_then(|m| m.get(i).copied()).unwrap_or(0.0);
-        if let Verdict::Fail { error, allowed } = compare::compare_conditioned(o, r, m, tol) {
+        checked += 1;
+        // Complex values: each part by the real rule, scaled by the reference's modulus.
+        let (parts, m) = match compare::parts(o, rz) {
+            Some((parts, modulus)) => (parts, m.max(modulus)),
+            None => ([(o.as_f64(), rz.as_f64()), (0.0, 0.0)], m),
+        };
+        let n = if rz.dtype().is_complex() { 2 } else { 1 };
+        let fail = parts[..n].iter().find_map(|&(o, r)| {
+            if o.is_finite() && r.is_finite() && o != r {
+                max_rel = max_rel.max((o - r).abs() / r.abs().max(f64::MIN_POSITIVE));
+            }
+            match compare::compare_conditioned(o, r, m, tol) {
+                Verdict::Fail { error, allowed } => Some((o, r, error, allowed)),
+                Verdict::Pass => None,
+            }
+        });
+        if let Some((o, r, error, allowed)) = fail {
             count += 1;
             first.get_or_insert(Mismatch {
                 op: op.into(),

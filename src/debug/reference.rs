@@ -9,8 +9,8 @@ use crate::ir::NodeInfo;
 use crate::ir::{DType, GenKind, Op, ReduceOp, Scalar};
 use crate::primitives::cpu as prim;
 use crate::primitives::{
-    binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
-    unary_pred,
+    binary_bool, binary_ceq, binary_cmp, binary_complex, binary_float, binary_int, binary_mkc,
+    unary_bool, unary_complex, unary_cpart, unary_float, unary_int, unary_pred,
 };
 
 pub(crate) use crate::ir::{collect, source_indices, unravel};
@@ -46,6 +46,10 @@ pub fn eval(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])]) -> Result<TypedVec, 
                 (TypedVec::Bool(a), TypedVec::Bool(o)) => unary_bool(*op, a, o),
                 (TypedVec::F32(a), TypedVec::Bool(o)) => unary_pred(*op, a, o),
                 (TypedVec::F64(a), TypedVec::Bool(o)) => unary_pred(*op, a, o),
+                (TypedVec::C64(a), TypedVec::C64(o)) => unary_complex(*op, a, o),
+                (TypedVec::C128(a), TypedVec::C128(o)) => unary_complex(*op, a, o),
+                (TypedVec::C64(a), TypedVec::F32(o)) => unary_cpart(*op, a, o),
+                (TypedVec::C128(a), TypedVec::F64(o)) => unary_cpart(*op, a, o),
                 _ => return Err(format!("{} on {}", op.name(), a.dtype())),
             }
             out
@@ -70,6 +74,18 @@ pub fn eval(n: &NodeInfo, inputs: &[(&TypedVec, &[usize])]) -> Result<TypedVec, 
                 (TypedVec::F64(a), TypedVec::F64(b), TypedVec::Bool(o)) => binary_cmp(*op, a, b, o),
                 (TypedVec::I32(a), TypedVec::I32(b), TypedVec::Bool(o)) => binary_cmp(*op, a, b, o),
                 (TypedVec::U32(a), TypedVec::U32(b), TypedVec::Bool(o)) => binary_cmp(*op, a, b, o),
+                (TypedVec::C64(a), TypedVec::C64(b), TypedVec::C64(o)) => {
+                    binary_complex(*op, a, b, o)
+                }
+                (TypedVec::C128(a), TypedVec::C128(b), TypedVec::C128(o)) => {
+                    binary_complex(*op, a, b, o)
+                }
+                (TypedVec::C64(a), TypedVec::C64(b), TypedVec::Bool(o)) => binary_ceq(*op, a, b, o),
+                (TypedVec::C128(a), TypedVec::C128(b), TypedVec::Bool(o)) => {
+                    binary_ceq(*op, a, b, o)
+                }
+                (TypedVec::F32(a), TypedVec::F32(b), TypedVec::C64(o)) => binary_mkc(*op, a, b, o),
+                (TypedVec::F64(a), TypedVec::F64(b), TypedVec::C128(o)) => binary_mkc(*op, a, b, o),
                 _ => return Err(format!("{} on {}", op.name(), a.dtype())),
             };
             r.map_err(|e| e.to_string())?;

@@ -13,6 +13,8 @@ impl TypedVec {
             DType::I32 => TypedVec::I32(super::host_memory::filled(len, 0)),
             DType::U32 => TypedVec::U32(super::host_memory::filled(len, 0)),
             DType::Bool => TypedVec::Bool(super::host_memory::filled(len, false)),
+            DType::C64 => TypedVec::C64(super::host_memory::filled(len, Default::default())),
+            DType::C128 => TypedVec::C128(super::host_memory::filled(len, Default::default())),
         }
     }
 }

@@ -52,11 +52,16 @@ pub fn eval_unary(op: UnaryOp, v: Scalar) -> Scalar {
             unary_bool(op, &[x], &mut o);
             Scalar::Bool(o[0])
         }
+        Scalar::C64(_) | Scalar::C128(_) => unreachable!("complex values are never constants"),
     }
 }
 
 /// The op applied to two scalars of one type; `None` where the kernel would fail (division by zero).
 pub fn eval_binary(op: BinaryOp, x: Scalar, y: Scalar, out: DType) -> Option<Scalar> {
+    // Complex values are never constants (`frontend::constant`): nothing to fold.
+    if out.is_complex() || x.dtype().is_complex() {
+        return None;
+    }
     macro_rules! go {
         ($f:ident, $a:expr, $b:expr, $zero:expr, $wrap:path) => {{
             let mut o = [$zero];
@@ -83,8 +88,11 @@ pub fn eval_binary(op: BinaryOp, x: Scalar, y: Scalar, out: DType) -> Option<Sca
     }
 }
 
-pub fn unary(op: UnaryOp, a: &Handle, _out: DType, site: Site) -> Option<Handle> {
+pub fn unary(op: UnaryOp, a: &Handle, out: DType, site: Site) -> Option<Handle> {
     let v = a.konst?;
+    if out.is_complex() || v.dtype().is_complex() {
+        return None;
+    }
     folded();
     Some(constant(eval_unary(op, v), a.shape.clone(), site))
 }

@@ -172,8 +172,32 @@ impl Inner {
     }
 }
 
-/// A constant of `shape` (every element `v`).
+/// A constant of `shape` (every element `v`). A complex constant is recorded as its two real
+/// parts joined by `BinaryOp::Complex` (kernel parameters are 64-bit words; see `Scalar::C64`).
 pub fn constant(v: Scalar, shape: Shape, site: Site) -> Handle {
+    let parts = match v {
+        Scalar::C64(z) => Some((Scalar::F32(z.re), Scalar::F32(z.im))),
+        Scalar::C128(z) => Some((Scalar::F64(z.re), Scalar::F64(z.im))),
+        _ => None,
+    };
+    if let Some((re, im)) = parts {
+        let (re, im) = (
+            constant(re, Shape::new(), site),
+            constant(im, Shape::new(), site),
+        );
+        let z = Inner::get().record(
+            Op::Binary(BinaryOp::Complex),
+            &[&re, &im],
+            Shape::new(),
+            v.dtype(),
+            site,
+        );
+        return if shape.is_empty() {
+            z
+        } else {
+            Inner::get().record(Op::Broadcast, &[&z], shape, v.dtype(), site)
+        };
+    }
     Inner::get().record(Op::Const(v), &[], shape, v.dtype(), site)
 }
 
@@ -201,12 +225,16 @@ pub fn generate(kind: GenKind, shape: Shape, dtype: DType, site: Site) -> Handle
 }
 
 fn unsupported(op: &str, d: DType, site: Site) -> Error {
-    Error::new(
+    let e = Error::new(
         ErrorKind::DType,
         format!("`{op}` does not accept {d} elements"),
     )
-    .at(site)
-    .hint("cast the array first, for example `.cast::<f32>()`")
+    .at(site);
+    if d.is_complex() {
+        e.hint("complex numbers are not ordered and have no rounding: apply it to `abs()`, `re()` or `im()`")
+    } else {
+        e.hint("cast the array first, for example `.cast::<f32>()`")
+    }
 }
 
 pub fn unary(op: UnaryOp, a: &Handle, site: Site) -> Result<Handle> {
@@ -563,6 +591,9 @@ pub fn tile(a: &Handle, reps: &[usize], site: Site) -> Handle {
 }
 
 pub fn reduce(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
+    if op == ReduceOp::Sum && a.dtype.is_complex() {
+        return complex_sum(a, axes, site);
+    }
     if op == ReduceOp::Prod && a.dtype.is_float() {
         return float_product(a, axes, site);
     }
@@ -576,6 +607,15 @@ pub fn reduce(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Ha
         return short_sum(a, *axis, site);
     }
     reduce_node(op, a, axes, site)
+}
+
+/// A complex sum as the complex number of the sums of its real and imaginary parts: the same
+/// value (complex addition is per component) through the real reductions every executor has,
+/// fused into one pass over the data.
+fn complex_sum(a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
+    let re = reduce(ReduceOp::Sum, &unary(UnaryOp::Re, a, site)?, axes, site)?;
+    let im = reduce(ReduceOp::Sum, &unary(UnaryOp::Im, a, site)?, axes, site)?;
+    binary(BinaryOp::Complex, &re, &im, site)
 }
 
 /// Longest axis whose float sum is recorded as element-wise adds of its slices (`short_sum`).
@@ -669,6 +709,14 @@ fn reduce_node(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<H
 /// Records an intrinsic call: its definition in the registry (`intrinsics/`) checks the inputs
 /// at `site` and gives the output's shape and type.
 pub fn intrinsic(op: Intrinsic, inputs: &[&Handle], site: Site) -> Result<Handle> {
+    if let Some(h) = inputs.iter().find(|h| h.dtype.is_complex()) {
+        return Err(Error::new(
+            ErrorKind::DType,
+            format!("`{}` does not accept {} elements yet", op.name(), h.dtype),
+        )
+        .at(site)
+        .hint("work on the real and imaginary parts (`re()`, `im()`) and join them with `Array::complex`"));
+    }
     let operands: Vec<crate::intrinsics::Operand> = inputs
         .iter()
         .map(|h| crate::intrinsics::Operand {

@@ -1,5 +1,6 @@
 //! Element types and typed scalar values.
 
+use num_complex::Complex;
 use std::fmt;
 
 /// The element types an array can hold.
@@ -15,17 +16,30 @@ pub enum DType {
     U32,
     /// `bool`: one byte per element in memory.
     Bool,
+    /// `Complex<f32>` (num-complex): two f32, real part first (8 bytes).
+    C64,
+    /// `Complex<f64>` (num-complex): two f64, real part first (16 bytes).
+    C128,
 }
 
 impl DType {
     /// Every element type, in declaration order (`DType as usize` indexes it).
-    pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::U32, DType::Bool];
+    pub const ALL: [DType; 7] = [
+        DType::F32,
+        DType::F64,
+        DType::I32,
+        DType::U32,
+        DType::Bool,
+        DType::C64,
+        DType::C128,
+    ];
 
     /// Bytes per element in memory.
     pub fn size(self) -> usize {
         match self {
             DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::F64 => 8,
+            DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
             DType::Bool => 1,
         }
     }
@@ -37,9 +51,31 @@ impl DType {
     pub fn is_int(self) -> bool {
         matches!(self, DType::I32 | DType::U32)
     }
-    /// Whether arithmetic applies (every type but `bool`).
+    /// Whether this is a real number type (`f32`, `f64`, `i32`, `u32`): ordered, so comparisons,
+    /// min/max and every reduction apply. Complex types do arithmetic but are not ordered.
     pub fn is_numeric(self) -> bool {
-        self != DType::Bool
+        matches!(self, DType::F32 | DType::F64 | DType::I32 | DType::U32)
+    }
+    /// Whether this is `Complex<f32>` or `Complex<f64>`.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+    /// The type of one component: `f32` for `Complex<f32>`, `f64` for `Complex<f64>`, the type
+    /// itself otherwise.
+    pub fn real(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            d => d,
+        }
+    }
+    /// The complex type with components of this float type (`None` for the others).
+    pub fn complex(self) -> Option<DType> {
+        match self {
+            DType::F32 => Some(DType::C64),
+            DType::F64 => Some(DType::C128),
+            _ => None,
+        }
     }
     /// The Rust name of the type (`"f32"`, `"bool"`, ...), as `Display` prints it.
     pub fn name(self) -> &'static str {
@@ -49,6 +85,8 @@ impl DType {
             DType::I32 => "i32",
             DType::U32 => "u32",
             DType::Bool => "bool",
+            DType::C64 => "Complex<f32>",
+            DType::C128 => "Complex<f64>",
         }
     }
 }
@@ -67,6 +105,11 @@ pub enum Scalar {
     I32(i32),
     U32(u32),
     Bool(bool),
+    /// Never the value of a `Const` node: the front end records a complex constant as its two
+    /// real parts joined by `BinaryOp::Complex` (kernel parameters are 64 bits wide).
+    C64(Complex<f32>),
+    /// As [`Scalar::C64`].
+    C128(Complex<f64>),
 }
 
 impl Scalar {
@@ -77,10 +120,12 @@ impl Scalar {
             Scalar::I32(_) => DType::I32,
             Scalar::U32(_) => DType::U32,
             Scalar::Bool(_) => DType::Bool,
+            Scalar::C64(_) => DType::C64,
+            Scalar::C128(_) => DType::C128,
         }
     }
 
-    /// The value as f64 (bools as 0/1).
+    /// The value as f64 (bools as 0/1, complex numbers by their real part).
     pub fn as_f64(self) -> f64 {
         match self {
             Scalar::F32(v) => v as f64,
@@ -88,10 +133,14 @@ impl Scalar {
             Scalar::I32(v) => v as f64,
             Scalar::U32(v) => v as f64,
             Scalar::Bool(v) => v as u8 as f64,
+            Scalar::C64(v) => v.re as f64,
+            Scalar::C128(v) => v.re,
         }
     }
 
-    /// Converts with the same rules as the `cast` operation (Rust `as`, numbers to bool by `!= 0`).
+    /// Converts with the same rules as the `cast` operation (Rust `as`, numbers to bool by `!= 0`,
+    /// real to complex with a zero imaginary part, complex to complex per component). Complex to
+    /// real keeps the real part (the front end refuses that cast; `re()` says it explicitly).
     pub fn cast(self, to: DType) -> Scalar {
         macro_rules! conv {
             ($v:expr) => {
@@ -101,15 +150,22 @@ impl Scalar {
                     DType::I32 => Scalar::I32($v as i32),
                     DType::U32 => Scalar::U32($v as u32),
                     DType::Bool => Scalar::Bool($v != Default::default()),
+                    DType::C64 => Scalar::C64(Complex::new($v as f32, 0.0)),
+                    DType::C128 => Scalar::C128(Complex::new($v as f64, 0.0)),
                 }
             };
         }
-        match self {
-            Scalar::F32(v) => conv!(v),
-            Scalar::F64(v) => conv!(v),
-            Scalar::I32(v) => conv!(v),
-            Scalar::U32(v) => conv!(v),
-            Scalar::Bool(v) => Scalar::U32(v as u32).cast(to),
+        match (self, to) {
+            (Scalar::C64(v), DType::C128) => Scalar::C128(Complex::new(v.re as f64, v.im as f64)),
+            (Scalar::C128(v), DType::C64) => Scalar::C64(Complex::new(v.re as f32, v.im as f32)),
+            (Scalar::C64(_), DType::C64) | (Scalar::C128(_), DType::C128) => self,
+            (Scalar::C64(v), _) => Scalar::F32(v.re).cast(to),
+            (Scalar::C128(v), _) => Scalar::F64(v.re).cast(to),
+            (Scalar::F32(v), _) => conv!(v),
+            (Scalar::F64(v), _) => conv!(v),
+            (Scalar::I32(v), _) => conv!(v),
+            (Scalar::U32(v), _) => conv!(v),
+            (Scalar::Bool(v), _) => Scalar::U32(v as u32).cast(to),
         }
     }
 
@@ -121,6 +177,10 @@ impl Scalar {
             Scalar::I32(v) => v as u32 as u64,
             Scalar::U32(v) => v as u64,
             Scalar::Bool(v) => v as u64,
+            Scalar::C64(v) => v.re.to_bits() as u64 | (v.im.to_bits() as u64) << 32,
+            // 128 bits do not fit: a hash of both parts (complex values are never kernel
+            // parameters, see `Scalar::C64`).
+            Scalar::C128(v) => v.re.to_bits() ^ v.im.to_bits().rotate_left(29),
         }
     }
 

@@ -11,6 +11,8 @@ pub enum TypedVec {
     I32(Vec<i32>),
     U32(Vec<u32>),
     Bool(Vec<bool>),
+    C64(Vec<num_complex::Complex<f32>>),
+    C128(Vec<num_complex::Complex<f64>>),
 }
 
 /// Runs `$body` with `$v` bound to the inner `Vec` whatever its element type.
@@ -24,6 +26,8 @@ macro_rules! with_typed_vec {
             $crate::ir::TypedVec::I32($v) => $body,
             $crate::ir::TypedVec::U32($v) => $body,
             $crate::ir::TypedVec::Bool($v) => $body,
+            $crate::ir::TypedVec::C64($v) => $body,
+            $crate::ir::TypedVec::C128($v) => $body,
         }
     };
 }
@@ -36,6 +40,8 @@ impl TypedVec {
             TypedVec::I32(_) => DType::I32,
             TypedVec::U32(_) => DType::U32,
             TypedVec::Bool(_) => DType::Bool,
+            TypedVec::C64(_) => DType::C64,
+            TypedVec::C128(_) => DType::C128,
         }
     }
     pub fn len(&self) -> usize {
@@ -55,6 +61,8 @@ impl TypedVec {
             TypedVec::I32(v) => Scalar::I32(v[i]),
             TypedVec::U32(v) => Scalar::U32(v[i]),
             TypedVec::Bool(v) => Scalar::Bool(v[i]),
+            TypedVec::C64(v) => Scalar::C64(v[i]),
+            TypedVec::C128(v) => Scalar::C128(v[i]),
         }
     }
 }
@@ -127,5 +135,7 @@ pub fn collect(dtype: DType, n: usize, f: impl Fn(usize) -> Scalar) -> TypedVec 
         DType::I32 => go!(I32, i32),
         DType::U32 => go!(U32, u32),
         DType::Bool => go!(Bool, bool),
+        DType::C64 => go!(C64, num_complex::Complex<f32>),
+        DType::C128 => go!(C128, num_complex::Complex<f64>),
     }
 }

@@ -311,11 +311,25 @@ impl Scalar {
             DType::I32 => Scalar::I32(bits as u32 as i32),
             DType::U32 => Scalar::U32(bits as u32),
             DType::Bool => Scalar::Bool(bits != 0),
+            DType::C64 => Scalar::C64(num_complex::Complex::new(
+                f32::from_bits(bits as u32),
+                f32::from_bits((bits >> 32) as u32),
+            )),
+            DType::C128 => unreachable!("complex constants are recorded as two real constants"),
         }
     }
 }
 
 impl FusedKernel {
+    /// Whether any input, output, register or constant of the kernel is complex (renderers
+    /// without complex arithmetic leave such kernels to the tile VM).
+    pub fn uses_complex(&self) -> bool {
+        self.inputs
+            .iter()
+            .chain(&self.outputs)
+            .chain(&self.reg_dtypes)
+            .any(|d| d.is_complex())
+    }
     /// The helper functions this kernel's ops need, each once, in a fixed order.
     pub fn helpers(&self) -> Vec<crate::primitives::Helper> {
         let mut h: Vec<_> = self

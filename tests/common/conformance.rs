@@ -323,6 +323,14 @@ pub fn floats(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// The element types the GPU renderers take (complex kernels run on the CPU for now).
+pub const REAL_TYPES: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::U32, DType::Bool];
+
+/// Whether an op of the tables gives a `d` result the GPU renderers take (not complex).
+pub fn gpu_renders(out: Option<DType>) -> bool {
+    out.is_some_and(|d| !d.is_complex())
+}
+
 /// `n` values of type `d`: [`floats`], integers with their extremes first, random bools.
 pub fn data(d: DType, n: usize, seed: u64) -> TypedVec {
     let mut r = lcg(seed);
@@ -350,6 +358,18 @@ pub fn data(d: DType, n: usize, seed: u64) -> TypedVec {
                 .collect(),
         ),
         DType::Bool => TypedVec::Bool((0..n).map(|_| r() % 2 == 1).collect()),
+        DType::C64 | DType::C128 => {
+            let f = floats(2 * n, seed);
+            let z = (0..n).map(|i| arrayflow::Complex::new(f[2 * i], f[2 * i + 1]));
+            if d == DType::C64 {
+                TypedVec::C64(
+                    z.map(|z| arrayflow::Complex::new(z.re as f32, z.im as f32))
+                        .collect(),
+                )
+            } else {
+                TypedVec::C128(z.collect())
+            }
+        }
     }
 }
 
@@ -443,6 +463,8 @@ pub fn bytes_of(v: &TypedVec) -> Vec<u8> {
         TypedVec::I32(v) => bytemuck::cast_slice(v).to_vec(),
         TypedVec::U32(v) => bytemuck::cast_slice(v).to_vec(),
         TypedVec::Bool(v) => v.iter().map(|&b| b as u8).collect(),
+        TypedVec::C64(v) => bytemuck::cast_slice(v).to_vec(),
+        TypedVec::C128(v) => bytemuck::cast_slice(v).to_vec(),
     }
 }
 
@@ -454,6 +476,8 @@ pub fn from_bytes(d: DType, b: &[u8], bool_bytes: usize) -> TypedVec {
         DType::F64 => TypedVec::F64(bytemuck::pod_collect_to_vec(b)),
         DType::I32 => TypedVec::I32(bytemuck::pod_collect_to_vec(b)),
         DType::U32 => TypedVec::U32(bytemuck::pod_collect_to_vec(b)),
+        DType::C64 => TypedVec::C64(bytemuck::pod_collect_to_vec(b)),
+        DType::C128 => TypedVec::C128(bytemuck::pod_collect_to_vec(b)),
         DType::Bool => {
             let words: Vec<u32> = if bool_bytes == 1 {
                 b.iter().map(|&x| x as u32).collect()
@@ -1403,7 +1427,7 @@ pub fn column_reductions_match<D: Device>(dev: &D, types: &[DType]) {
                 TypedVec::F64(v) => v.clone(),
                 TypedVec::I32(v) => v.iter().map(|&x| x as f64).collect(),
                 TypedVec::U32(v) => v.iter().map(|&x| x as f64).collect(),
-                TypedVec::Bool(_) => continue,
+                TypedVec::Bool(_) | TypedVec::C64(_) | TypedVec::C128(_) => continue,
             };
             let out = |op: ReduceOp| ops.iter().position(|&o| o == op).unwrap();
             for (o, g) in groups.iter().enumerate() {

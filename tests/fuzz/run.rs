@@ -319,7 +319,7 @@ fn unary_float<T: Float + Pick>(op: Un, x: &Array<T>) -> V {
     })
 }
 
-fn unary_int<T: Numeric + Logical + Pick>(op: Un, x: &Array<T>) -> V {
+fn unary_int<T: Numeric<Real = T> + Logical + Pick>(op: Un, x: &Array<T>) -> V {
     T::wrap(match op {
         Un::Neg => -x,
         Un::Abs => x.abs(),

@@ -20,7 +20,7 @@ impl Inner {
     pub fn check_read(
         &self,
         h: &Handle,
-        values: impl Iterator<Item = f64>,
+        values: impl Iterator<Item = crate::ir::Scalar>,
         site: Site,
     ) -> Result<()> {
         if !self.compare_on.load(std::sync::atomic::Ordering::Relaxed) {

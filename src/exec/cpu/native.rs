@@ -235,6 +235,11 @@ fn load(path: &Path) -> Result<NativeKernel, String> {
 /// The native version of `k`, if the policy wants one and it is ready (starting its compilation
 /// if needed). `Err` only in `Require` mode, when the kernel cannot be compiled.
 pub fn lookup(kernel: &Arc<Kernel>, k: &FusedKernel) -> Result<Option<Arc<NativeKernel>>, Error> {
+    // The C renderer has no complex arithmetic yet: complex kernels run on the tile VM in
+    // every mode (`require` included), with the same results.
+    if k.uses_complex() {
+        return Ok(None);
+    }
     let id = Arc::as_ptr(kernel) as *const () as usize;
     let hot = {
         let mut memo = memo().lock();
@@ -388,6 +393,8 @@ pub fn run(
             TypedVec::I32(v) => v.as_ptr() as _,
             TypedVec::U32(v) => v.as_ptr() as _,
             TypedVec::Bool(v) => v.as_ptr() as _,
+            TypedVec::C64(v) => v.as_ptr() as _,
+            TypedVec::C128(v) => v.as_ptr() as _,
         }
     };
     let ins: Vec<*const c_void> = inputs.iter().map(|v| ptr_of(v)).collect();
@@ -400,6 +407,8 @@ pub fn run(
             Some(OutPtr::I32(p)) => *p as *mut c_void,
             Some(OutPtr::U32(p)) => *p as *mut c_void,
             Some(OutPtr::Bool(p)) => *p as *mut c_void,
+            Some(OutPtr::C64(p)) => *p as *mut c_void,
+            Some(OutPtr::C128(p)) => *p as *mut c_void,
             None => ptr_of(v) as *mut c_void,
         })
         .collect();
@@ -573,5 +582,7 @@ fn ptr_of(v: &TypedVec) -> *const c_void {
         TypedVec::I32(v) => v.as_ptr() as _,
         TypedVec::U32(v) => v.as_ptr() as _,
         TypedVec::Bool(v) => v.as_ptr() as _,
+        TypedVec::C64(v) => v.as_ptr() as _,
+        TypedVec::C128(v) => v.as_ptr() as _,
     }
 }

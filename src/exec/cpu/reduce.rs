@@ -187,6 +187,8 @@ fn src_len(v: &Src) -> usize {
         Src::I32(v) => v.len(),
         Src::U32(v) => v.len(),
         Src::Bool(v) => v.len(),
+        Src::C64(v) => v.len(),
+        Src::C128(v) => v.len(),
     }
 }
 
@@ -207,6 +209,9 @@ fn piece(op: ReduceOp, v: Src, r: std::ops::Range<usize>, first: u64) -> Partial
             } else {
                 s.iter().all(|&b| b)
             })
+        }
+        Src::C64(_) | Src::C128(_) => {
+            unreachable!("complex reductions are recorded as reductions of their parts")
         }
     }
 }
@@ -263,7 +268,7 @@ pub(super) fn write(out: &mut TypedVec, i: usize, p: Partial) {
             TypedVec::F64(o) => o[i] = f,
             TypedVec::I32(o) => o[i] = f as i32,
             TypedVec::U32(o) => o[i] = f as u32,
-            TypedVec::Bool(_) => unreachable!(),
+            TypedVec::Bool(_) | TypedVec::C64(_) | TypedVec::C128(_) => unreachable!(),
         },
     }
 }
@@ -547,7 +552,7 @@ mod direct {
                     Src::F64(v) => dispatch(&v[r], inner, d, |s| arg(s, max)),
                     Src::I32(v) => dispatch(&v[r], inner, d, |s| arg(s, max)),
                     Src::U32(v) => dispatch(&v[r], inner, d, |s| arg(s, max)),
-                    Src::Bool(_) => unreachable!(),
+                    Src::Bool(_) | Src::C64(_) | Src::C128(_) => unreachable!(),
                 }
             }
             ReduceOp::Any | ReduceOp::All => {

@@ -430,6 +430,9 @@ impl RowAcc {
                 Src::F64(v) => feed_num(self.op, &mut self.acc, &v[r], b, row),
                 Src::I32(v) => feed_num(self.op, &mut self.acc, &v[r], b, row),
                 Src::U32(v) => feed_num(self.op, &mut self.acc, &v[r], b, row),
+                Src::C64(_) | Src::C128(_) => {
+                    unreachable!("complex reductions are recorded as reductions of their parts")
+                }
                 Src::Bool(v) => {
                     let Acc::B(acc) = &mut self.acc else {
                         unreachable!()
@@ -456,6 +459,8 @@ fn src_len(v: &Src) -> usize {
         Src::I32(v) => v.len(),
         Src::U32(v) => v.len(),
         Src::Bool(v) => v.len(),
+        Src::C64(v) => v.len(),
+        Src::C128(v) => v.len(),
     }
 }
 
@@ -617,7 +622,7 @@ impl LaneAcc {
             Src::F64(v) => self.feed_t(g, t, end_row, v, t0),
             Src::I32(v) => self.feed_t(g, t, end_row, v, t0),
             Src::U32(v) => self.feed_t(g, t, end_row, v, t0),
-            Src::Bool(_) => unreachable!("float sums of numbers"),
+            Src::Bool(_) | Src::C64(_) | Src::C128(_) => unreachable!("float sums of numbers"),
         }
     }
 

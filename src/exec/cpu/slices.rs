@@ -12,6 +12,8 @@ pub enum Src<'a> {
     I32(&'a [i32]),
     U32(&'a [u32]),
     Bool(&'a [bool]),
+    C64(&'a [num_complex::Complex<f32>]),
+    C128(&'a [num_complex::Complex<f64>]),
 }
 
 /// A tile of values to write.
@@ -21,6 +23,8 @@ pub enum Dst<'a> {
     I32(&'a mut [i32]),
     U32(&'a mut [u32]),
     Bool(&'a mut [bool]),
+    C64(&'a mut [num_complex::Complex<f32>]),
+    C128(&'a mut [num_complex::Complex<f64>]),
 }
 
 impl<'a> Src<'a> {
@@ -32,6 +36,8 @@ impl<'a> Src<'a> {
             TypedVec::I32(v) => Src::I32(&v[from..from + n]),
             TypedVec::U32(v) => Src::U32(&v[from..from + n]),
             TypedVec::Bool(v) => Src::Bool(&v[from..from + n]),
+            TypedVec::C64(v) => Src::C64(&v[from..from + n]),
+            TypedVec::C128(v) => Src::C128(&v[from..from + n]),
         }
     }
 }
@@ -45,6 +51,8 @@ impl<'a> Dst<'a> {
             Dst::I32(v) => Dst::I32(v),
             Dst::U32(v) => Dst::U32(v),
             Dst::Bool(v) => Dst::Bool(v),
+            Dst::C64(v) => Dst::C64(v),
+            Dst::C128(v) => Dst::C128(v),
         }
     }
     /// The first `n` elements of a register.
@@ -55,6 +63,8 @@ impl<'a> Dst<'a> {
             TypedVec::I32(v) => Dst::I32(&mut v[..n]),
             TypedVec::U32(v) => Dst::U32(&mut v[..n]),
             TypedVec::Bool(v) => Dst::Bool(&mut v[..n]),
+            TypedVec::C64(v) => Dst::C64(&mut v[..n]),
+            TypedVec::C128(v) => Dst::C128(&mut v[..n]),
         }
     }
 }
@@ -67,6 +77,8 @@ pub enum OutPtr {
     I32(*mut i32),
     U32(*mut u32),
     Bool(*mut bool),
+    C64(*mut num_complex::Complex<f32>),
+    C128(*mut num_complex::Complex<f64>),
 }
 // SAFETY: tiles touch disjoint index ranges of each output, and the outputs outlive the parallel
 // loop that uses the pointers.
@@ -82,6 +94,8 @@ impl OutPtr {
             crate::ir::DType::I32 => OutPtr::I32(p as *mut i32),
             crate::ir::DType::U32 => OutPtr::U32(p as *mut u32),
             crate::ir::DType::Bool => OutPtr::Bool(p as *mut bool),
+            crate::ir::DType::C64 => OutPtr::C64(p as *mut num_complex::Complex<f32>),
+            crate::ir::DType::C128 => OutPtr::C128(p as *mut num_complex::Complex<f64>),
         }
     }
 
@@ -92,6 +106,8 @@ impl OutPtr {
             TypedVec::I32(v) => OutPtr::I32(v.as_mut_ptr()),
             TypedVec::U32(v) => OutPtr::U32(v.as_mut_ptr()),
             TypedVec::Bool(v) => OutPtr::Bool(v.as_mut_ptr()),
+            TypedVec::C64(v) => OutPtr::C64(v.as_mut_ptr()),
+            TypedVec::C128(v) => OutPtr::C128(v.as_mut_ptr()),
         }
     }
 
@@ -107,6 +123,8 @@ impl OutPtr {
                 OutPtr::I32(p) => Dst::I32(std::slice::from_raw_parts_mut(p.add(t0), n)),
                 OutPtr::U32(p) => Dst::U32(std::slice::from_raw_parts_mut(p.add(t0), n)),
                 OutPtr::Bool(p) => Dst::Bool(std::slice::from_raw_parts_mut(p.add(t0), n)),
+                OutPtr::C64(p) => Dst::C64(std::slice::from_raw_parts_mut(p.add(t0), n)),
+                OutPtr::C128(p) => Dst::C128(std::slice::from_raw_parts_mut(p.add(t0), n)),
             }
         }
     }
@@ -123,6 +141,8 @@ impl OutPtr {
                 OutPtr::I32(p) => Src::I32(std::slice::from_raw_parts(p.add(t0), n)),
                 OutPtr::U32(p) => Src::U32(std::slice::from_raw_parts(p.add(t0), n)),
                 OutPtr::Bool(p) => Src::Bool(std::slice::from_raw_parts(p.add(t0), n)),
+                OutPtr::C64(p) => Src::C64(std::slice::from_raw_parts(p.add(t0), n)),
+                OutPtr::C128(p) => Src::C128(std::slice::from_raw_parts(p.add(t0), n)),
             }
         }
     }
@@ -136,6 +156,8 @@ pub fn copy(s: Src, d: Dst) {
         (Src::I32(s), Dst::I32(d)) => d.copy_from_slice(s),
         (Src::U32(s), Dst::U32(d)) => d.copy_from_slice(s),
         (Src::Bool(s), Dst::Bool(d)) => d.copy_from_slice(s),
+        (Src::C64(s), Dst::C64(d)) => d.copy_from_slice(s),
+        (Src::C128(s), Dst::C128(d)) => d.copy_from_slice(s),
         _ => unreachable!("copy between tiles of different types"),
     }
 }

@@ -13,10 +13,11 @@ use crate::exec::TypedVec;
 use crate::ir::{GenKind, RandomDist, Scalar};
 use crate::primitives::cpu as prim;
 use crate::primitives::{
-    binary_bool, binary_cmp, binary_float, binary_int, unary_bool, unary_float, unary_int,
-    unary_pred,
+    binary_bool, binary_ceq, binary_cmp, binary_complex, binary_float, binary_int, binary_mkc,
+    unary_bool, unary_complex, unary_cpart, unary_float, unary_int, unary_pred,
 };
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, Reg};
+use num_complex::Complex;
 use rayon::prelude::*;
 
 /// Domains up to this many elements run on the executor thread alone: waking the rayon workers
@@ -281,6 +282,8 @@ fn fill(r: &mut TypedVec, v: Scalar) {
         (TypedVec::I32(r), Scalar::I32(v)) => r.fill(v),
         (TypedVec::U32(r), Scalar::U32(v)) => r.fill(v),
         (TypedVec::Bool(r), Scalar::Bool(v)) => r.fill(v),
+        (TypedVec::C64(r), Scalar::C64(v)) => r.fill(v),
+        (TypedVec::C128(r), Scalar::C128(v)) => r.fill(v),
         (r, v) => unreachable!("constant {v:?} in a {} register", r.dtype()),
     }
 }
@@ -416,6 +419,8 @@ fn load(src: &TypedVec, map: &IndexMap, shape: &[usize], t0: usize, n: usize, ou
         (TypedVec::I32(s), Dst::I32(o)) => go!(s, o),
         (TypedVec::U32(s), Dst::U32(o)) => go!(s, o),
         (TypedVec::Bool(s), Dst::Bool(o)) => go!(s, o),
+        (TypedVec::C64(s), Dst::C64(o)) => go!(s, o),
+        (TypedVec::C128(s), Dst::C128(o)) => go!(s, o),
         _ => unreachable!("load type mismatch"),
     }
 }
@@ -532,6 +537,8 @@ fn generate(
                 Dst::I32(o) => go!(o),
                 Dst::U32(o) => go!(o),
                 Dst::Bool(o) => go!(o),
+                Dst::C64(o) => go!(o),
+                Dst::C128(o) => go!(o),
             }
         }
     }
@@ -566,6 +573,16 @@ impl FromF64 for bool {
         v != 0.0
     }
 }
+impl FromF64 for Complex<f32> {
+    fn from_f64(v: f64) -> Self {
+        Complex::new(v as f32, 0.0)
+    }
+}
+impl FromF64 for Complex<f64> {
+    fn from_f64(v: f64) -> Self {
+        Complex::new(v, 0.0)
+    }
+}
 
 fn unary(op: crate::ir::UnaryOp, a: Src, out: Dst) {
     match (a, out) {
@@ -576,6 +593,10 @@ fn unary(op: crate::ir::UnaryOp, a: Src, out: Dst) {
         (Src::Bool(a), Dst::Bool(o)) => unary_bool(op, a, o),
         (Src::F32(a), Dst::Bool(o)) => unary_pred(op, a, o),
         (Src::F64(a), Dst::Bool(o)) => unary_pred(op, a, o),
+        (Src::C64(a), Dst::C64(o)) => unary_complex(op, a, o),
+        (Src::C128(a), Dst::C128(o)) => unary_complex(op, a, o),
+        (Src::C64(a), Dst::F32(o)) => unary_cpart(op, a, o),
+        (Src::C128(a), Dst::F64(o)) => unary_cpart(op, a, o),
         _ => unreachable!("unary {op:?}: type mismatch"),
     }
 }
@@ -604,6 +625,12 @@ fn binary_exact(op: crate::ir::BinaryOp, a: Src, b: Src, out: Dst) -> Result<(),
         (Src::F64(a), Src::F64(b), Dst::Bool(o)) => binary_cmp(op, a, b, o),
         (Src::I32(a), Src::I32(b), Dst::Bool(o)) => binary_cmp(op, a, b, o),
         (Src::U32(a), Src::U32(b), Dst::Bool(o)) => binary_cmp(op, a, b, o),
+        (Src::C64(a), Src::C64(b), Dst::C64(o)) => binary_complex(op, a, b, o),
+        (Src::C128(a), Src::C128(b), Dst::C128(o)) => binary_complex(op, a, b, o),
+        (Src::C64(a), Src::C64(b), Dst::Bool(o)) => binary_ceq(op, a, b, o),
+        (Src::C128(a), Src::C128(b), Dst::Bool(o)) => binary_ceq(op, a, b, o),
+        (Src::F32(a), Src::F32(b), Dst::C64(o)) => binary_mkc(op, a, b, o),
+        (Src::F64(a), Src::F64(b), Dst::C128(o)) => binary_mkc(op, a, b, o),
         _ => unreachable!("binary {op:?}: type mismatch"),
     }
 }
@@ -625,6 +652,8 @@ fn select(c: Src, a: Src, b: Src, out: Dst) {
         (Src::I32(a), Src::I32(b), Dst::I32(o)) => go!(a, b, o),
         (Src::U32(a), Src::U32(b), Dst::U32(o)) => go!(a, b, o),
         (Src::Bool(a), Src::Bool(b), Dst::Bool(o)) => go!(a, b, o),
+        (Src::C64(a), Src::C64(b), Dst::C64(o)) => go!(a, b, o),
+        (Src::C128(a), Src::C128(b), Dst::C128(o)) => go!(a, b, o),
         _ => unreachable!("select: type mismatch"),
     }
 }
@@ -669,8 +698,49 @@ impl CastTo<bool> for bool {
         self
     }
 }
+/// Real to complex: the value as the real part, imaginary part zero.
+macro_rules! cast_complex {
+    ($($from:ty),*) => {$(
+        impl CastTo<Complex<f32>> for $from {
+            #[inline(always)]
+            fn cast_to(self) -> Complex<f32> { Complex::new(CastTo::<f32>::cast_to(self), 0.0) }
+        }
+        impl CastTo<Complex<f64>> for $from {
+            #[inline(always)]
+            fn cast_to(self) -> Complex<f64> { Complex::new(CastTo::<f64>::cast_to(self), 0.0) }
+        }
+    )*};
+}
+cast_complex!(f32, f64, i32, u32, bool);
 
 fn cast(a: Src, out: Dst) {
+    match (a, out) {
+        (Src::C64(a), Dst::C128(o)) => {
+            for (o, &x) in o.iter_mut().zip(a) {
+                *o = Complex::new(x.re as f64, x.im as f64);
+            }
+        }
+        (Src::C128(a), Dst::C64(o)) => {
+            for (o, &x) in o.iter_mut().zip(a) {
+                *o = Complex::new(x.re as f32, x.im as f32);
+            }
+        }
+        (Src::C64(a), Dst::C64(o)) => o.copy_from_slice(a),
+        (Src::C128(a), Dst::C128(o)) => o.copy_from_slice(a),
+        // Complex to real keeps the real part, as `Scalar::cast` (the front end refuses it).
+        (Src::C64(a), out) => {
+            let re: Vec<f32> = a.iter().map(|z| z.re).collect();
+            cast_real(Src::F32(&re), out)
+        }
+        (Src::C128(a), out) => {
+            let re: Vec<f64> = a.iter().map(|z| z.re).collect();
+            cast_real(Src::F64(&re), out)
+        }
+        (a, out) => cast_real(a, out),
+    }
+}
+
+fn cast_real(a: Src, out: Dst) {
     macro_rules! to {
         ($a:expr) => {
             match out {
@@ -679,6 +749,8 @@ fn cast(a: Src, out: Dst) {
                 Dst::I32(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
                 Dst::U32(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
                 Dst::Bool(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
+                Dst::C64(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
+                Dst::C128(o) => o.iter_mut().zip($a).for_each(|(o, &x)| *o = x.cast_to()),
             }
         };
     }
@@ -688,5 +760,6 @@ fn cast(a: Src, out: Dst) {
         Src::I32(v) => to!(v),
         Src::U32(v) => to!(v),
         Src::Bool(v) => to!(v),
+        Src::C64(_) | Src::C128(_) => unreachable!("complex casts are handled above"),
     }
 }

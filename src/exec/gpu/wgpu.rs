@@ -430,6 +430,8 @@ fn device_bytes(data: &TypedVec) -> std::borrow::Cow<'_, [u8]> {
         TypedVec::F64(v) => std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
         TypedVec::I32(v) => std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
         TypedVec::U32(v) => std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
+        TypedVec::C64(v) => std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
+        TypedVec::C128(v) => std::borrow::Cow::Borrowed(bytemuck::cast_slice(v)),
     }
 }
 

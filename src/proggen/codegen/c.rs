@@ -21,6 +21,8 @@ pub fn ctype(d: DType) -> &'static str {
         DType::I32 => "i32",
         DType::U32 => "u32",
         DType::Bool => "b8",
+        DType::C64 => "c64",
+        DType::C128 => "c128",
     }
 }
 
@@ -51,6 +53,9 @@ fn literal(v: Scalar) -> String {
         Scalar::I32(x) => format!("((i32){x}LL)"),
         Scalar::U32(x) => format!("{x}u"),
         Scalar::Bool(b) => format!("{}", b as u8),
+        Scalar::C64(_) | Scalar::C128(_) => {
+            unreachable!("complex values are never constants (`frontend::constant`)")
+        }
     }
 }
 
@@ -221,7 +226,7 @@ fn generator(kind: &GenKind, shape: &[usize], g: &str, t: DType) -> String {
 fn iota_value(pos: &str, extent: usize, t: DType) -> String {
     let exact = match t {
         DType::F32 | DType::F64 | DType::I32 | DType::U32 => extent <= i32::MAX as usize,
-        DType::Bool => false,
+        DType::Bool | DType::C64 | DType::C128 => false,
     };
     if exact {
         format!("({})({pos})", ctype(t))

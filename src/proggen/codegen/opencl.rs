@@ -131,6 +131,11 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     if !t.fp64 && uses_f64(k) {
         return Err(Unsupported("the device does not compute f64".into()));
     }
+    if k.uses_complex() {
+        return Err(Unsupported(
+            "opencl: complex kernels are not rendered yet (they run on the CPU)".into(),
+        ));
+    }
     let l = lower(k, t, &policy());
     let nbufs = l.passes[0].buffers.len();
     if (nbufs + k.params.len()) * 8 > MAX_ARG_BYTES {
@@ -587,6 +592,7 @@ fn vec4(d: DType) -> &'static str {
         DType::I32 => "int4",
         DType::U32 => "uint4",
         DType::Bool => "uchar4",
+        DType::C64 | DType::C128 => unreachable!("complex kernels are refused (`render`)"),
     }
 }
 

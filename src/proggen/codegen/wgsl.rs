@@ -232,6 +232,8 @@ pub fn tname(d: DType) -> &'static str {
         DType::I32 => "i32",
         DType::U32 => "u32",
         DType::Bool => "b8",
+        DType::C64 => "c64",
+        DType::C128 => "c128",
     }
 }
 
@@ -284,6 +286,11 @@ fn check(k: &FusedKernel) -> Result<(), Unsupported> {
         || k.params.contains(&ParamKind::Const(DType::F64));
     if f64_used {
         return Err(unsupported("f64 is not available on WGSL targets"));
+    }
+    if k.uses_complex() {
+        return Err(unsupported(
+            "wgsl: complex kernels are not rendered yet (they run on the CPU)",
+        ));
     }
     for ins in &k.instrs {
         if let Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } = ins {
