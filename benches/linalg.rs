@@ -19,46 +19,10 @@
 //!
 //! Prints a table and one `JSON {...}` line per row.
 
+mod common;
+
 use arrayflow::{Array, Runtime, linalg};
-use std::time::Instant;
-
-/// Deterministic values in [-1, 1) (a 64-bit LCG; independent of the runtime's generators).
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_string())
-}
-
-/// Median seconds per call of `f` (each call computes and waits).
-fn time(mut f: impl FnMut()) -> f64 {
-    let budget: f64 = env_or("MATMUL_LOOP_SECONDS", "0.3").parse().unwrap_or(0.3);
-    f();
-    let t0 = Instant::now();
-    f();
-    let one = t0.elapsed().as_secs_f64().max(1e-7);
-    let k = ((budget / one) as usize).clamp(1, 10_000);
-    let mut loops: Vec<f64> = (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..k {
-                f();
-            }
-            t.elapsed().as_secs_f64() / k as f64
-        })
-        .collect();
-    loops.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    loops[2]
-}
+use common::{env_or, lcg_values_f32, median_call_secs};
 
 /// Checks the residual of 64 sampled matrices of the batch.
 fn check(x: &[f32], a: &[f32], b: &[f32], bt: usize, n: usize) {
@@ -101,8 +65,8 @@ fn main() {
             continue;
         }
         let (x, y) = (
-            values(bt * n * n, 21 + n as u64),
-            values(bt * n, 22 + n as u64),
+            lcg_values_f32(bt * n * n, 21 + n as u64),
+            lcg_values_f32(bt * n, 22 + n as u64),
         );
         let (a, b) = (
             Array::from_slice(&x, &[bt, n, n]),
@@ -110,7 +74,7 @@ fn main() {
         );
         let sol = linalg::solve(&a, &b).to_vec().expect("solve");
         check(&sol, &x, &y, bt, n);
-        let secs = time(|| linalg::solve(&a, &b).eval().expect("eval"));
+        let secs = median_call_secs(|| linalg::solve(&a, &b).eval().expect("eval"));
         rows.push((format!("{bt} x {n}x{n}"), bt, n, secs));
     }
     println!(

@@ -25,25 +25,10 @@
 //!
 //! Prints a table and one `JSON {...}` line per row.
 
+mod common;
+
 use arrayflow::{Array, Backend, Runtime};
-use std::time::Instant;
-
-/// Deterministic values in [-1, 1) (a 64-bit LCG; independent of the runtime's generators).
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_string())
-}
+use common::{env_or, lcg_values_f32, median_call_secs};
 
 /// Checks 64 sampled entries of batch item `t` of `c` (row-major `[.., m, n]`) against f64 dot
 /// products; `a_at(t, i, p)` and `b_at(t, p, j)` read the inputs.
@@ -77,27 +62,6 @@ fn check(
     }
 }
 
-/// Median seconds per call of `f` (each call computes and waits).
-fn time(mut f: impl FnMut()) -> f64 {
-    let budget: f64 = env_or("MATMUL_LOOP_SECONDS", "0.3").parse().unwrap_or(0.3);
-    f();
-    let t0 = Instant::now();
-    f();
-    let one = t0.elapsed().as_secs_f64().max(1e-7);
-    let k = ((budget / one) as usize).clamp(1, 10_000);
-    let mut loops: Vec<f64> = (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..k {
-                f();
-            }
-            t.elapsed().as_secs_f64() / k as f64
-        })
-        .collect();
-    loops.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    loops[2]
-}
-
 struct Row {
     name: String,
     shape: String,
@@ -122,7 +86,10 @@ fn main() {
     let mut rows: Vec<Row> = Vec::new();
 
     for (idx, &n) in sizes.iter().enumerate() {
-        let (x, y) = (values(n * n, 1 + n as u64), values(n * n, 2 + n as u64));
+        let (x, y) = (
+            lcg_values_f32(n * n, 1 + n as u64),
+            lcg_values_f32(n * n, 2 + n as u64),
+        );
         let (a, b) = (
             Array::from_slice(&x, &[n, n]),
             Array::from_slice(&y, &[n, n]),
@@ -135,7 +102,7 @@ fn main() {
             |_, i, p| x[i * n + p],
             |_, p, j| y[p * n + j],
         );
-        let secs = time(|| a.matmul(&b).eval().expect("eval"));
+        let secs = median_call_secs(|| a.matmul(&b).eval().expect("eval"));
         let flops = 2.0 * (n as f64).powi(3);
         rows.push(Row {
             name: "square".into(),
@@ -153,7 +120,7 @@ fn main() {
                 |_, i, p| x[p * n + i],
                 |_, p, j| y[p * n + j],
             );
-            let secs = time(|| a.transpose().matmul(&b).eval().expect("eval"));
+            let secs = median_call_secs(|| a.transpose().matmul(&b).eval().expect("eval"));
             rows.push(Row {
                 name: "a^T b".into(),
                 shape: format!("{n}^3"),
@@ -168,7 +135,7 @@ fn main() {
     if let Some((bs, ns)) = batch.split_once('x') {
         let (bt, n): (usize, usize) = (bs.parse().unwrap_or(0), ns.parse().unwrap_or(0));
         if bt > 0 && n > 0 {
-            let (x, y) = (values(bt * n * n, 7), values(bt * n * n, 8));
+            let (x, y) = (lcg_values_f32(bt * n * n, 7), lcg_values_f32(bt * n * n, 8));
             let (a, b) = (
                 Array::from_slice(&x, &[bt, n, n]),
                 Array::from_slice(&y, &[bt, n, n]),
@@ -182,7 +149,7 @@ fn main() {
                 |t, i, p| x[t * mm + i * n + p],
                 |t, p, j| y[t * mm + p * n + j],
             );
-            let secs = time(|| a.matmul(&b).eval().expect("eval"));
+            let secs = median_call_secs(|| a.matmul(&b).eval().expect("eval"));
             rows.push(Row {
                 name: "batched".into(),
                 shape: format!("{bt} x {n}^3"),
@@ -198,7 +165,7 @@ fn main() {
         .unwrap_or(0);
     if direct > 0 {
         let n = direct;
-        let (x, y) = (values(n * n, 11), values(n * n, 12));
+        let (x, y) = (lcg_values_f32(n * n, 11), lcg_values_f32(n * n, 12));
         let (a, b) = (
             Array::from_slice(&x, &[n, n]),
             Array::from_slice(&y, &[n, n]),
@@ -241,8 +208,8 @@ fn main() {
             |_, i, p| x[i * n + p],
             |_, p, j| y[p * n + j],
         );
-        let peer = time(|| sgemm(&mut out));
-        let secs = time(|| a.matmul(&b).eval().expect("eval"));
+        let peer = median_call_secs(|| sgemm(&mut out));
+        let secs = median_call_secs(|| a.matmul(&b).eval().expect("eval"));
         rows.push(Row {
             name: "cpu vs sgemm".into(),
             shape: format!("{n}^3"),

@@ -15,7 +15,10 @@
 //! ARRAYFLOW_NATIVE=off SMALL_K=200000 cargo bench --bench small_matmul
 //! ```
 
+mod common;
+
 use arrayflow::{Array, Float, Runtime};
+use common::lcg_values;
 use std::time::Instant;
 
 /// The element types measured, with what the check needs.
@@ -34,19 +37,6 @@ impl Elem for f64 {
     fn to64(self) -> f64 {
         self
     }
-}
-
-/// Deterministic values in [-1, 1) (a 64-bit LCG).
-fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f64 / (1u64 << 24) as f64) * 2.0 - 1.0
-        })
-        .collect()
 }
 
 fn list(name: &str, default: &str) -> Vec<String> {
@@ -80,7 +70,7 @@ fn time(mut f: impl FnMut()) -> f64 {
 /// `aᵀ b` for `a` `[k, m]`, `b` `[k, n]`: checked, then timed with the GEMM (limit 0) and with
 /// the fused reduction (limit `m * n`). Returns (gemm, fused) seconds.
 fn case<T: Elem>(m: usize, n: usize, k: usize) -> (f64, f64) {
-    let (av, bv) = (values(k * m, 1), values(k * n, 2));
+    let (av, bv) = (lcg_values(k * m, 1), lcg_values(k * n, 2));
     let conv = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
     let (a, b) = (
         Array::from_slice(&conv(&av), &[k, m]),
@@ -115,14 +105,14 @@ fn case<T: Elem>(m: usize, n: usize, k: usize) -> (f64, f64) {
 /// `cast` of `n` assignments to 8 clusters, both read: GEMM, then fused (seconds).
 fn one_hot(n: usize) -> (f64, f64) {
     let k = 8;
-    let assign: Vec<u32> = values(n, 3)
+    let assign: Vec<u32> = lcg_values(n, 3)
         .iter()
         .map(|v| ((v + 1.0) * 4.0) as u32 % 8)
         .collect();
     let (a, p) = (
         Array::from_slice(&assign, &[n]),
         Array::from_slice(
-            &values(n * 2, 4)
+            &lcg_values(n * 2, 4)
                 .iter()
                 .map(|&v| v as f32)
                 .collect::<Vec<_>>(),

@@ -1,9 +1,56 @@
 //! What the CPU and GPU benchmarks share: their deterministic input data, the 8-op chain (as
-//! arrayflow code and as a scalar function) and the table formatting.
+//! arrayflow code and as a scalar function), the table formatting, and the products' and
+//! solves' timing loop (`benches/{matmul,linalg,small_matmul}.rs`).
 #![allow(dead_code)]
 
 use arrayflow::Array;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Deterministic values in [-1, 1) (a 64-bit LCG; independent of the runtime's generators), each
+/// a multiple of 2^-23, so exact in f32 too.
+pub fn lcg_values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f64 / (1u64 << 24) as f64) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// [`lcg_values`] as f32.
+pub fn lcg_values_f32(n: usize, seed: u64) -> Vec<f32> {
+    lcg_values(n, seed).into_iter().map(|v| v as f32).collect()
+}
+
+/// The environment variable `name`, or `default`.
+pub fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+/// Median seconds per call of `f` (each call computes and waits): a warm-up, then 5 loops of
+/// `k` calls, `k` chosen so a loop takes about `MATMUL_LOOP_SECONDS` (default 0.3).
+pub fn median_call_secs(mut f: impl FnMut()) -> f64 {
+    let budget: f64 = env_or("MATMUL_LOOP_SECONDS", "0.3").parse().unwrap_or(0.3);
+    f();
+    let t0 = Instant::now();
+    f();
+    let one = t0.elapsed().as_secs_f64().max(1e-7);
+    let k = ((budget / one) as usize).clamp(1, 10_000);
+    let mut loops: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..k {
+                f();
+            }
+            t.elapsed().as_secs_f64() / k as f64
+        })
+        .collect();
+    loops.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    loops[2]
+}
 
 /// Deterministic pseudo-random values in [lo, hi) (xorshift64*): non-zero, no NaNs in the chain.
 pub fn random_vec(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
