@@ -6,7 +6,8 @@
 //! gets a storage buffer of `N` 32-bit words (binding 0 filled with values near 1); `IMM=a,b,..`
 //! sets immediate data (u32 words), `SYNC=1` submits and waits for each dispatch apart,
 //! `PCACHE=1` builds through a pipeline cache, `DATA=lo,hi` spreads the inputs over `[lo, hi)`,
-//! `POLLER=1` polls the device from another thread all along.
+//! `POLLER=1` polls the device from another thread all along, `PINGPONG=1` swaps the first two
+//! bindings every other dispatch, `COPYIN=1` copies into binding 0 before each dispatch.
 //!
 //! ```sh
 //! cargo run --release --example wgsl_timing -- 4194304 4096 kernel.wgsl [more.wgsl ...]
@@ -155,6 +156,29 @@ fn main() {
             layout: &pipe.get_bind_group_layout(0),
             entries: &entries,
         });
+        // `PINGPONG=1`: odd dispatches read binding 1's buffer and write binding 0's (each
+        // input was written by the dispatch before, as a time-stepping loop's is).
+        let mut swapped = entries.clone();
+        swapped[0].resource = out0.as_entire_binding();
+        swapped[1].resource = in0.as_entire_binding();
+        let bg_swapped = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipe.get_bind_group_layout(0),
+            entries: &swapped,
+        });
+        let pingpong = std::env::var("PINGPONG").is_ok();
+        // `COPYIN=1`: binding 0's buffer is rewritten by a copy before each dispatch (as an
+        // upload writes a program's input).
+        let source = std::env::var("COPYIN").is_ok().then(|| {
+            let b = device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: n * 4,
+                usage,
+                mapped_at_creation: false,
+            });
+            queue.write_buffer(&b, 0, bytemuck::cast_slice(&data));
+            b
+        });
         let mut enc = device.create_command_encoder(&Default::default());
         let reps = 16u32;
         let sync = std::env::var("SYNC").is_ok();
@@ -173,6 +197,9 @@ fn main() {
                     std::thread::sleep(std::time::Duration::from_micros(us.parse().unwrap()));
                 }
             }
+            if let Some(src) = &source {
+                enc.copy_buffer_to_buffer(src, 0, &in0, 0, n * 4);
+            }
             let mut cp = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,
                 timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
@@ -182,7 +209,15 @@ fn main() {
                 }),
             });
             cp.set_pipeline(&pipe);
-            cp.set_bind_group(0, &bg, &[]);
+            cp.set_bind_group(
+                0,
+                if pingpong && r % 2 == 1 {
+                    &bg_swapped
+                } else {
+                    &bg
+                },
+                &[],
+            );
             if !imm.is_empty() {
                 cp.set_immediates(0, bytemuck::cast_slice(&imm));
             }
