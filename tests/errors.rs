@@ -117,6 +117,32 @@ fn out_of_range_gather_is_an_error_on_read() {
     names_site(&msg, op0, op1, false);
 }
 
+/// A result computed from a faulty one in the same flush is invalid too, on every executor: a
+/// device finds the fault after the kernels queued behind it ran, so their completion waits for
+/// the faulting task's rerun on the CPU. The consumers here are not stored on their own (the
+/// gather's result is a temporary), and one consumer is itself consumed.
+#[test]
+fn results_computed_from_a_faulty_gather_are_invalid_too() {
+    let data = Array::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4]);
+    let idx = Array::from_vec(vec![0u32, 9, 2, 1], &[4]);
+    let op0 = line!();
+    let twice = {
+        let g = data.gather(&idx, 0);
+        &g + &g
+    };
+    let op1 = line!();
+    let sum = (&twice * 3.0).sum();
+    for msg in [
+        twice.to_vec().unwrap_err().to_string(),
+        sum.item().unwrap_err().to_string(),
+    ] {
+        assert!(msg.contains("out of bounds") && msg.contains('9'), "{msg}");
+        names_site(&msg, op0, op1, false);
+    }
+    // Independent work in the same flush is unaffected.
+    assert_eq!((&data * 2.0).to_vec().unwrap(), vec![2.0, 4.0, 6.0, 8.0]);
+}
+
 #[test]
 fn item_and_read_into_check_sizes() {
     let a = Array::<f32>::ones(&[3]);

@@ -160,6 +160,8 @@ struct BufState {
     external: Option<super::HostDest>,
     reads: Vec<Sender<Result<Arc<TypedVec>>>>,
     waits: Vec<Sender<Result<()>>>,
+    /// The task that writes it, once launched.
+    producer: Option<u64>,
 }
 
 impl BufState {
@@ -173,6 +175,7 @@ impl BufState {
             external: None,
             reads: Vec::new(),
             waits: Vec::new(),
+            producer: None,
         }
     }
 }
@@ -442,6 +445,18 @@ struct SchedulerLoop {
     /// The pending-operation table: tasks deferred until the keyed buffer is written (or has arrived
     /// on the task's executor).
     pending: AHashMap<BufferId, Vec<u64>>,
+    /// Unfinished device tasks that may still report a fault, by the task that read their
+    /// outputs: a device finds a fault after the kernels queued behind it ran, and reruns the
+    /// faulting task on the CPU for its error; a reader that completes first waits for it
+    /// (`finish`), so a result computed from a faulty one is never reported valid.
+    fault_deps: AHashMap<u64, Vec<u64>>,
+    /// Tasks whose completion waits for the keyed task to finish (see `fault_deps`).
+    unsettled: AHashMap<u64, Vec<u64>>,
+    /// Tasks in `fault_deps` lists, with how many unfinished tasks list them.
+    dependents: AHashMap<u64, u32>,
+    /// The errors of finished tasks that unfinished ones list in `fault_deps` (a fault reported
+    /// before its readers completed).
+    fault_errors: AHashMap<u64, Error>,
     next_task: u64,
     barriers: Vec<Sender<()>>,
 }
@@ -458,6 +473,10 @@ impl SchedulerLoop {
             buffers: AHashMap::new(),
             tasks: AHashMap::new(),
             pending: AHashMap::new(),
+            fault_deps: AHashMap::new(),
+            unsettled: AHashMap::new(),
+            dependents: AHashMap::new(),
+            fault_errors: AHashMap::new(),
             next_task: 1,
             barriers: Vec::new(),
         }
@@ -748,6 +767,25 @@ impl SchedulerLoop {
         }
         let task = self.tasks[&id].clone();
         let outputs = task.outputs.clone();
+        // Unfinished device producers of its inputs that may still fault (or wait on one).
+        let deps: Vec<u64> = task
+            .inputs
+            .iter()
+            .filter_map(|b| self.buffers.get(b).and_then(|s| s.producer))
+            .filter(|p| {
+                self.fault_deps.contains_key(p)
+                    || self
+                        .tasks
+                        .get(p)
+                        .is_some_and(|t| t.exec != 0 && may_fault(&t.program))
+            })
+            .collect();
+        if !deps.is_empty() {
+            for &p in &deps {
+                *self.dependents.entry(p).or_default() += 1;
+            }
+            self.fault_deps.insert(id, deps);
+        }
         match &*task.program.kernel {
             Kernel::Fused(k) => {
                 Counters::add(&self.counters.kernels_launched, 1);
@@ -767,6 +805,10 @@ impl SchedulerLoop {
         }
         batch.push(task);
         for b in outputs {
+            // Before the status: it launches the tasks waiting for `b`, which look it up.
+            if let Some(s) = self.buffers.get_mut(&b) {
+                s.producer = Some(id);
+            }
             self.set_status(b, Status::InFlight(exec), batch);
         }
     }
@@ -875,6 +917,29 @@ impl SchedulerLoop {
     }
 
     fn finish(&mut self, id: u64, result: Result<()>, batch: &mut Vec<Task>) {
+        // A task that ran before a device producer it reads from has settled (that producer may
+        // yet fault and be rerun on the CPU) finishes when the producer does, with its error.
+        let mut result = result;
+        if result.is_ok()
+            && let Some(deps) = self.fault_deps.get(&id)
+        {
+            if let Some(p) = deps.iter().copied().find(|p| self.tasks.contains_key(p)) {
+                self.unsettled.entry(p).or_default().push(id);
+                return;
+            }
+            if let Some(e) = deps.iter().find_map(|p| self.fault_errors.get(p)) {
+                result = Err(e.clone());
+            }
+        }
+        for p in self.fault_deps.remove(&id).unwrap_or_default() {
+            if let Some(n) = self.dependents.get_mut(&p) {
+                *n -= 1;
+                if *n == 0 {
+                    self.dependents.remove(&p);
+                    self.fault_errors.remove(&p);
+                }
+            }
+        }
         let Some(task) = self.tasks.remove(&id) else {
             return;
         };
@@ -904,6 +969,16 @@ impl SchedulerLoop {
                 s.uses -= 1;
             }
             self.maybe_free(b);
+        }
+        if let Err(e) = &result
+            && self.dependents.contains_key(&id)
+        {
+            self.fault_errors.insert(id, e.clone());
+        }
+        if let Some(waiting) = self.unsettled.remove(&id) {
+            for w in waiting {
+                self.finish(w, result.clone(), batch);
+            }
         }
         if self.tasks.is_empty() {
             for reply in self.barriers.drain(..) {
