@@ -15,12 +15,13 @@
 //! is not an error at a zero pivot (LAPACK's `info > 0`) and sets no fault. NaN in gives NaN out.
 //!
 //! **`solve` and `inv` are off by default** ([`solve_enabled`]: `ARRAYFLOW_LINALG_GPU_SOLVE=on`
-//! turns them on): the GPU executor reads a fault word only after the programs enqueued behind
+//! turns them on). The GPU executor reads a fault word only after the programs enqueued behind
 //! the faulting one have run, so a consumer in the same flush (`solve(a, b) * 2`, or the reshape
-//! of a vector `b`'s solution) reads the unchecked output and succeeds with inf/NaN where the
-//! CPU fails. Gather has the same hazard today. Once the executor holds a faulting program's
-//! consumers until its fault word is read, the switch goes. `lu` cannot fault and always runs
-//! here.
+//! of a vector `b`'s solution) ran on the unchecked output; since session 19 the scheduler holds
+//! such a consumer's completion until the faulting program's CPU rerun reports its error
+//! (`exec/scheduler.rs`, `fault_deps`), and `tests/linalg.rs`' singular cases pass with the
+//! switch on. The switch goes once a full suite run on every executor has it on. `lu` cannot
+//! fault and always runs here.
 //!
 //! **Pivot search**: on WGSL a tree reduction over the rows' keys; on OpenCL one thread scans
 //! the column (at most 64 local reads, about the cost of the tree's barriers at these sizes):
@@ -65,8 +66,7 @@ pub fn solve_enabled() -> bool {
 pub fn gate(call: &IntrinsicCall) -> Result<(), Unsupported> {
     if matches!(call.op, Intrinsic::Solve | Intrinsic::Inv) && !solve_enabled() {
         return Err(Unsupported(format!(
-            "batched GPU {} is off until the executor holds a faulting program's consumers \
-             (ARRAYFLOW_LINALG_GPU_SOLVE=on turns it on)",
+            "batched GPU {} is off by default (ARRAYFLOW_LINALG_GPU_SOLVE=on turns it on)",
             call.op.name()
         )));
     }
