@@ -57,21 +57,23 @@ fn main() {
         }
         Err(_) => (0..n).map(|i| 1.0 + (i % 97) as f32 * 0.01).collect(),
     };
-    let usage =
-        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-    let in0 = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: n * 4,
-        usage,
-        mapped_at_creation: false,
-    });
-    queue.write_buffer(&in0, 0, bytemuck::cast_slice(&data));
-    let out0 = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: n * 4,
-        usage,
-        mapped_at_creation: false,
-    });
+    // A storage buffer of `n` words, holding `data` or zeros.
+    let storage = |fill: bool| {
+        let b = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: n * 4,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if fill {
+            queue.write_buffer(&b, 0, bytemuck::cast_slice(&data));
+        }
+        b
+    };
+    let in0 = storage(true);
+    let out0 = storage(false);
     let imm: Vec<u32> = std::env::var("IMM")
         .map(|v| v.split(',').map(|x| x.parse().unwrap()).collect())
         .unwrap_or_default();
@@ -123,18 +125,7 @@ fn main() {
             cache: cache.as_ref(),
         });
         let nb = src_text.matches("@binding(").count();
-        let extra: Vec<wgpu::Buffer> = (2..nb)
-            .map(|_| {
-                let b = device.create_buffer(&wgpu::BufferDescriptor {
-                    label: None,
-                    size: n * 4,
-                    usage,
-                    mapped_at_creation: false,
-                });
-                queue.write_buffer(&b, 0, bytemuck::cast_slice(&data));
-                b
-            })
-            .collect();
+        let extra: Vec<wgpu::Buffer> = (2..nb).map(|_| storage(true)).collect();
         let mut entries = vec![
             wgpu::BindGroupEntry {
                 binding: 0,
@@ -169,16 +160,7 @@ fn main() {
         let pingpong = std::env::var("PINGPONG").is_ok();
         // `COPYIN=1`: binding 0's buffer is rewritten by a copy before each dispatch (as an
         // upload writes a program's input).
-        let source = std::env::var("COPYIN").is_ok().then(|| {
-            let b = device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: n * 4,
-                usage,
-                mapped_at_creation: false,
-            });
-            queue.write_buffer(&b, 0, bytemuck::cast_slice(&data));
-            b
-        });
+        let source = std::env::var("COPYIN").is_ok().then(|| storage(true));
         let mut enc = device.create_command_encoder(&Default::default());
         let reps = 16u32;
         let sync = std::env::var("SYNC").is_ok();
