@@ -15,62 +15,10 @@
 
 mod common;
 
-use arrayflow::{Array, Float, linalg};
+use arrayflow::{Array, linalg};
+use common::linalg::*;
 use common::*;
 use rand::rngs::StdRng;
-
-/// The multiple of `n * eps` a residual may reach.
-const RESIDUAL: f64 = 8.0;
-
-/// An element type under test.
-trait F: Float + Into<f64> {
-    const EPS: f64;
-    fn of(x: f64) -> Self;
-}
-impl F for f32 {
-    const EPS: f64 = f32::EPSILON as f64;
-    fn of(x: f64) -> Self {
-        x as f32
-    }
-}
-impl F for f64 {
-    const EPS: f64 = f64::EPSILON;
-    fn of(x: f64) -> Self {
-        x
-    }
-}
-
-fn f64s<T: F>(v: &[T]) -> Vec<f64> {
-    v.iter().map(|&x| x.into()).collect()
-}
-
-/// `count` random `n x n` matrices (entries in [-1, 1), rounded to `T`) as f64.
-fn matrices<T: F>(r: &mut StdRng, count: usize, n: usize) -> Vec<f64> {
-    rand_f64(r, count * n * n, -1.0, 1.0)
-        .into_iter()
-        .map(|x| T::of(x).into())
-        .collect()
-}
-
-fn upload<T: F>(v: &[f64], shape: &[usize]) -> Array<T> {
-    Array::from_vec(v.iter().map(|&x| T::of(x)).collect(), shape)
-}
-
-fn mul(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
-    let mut c = vec![0.0; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            for j in 0..n {
-                c[i * n + j] += a[i * k + p] * b[p * n + j];
-            }
-        }
-    }
-    c
-}
-
-fn norm_inf(v: &[f64]) -> f64 {
-    v.iter().fold(0.0, |m, x| m.max(x.abs()))
-}
 
 /// The oracle: elimination with partial pivoting in f64 (pivot: first largest |value|); the
 /// packed factors, interchanges and determinant.
@@ -135,22 +83,6 @@ fn norm1(a: &[f64], n: usize) -> f64 {
     (0..n)
         .map(|j| (0..n).map(|i| a[i * n + j].abs()).sum::<f64>())
         .fold(0.0, f64::max)
-}
-
-/// Checks `|A x - b| / (|A| |x|)` per matrix and column against `RESIDUAL * n * eps`.
-#[track_caller]
-fn check_residual<T: F>(a: &[f64], x: &[f64], b: &[f64], n: usize, r: usize, ctx: &str) {
-    let ax = mul(a, x, n, n, r);
-    let diff: Vec<f64> = ax.iter().zip(b).map(|(p, q)| p - q).collect();
-    let anorm = (0..n)
-        .map(|i| (0..n).map(|j| a[i * n + j].abs()).sum::<f64>())
-        .fold(0.0, f64::max);
-    let rel = norm_inf(&diff) / (anorm * norm_inf(x)).max(f64::MIN_POSITIVE);
-    let bound = RESIDUAL * n as f64 * T::EPS;
-    assert!(
-        rel <= bound,
-        "{ctx}: residual {rel:e} over {bound:e} (n = {n})"
-    );
 }
 
 fn solves<T: F>(seed: u64) {

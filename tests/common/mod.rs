@@ -4,6 +4,8 @@
 //! Each test file uses a subset of these helpers.
 #![allow(dead_code)]
 
+pub mod linalg;
+
 use arrayflow::{Array, Element};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
