@@ -7,7 +7,9 @@
 //! sets immediate data (u32 words), `SYNC=1` submits and waits for each dispatch apart,
 //! `PCACHE=1` builds through a pipeline cache, `DATA=lo,hi` spreads the inputs over `[lo, hi)`,
 //! `POLLER=1` polls the device from another thread all along, `PINGPONG=1` swaps the first two
-//! bindings every other dispatch, `COPYIN=1` copies into binding 0 before each dispatch.
+//! bindings every other dispatch, `COPYIN=1` copies into binding 0 before each dispatch,
+//! `INVENTORY=1` lists arrayflow's devices first (OpenCL and Vulkan drivers loaded in the
+//! process), `RUNTIME=1` also runs a small arrayflow program on wgpu and keeps its runtime alive.
 //!
 //! ```sh
 //! cargo run --release --example wgsl_timing -- 4194304 4096 kernel.wgsl [more.wgsl ...]
@@ -20,6 +22,17 @@ fn main() {
         return;
     }
     let n: u64 = args[1].parse().unwrap();
+    if std::env::var("INVENTORY").is_ok() || std::env::var("RUNTIME").is_ok() {
+        for d in arrayflow::exec::device::inventory() {
+            println!("arrayflow found {d}");
+        }
+    }
+    if std::env::var("RUNTIME").is_ok() {
+        // SAFETY: set before the runtime reads it, while this process has one thread.
+        unsafe { std::env::set_var("ARRAYFLOW_DEVICE", "wgpu") };
+        let a = arrayflow::Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
+        println!("arrayflow on wgpu: {}", (&a * 2.0).sum().item().unwrap());
+    }
     let groups: u32 = args[2].parse().unwrap();
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
         backends: wgpu::Backends::VULKAN,

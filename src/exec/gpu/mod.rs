@@ -12,6 +12,7 @@
 //! failing to compile even split, or out of memory after swapping — runs on the CPU from the
 //! executor's host copies (`fallback.rs`), so no computed value is lost.
 
+mod clocks;
 mod fallback;
 pub mod opencl;
 mod plans;

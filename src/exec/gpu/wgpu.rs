@@ -59,6 +59,8 @@ pub struct WgpuApi {
     immediates: bool,
     /// The device's WGSL `fma` rounds once (`wgpu_probe.rs`; `Target::fused_fma`).
     fused_fma: bool,
+    /// A compute context held on the same NVIDIA GPU for its clocks (`clocks.rs`).
+    _clocks: super::clocks::ClockHold,
     encoder: Option<wgpu::CommandEncoder>,
     /// Registered once the current encoder is submitted (map_async, work-done callbacks).
     after_submit: Vec<AfterSubmit>,
@@ -248,6 +250,7 @@ impl WgpuApi {
         })
         .map_err(|e| e.to_string())?;
         Ok(WgpuApi {
+            _clocks: super::clocks::hold(&info),
             counters,
             limits,
             immediates,
