@@ -8,9 +8,8 @@
 //! matrices in the middle of a batch (the error names that index, the pivot and this file's
 //! line); NaN in, NaN out. On a device executor each call whose matrix fits the kernels' local
 //! memory ran there (`Runtime::stats()`: a device kernel, no CPU fallback), so these tests
-//! check the device kernels and not the CPU fallback; `solve` and `inv` run there only with
-//! `ARRAYFLOW_LINALG_GPU_SOLVE=on` (off by default, see `intrinsics/linalg/batched/mod.rs`), so
-//! run this file with it too. Stats are process-wide: tests here run one at a time (`SERIAL`).
+//! check the device kernels and not the CPU fallback (`solve` and `inv` unless
+//! `ARRAYFLOW_LINALG_GPU_SOLVE=off`, see `intrinsics/linalg/batched/mod.rs`). Stats are process-wide: tests here run one at a time (`SERIAL`).
 
 mod common;
 
@@ -57,10 +56,10 @@ fn on_device_kernel<T: F>(n: usize) -> bool {
     device_fits::<T>(n)
 }
 
-/// As [`on_device_kernel`] for `solve` and `inv`, which run there only with
-/// `ARRAYFLOW_LINALG_GPU_SOLVE=on` (off by default: `intrinsics/linalg/batched/mod.rs`).
+/// As [`on_device_kernel`] for `solve` and `inv`, which `ARRAYFLOW_LINALG_GPU_SOLVE=off` keeps
+/// on the CPU (`intrinsics/linalg/batched/mod.rs`).
 fn on_device_solve<T: F>(n: usize) -> bool {
-    std::env::var("ARRAYFLOW_LINALG_GPU_SOLVE").is_ok_and(|v| v == "on" || v == "1")
+    std::env::var("ARRAYFLOW_LINALG_GPU_SOLVE").map_or(true, |v| v != "off" && v != "0")
         && device_fits::<T>(n)
 }
 

@@ -14,14 +14,14 @@
 //! the program with its usual error naming the batch index, the pivot and the user's line. `lu`
 //! is not an error at a zero pivot (LAPACK's `info > 0`) and sets no fault. NaN in gives NaN out.
 //!
-//! **`solve` and `inv` are off by default** ([`solve_enabled`]: `ARRAYFLOW_LINALG_GPU_SOLVE=on`
-//! turns them on). The GPU executor reads a fault word only after the programs enqueued behind
-//! the faulting one have run, so a consumer in the same flush (`solve(a, b) * 2`, or the reshape
-//! of a vector `b`'s solution) ran on the unchecked output; since session 19 the scheduler holds
+//! **Faults reach every consumer.** The GPU executor reads a fault word only after the programs
+//! enqueued behind the faulting one have run, so a consumer in the same flush (`solve(a, b) * 2`,
+//! or the reshape of a vector `b`'s solution) runs on the unchecked output; the scheduler holds
 //! such a consumer's completion until the faulting program's CPU rerun reports its error
-//! (`exec/scheduler.rs`, `fault_deps`), and `tests/linalg.rs`' singular cases pass with the
-//! switch on. The switch goes once a full suite run on every executor has it on. `lu` cannot
-//! fault and always runs here.
+//! (`exec/scheduler.rs`, `fault_deps`), so it fails with the same error. `solve` and `inv` run
+//! here by default since session 20 (every test that calls them passed with the kernels on, on
+//! PoCL and lavapipe); `ARRAYFLOW_LINALG_GPU_SOLVE=off` keeps them on the CPU ([`solve_enabled`]).
+//! `lu` cannot fault and always runs here.
 //!
 //! **Pivot search**: on WGSL a tree reduction over the rows' keys; on OpenCL one thread scans
 //! the column (at most 64 local reads, about the cost of the tree's barriers at these sizes):
@@ -56,17 +56,17 @@ pub const WGSL_LOCAL_BYTES: usize = 16384;
 /// Most work-groups a pass dispatches (WebGPU's per-dimension limit; OpenCL uses the same).
 pub const MAX_GROUPS: usize = 65535;
 
-/// Whether `solve` and `inv` run the batched kernels on a GPU executor
-/// (`ARRAYFLOW_LINALG_GPU_SOLVE=on`; off by default: see the module comment).
+/// Whether `solve` and `inv` run the batched kernels on a GPU executor (yes unless
+/// `ARRAYFLOW_LINALG_GPU_SOLVE=off`).
 pub fn solve_enabled() -> bool {
-    std::env::var("ARRAYFLOW_LINALG_GPU_SOLVE").is_ok_and(|v| v == "on" || v == "1")
+    std::env::var("ARRAYFLOW_LINALG_GPU_SOLVE").map_or(true, |v| v != "off" && v != "0")
 }
 
-/// `Unsupported` for `solve` and `inv` unless [`solve_enabled`].
+/// `Unsupported` for `solve` and `inv` where [`solve_enabled`] says no.
 pub fn gate(call: &IntrinsicCall) -> Result<(), Unsupported> {
     if matches!(call.op, Intrinsic::Solve | Intrinsic::Inv) && !solve_enabled() {
         return Err(Unsupported(format!(
-            "batched GPU {} is off by default (ARRAYFLOW_LINALG_GPU_SOLVE=on turns it on)",
+            "batched GPU {} is turned off (ARRAYFLOW_LINALG_GPU_SOLVE=off)",
             call.op.name()
         )));
     }
