@@ -295,3 +295,57 @@ fn exit_with_work_in_flight_is_orderly() {
         );
     }
 }
+
+/// Arrays of several MiB go to the device and back through reused staging buffers
+/// (`exec/gpu/wgpu_staging.rs` on wgpu); each round trip must carry its own values, also when
+/// a buffer is reused for an array of another size, for booleans (widened on the device), and for
+/// an upload recorded behind a dispatch of the same batch.
+#[test]
+fn large_arrays_cross_to_the_device_and_back() {
+    let _one_at_a_time = SERIAL.lock();
+    let mut r = rng(43);
+    let small = comparison_mode();
+    let sizes: &[usize] = if small {
+        &[1 << 14, 3 << 12]
+    } else {
+        &[
+            (1 << 20) + 5,
+            (1 << 20) + 5,
+            3 << 20,
+            1 << 19,
+            (1 << 20) + 5,
+        ]
+    };
+    for (round, &n) in sizes.iter().enumerate() {
+        let a = rand_f32(&mut r, n, -2.0, 2.0);
+        let x = Array::from_vec(a.clone(), &[n]);
+        let y = &x * 3.0 - 1.0;
+        // Another upload after a dispatch, before the batch is submitted.
+        y.hint_read();
+        let b = rand_f32(&mut r, n, -1.0, 1.0);
+        let z = Array::from_vec(b.clone(), &[n]) + &y;
+        let pos = z.gt(0.0);
+        let (got_y, got_z, got_pos) = (
+            y.to_vec().unwrap(),
+            z.to_vec().unwrap(),
+            pos.to_vec().unwrap(),
+        );
+        // f64 oracles; a fused multiply-add on the device is within an ulp or two.
+        let close = |g: f32, w: f64| (g as f64 - w).abs() <= 1e-6 * (1.0 + w.abs());
+        for i in 0..n {
+            let wy = a[i] as f64 * 3.0 - 1.0;
+            let wz = b[i] as f64 + wy;
+            assert!(
+                close(got_y[i], wy),
+                "round {round}, n {n}, y[{i}] = {} vs {wy}",
+                got_y[i]
+            );
+            assert!(
+                close(got_z[i], wz),
+                "round {round}, n {n}, z[{i}] = {} vs {wz}",
+                got_z[i]
+            );
+            assert_eq!(got_pos[i], got_z[i] > 0.0, "round {round}, n {n}, pos[{i}]");
+        }
+    }
+}

@@ -20,6 +20,7 @@ mod store;
 pub mod timing;
 pub mod wgpu;
 pub mod wgpu_probe;
+mod wgpu_staging;
 
 use super::scheduler::{ExecMsg, SchedMsg, Task};
 use super::wait::Spin;

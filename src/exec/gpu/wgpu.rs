@@ -24,6 +24,7 @@
 //! buffers (the plan contract).
 
 use super::plans::Dialect;
+use super::wgpu_staging::StagingPool;
 use super::{Completion, DeviceApi, HostSlice};
 use crate::counters::Counters;
 use crate::exec::TypedVec;
@@ -61,6 +62,8 @@ pub struct WgpuApi {
     fused_fma: bool,
     /// A compute context held on the same NVIDIA GPU for its clocks (`clocks.rs`).
     _clocks: super::clocks::ClockHold,
+    /// Staging buffers of large transfers, reused (`wgpu_staging.rs`).
+    staging: StagingPool,
     encoder: Option<wgpu::CommandEncoder>,
     /// Registered once the current encoder is submitted (map_async, work-done callbacks).
     after_submit: Vec<AfterSubmit>,
@@ -251,6 +254,7 @@ impl WgpuApi {
         .map_err(|e| e.to_string())?;
         Ok(WgpuApi {
             _clocks: super::clocks::hold(&info),
+            staging: StagingPool::new(&device),
             counters,
             limits,
             immediates,
@@ -450,7 +454,7 @@ fn copy_out(src: &[u8], out: HostSlice) {
             }
         } else {
             let n = out.len * out.dtype.size();
-            std::ptr::copy_nonoverlapping(src.as_ptr(), out.ptr, n);
+            super::wgpu_staging::copy(&src[..n], std::slice::from_raw_parts_mut(out.ptr, n));
         }
     }
 }
@@ -505,6 +509,18 @@ impl DeviceApi for WgpuApi {
         // while nothing is recorded. Otherwise (held work, or earlier dispatches of this batch
         // that may still read a pooled buffer's previous contents) the data goes through a
         // host-visible staging buffer copied in the encoder, in order.
+        let len = bytes.len() as u64;
+        // Large arrays go through the staging pool (outside timing mode, where uploads run
+        // apart): a copy recorded in order, from a buffer kept for the next upload.
+        if self.staging.takes(len) && self.timer.is_none() {
+            let staging = self.staging.upload(&bytes)?;
+            self.encoder()
+                .copy_buffer_to_buffer(&staging, 0, buf, 0, len);
+            let pool = self.staging.clone();
+            self.after_submit
+                .push(Box::new(move |_| pool.recycle_write(staging)));
+            return Ok(());
+        }
         if self.encoder.is_none() {
             self.queue.write_buffer(buf, 0, &bytes);
             // Timing mode: the copy runs and finishes in a submission of its own, so the next
@@ -662,25 +678,34 @@ impl DeviceApi for WgpuApi {
             return self.on_done(done);
         }
         let done = self.counted(done);
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let pool = self.staging.takes(bytes).then(|| self.staging.clone());
+        let staging = match &pool {
+            Some(p) => p.download(bytes),
+            None => self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+        };
         self.encoder()
             .copy_buffer_to_buffer(buf, 0, &staging, 0, bytes);
         self.after_submit.push(Box::new(move |_| {
             let s = staging.clone();
-            staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-                let result = r.map_err(|e| e.to_string()).and_then(|()| {
-                    let view = s.get_mapped_range(..).map_err(|e| e.to_string())?;
-                    copy_out(&view, out);
-                    Ok(())
+            staging
+                .slice(..bytes)
+                .map_async(wgpu::MapMode::Read, move |r| {
+                    let result = r.map_err(|e| e.to_string()).and_then(|()| {
+                        let view = s.get_mapped_range(..bytes).map_err(|e| e.to_string())?;
+                        copy_out(&view, out);
+                        Ok(())
+                    });
+                    s.unmap();
+                    if let Some(p) = pool {
+                        p.recycle_read(s);
+                    }
+                    done(result);
                 });
-                s.unmap();
-                done(result);
-            });
         }));
     }
 
