@@ -15,7 +15,9 @@
 mod clocks;
 mod fallback;
 pub mod opencl;
+mod opencl_staging;
 mod plans;
+mod staging;
 mod store;
 pub mod timing;
 pub mod wgpu;

@@ -26,6 +26,7 @@
 //! spin budget, then blocking on it). Events are handed over only after the submission's
 //! `clFlush`, and in order.
 
+use super::opencl_staging::{Lease, PinnedPool};
 use super::plans::Dialect;
 use super::{Completion, DeviceApi, HostSlice};
 use crate::counters::Counters;
@@ -74,13 +75,24 @@ pub struct OpenClApi {
     parked: Arc<AtomicUsize>,
     /// Completions of work enqueued after the last marker, waiting for one ([`OpenClApi::mark`]).
     unmarked: Vec<Completion>,
-    /// Host data of writes enqueued after the last marker, kept until one completes.
-    uploading: Vec<Arc<TypedVec>>,
+    /// Host data (or the pinned staging holding it) of writes enqueued after the last marker,
+    /// kept until one completes.
+    uploading: Vec<Uploading>,
+    /// Pinned staging buffers of large transfers (`opencl_staging.rs`).
+    pinned: PinnedPool,
     /// Completions one marker covers at most while the device is busy (`ARRAYFLOW_OPENCL_DEFER`).
     defer: usize,
     /// Kernels enqueued since the last submission with their events, when kernels are timed
     /// (`timing.rs`).
     timed: Vec<(Event, String)>,
+}
+
+/// What a write reads from until its marker completes.
+enum Uploading {
+    /// The host data itself.
+    Data(#[allow(dead_code)] Arc<TypedVec>),
+    /// A pinned copy of it.
+    Pinned(#[allow(dead_code)] Lease),
 }
 
 /// Pieces of work one marker covers at most while the device is busy, by default.
@@ -176,6 +188,7 @@ impl OpenClApi {
             parked,
             unmarked: Vec::new(),
             uploading: Vec::new(),
+            pinned: PinnedPool::new(),
             defer: defer.unwrap_or(DEFER).max(1),
             timed: Vec::new(),
         })
@@ -220,6 +233,14 @@ impl OpenClApi {
             }
         }
     }
+}
+
+/// Copies a download's bytes (the device's layout: bool as one byte) into `out`.
+fn copy_out(src: &[u8], out: HostSlice) {
+    // SAFETY: `out` has `src.len()` bytes and stays valid until the download's completion (its
+    // owner's contract).
+    let dst = unsafe { std::slice::from_raw_parts_mut(out.ptr, src.len()) };
+    super::staging::copy(src, dst);
 }
 
 /// A built program with one kernel object per pass of `plan`.
@@ -281,7 +302,19 @@ impl DeviceApi for OpenClApi {
         if bytes.is_empty() {
             return Ok(());
         }
-        // A write without a wait: the driver reads `bytes` later, so `data` is kept (in
+        // A large array is copied into pinned staging first (in parallel), and the write reads
+        // from there.
+        let (src, keep) = if self.pinned.takes(bytes.len() as u64) {
+            let lease = self
+                .pinned
+                .lease(&self.context, &self.queue, bytes.len() as u64, true)?;
+            // SAFETY: the lease holds at least `bytes.len()` bytes, used by nobody else.
+            unsafe { super::staging::copy_to(bytes, lease.ptr()) };
+            (lease.ptr() as *const u8, Uploading::Pinned(lease))
+        } else {
+            (bytes.as_ptr(), Uploading::Data(data.clone()))
+        };
+        // A write without a wait: the driver reads `src` later, so what holds it is kept (in
         // `uploading`) until the marker after the write completes. The buffer holds `bytes`.
         let status = self.cl.clEnqueueWriteBuffer(
             self.queue.get(),
@@ -289,14 +322,14 @@ impl DeviceApi for OpenClApi {
             CL_NON_BLOCKING,
             0,
             bytes.len(),
-            bytes.as_ptr() as *const std::ffi::c_void,
+            src as *const std::ffi::c_void,
             0,
             std::ptr::null(),
             std::ptr::null_mut(),
         );
         match status {
             Some(opencl3::error_codes::CL_SUCCESS) => {
-                self.uploading.push(data.clone());
+                self.uploading.push(keep);
                 Ok(())
             }
             Some(e) => Err(opencl3::error_codes::ClError(e).to_string()),
@@ -413,6 +446,39 @@ impl DeviceApi for OpenClApi {
         }
         // What waits for a marker is reported before the read, in order.
         self.mark();
+        // A large array is read into pinned staging and copied out (in parallel) once there.
+        if self.pinned.takes(bytes as u64) {
+            let lease = match self
+                .pinned
+                .lease(&self.context, &self.queue, bytes as u64, false)
+            {
+                Ok(l) => l,
+                Err(e) => return done(Err(e)),
+            };
+            // SAFETY: the lease holds at least `bytes` bytes, used by this read alone until the
+            // completion below drops it.
+            let staged = unsafe { std::slice::from_raw_parts_mut(lease.ptr(), bytes) };
+            // SAFETY: a non-blocking read into the lease, which the completion keeps.
+            match unsafe {
+                self.queue
+                    .enqueue_read_buffer(buf, CL_NON_BLOCKING, 0, staged, &[])
+            } {
+                Ok(ev) => {
+                    let finish: Completion = Box::new(move |r| {
+                        if r.is_ok() {
+                            // SAFETY: the read has completed into the lease.
+                            let staged = unsafe { std::slice::from_raw_parts(lease.ptr(), bytes) };
+                            copy_out(staged, out);
+                        }
+                        drop(lease);
+                        done(r)
+                    });
+                    self.pending.push((ev, finish));
+                }
+                Err(e) => done(Err(e.to_string())),
+            }
+            return;
+        }
         // SAFETY: `out` stays valid until `done` runs (the caller's contract).
         let dst = unsafe { std::slice::from_raw_parts_mut(out.ptr, bytes) };
         // SAFETY: a non-blocking read whose destination outlives the event (see above).

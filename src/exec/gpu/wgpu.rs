@@ -454,7 +454,7 @@ fn copy_out(src: &[u8], out: HostSlice) {
             }
         } else {
             let n = out.len * out.dtype.size();
-            super::wgpu_staging::copy(&src[..n], std::slice::from_raw_parts_mut(out.ptr, n));
+            super::staging::copy(&src[..n], std::slice::from_raw_parts_mut(out.ptr, n));
         }
     }
 }

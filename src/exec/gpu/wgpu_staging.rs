@@ -10,44 +10,13 @@
 //! would take the pool past its limit (`ARRAYFLOW_WGPU_STAGING_MB`, default 1024 for each
 //! direction; `0` turns the pool off) are dropped instead.
 
+use super::staging::{GRAIN, MIN_BYTES, Shelf, Sized64};
 use parking_lot::Mutex;
-use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Transfers from this size use the pool; smaller ones go through the queue's own staging.
-pub const MIN_BYTES: u64 = 1 << 20;
-/// Buffer sizes are rounded up to a multiple of this (so arrays of similar sizes share).
-const GRAIN: u64 = 1 << 16;
-/// Host copies from this size are split over the rayon pool.
-const PARALLEL_BYTES: usize = 4 << 20;
-
-/// Ready buffers of one direction and the bytes they hold.
-#[derive(Default)]
-struct Shelf {
-    ready: Vec<wgpu::Buffer>,
-    bytes: u64,
-}
-
-impl Shelf {
-    /// The smallest ready buffer of at least `bytes` and at most twice that.
-    fn take(&mut self, bytes: u64) -> Option<wgpu::Buffer> {
-        let (i, _) = self
-            .ready
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.size() >= bytes && b.size() <= 2 * bytes.max(GRAIN))
-            .min_by_key(|(_, b)| b.size())?;
-        let b = self.ready.swap_remove(i);
-        self.bytes -= b.size();
-        Some(b)
-    }
-
-    /// Keeps `b` unless that takes the shelf past `limit` bytes.
-    fn put(&mut self, b: wgpu::Buffer, limit: u64) {
-        if self.bytes + b.size() <= limit {
-            self.bytes += b.size();
-            self.ready.push(b);
-        }
+impl Sized64 for wgpu::Buffer {
+    fn bytes(&self) -> u64 {
+        self.size()
     }
 }
 
@@ -56,21 +25,18 @@ impl Shelf {
 pub struct StagingPool {
     device: wgpu::Device,
     limit: u64,
-    write: Arc<Mutex<Shelf>>,
-    read: Arc<Mutex<Shelf>>,
+    write: Arc<Mutex<Shelf<wgpu::Buffer>>>,
+    read: Arc<Mutex<Shelf<wgpu::Buffer>>>,
 }
 
 impl StagingPool {
     pub fn new(device: &wgpu::Device) -> StagingPool {
-        let mb: u64 = std::env::var("ARRAYFLOW_WGPU_STAGING_MB")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(1024);
+        let limit = super::staging::limit("ARRAYFLOW_WGPU_STAGING_MB");
         StagingPool {
             device: device.clone(),
-            limit: mb << 20,
-            write: Arc::default(),
-            read: Arc::default(),
+            limit,
+            write: Arc::new(Mutex::new(Shelf::new(limit))),
+            read: Arc::new(Mutex::new(Shelf::new(limit))),
         }
     }
 
@@ -105,11 +71,11 @@ impl StagingPool {
 
     /// Maps `buf` again once the work submitted before has run, and shelves it.
     pub fn recycle_write(&self, buf: wgpu::Buffer) {
-        let (shelf, limit) = (self.write.clone(), self.limit);
+        let shelf = self.write.clone();
         let b = buf.clone();
         buf.slice(..).map_async(wgpu::MapMode::Write, move |r| {
             if r.is_ok() {
-                shelf.lock().put(b, limit);
+                shelf.lock().put(b);
             }
         });
     }
@@ -128,52 +94,13 @@ impl StagingPool {
 
     /// Shelves a download buffer after its data has been read and it was unmapped.
     pub fn recycle_read(&self, buf: wgpu::Buffer) {
-        self.read.lock().put(buf, self.limit);
+        self.read.lock().put(buf);
     }
 }
 
-/// Host copies are split into pieces of this size.
-const PIECE: usize = 1 << 20;
-
-/// Writes `src` into mapped memory `dst` (of the same length), split over the rayon pool for
-/// large copies (one thread's stores into write-combined memory fall well short of the bus).
+/// Writes `src` into mapped memory `dst` of the same length.
 fn write(src: &[u8], mut dst: wgpu::WriteOnly<'_, [u8]>) {
-    if src.len() < PARALLEL_BYTES {
-        dst.copy_from_slice(src);
-        return;
-    }
     assert_eq!(dst.len(), src.len(), "staging view of the data's length");
-    let base = Mapped(dst.as_raw_ptr().cast::<u8>().as_ptr());
-    src.par_chunks(PIECE).enumerate().for_each(|(i, s)| {
-        // SAFETY: piece `i` of the mapped range (`dst`, borrowed for this call, so still mapped)
-        // is written by this task alone, and stays within `src.len()` = the view's length.
-        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), base.at(i * PIECE), s.len()) }
-    });
-}
-
-/// A mapped range's base, shared by the tasks that write its disjoint pieces.
-struct Mapped(*mut u8);
-
-impl Mapped {
-    /// The address `offset` bytes in (within the range: the caller's contract).
-    unsafe fn at(&self, offset: usize) -> *mut u8 {
-        // SAFETY: the caller keeps `offset` within the mapped range.
-        unsafe { self.0.add(offset) }
-    }
-}
-// SAFETY: each task writes a piece no other task touches (see `write`).
-unsafe impl Send for Mapped {}
-unsafe impl Sync for Mapped {}
-
-/// `dst[..src.len()] = src`, split over the rayon pool for large copies (one thread's stores
-/// into write-combined memory fall well short of the bus).
-pub fn copy(src: &[u8], dst: &mut [u8]) {
-    let dst = &mut dst[..src.len()];
-    if src.len() < PARALLEL_BYTES {
-        dst.copy_from_slice(src);
-        return;
-    }
-    dst.par_chunks_mut(PIECE)
-        .zip(src.par_chunks(PIECE))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+    // SAFETY: `dst` is a mapped range of `src.len()` bytes, borrowed (so mapped) for this call.
+    unsafe { super::staging::copy_to(src, dst.as_raw_ptr().cast::<u8>().as_ptr()) }
 }
