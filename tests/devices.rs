@@ -349,3 +349,37 @@ fn large_arrays_cross_to_the_device_and_back() {
         }
     }
 }
+
+/// A program that reads one host array twice (`aᵀ a`: both operands of the product are `a`)
+/// moves it to the device once.
+#[test]
+fn an_array_read_twice_by_one_program_moves_once() {
+    let _one_at_a_time = SERIAL.lock();
+    let mut r = rng(47);
+    let (rows, cols) = (1000, 8);
+    let av = rand_f32(&mut r, rows * cols, -1.0, 1.0);
+    let a = Array::from_vec(av.clone(), &[rows, cols]);
+    let before = Runtime::stats();
+    let got = a.transpose().matmul(&a).to_vec().unwrap();
+    let st = Runtime::stats().since(&before);
+    for i in 0..cols {
+        for j in 0..cols {
+            let w: f64 = (0..rows)
+                .map(|k| av[k * cols + i] as f64 * av[k * cols + j] as f64)
+                .sum();
+            let g = got[i * cols + j] as f64;
+            assert!(
+                (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                "[{i}, {j}]: {g} vs {w}"
+            );
+        }
+    }
+    if on_device() {
+        assert_eq!(
+            st.device.bytes_to_device,
+            (rows * cols * 4) as u64,
+            "{:?}",
+            st.device
+        );
+    }
+}

@@ -748,7 +748,8 @@ impl SchedulerLoop {
                 Status::InFlight(e) if *e == exec => {}
                 Status::Ready if s.on & bit(exec) != 0 => {}
                 Status::Ready => {
-                    if s.moving & bit(exec) == 0 {
+                    // Once per buffer, also when the task reads it twice (`aᵀ a`).
+                    if s.moving & bit(exec) == 0 && !moves.contains(&b) {
                         moves.push(b);
                     }
                     blocked.get_or_insert(b);
