@@ -98,7 +98,7 @@ impl<T: Element> Array<T> {
 
     /// NumPy's `a[ranges] = values` as a new array: this array with the region `ranges` selects
     /// (as [`Array::slice`] reads it) replaced by `values`, an array or a scalar broadcast to the
-    /// region's shape. Region steps are 1 or -1 (a reversed region takes the values reversed).
+    /// region's shape. Any step works (`s![1..5;2]`; a negative one takes the values reversed).
     /// Recorded and fused like any operation; see [`Array::assign_slice`] for the statement form.
     ///
     /// ```
@@ -113,8 +113,8 @@ impl<T: Element> Array<T> {
     pub fn with_slice(&self, ranges: &[Slice], values: impl Operand<T>) -> Array<T> {
         ok(self.try_with_slice(ranges, values))
     }
-    /// Like [`Array::with_slice`], returning an error for a region out of range, values that do
-    /// not broadcast to it, or a step other than 1 or -1.
+    /// Like [`Array::with_slice`], returning an error for a region out of range or values that
+    /// do not broadcast to it.
     #[track_caller]
     pub fn try_with_slice(&self, ranges: &[Slice], values: impl Operand<T>) -> Result<Array<T>> {
         let s = site();

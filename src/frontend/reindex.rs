@@ -85,6 +85,37 @@ fn in_range(shape: &Shape, axis: usize, lo: usize, hi: usize, site: Site) -> Res
     binary(BinaryOp::And, &above, &below, site)
 }
 
+/// Whether the index along `axis` is `lo` plus a multiple of `step` (compared in `u32`).
+fn on_stride(shape: &Shape, axis: usize, lo: usize, step: usize, site: Site) -> Result<Handle> {
+    let i = generate(GenKind::Iota { axis }, shape.clone(), DType::U32, site);
+    let k = |v: usize| constant(Scalar::U32(v as u32), Shape::new(), site);
+    let r = binary(BinaryOp::Mod, &i, &k(step), site)?;
+    binary(BinaryOp::Eq, &r, &k(lo % step), site)
+}
+
+/// `v` with each element along `axis` repeated `step` times, cut to `span` elements: element
+/// `j * step` is `v[j]` (the others are masked off by the caller).
+fn spread(v: &Handle, axis: usize, step: usize, span: usize, site: Site) -> Result<Handle> {
+    let mut tall = v.shape.clone();
+    tall.insert(axis + 1, 1);
+    let mut wide = tall.clone();
+    wide[axis + 1] = step;
+    let mut flat = v.shape.clone();
+    flat[axis] *= step;
+    let up = super::record::reshape(v, tall, site)?;
+    let up = super::record::broadcast_to(&up, wide, site)?;
+    let up = super::record::reshape(&up, flat, site)?;
+    let cut: Vec<SliceSpec> = (0..up.shape.len())
+        .map(|d| SliceSpec {
+            start: (d == axis).then_some(0),
+            end: (d == axis).then_some(span as isize),
+            step: 1,
+            index: false,
+        })
+        .collect();
+    super::record::slice(&up, &cut, site)
+}
+
 /// The index bound the masks compare in `u32`.
 fn check_u32(len: usize, what: &str, site: Site) -> Result<()> {
     if len > u32::MAX as usize {
@@ -256,17 +287,11 @@ pub fn with_slice(a: &Handle, spec: &[SliceSpec], values: &Handle, site: Site) -
     let mut mask: Option<Handle> = None;
     for (axis, r) in region.iter().enumerate() {
         let n = a.shape[axis];
-        if r.step.abs() != 1 && r.len > 1 {
-            return Err(Error::new(
-                ErrorKind::Argument,
-                format!("with_slice: step {} on axis {axis}", r.step),
-            )
-            .at(site)
-            .hint("assign to a region with step 1 or -1"));
-        }
-        // A reversed region is the forward one with the values reversed.
+        let step = if r.len > 1 { r.step.unsigned_abs() } else { 1 };
+        // The region from its lowest element up: a descending one is the ascending one with the
+        // values reversed.
         let lo = if r.step < 0 {
-            r.start + 1 - r.len
+            r.start - (r.len - 1) * step
         } else {
             r.start
         };
@@ -281,12 +306,27 @@ pub fn with_slice(a: &Handle, spec: &[SliceSpec], values: &Handle, site: Site) -
                 .collect();
             v = super::record::slice(&v, &rev, site)?;
         }
-        if lo == 0 && r.len == n {
+        // The region spans `(len - 1) * step + 1` elements; with a step over 1 the values are
+        // spread over it (each repeated `step` times: value `j` at `j * step .. (j + 1) * step`,
+        // by a broadcast) and a mask keeps every `step`-th element.
+        let span = (r.len - 1) * step + 1;
+        if step > 1 {
+            v = spread(&v, axis, step, span, site)?;
+        }
+        if lo == 0 && span == n && step == 1 {
             continue;
         }
         check_u32(n, "with_slice", site)?;
         v = fold(&v, axis, FoldMode::Clamp, lo as isize, n, site);
-        let m = in_range(&a.shape, axis, lo, lo + r.len, site)?;
+        let mut m = in_range(&a.shape, axis, lo, lo + span, site)?;
+        if step > 1 {
+            m = binary(
+                BinaryOp::And,
+                &m,
+                &on_stride(&a.shape, axis, lo, step, site)?,
+                site,
+            )?;
+        }
         mask = Some(match mask {
             None => m,
             Some(prev) => binary(BinaryOp::And, &prev, &m, site)?,
