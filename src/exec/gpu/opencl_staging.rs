@@ -68,7 +68,7 @@ pub struct PinnedPool {
 
 impl PinnedPool {
     pub fn new() -> PinnedPool {
-        let limit = super::staging::limit("ARRAYFLOW_OPENCL_STAGING_MB");
+        let limit = super::staging::limit("ARRAYFLOW_OPENCL_STAGING_MB", 1024);
         PinnedPool {
             limit,
             up: Arc::new(Mutex::new(Shelf::new(limit))),

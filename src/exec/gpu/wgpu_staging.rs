@@ -7,8 +7,13 @@
 //! `MAP_WRITE` buffer, writes the data into it (in parallel for large arrays) and records a copy;
 //! once the submission has run, the buffer is mapped again and comes back. A download copies into
 //! a `MAP_READ` buffer from the pool and returns it after its data has been read. Buffers that
-//! would take the pool past its limit (`ARRAYFLOW_WGPU_STAGING_MB`, default 1024 for each
-//! direction; `0` turns the pool off) are dropped instead.
+//! would take the pool past its limit (`ARRAYFLOW_WGPU_STAGING_MB` for each direction) are
+//! dropped instead.
+//!
+//! **Off by default** (`ARRAYFLOW_WGPU_STAGING_MB=1024` turns it on). On an H200 it made
+//! softmax and layer norm 1.5x faster, but a program run after Black-Scholes (whose 320 MiB of
+//! staging then stays in the pool) took 40 ms longer per call (the MLP: 54.5 against 12.9 ms),
+//! also when it never took one of those buffers; the cause is not found (BENCHMARKS.md).
 
 use super::staging::{GRAIN, MIN_BYTES, Shelf, Sized64};
 use parking_lot::Mutex;
@@ -31,7 +36,7 @@ pub struct StagingPool {
 
 impl StagingPool {
     pub fn new(device: &wgpu::Device) -> StagingPool {
-        let limit = super::staging::limit("ARRAYFLOW_WGPU_STAGING_MB");
+        let limit = super::staging::limit("ARRAYFLOW_WGPU_STAGING_MB", 0);
         StagingPool {
             device: device.clone(),
             limit,
