@@ -912,3 +912,33 @@ fn a_large_elementwise_result_of_a_transform_is_read_straight_into_host_memory()
         .collect();
     assert_lines(&doubled, &want, &[n], 0, n, f32::EPS, "2 fft(x)");
 }
+
+#[test]
+fn long_lines_reuse_buffers_without_stale_values() {
+    // A line of 2^18 points runs on one thread, its buffers (1 MB and more) kept between calls
+    // with their values: calls on other data, cropped or zero-padded, must see none of them.
+    let mut r = rng(0x5a);
+    let n = 1 << 18;
+    for (m, nn) in [(n, n), (n - 1000, n), (n, n - 7), (n, n)] {
+        let what = format!("m={m} n={nn}");
+        let (x, z) = rand_r::<f32>(&mut r, m);
+        let y = read_c::<f32>(&fft::rfft(&x, Some(nn), 0, Norm::Backward));
+        let want = oracle_r2c(&z, nn, Norm::Backward);
+        assert_lines(
+            &y,
+            &want,
+            &[nn / 2 + 1],
+            0,
+            nn,
+            f32::EPS,
+            &format!("rfft {what}"),
+        );
+        let (c, zc) = rand_c::<f32>(&mut r, m);
+        let y = read_c::<f32>(&fft::ifft(&c, Some(nn), 0, Norm::Ortho));
+        let want = oracle_c2c(&zc, nn, true, Norm::Ortho);
+        assert_lines(&y, &want, &[nn], 0, nn, f32::EPS, &format!("ifft {what}"));
+        let y = read_r::<f32>(&fft::irfft(&c, Some(nn), 0, Norm::Forward));
+        let want = oracle_c2r(&zc, nn, Norm::Forward);
+        assert_lines(&y, &want, &[nn], 0, nn, f32::EPS, &format!("irfft {what}"));
+    }
+}

@@ -2,11 +2,13 @@
 //! rows of a contiguous axis; blocks of neighbouring lines of a strided axis, gathered side by
 //! side so each read touches consecutive addresses), each line copied into the task's buffer
 //! (cropped or zero-padded to the transform's length, scaled, a real input read as complex) and
-//! transformed by the shared plans (`planner.rs`) into the output. A complex input whose lines
-//! are contiguous, of the transform's length and unscaled is transformed straight from the
-//! input, without the copy.
+//! transformed by the shared plans (`planner.rs`) into the output. A complex transform of a
+//! contiguous axis copies its lines into the output's rows and transforms them there in place,
+//! as a caller of rustfft would. Calls that run on one thread (a long line) take their large
+//! buffers from `spare.rs`.
 
 use super::planner::FftFloat;
+use super::spare;
 use super::{Kind, Spec};
 use crate::error::Error;
 use crate::intrinsics::cpu::exec_error;
@@ -47,19 +49,37 @@ impl<T> OutBase<T> {
     }
 }
 
-/// Runs the call's lines: `load(i)` is input element `i` as the transform reads it (scaled),
-/// `transform(ibuf, obuf, scratch)` transforms the whole lines in `ibuf` (`lin` each) into
-/// `obuf` (`lout` each) with the task's scratch from `init`.
-fn drive<I, O, S>(
+/// How a task reads its lines: `fill(dst, i)` writes `dst.len()` consecutive input elements
+/// from element `i` on as the transform reads them (a contiguous axis: a copy that vectorises),
+/// `load(i)` one element (a strided axis).
+struct Reader<F, L> {
+    fill: F,
+    load: L,
+}
+
+/// The buffers of a task that runs on the calling thread: from the spares (`spare.rs`, their
+/// values unspecified: every use writes before it reads), given back after the call.
+fn seq_buf<X: Default + Clone + Send + 'static>(len: usize) -> Vec<X> {
+    spare::buffer(len, X::default())
+}
+
+/// Runs the call's lines: each task copies its lines into a buffer (`lin` a line, zero past
+/// `copy`) and `transform(ibuf, obuf, scratch)` transforms them into `obuf` (`lout` a line),
+/// with `scratch_len` elements of scratch: on a contiguous axis one line at a time into its
+/// output row, on a strided one a block of lines gathered side by side, transformed into a
+/// buffer and scattered to the output.
+fn drive<I, O, Sc, F, L>(
     g: Lines,
-    load: impl Fn(usize) -> I + Sync,
+    read: Reader<F, L>,
     out: &mut [O],
-    init: impl Fn() -> S + Sync + Send,
-    transform: impl Fn(&mut [I], &mut [O], &mut S) + Sync,
+    scratch_len: usize,
+    transform: impl Fn(&mut [I], &mut [O], &mut [Sc]) + Sync,
 ) where
-    I: Copy + Default + Send,
-    O: Copy + Default + Send,
-    S: Send,
+    I: Copy + Default + Send + 'static,
+    O: Copy + Default + Send + 'static,
+    Sc: Copy + Default + Send + 'static,
+    F: Fn(&mut [I], usize) + Sync,
+    L: Fn(usize) -> I + Sync,
 {
     let lines = g.pre * g.post;
     let width = g.lin.max(g.lout);
@@ -69,34 +89,34 @@ fn drive<I, O, S>(
     let parallel = lines > 1 && lines * width >= PARALLEL;
     if g.post == 1 {
         let rows = (TASK / width).clamp(1, lines);
-        let body = |st: &mut (Vec<I>, S), (t, chunk): (usize, &mut [O])| {
-            let count = chunk.len() / g.lout;
-            let ibuf = &mut st.0;
-            ibuf.resize(count * g.lin, I::default());
-            for (r, line) in ibuf.chunks_exact_mut(g.lin).enumerate() {
-                let src = (t * rows + r) * g.m;
-                for (j, v) in line[..g.copy].iter_mut().enumerate() {
-                    *v = load(src + j);
-                }
+        // One line at a time through a buffer of one line (which stays in cache), straight
+        // into its output row.
+        let body = |st: &mut (Vec<I>, Vec<Sc>), (t, chunk): (usize, &mut [O])| {
+            let (line, scratch) = (&mut st.0, &mut st.1);
+            line.resize(g.lin, I::default());
+            for (r, o) in chunk.chunks_exact_mut(g.lout).enumerate() {
+                (read.fill)(&mut line[..g.copy], (t * rows + r) * g.m);
                 line[g.copy..].fill(I::default());
+                transform(line, o, scratch);
             }
-            transform(ibuf, chunk, &mut st.1);
         };
         if parallel {
             out.par_chunks_mut(rows * g.lout)
                 .enumerate()
-                .for_each_init(|| (Vec::new(), init()), body);
+                .for_each_init(|| (Vec::new(), vec![Sc::default(); scratch_len]), body);
         } else {
-            let mut st = (Vec::new(), init());
+            let mut st = (seq_buf(g.lin), seq_buf(scratch_len));
             for x in out.chunks_mut(rows * g.lout).enumerate() {
                 body(&mut st, x);
             }
+            spare::give(st.0);
+            spare::give(st.1);
         }
     } else {
         let cols = (TASK / width).clamp(COLS, COLS.max(g.post)).min(g.post);
         let per = g.post.div_ceil(cols);
         let base = OutBase(out.as_mut_ptr());
-        let body = |st: &mut (Vec<I>, Vec<O>, S), t: usize| {
+        let body = |st: &mut (Vec<I>, Vec<O>, Vec<Sc>), t: usize| {
             let (p, q0) = (t / per, (t % per) * cols);
             let count = cols.min(g.post - q0);
             let (ibuf, obuf, scratch) = (&mut st.0, &mut st.1, &mut st.2);
@@ -105,7 +125,7 @@ fn drive<I, O, S>(
             for j in 0..g.copy {
                 let src = (p * g.m + j) * g.post + q0;
                 for b in 0..count {
-                    ibuf[b * g.lin + j] = load(src + b);
+                    ibuf[b * g.lin + j] = (read.load)(src + b);
                 }
             }
             for line in ibuf.chunks_exact_mut(g.lin) {
@@ -124,14 +144,22 @@ fn drive<I, O, S>(
         };
         let tasks = g.pre * per;
         if parallel {
-            (0..tasks)
-                .into_par_iter()
-                .for_each_init(|| (Vec::new(), Vec::new(), init()), body);
+            (0..tasks).into_par_iter().for_each_init(
+                || (Vec::new(), Vec::new(), vec![Sc::default(); scratch_len]),
+                body,
+            );
         } else {
-            let mut st = (Vec::new(), Vec::new(), init());
+            let mut st = (
+                seq_buf(cols * g.lin),
+                seq_buf(cols * g.lout),
+                seq_buf(scratch_len),
+            );
             for t in 0..tasks {
                 body(&mut st, t);
             }
+            spare::give(st.0);
+            spare::give(st.1);
+            spare::give(st.2);
         }
     }
 }
@@ -168,52 +196,96 @@ fn c2c<T: FftFloat>(
     input: &TypedVec,
     out: &mut [Complex<T>],
 ) -> Option<()> {
-    let fft = T::planner().lock().complex(spec.n, inverse);
-    let scale = spec.scale();
-    let s = T::of(scale);
-    let zero = Complex::new(T::zero(), T::zero());
+    let s = T::of(spec.scale());
+    let unscaled = spec.scale() == 1.0;
     if let Some(x) = T::complex(input) {
-        if g.post == 1 && g.m == g.lin && scale == 1.0 {
-            // Straight from the input: rustfft reads it and writes the output.
-            let rows = (TASK / g.lin).max(1) * g.lin;
-            let scratch = || vec![zero; fft.get_immutable_scratch_len()];
-            let run = |sc: &mut Vec<Complex<T>>, (i, o): (&[Complex<T>], &mut [Complex<T>])| {
-                fft.process_immutable_with_scratch(i, o, sc)
-            };
-            if g.pre > 1 && out.len() >= PARALLEL {
-                out.par_chunks_mut(rows)
-                    .zip(x.par_chunks(rows))
-                    .for_each_init(scratch, |sc, (o, i)| run(sc, (i, o)));
-            } else if !out.is_empty() {
-                let mut sc = scratch();
-                for (o, i) in out.chunks_mut(rows).zip(x.chunks(rows)) {
-                    run(&mut sc, (i, o));
+        let fill = |d: &mut [Complex<T>], i: usize| {
+            let src = &x[i..i + d.len()];
+            if unscaled {
+                d.copy_from_slice(src);
+            } else {
+                for (d, &v) in d.iter_mut().zip(src) {
+                    *d = v * s;
                 }
             }
-            return Some(());
-        }
-        let init = || vec![zero; fft.get_outofplace_scratch_len()];
-        let run = |i: &mut [Complex<T>], o: &mut [Complex<T>], sc: &mut Vec<Complex<T>>| {
-            fft.process_outofplace_with_scratch(i, o, sc)
         };
-        drive(g, |i| x[i] * s, out, init, run);
+        c2c_lines(
+            spec,
+            inverse,
+            g,
+            Reader {
+                fill,
+                load: |i| x[i] * s,
+            },
+            out,
+        );
     } else {
         let x = T::real(input)?;
-        let init = || vec![zero; fft.get_outofplace_scratch_len()];
-        let run = |i: &mut [Complex<T>], o: &mut [Complex<T>], sc: &mut Vec<Complex<T>>| {
-            fft.process_outofplace_with_scratch(i, o, sc)
+        let fill = |d: &mut [Complex<T>], i: usize| {
+            let src = &x[i..i + d.len()];
+            for (d, &v) in d.iter_mut().zip(src) {
+                *d = Complex::new(v * s, T::zero());
+            }
         };
-        drive(g, |i| Complex::new(x[i] * s, T::zero()), out, init, run);
+        let load = |i: usize| Complex::new(x[i] * s, T::zero());
+        c2c_lines(spec, inverse, g, Reader { fill, load }, out);
     }
     Some(())
+}
+
+/// The complex transform of every line. A contiguous axis is filled into the output's rows
+/// and transformed there in place (no buffer of the task's own); a strided one goes through
+/// [`drive`].
+fn c2c_lines<T: FftFloat, F, L>(
+    spec: Spec,
+    inverse: bool,
+    g: Lines,
+    read: Reader<F, L>,
+    out: &mut [Complex<T>],
+) where
+    F: Fn(&mut [Complex<T>], usize) + Sync,
+    L: Fn(usize) -> Complex<T> + Sync,
+{
+    let fft = T::planner().lock().complex(spec.n, inverse);
+    let zero = Complex::new(T::zero(), T::zero());
+    if g.post != 1 {
+        let run = |i: &mut [Complex<T>], o: &mut [Complex<T>], sc: &mut [Complex<T>]| {
+            fft.process_outofplace_with_scratch(i, o, sc)
+        };
+        drive(g, read, out, fft.get_outofplace_scratch_len(), run);
+        return;
+    }
+    let (n, lines) = (g.lout, g.pre);
+    if lines == 0 {
+        return;
+    }
+    let rows = (TASK / n).clamp(1, lines);
+    let body = |sc: &mut Vec<Complex<T>>, (t, chunk): (usize, &mut [Complex<T>])| {
+        for (r, line) in chunk.chunks_exact_mut(n).enumerate() {
+            (read.fill)(&mut line[..g.copy], (t * rows + r) * g.m);
+            line[g.copy..].fill(zero);
+        }
+        fft.process_with_scratch(chunk, sc);
+    };
+    let scratch_len = fft.get_inplace_scratch_len();
+    if lines > 1 && lines * n >= PARALLEL {
+        out.par_chunks_mut(rows * n)
+            .enumerate()
+            .for_each_init(|| vec![zero; scratch_len], body);
+    } else {
+        let mut sc = seq_buf(scratch_len);
+        for x in out.chunks_mut(rows * n).enumerate() {
+            body(&mut sc, x);
+        }
+        spare::give(sc);
+    }
 }
 
 fn r2c<T: FftFloat>(spec: Spec, g: Lines, x: &[T], out: &mut [Complex<T>]) -> Option<()> {
     let plan = T::planner().lock().r2c(spec.n);
     let s = T::of(spec.scale());
     let (n, h) = (spec.n, spec.half());
-    let init = || vec![Complex::new(T::zero(), T::zero()); plan.get_scratch_len()];
-    let run = |i: &mut [T], o: &mut [Complex<T>], sc: &mut Vec<Complex<T>>| {
+    let run = |i: &mut [T], o: &mut [Complex<T>], sc: &mut [Complex<T>]| {
         for (il, ol) in i.chunks_exact_mut(n).zip(o.chunks_exact_mut(h)) {
             // The buffers have the plan's lengths: realfft reports nothing else.
             if let Err(e) = plan.process_with_scratch(il, ol, sc) {
@@ -221,7 +293,7 @@ fn r2c<T: FftFloat>(spec: Spec, g: Lines, x: &[T], out: &mut [Complex<T>]) -> Op
             }
         }
     };
-    drive(g, |i| x[i] * s, out, init, run);
+    drive(g, scaled(x, s), out, plan.get_scratch_len(), run);
     Some(())
 }
 
@@ -229,8 +301,7 @@ fn c2r<T: FftFloat>(spec: Spec, g: Lines, x: &[Complex<T>], out: &mut [T]) -> Op
     let plan = T::planner().lock().c2r(spec.n);
     let s = T::of(spec.scale());
     let (n, h) = (spec.n, spec.half());
-    let init = || vec![Complex::new(T::zero(), T::zero()); plan.get_scratch_len()];
-    let run = |i: &mut [Complex<T>], o: &mut [T], sc: &mut Vec<Complex<T>>| {
+    let run = |i: &mut [Complex<T>], o: &mut [T], sc: &mut [Complex<T>]| {
         for (il, ol) in i.chunks_exact_mut(h).zip(o.chunks_exact_mut(n)) {
             // realfft computes without the imaginary parts of coefficient 0 (and n / 2 for even
             // n), as NumPy does, and reports that they were not zero: not an error here.
@@ -240,6 +311,27 @@ fn c2r<T: FftFloat>(spec: Spec, g: Lines, x: &[Complex<T>], out: &mut [T]) -> Op
             }
         }
     };
-    drive(g, |i| x[i] * s, out, init, run);
+    drive(g, scaled(x, s), out, plan.get_scratch_len(), run);
     Some(())
+}
+
+/// Reads elements of `x` times `s` (`x` real or complex, the same type out).
+#[allow(clippy::type_complexity)]
+fn scaled<'a, X, T>(
+    x: &'a [X],
+    s: T,
+) -> Reader<impl Fn(&mut [X], usize) + Sync + 'a, impl Fn(usize) -> X + Sync + 'a>
+where
+    X: Copy + Sync + std::ops::Mul<T, Output = X> + 'a,
+    T: Copy + Sync + 'a,
+{
+    Reader {
+        fill: move |d: &mut [X], i: usize| {
+            let src = &x[i..i + d.len()];
+            for (d, &v) in d.iter_mut().zip(src) {
+                *d = v * s;
+            }
+        },
+        load: move |i: usize| x[i] * s,
+    }
 }

@@ -9,6 +9,7 @@
 //!
 //! - `cpu.rs`: the CPU entries, rustfft and realfft over rayon tasks of lines;
 //! - `planner.rs`: the shared plans, one planner per element type;
+//! - `spare.rs`: large buffers kept between calls that run on one thread;
 //! - `reference.rs`: comparison mode's reference, a direct f64 DFT or rustfft in f64.
 //!
 //! The GPU entries are `Unsupported`: a GPU executor runs the CPU entry from host copies (its
@@ -23,6 +24,7 @@
 mod cpu;
 mod planner;
 mod reference;
+mod spare;
 
 use super::{Cost, IntrinsicDef, MagInput, Operand, Output, Rows, numel};
 use crate::error::{Error, ErrorKind, Result};
