@@ -1,7 +1,8 @@
 //! The intrinsic library (the seed's 700) and its registry: hand-written, non-fusible kernels, one
 //! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`, `scan/`, `scatter/`:
 //! scatter, scatter_add and put_along_axis; `histogram/`: bincount and histogram; `sort/`: sort,
-//! argsort, take_along_axis, searchsorted, unique_runs and topk). Each folder's `mod.rs`
+//! argsort, take_along_axis, searchsorted, unique_runs and topk; `linalg/`; `fft/`: fft, rfft
+//! and irfft along one axis). Each folder's `mod.rs`
 //! implements [`IntrinsicDef`], the one description of the intrinsic that every stage dispatches
 //! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
 //! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
@@ -62,6 +63,7 @@
 
 pub mod concat;
 pub mod cpu;
+pub mod fft;
 pub mod gather;
 pub mod histogram;
 pub mod linalg;
@@ -166,6 +168,12 @@ pub trait IntrinsicDef: Sync {
         false
     }
 
+    /// Whether the intrinsic takes complex inputs (`Complex<f32>`, `Complex<f64>`); the front end
+    /// refuses complex arrays for the others before their check.
+    fn accepts_complex(&self) -> bool {
+        false
+    }
+
     /// The work of one call.
     fn cost(&self, call: &IntrinsicCall) -> Cost;
 
@@ -245,7 +253,7 @@ impl Rows {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 29] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 32] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
@@ -275,6 +283,9 @@ pub static REGISTRY: [&dyn IntrinsicDef; 29] = [
     &linalg::triangular::TriangularSolveDef,
     &linalg::qr::QrDef("qr"),
     &linalg::qr::QrDef("lstsq"),
+    &fft::FftDef("fft"),
+    &fft::FftDef("rfft"),
+    &fft::FftDef("irfft"),
 ];
 
 /// The registry index of `op`'s definition.
@@ -309,6 +320,9 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::TriangularSolve { .. } => 26,
         Intrinsic::Qr => 27,
         Intrinsic::Lstsq => 28,
+        Intrinsic::Fft { .. } => 29,
+        Intrinsic::Rfft { .. } => 30,
+        Intrinsic::Irfft { .. } => 31,
     }
 }
 
@@ -453,6 +467,31 @@ mod tests {
             ),
             (Intrinsic::Qr, "qr"),
             (Intrinsic::Lstsq, "lstsq"),
+            (
+                Intrinsic::Fft {
+                    axis: 0,
+                    n: 8,
+                    inverse: true,
+                    norm: crate::ir::FftNorm::Ortho,
+                },
+                "fft",
+            ),
+            (
+                Intrinsic::Rfft {
+                    axis: 1,
+                    n: 5,
+                    norm: crate::ir::FftNorm::Backward,
+                },
+                "rfft",
+            ),
+            (
+                Intrinsic::Irfft {
+                    axis: 0,
+                    n: 6,
+                    norm: crate::ir::FftNorm::Forward,
+                },
+                "irfft",
+            ),
         ];
         assert_eq!(ops.len(), REGISTRY.len());
         let mut seen = Vec::new();

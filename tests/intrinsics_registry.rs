@@ -659,7 +659,143 @@ fn case(name: &str, r: &mut StdRng) -> Case {
         | "cholesky" | "cholesky_solve" | "triangular_solve" | "qr" | "lstsq" => {
             linalg_case(name, r)
         }
+        "fft" | "rfft" | "irfft" => fft_case(name, r),
         other => panic!("intrinsic {other} is registered but has no case in this test"),
+    }
+}
+
+/// A Fourier transform whose result is exact in binary: lengths 1, 2 and 4 (4 for the complex
+/// transform only; its twiddles are 1, -i, -1, i), small integers, scales that are powers of
+/// two, along a random axis of a batch, the input axis cropped or zero-padded; the loop here
+/// is the definition `sum_j x_j w^(jk)` with `w = exp(-+2 pi i / n)` written out. Accuracy on
+/// every length is `tests/fft.rs`'s.
+fn fft_case(name: &str, r: &mut StdRng) -> Case {
+    use arrayflow::ir::FftNorm;
+    type Z = num_complex::Complex<f64>;
+    let rank = r.random_range(1..=3);
+    let mut s = shape(r, rank, 4);
+    let axis = r.random_range(0..rank);
+    let m = r.random_range(1..=5);
+    s[axis] = m;
+    let n = if name == "fft" {
+        [1, 2, 4][r.random_range(0..3)]
+    } else {
+        [1, 2][r.random_range(0..2)]
+    };
+    let inverse = name == "irfft" || (name == "fft" && r.random_bool(0.5));
+    // Ortho's 1/sqrt(n) is a power of two only for n = 1 and 4.
+    let norms: &[FftNorm] = if n == 2 {
+        &[FftNorm::Backward, FftNorm::Forward]
+    } else {
+        &[FftNorm::Backward, FftNorm::Forward, FftNorm::Ortho]
+    };
+    let norm = norms[r.random_range(0..norms.len())];
+    let f64s = r.random_bool(0.5);
+    let small = |r: &mut StdRng| r.random_range(-8..=8) as f64;
+    let numel = len(&s);
+    let x: Vec<Z> = (0..numel)
+        .map(|_| {
+            let re = small(r);
+            let im = if name == "rfft" { 0.0 } else { small(r) };
+            Z::new(re, im)
+        })
+        .collect();
+    // Real input to the complex transform half of the time.
+    let real_in = name == "rfft" || (name == "fft" && r.random_bool(0.5));
+    let x: Vec<Z> = if real_in {
+        x.iter().map(|z| Z::new(z.re, 0.0)).collect()
+    } else {
+        x
+    };
+    let data = match (real_in, f64s) {
+        (true, true) => TypedVec::F64(x.iter().map(|z| z.re).collect()),
+        (true, false) => TypedVec::F32(x.iter().map(|z| z.re as f32).collect()),
+        (false, true) => TypedVec::C128(x.clone()),
+        (false, false) => TypedVec::C64(
+            x.iter()
+                .map(|z| num_complex::Complex::new(z.re as f32, z.im as f32))
+                .collect(),
+        ),
+    };
+    let half = n / 2 + 1;
+    let (lin, lout) = match name {
+        "fft" => (n, n),
+        "rfft" => (n, half),
+        _ => (half, n),
+    };
+    let w = |t: usize| {
+        let q = 4 * (t % n) / n;
+        let sign = if inverse { 1.0 } else { -1.0 };
+        [
+            Z::new(1.0, 0.0),
+            Z::new(0.0, sign),
+            Z::new(-1.0, 0.0),
+            Z::new(0.0, -sign),
+        ][q]
+    };
+    let scale = match (norm, inverse) {
+        (FftNorm::Backward, false) | (FftNorm::Forward, true) => 1.0,
+        (FftNorm::Ortho, _) => 1.0 / (n as f64).sqrt(),
+        _ => 1.0 / n as f64,
+    };
+    let (pre, post) = (len(&s[..axis]), len(&s[axis + 1..]));
+    let mut out = vec![Z::new(0.0, 0.0); pre * lout * post];
+    for p in 0..pre {
+        for q in 0..post {
+            // The line as the transform reads it: cropped or padded to `lin`.
+            let mut line: Vec<Z> = (0..lin)
+                .map(|j| {
+                    if j < m {
+                        x[(p * m + j) * post + q]
+                    } else {
+                        Z::new(0.0, 0.0)
+                    }
+                })
+                .collect();
+            if name == "irfft" {
+                // The Hermitian spectrum of the coefficients (imaginary parts of 0 and n/2 dropped).
+                line[0].im = 0.0;
+                if n == 2 {
+                    line[1].im = 0.0;
+                }
+                let h = line.clone();
+                line = (0..n)
+                    .map(|k| if k < half { h[k] } else { h[n - k].conj() })
+                    .collect();
+            }
+            for k in 0..lout {
+                let v: Z = (0..n).map(|j| line[j] * w(j * k)).sum();
+                out[(p * lout + k) * post + q] = v * scale;
+            }
+        }
+    }
+    let expected = match (name, f64s) {
+        ("irfft", true) => TypedVec::F64(out.iter().map(|z| z.re).collect()),
+        ("irfft", false) => TypedVec::F32(out.iter().map(|z| z.re as f32).collect()),
+        (_, true) => TypedVec::C128(out),
+        (_, false) => TypedVec::C64(
+            out.iter()
+                .map(|z| num_complex::Complex::new(z.re as f32, z.im as f32))
+                .collect(),
+        ),
+    };
+    let op = match name {
+        "fft" => Intrinsic::Fft {
+            axis,
+            n,
+            inverse,
+            norm,
+        },
+        "rfft" => Intrinsic::Rfft { axis, n, norm },
+        _ => Intrinsic::Irfft { axis, n, norm },
+    };
+    let mut out_shape = s.clone();
+    out_shape[axis] = lout;
+    Case {
+        op,
+        inputs: vec![(data, Shape::from_slice(&s))],
+        expected,
+        out_shape,
     }
 }
 
@@ -1291,6 +1427,44 @@ fn checks_reject_bad_calls_at_the_callers_line() {
             ],
         ),
     ];
+    use arrayflow::ir::FftNorm;
+    let mut bad = bad;
+    bad.extend([
+        (
+            Intrinsic::Fft {
+                axis: 2,
+                n: 4,
+                inverse: false,
+                norm: FftNorm::Backward,
+            },
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::C64,
+            }],
+        ),
+        (
+            Intrinsic::Rfft {
+                axis: 0,
+                n: 4,
+                norm: FftNorm::Backward,
+            },
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::C128,
+            }],
+        ),
+        (
+            Intrinsic::Irfft {
+                axis: 1,
+                n: 0,
+                norm: FftNorm::Ortho,
+            },
+            vec![Operand {
+                shape: &m23,
+                dtype: DType::C64,
+            }],
+        ),
+    ]);
     assert_eq!(
         bad.len(),
         REGISTRY.len(),

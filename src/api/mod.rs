@@ -1,6 +1,6 @@
 //! The language-specific interface (the seed's LSI 100) for Rust: `Array<T>` with operator
 //! overloading, math functions, reductions, scans, generators, views, sorting, scatter
-//! (`scatter.rs`) and counting (`counting.rs`), random numbers and permutations
+//! (`scatter.rs`) and counting (`counting.rs`), Fourier transforms (`fft.rs`), random numbers and permutations
 //! (`permute.rs`), reads and writes, and the `Runtime` controls. Every public function is
 //! `#[track_caller]` so errors, caches and profiles know the user's call site.
 
@@ -9,6 +9,7 @@ mod complex;
 mod counting;
 mod dynarray;
 mod element;
+pub mod fft;
 mod inspect;
 pub mod linalg;
 mod math;

@@ -709,7 +709,10 @@ fn reduce_node(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<H
 /// Records an intrinsic call: its definition in the registry (`intrinsics/`) checks the inputs
 /// at `site` and gives the output's shape and type.
 pub fn intrinsic(op: Intrinsic, inputs: &[&Handle], site: Site) -> Result<Handle> {
-    if let Some(h) = inputs.iter().find(|h| h.dtype.is_complex()) {
+    if let Some(h) = inputs
+        .iter()
+        .find(|h| h.dtype.is_complex() && !op.def().accepts_complex())
+    {
         return Err(Error::new(
             ErrorKind::DType,
             format!("`{}` does not accept {} elements yet", op.name(), h.dtype),

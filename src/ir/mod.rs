@@ -14,7 +14,9 @@ mod value;
 pub use crate::primitives::{BinaryOp, ReduceOp, UnaryOp};
 pub use dtype::{DType, Scalar};
 pub use node::{NodeInfo, NodeState, NodeTable};
-pub use op::{FoldMode, GenKind, Intrinsic, IntrinsicOutput, Op, RandomDist, RngAlgorithm};
+pub use op::{
+    FftNorm, FoldMode, GenKind, Intrinsic, IntrinsicOutput, Op, RandomDist, RngAlgorithm,
+};
 pub use queue::{Entry, FlushReason};
 pub use rng::RngState;
 pub use shape::{Shape, broadcast_shapes, contiguous_strides, numel, unit_reshape};

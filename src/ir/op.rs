@@ -256,6 +256,66 @@ pub enum Intrinsic {
     /// Least squares `min |a x - b|` for `m >= n`: inputs a `[..., m, n]`, b `[..., m, r]`
     /// (batch axes broadcast); output `[..., n, r]`; a rank-deficient `a` fails the program.
     Lstsq,
+    /// The discrete Fourier transform of length `n` along `axis` (`intrinsics/fft/`), forward
+    /// (`exp(-2 pi i jk / n)`) or `inverse`, scaled as `norm` says. Input: f32, f64 (read as
+    /// complex with zero imaginary parts), `Complex<f32>` or `Complex<f64>`, its axis cropped or
+    /// zero-padded to `n`; output: the complex type of the input's precision, the axis `n` long.
+    Fft {
+        axis: usize,
+        n: usize,
+        inverse: bool,
+        norm: FftNorm,
+    },
+    /// The forward transform of a real f32/f64 input of length `n` along `axis` (cropped or
+    /// zero-padded to `n`): its first `n / 2 + 1` complex coefficients.
+    Rfft {
+        axis: usize,
+        n: usize,
+        norm: FftNorm,
+    },
+    /// The inverse of [`Intrinsic::Rfft`]: a complex input whose axis holds the first
+    /// `n / 2 + 1` coefficients of a Hermitian spectrum (cropped or zero-padded to that; the
+    /// imaginary parts of coefficient 0, and of `n / 2` for even `n`, are ignored) to the real
+    /// signal of length `n` along `axis`.
+    Irfft {
+        axis: usize,
+        n: usize,
+        norm: FftNorm,
+    },
+}
+
+/// How a Fourier transform is scaled (NumPy's `norm`): a transform of length `n` and its inverse
+/// are multiplied by these factors.
+///
+/// | mode | forward | inverse |
+/// | --- | --- | --- |
+/// | `Backward` (the default) | 1 | 1/n |
+/// | `Ortho` | 1/sqrt(n) | 1/sqrt(n) |
+/// | `Forward` | 1/n | 1 |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FftNorm {
+    /// The inverse divides by `n` (NumPy's default, `norm="backward"`).
+    #[default]
+    Backward,
+    /// Both directions divide by `sqrt(n)`: the transform is unitary.
+    Ortho,
+    /// The forward transform divides by `n`.
+    Forward,
+}
+
+impl FftNorm {
+    /// The factor a transform of length `n` (`inverse` or forward) is multiplied by.
+    pub fn scale(self, n: usize, inverse: bool) -> f64 {
+        match (self, inverse) {
+            (FftNorm::Backward, false) | (FftNorm::Forward, true) => 1.0,
+            (FftNorm::Ortho, _) => 1.0 / (n as f64).sqrt(),
+            _ => 1.0 / n as f64,
+        }
+    }
+    /// A small number for trace keys.
+    pub fn index(self) -> u64 {
+        self as u64
+    }
 }
 
 /// One output of an intrinsic call: its shape and element type.

@@ -31,6 +31,8 @@ pub fn write_external(v: &TypedVec, dest: HostDest) {
             (TypedVec::I32(v), OutPtr::I32(p)) => p.copy_from_nonoverlapping(v.as_ptr(), v.len()),
             (TypedVec::U32(v), OutPtr::U32(p)) => p.copy_from_nonoverlapping(v.as_ptr(), v.len()),
             (TypedVec::Bool(v), OutPtr::Bool(p)) => p.copy_from_nonoverlapping(v.as_ptr(), v.len()),
+            (TypedVec::C64(v), OutPtr::C64(p)) => p.copy_from_nonoverlapping(v.as_ptr(), v.len()),
+            (TypedVec::C128(v), OutPtr::C128(p)) => p.copy_from_nonoverlapping(v.as_ptr(), v.len()),
             _ => unreachable!("an external output has its kernel's element type"),
         }
     }

@@ -1,0 +1,250 @@
+//! Fourier transform benchmark (`intrinsics/fft/`) on the CPU executor: arrayflow's `fft` and
+//! `rfft` against rustfft and realfft called directly on the same data (issue 22's target: at
+//! least 0.9x on the CPU). Every result is checked against the peer's before it is timed; each
+//! figure is the median of `FFT_REPEATS` (default 7) timed runs after one untimed warm-up.
+//!
+//! - one long line: `Complex<f32>` `fft` of 2^`FFT_LOG2` (default 22) points, and f32 `rfft` of
+//!   the same length, against one rustfft / realfft plan run on one thread (a transform of one
+//!   line runs on one thread in both);
+//! - a batch: `Complex<f32>` `fft` and f32 `rfft` of 4096 rows of 1024 along the last axis,
+//!   against the same plans run over the rows with rayon (arrayflow runs the batch over rayon).
+//!
+//! arrayflow is timed as `fft::fft(&a, ..).eval()` (computed into the runtime's buffer, not
+//! copied out); the peers copy the input into a buffer (rustfft transforms in place, realfft
+//! overwrites its input) and transform it, with plans and scratch made before the clock starts.
+//! Ratio = peer time / arrayflow time (above 1: arrayflow is faster).
+//!
+//! ```sh
+//! cargo bench --bench fft
+//! ```
+
+mod common;
+use common::{cpu_model, fmt_time, random_vec};
+
+use arrayflow::fft::{self, Norm};
+use arrayflow::{Array, Complex, Runtime};
+use rayon::prelude::*;
+use std::time::{Duration, Instant};
+
+type C32 = Complex<f32>;
+
+fn env_usize(k: &str, default: usize) -> usize {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// The median of `repeats` timed runs of `run` (after one untimed warm-up).
+fn median<R>(repeats: usize, mut run: impl FnMut() -> R) -> Duration {
+    std::hint::black_box(run());
+    let mut t: Vec<Duration> = (0..repeats)
+        .map(|_| {
+            let t0 = Instant::now();
+            std::hint::black_box(run());
+            t0.elapsed()
+        })
+        .collect();
+    t.sort();
+    t[t.len() / 2]
+}
+
+struct Row {
+    name: String,
+    shape: String,
+    af: Duration,
+    peer: Duration,
+    peer_name: &'static str,
+}
+
+/// arrayflow's result within `1e-5` of the peer's (relative to the largest modulus).
+#[track_caller]
+fn check(what: &str, got: &[C32], want: &[C32]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let big = want.iter().map(|z| z.norm()).fold(0.0f32, f32::max);
+    let worst = got
+        .iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).norm())
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst <= 1e-5 * big,
+        "{what}: differs by {worst} (largest |X| {big})"
+    );
+}
+
+fn complex_data(n: usize, seed: u64) -> Vec<C32> {
+    let v = random_vec(2 * n, seed, -1.0, 1.0);
+    v.chunks_exact(2).map(|p| C32::new(p[0], p[1])).collect()
+}
+
+fn main() {
+    let repeats = env_usize("FFT_REPEATS", 7).max(1);
+    println!(
+        "FFT benchmark: executor {}, host {} ({} rayon threads)",
+        Runtime::executor(),
+        cpu_model(),
+        rayon::current_num_threads()
+    );
+    let mut rows = Vec::new();
+    let mut planner = rustfft::FftPlanner::<f32>::new();
+    let mut real_planner = realfft::RealFftPlanner::<f32>::new();
+    let b = Norm::Backward;
+
+    // One long line.
+    let n = 1usize << env_usize("FFT_LOG2", 22);
+    {
+        let x = complex_data(n, 3);
+        let a = Array::from_slice(&x, &[n]);
+        let plan = planner.plan_fft_forward(n);
+        let mut scratch = vec![C32::default(); plan.get_inplace_scratch_len()];
+        let mut buf = x.clone();
+        plan.process_with_scratch(&mut buf, &mut scratch);
+        check(
+            "fft",
+            &fft::fft(&a, None, 0, b).to_vec().expect("fft"),
+            &buf,
+        );
+        let af = median(repeats, || fft::fft(&a, None, 0, b).eval().expect("fft"));
+        let peer = median(repeats, || {
+            buf.copy_from_slice(&x);
+            plan.process_with_scratch(&mut buf, &mut scratch);
+        });
+        rows.push(Row {
+            name: "fft c64".into(),
+            shape: format!("[{n}]"),
+            af,
+            peer,
+            peer_name: "rustfft, one plan, 1 thread",
+        });
+    }
+    {
+        let x = random_vec(n, 5, -1.0, 1.0);
+        let a = Array::from_slice(&x, &[n]);
+        let plan = real_planner.plan_fft_forward(n);
+        let mut scratch = plan.make_scratch_vec();
+        let mut input = x.clone();
+        let mut out = plan.make_output_vec();
+        plan.process_with_scratch(&mut input, &mut out, &mut scratch)
+            .expect("realfft");
+        check(
+            "rfft",
+            &fft::rfft(&a, None, 0, b).to_vec().expect("rfft"),
+            &out,
+        );
+        let af = median(repeats, || fft::rfft(&a, None, 0, b).eval().expect("rfft"));
+        let peer = median(repeats, || {
+            input.copy_from_slice(&x);
+            plan.process_with_scratch(&mut input, &mut out, &mut scratch)
+                .expect("realfft");
+        });
+        rows.push(Row {
+            name: "rfft f32".into(),
+            shape: format!("[{n}]"),
+            af,
+            peer,
+            peer_name: "realfft, one plan, 1 thread",
+        });
+    }
+
+    // A batch of rows.
+    let (rows_n, len) = (env_usize("FFT_BATCH", 4096), env_usize("FFT_ROW", 1024));
+    {
+        let x = complex_data(rows_n * len, 9);
+        let a = Array::from_slice(&x, &[rows_n, len]);
+        let plan = planner.plan_fft_forward(len);
+        let scratch_len = plan.get_inplace_scratch_len();
+        let mut buf = x.clone();
+        let run_peer = |buf: &mut Vec<C32>| {
+            buf.par_chunks_mut(64 * len)
+                .zip(x.par_chunks(64 * len))
+                .for_each_init(
+                    || vec![C32::default(); scratch_len],
+                    |scratch, (b, xs)| {
+                        b.copy_from_slice(xs);
+                        plan.process_with_scratch(b, scratch);
+                    },
+                );
+        };
+        run_peer(&mut buf);
+        check(
+            "batched fft",
+            &fft::fft(&a, None, 1, b).to_vec().expect("fft"),
+            &buf,
+        );
+        let af = median(repeats, || fft::fft(&a, None, 1, b).eval().expect("fft"));
+        let peer = median(repeats, || run_peer(&mut buf));
+        rows.push(Row {
+            name: "fft c64".into(),
+            shape: format!("[{rows_n}, {len}]"),
+            af,
+            peer,
+            peer_name: "rustfft over rayon (64 rows a task)",
+        });
+    }
+    {
+        let x = random_vec(rows_n * len, 13, -1.0, 1.0);
+        let a = Array::from_slice(&x, &[rows_n, len]);
+        let plan = real_planner.plan_fft_forward(len);
+        let h = len / 2 + 1;
+        let mut out = vec![C32::default(); rows_n * h];
+        let run_peer = |out: &mut Vec<C32>| {
+            out.par_chunks_mut(64 * h)
+                .zip(x.par_chunks(64 * len))
+                .for_each_init(
+                    || (plan.make_input_vec(), plan.make_scratch_vec()),
+                    |(input, scratch), (o, xs)| {
+                        for (ol, xl) in o.chunks_exact_mut(h).zip(xs.chunks_exact(len)) {
+                            input.copy_from_slice(xl);
+                            plan.process_with_scratch(input, ol, scratch)
+                                .expect("realfft");
+                        }
+                    },
+                );
+        };
+        run_peer(&mut out);
+        check(
+            "batched rfft",
+            &fft::rfft(&a, None, 1, b).to_vec().expect("rfft"),
+            &out,
+        );
+        let af = median(repeats, || fft::rfft(&a, None, 1, b).eval().expect("rfft"));
+        let peer = median(repeats, || run_peer(&mut out));
+        rows.push(Row {
+            name: "rfft f32".into(),
+            shape: format!("[{rows_n}, {len}]"),
+            af,
+            peer,
+            peer_name: "realfft over rayon (64 rows a task)",
+        });
+    }
+
+    println!();
+    println!(
+        "{:<10} {:>14} {:>12} {:>12} {:>8}  peer",
+        "op", "shape", "arrayflow", "peer", "ratio"
+    );
+    for r in &rows {
+        let ratio = r.peer.as_secs_f64() / r.af.as_secs_f64();
+        println!(
+            "{:<10} {:>14} {:>12} {:>12} {:>7.2}x  {}",
+            r.name,
+            r.shape,
+            fmt_time(r.af),
+            fmt_time(r.peer),
+            ratio,
+            r.peer_name
+        );
+    }
+    println!("(ratio = peer time / arrayflow time: above 1 arrayflow is faster)");
+    for r in &rows {
+        println!(
+            "JSON {{\"bench\":\"fft\",\"op\":\"{}\",\"shape\":\"{}\",\"af_s\":{:.6e},\"peer\":\"{}\",\"peer_s\":{:.6e}}}",
+            r.name,
+            r.shape,
+            r.af.as_secs_f64(),
+            r.peer_name,
+            r.peer.as_secs_f64()
+        );
+    }
+}
