@@ -131,7 +131,11 @@ mod tests {
         s.put(B(4 << 20));
         s.put(B(2 << 20));
         s.put(B(8 << 20)); // over the limit with the others: dropped
-        assert_eq!(s.take(1 << 20).map(|b| b.0), None, "twice the size: not taken");
+        assert_eq!(
+            s.take(1 << 20).map(|b| b.0),
+            None,
+            "twice the size: not taken"
+        );
         assert_eq!(s.take((7 << 20) / 2).map(|b| b.0), Some(4 << 20));
         assert_eq!(s.take(5 << 20).map(|b| b.0), None);
         assert_eq!(s.take(2 << 20).map(|b| b.0), Some(2 << 20));
