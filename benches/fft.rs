@@ -19,43 +19,13 @@
 //! ```
 
 mod common;
-use common::{cpu_model, fmt_time, random_vec};
+use common::{PeerRow, cpu_model, env_usize, median_prepared, print_peer_rows, random_vec};
 
 use arrayflow::fft::{self, Norm};
 use arrayflow::{Array, Complex, Runtime};
 use rayon::prelude::*;
-use std::time::{Duration, Instant};
 
 type C32 = Complex<f32>;
-
-fn env_usize(k: &str, default: usize) -> usize {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
-/// The median of `repeats` timed runs of `run` (after one untimed warm-up).
-fn median<R>(repeats: usize, mut run: impl FnMut() -> R) -> Duration {
-    std::hint::black_box(run());
-    let mut t: Vec<Duration> = (0..repeats)
-        .map(|_| {
-            let t0 = Instant::now();
-            std::hint::black_box(run());
-            t0.elapsed()
-        })
-        .collect();
-    t.sort();
-    t[t.len() / 2]
-}
-
-struct Row {
-    name: String,
-    shape: String,
-    af: Duration,
-    peer: Duration,
-    peer_name: &'static str,
-}
 
 /// arrayflow's result within `1e-5` of the peer's (relative to the largest modulus).
 #[track_caller]
@@ -105,14 +75,22 @@ fn main() {
             &fft::fft(&a, None, 0, b).to_vec().expect("fft"),
             &buf,
         );
-        let af = median(repeats, || fft::fft(&a, None, 0, b).eval().expect("fft"));
-        let peer = median(repeats, || {
-            buf.copy_from_slice(&x);
-            plan.process_with_scratch(&mut buf, &mut scratch);
-        });
-        rows.push(Row {
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::fft(&a, None, 0, b).eval().expect("fft"),
+        );
+        let peer = median_prepared(
+            repeats,
+            || (),
+            |()| {
+                buf.copy_from_slice(&x);
+                plan.process_with_scratch(&mut buf, &mut scratch);
+            },
+        );
+        rows.push(PeerRow {
             name: "fft c64".into(),
-            shape: format!("[{n}]"),
+            size: format!("[{n}]"),
             af,
             peer,
             peer_name: "rustfft, one plan, 1 thread",
@@ -132,15 +110,23 @@ fn main() {
             &fft::rfft(&a, None, 0, b).to_vec().expect("rfft"),
             &out,
         );
-        let af = median(repeats, || fft::rfft(&a, None, 0, b).eval().expect("rfft"));
-        let peer = median(repeats, || {
-            input.copy_from_slice(&x);
-            plan.process_with_scratch(&mut input, &mut out, &mut scratch)
-                .expect("realfft");
-        });
-        rows.push(Row {
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::rfft(&a, None, 0, b).eval().expect("rfft"),
+        );
+        let peer = median_prepared(
+            repeats,
+            || (),
+            |()| {
+                input.copy_from_slice(&x);
+                plan.process_with_scratch(&mut input, &mut out, &mut scratch)
+                    .expect("realfft");
+            },
+        );
+        rows.push(PeerRow {
             name: "rfft f32".into(),
-            shape: format!("[{n}]"),
+            size: format!("[{n}]"),
             af,
             peer,
             peer_name: "realfft, one plan, 1 thread",
@@ -172,11 +158,15 @@ fn main() {
             &fft::fft(&a, None, 1, b).to_vec().expect("fft"),
             &buf,
         );
-        let af = median(repeats, || fft::fft(&a, None, 1, b).eval().expect("fft"));
-        let peer = median(repeats, || run_peer(&mut buf));
-        rows.push(Row {
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::fft(&a, None, 1, b).eval().expect("fft"),
+        );
+        let peer = median_prepared(repeats, || (), |()| run_peer(&mut buf));
+        rows.push(PeerRow {
             name: "fft c64".into(),
-            shape: format!("[{rows_n}, {len}]"),
+            size: format!("[{rows_n}, {len}]"),
             af,
             peer,
             peer_name: "rustfft over rayon (64 rows a task)",
@@ -208,43 +198,20 @@ fn main() {
             &fft::rfft(&a, None, 1, b).to_vec().expect("rfft"),
             &out,
         );
-        let af = median(repeats, || fft::rfft(&a, None, 1, b).eval().expect("rfft"));
-        let peer = median(repeats, || run_peer(&mut out));
-        rows.push(Row {
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::rfft(&a, None, 1, b).eval().expect("rfft"),
+        );
+        let peer = median_prepared(repeats, || (), |()| run_peer(&mut out));
+        rows.push(PeerRow {
             name: "rfft f32".into(),
-            shape: format!("[{rows_n}, {len}]"),
+            size: format!("[{rows_n}, {len}]"),
             af,
             peer,
             peer_name: "realfft over rayon (64 rows a task)",
         });
     }
 
-    println!();
-    println!(
-        "{:<10} {:>14} {:>12} {:>12} {:>8}  peer",
-        "op", "shape", "arrayflow", "peer", "ratio"
-    );
-    for r in &rows {
-        let ratio = r.peer.as_secs_f64() / r.af.as_secs_f64();
-        println!(
-            "{:<10} {:>14} {:>12} {:>12} {:>7.2}x  {}",
-            r.name,
-            r.shape,
-            fmt_time(r.af),
-            fmt_time(r.peer),
-            ratio,
-            r.peer_name
-        );
-    }
-    println!("(ratio = peer time / arrayflow time: above 1 arrayflow is faster)");
-    for r in &rows {
-        println!(
-            "JSON {{\"bench\":\"fft\",\"op\":\"{}\",\"shape\":\"{}\",\"af_s\":{:.6e},\"peer\":\"{}\",\"peer_s\":{:.6e}}}",
-            r.name,
-            r.shape,
-            r.af.as_secs_f64(),
-            r.peer_name,
-            r.peer.as_secs_f64()
-        );
-    }
+    print_peer_rows("fft", "", &rows);
 }

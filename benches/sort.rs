@@ -23,46 +23,10 @@
 //! ```
 
 mod common;
-use common::{cpu_model, fmt_time, random_vec};
+use common::{PeerRow, cpu_model, env_usize, median_prepared, print_peer_rows, random_vec};
 
 use arrayflow::{Array, Backend, Runtime};
 use rayon::prelude::*;
-use std::time::{Duration, Instant};
-
-fn env_usize(k: &str, default: usize) -> usize {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
-/// The median of `repeats` timed runs of `run` (after one untimed warm-up); `prepare` runs
-/// before each, untimed, and hands `run` its input.
-fn median<P, R>(
-    repeats: usize,
-    mut prepare: impl FnMut() -> P,
-    mut run: impl FnMut(P) -> R,
-) -> Duration {
-    std::hint::black_box(run(prepare()));
-    let mut t: Vec<Duration> = (0..repeats)
-        .map(|_| {
-            let p = prepare();
-            let t0 = Instant::now();
-            std::hint::black_box(run(p));
-            t0.elapsed()
-        })
-        .collect();
-    t.sort();
-    t[t.len() / 2]
-}
-
-struct Row {
-    name: String,
-    n: usize,
-    af: Duration,
-    peer: Duration,
-    peer_name: &'static str,
-}
 
 fn rayon_sort(x: &[f32]) -> Vec<f32> {
     let mut v = x.to_vec();
@@ -125,36 +89,36 @@ fn main() {
         drop((want, want_idx));
         let before = Runtime::stats();
         let _ = Runtime::take_kernel_times();
-        let af = median(repeats, || (), |_| a.sort_axis(0).eval().expect("sort"));
+        let af = median_prepared(repeats, || (), |_| a.sort_axis(0).eval().expect("sort"));
         on_device("sort", &before);
-        let peer = median(
+        let peer = median_prepared(
             repeats,
             || x.clone(),
             |mut v| v.par_sort_unstable_by(f32::total_cmp),
         );
-        rows.push(Row {
+        rows.push(PeerRow {
             name: "sort f32".into(),
-            n,
+            size: n.to_string(),
             af,
             peer,
             peer_name: "rayon par_sort_unstable_by(total_cmp)",
         });
         let before = Runtime::stats();
         let _ = Runtime::take_kernel_times();
-        let af = median(
+        let af = median_prepared(
             repeats,
             || (),
             |_| a.argsort_axis(0).eval().expect("argsort"),
         );
         on_device("argsort", &before);
-        let peer = median(
+        let peer = median_prepared(
             repeats,
             || (0..n as u32).collect::<Vec<u32>>(),
             |mut idx| idx.par_sort_by(|&p, &q| x[p as usize].total_cmp(&x[q as usize])),
         );
-        rows.push(Row {
+        rows.push(PeerRow {
             name: "argsort f32".into(),
-            n,
+            size: n.to_string(),
             af,
             peer,
             peer_name: "rayon par_sort_by(total_cmp) of positions",
@@ -177,7 +141,7 @@ fn main() {
         check("topk values", &v.to_vec().expect("topk"), &vals);
         let before = Runtime::stats();
         let _ = Runtime::take_kernel_times();
-        let af = median(
+        let af = median_prepared(
             repeats,
             || (),
             |_| {
@@ -186,7 +150,7 @@ fn main() {
             },
         );
         on_device("topk", &before);
-        let peer = median(
+        let peer = median_prepared(
             repeats,
             || (),
             |_| {
@@ -199,40 +163,13 @@ fn main() {
                 idx
             },
         );
-        rows.push(Row {
+        rows.push(PeerRow {
             name: format!("topk({k}) f32"),
-            n,
+            size: n.to_string(),
             af,
             peer,
             peer_name: "select_nth_unstable_by + sort (1 thread)",
         });
     }
-    println!();
-    println!(
-        "{:<14} {:>10} {:>12} {:>12} {:>8}  peer",
-        "op", "n", "arrayflow", "peer", "ratio"
-    );
-    for r in &rows {
-        let ratio = r.peer.as_secs_f64() / r.af.as_secs_f64();
-        println!(
-            "{:<14} {:>10} {:>12} {:>12} {:>7.2}x  {}",
-            r.name,
-            r.n,
-            fmt_time(r.af),
-            fmt_time(r.peer),
-            ratio,
-            r.peer_name
-        );
-    }
-    println!("(ratio = peer time / arrayflow time: above 1 arrayflow is faster)");
-    for r in &rows {
-        println!(
-            "JSON {{\"bench\":\"sort\",\"executor\":\"{backend:?}\",\"op\":\"{}\",\"n\":{},\"af_s\":{:.6e},\"peer\":\"{}\",\"peer_s\":{:.6e}}}",
-            r.name,
-            r.n,
-            r.af.as_secs_f64(),
-            r.peer_name,
-            r.peer.as_secs_f64()
-        );
-    }
+    print_peer_rows("sort", &format!("\"executor\":\"{backend:?}\","), &rows);
 }

@@ -123,3 +123,74 @@ pub fn print_kernel_times(what: &str) {
         );
     }
 }
+
+/// The environment variable `k` as a count, or `default`.
+pub fn env_usize(k: &str, default: usize) -> usize {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// The median of `repeats` timed runs of `run` (after one untimed warm-up); `prepare` runs
+/// before each, untimed, and hands `run` its input.
+pub fn median_prepared<P, R>(
+    repeats: usize,
+    mut prepare: impl FnMut() -> P,
+    mut run: impl FnMut(P) -> R,
+) -> Duration {
+    std::hint::black_box(run(prepare()));
+    let mut t: Vec<Duration> = (0..repeats)
+        .map(|_| {
+            let p = prepare();
+            let t0 = Instant::now();
+            std::hint::black_box(run(p));
+            t0.elapsed()
+        })
+        .collect();
+    t.sort();
+    t[t.len() / 2]
+}
+
+/// One operation timed in arrayflow and in its peer (`benches/{sort,fft}.rs`).
+pub struct PeerRow {
+    pub name: String,
+    /// The problem's size as the table shows it (`n`, or a shape).
+    pub size: String,
+    pub af: Duration,
+    pub peer: Duration,
+    pub peer_name: &'static str,
+}
+
+/// Prints `rows` as a table with their ratios, then one `JSON` line each (`bench`, the `extra`
+/// fields, written `"key":value,`, and the row).
+pub fn print_peer_rows(bench: &str, extra: &str, rows: &[PeerRow]) {
+    println!();
+    println!(
+        "{:<14} {:>14} {:>12} {:>12} {:>8}  peer",
+        "op", "size", "arrayflow", "peer", "ratio"
+    );
+    for r in rows {
+        let ratio = r.peer.as_secs_f64() / r.af.as_secs_f64();
+        println!(
+            "{:<14} {:>14} {:>12} {:>12} {:>7.2}x  {}",
+            r.name,
+            r.size,
+            fmt_time(r.af),
+            fmt_time(r.peer),
+            ratio,
+            r.peer_name
+        );
+    }
+    println!("(ratio = peer time / arrayflow time: above 1 arrayflow is faster)");
+    for r in rows {
+        println!(
+            "JSON {{\"bench\":\"{bench}\",{extra}\"op\":\"{}\",\"size\":\"{}\",\"af_s\":{:.6e},\"peer\":\"{}\",\"peer_s\":{:.6e}}}",
+            r.name,
+            r.size,
+            r.af.as_secs_f64(),
+            r.peer_name,
+            r.peer.as_secs_f64()
+        );
+    }
+}
