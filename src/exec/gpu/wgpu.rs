@@ -678,16 +678,8 @@ impl DeviceApi for WgpuApi {
             return self.on_done(done);
         }
         let done = self.counted(done);
-        let pool = self.staging.takes(bytes).then(|| self.staging.clone());
-        let staging = match &pool {
-            Some(p) => p.download(bytes),
-            None => self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: bytes,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }),
-        };
+        let pool = self.staging.clone();
+        let staging = pool.download(bytes);
         self.encoder()
             .copy_buffer_to_buffer(buf, 0, &staging, 0, bytes);
         self.after_submit.push(Box::new(move |_| {
@@ -701,9 +693,7 @@ impl DeviceApi for WgpuApi {
                         Ok(())
                     });
                     s.unmap();
-                    if let Some(p) = pool {
-                        p.recycle_read(s);
-                    }
+                    pool.recycle_read(s);
                     done(result);
                 });
         }));

@@ -85,21 +85,33 @@ impl StagingPool {
         });
     }
 
-    /// A `MAP_READ | COPY_DST` buffer of at least `bytes`, unmapped.
+    /// A `MAP_READ | COPY_DST` buffer of at least `bytes`, unmapped: from the pool where it
+    /// takes the transfer, else a new one of that size.
     pub fn download(&self, bytes: u64) -> wgpu::Buffer {
-        self.read.lock().take(bytes).unwrap_or_else(|| {
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("arrayflow staging (down)"),
-                size: bytes.next_multiple_of(GRAIN),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
+        let pooled = self.takes(bytes);
+        pooled
+            .then(|| self.read.lock().take(bytes))
+            .flatten()
+            .unwrap_or_else(|| {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("arrayflow staging (down)"),
+                    size: if pooled {
+                        bytes.next_multiple_of(GRAIN)
+                    } else {
+                        bytes
+                    },
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
             })
-        })
     }
 
-    /// Shelves a download buffer after its data has been read and it was unmapped.
+    /// Shelves a download buffer after its data has been read and it was unmapped (one the pool
+    /// does not take is dropped).
     pub fn recycle_read(&self, buf: wgpu::Buffer) {
-        self.read.lock().put(buf);
+        if self.takes(buf.size()) {
+            self.read.lock().put(buf);
+        }
     }
 }
 
