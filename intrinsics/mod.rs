@@ -2,7 +2,7 @@
 //! folder per intrinsic (`matmul/`, `gather/`, `concat/`, `transpose/`, `scan/`, `scatter/`:
 //! scatter, scatter_add and put_along_axis; `histogram/`: bincount and histogram; `sort/`: sort,
 //! argsort, take_along_axis, searchsorted, unique_runs and topk; `linalg/`; `fft/`: fft, rfft
-//! and irfft along one axis). Each folder's `mod.rs`
+//! and irfft along one axis; `conv/`: the direct convolution). Each folder's `mod.rs`
 //! implements [`IntrinsicDef`], the one description of the intrinsic that every stage dispatches
 //! through: the front end's checks (`src/frontend/record.rs`), the trace key's words
 //! (`src/compile/trace_key.rs`), the reference interpreter and its conditioning (`src/debug/`),
@@ -62,6 +62,7 @@
 //!   method's, never the registry's; the padding past the count is unspecified and never read.
 
 pub mod concat;
+pub mod conv;
 pub mod cpu;
 pub mod fft;
 pub mod gather;
@@ -253,7 +254,7 @@ impl Rows {
 }
 
 /// Every intrinsic, in the order of [`lookup`]'s indices (the trace key holds the index).
-pub static REGISTRY: [&dyn IntrinsicDef; 32] = [
+pub static REGISTRY: [&dyn IntrinsicDef; 33] = [
     &matmul::Matmul,
     &gather::Gather,
     &concat::Concat,
@@ -286,6 +287,7 @@ pub static REGISTRY: [&dyn IntrinsicDef; 32] = [
     &fft::FftDef("fft"),
     &fft::FftDef("rfft"),
     &fft::FftDef("irfft"),
+    &conv::ConvDef,
 ];
 
 /// The registry index of `op`'s definition.
@@ -323,6 +325,7 @@ pub fn lookup(op: &Intrinsic) -> usize {
         Intrinsic::Fft { .. } => 29,
         Intrinsic::Rfft { .. } => 30,
         Intrinsic::Irfft { .. } => 31,
+        Intrinsic::Convolve { .. } => 32,
     }
 }
 
@@ -491,6 +494,13 @@ mod tests {
                     norm: crate::ir::FftNorm::Forward,
                 },
                 "irfft",
+            ),
+            (
+                Intrinsic::Convolve {
+                    rank: 2,
+                    mode: crate::ir::ConvMode::Same,
+                },
+                "convolve",
             ),
         ];
         assert_eq!(ops.len(), REGISTRY.len());

@@ -660,7 +660,84 @@ fn case(name: &str, r: &mut StdRng) -> Case {
             linalg_case(name, r)
         }
         "fft" | "rfft" | "irfft" => fft_case(name, r),
+        "convolve" => conv_case(r),
         other => panic!("intrinsic {other} is registered but has no case in this test"),
+    }
+}
+
+/// A direct convolution of small integers (every sum exact in f32 and f64) over the last one or
+/// two axes, in a random mode, with a shared or per-batch filter; the loop here walks the full
+/// result's definition `sum_p k[p] x[t - p]` and crops it as the mode says.
+fn conv_case(r: &mut StdRng) -> Case {
+    use arrayflow::ir::ConvMode;
+    let rank = r.random_range(1..=2);
+    let mode = [ConvMode::Full, ConvMode::Same, ConvMode::Valid][r.random_range(0..3)];
+    let lead_rank = r.random_range(0..=2);
+    let lead = shape(r, lead_rank, 3);
+    let mut n = shape(r, rank, 6);
+    let m: Vec<usize> = n.iter().map(|&d| r.random_range(1..=d + 2)).collect();
+    if mode == ConvMode::Valid {
+        for (nd, md) in n.iter_mut().zip(&m) {
+            *nd = (*nd).max(*md);
+        }
+    }
+    let per_batch = r.random_bool(0.5);
+    let dtype = [DType::F32, DType::F64][r.random_range(0..2)];
+    let xs: Vec<usize> = lead.iter().chain(&n).copied().collect();
+    let ks: Vec<usize> = if per_batch {
+        lead.iter().chain(&m).copied().collect()
+    } else {
+        m.clone()
+    };
+    let x = values(r, dtype, len(&xs));
+    let k = values(r, dtype, len(&ks));
+    // Lengths and offsets per convolved axis, a 1-D call seen with a unit first axis.
+    let (mut n2, mut m2) = ([1usize, 1], [1usize, 1]);
+    for d in 0..rank {
+        n2[2 - rank + d] = n[d];
+        m2[2 - rank + d] = m[d];
+    }
+    let ext = |n: usize, m: usize| match mode {
+        ConvMode::Full => (n + m - 1, 0),
+        ConvMode::Same => (n, (m - 1) / 2),
+        ConvMode::Valid => (n + 1 - m, m - 1),
+    };
+    let (o0, f0) = ext(n2[0], m2[0]);
+    let (o1, f1) = ext(n2[1], m2[1]);
+    let batch = len(&lead);
+    let mut out = Vec::new();
+    for b in 0..batch {
+        let kb = if per_batch { b * m2[0] * m2[1] } else { 0 };
+        for i0 in 0..o0 {
+            for i1 in 0..o1 {
+                let mut acc = 0.0;
+                for p0 in 0..m2[0] {
+                    for p1 in 0..m2[1] {
+                        let (t0, t1) = (i0 + f0, i1 + f1);
+                        if t0 >= p0 && t1 >= p1 && t0 - p0 < n2[0] && t1 - p1 < n2[1] {
+                            let xi = (b * n2[0] + t0 - p0) * n2[1] + t1 - p1;
+                            acc += as_f64(&x, xi) * as_f64(&k, kb + p0 * m2[1] + p1);
+                        }
+                    }
+                }
+                out.push(acc);
+            }
+        }
+    }
+    let mut out_shape = lead.clone();
+    if rank == 2 {
+        out_shape.push(o0);
+    }
+    out_shape.push(o1);
+    let expected = match dtype {
+        DType::F32 => TypedVec::F32(out.iter().map(|&v| v as f32).collect()),
+        _ => TypedVec::F64(out),
+    };
+    Case {
+        op: Intrinsic::Convolve { rank, mode },
+        inputs: vec![(x, Shape::from_slice(&xs)), (k, Shape::from_slice(&ks))],
+        expected,
+        out_shape,
     }
 }
 
@@ -1463,6 +1540,23 @@ fn checks_reject_bad_calls_at_the_callers_line() {
                 shape: &m23,
                 dtype: DType::C64,
             }],
+        ),
+        // A filter longer than the input in mode `valid`.
+        (
+            Intrinsic::Convolve {
+                rank: 1,
+                mode: arrayflow::ir::ConvMode::Valid,
+            },
+            vec![
+                Operand {
+                    shape: &m23,
+                    dtype: DType::F32,
+                },
+                Operand {
+                    shape: &[4],
+                    dtype: DType::F32,
+                },
+            ],
         ),
     ]);
     assert_eq!(

@@ -1,6 +1,6 @@
 //! The language-specific interface (the seed's LSI 100) for Rust: `Array<T>` with operator
 //! overloading, math functions, reductions, scans, generators, views, sorting, scatter
-//! (`scatter.rs`) and counting (`counting.rs`), Fourier transforms (`fft.rs`), random numbers and permutations
+//! (`scatter.rs`) and counting (`counting.rs`), Fourier transforms (`fft.rs`), convolution (`signal.rs`), random numbers and permutations
 //! (`permute.rs`), reads and writes, and the `Runtime` controls. Every public function is
 //! `#[track_caller]` so errors, caches and profiles know the user's call site.
 
@@ -25,6 +25,7 @@ mod reuse;
 mod runtime;
 mod scan;
 mod scatter;
+pub mod signal;
 mod slicing;
 mod sort;
 mod view;

@@ -15,7 +15,7 @@ pub use crate::primitives::{BinaryOp, ReduceOp, UnaryOp};
 pub use dtype::{DType, Scalar};
 pub use node::{NodeInfo, NodeState, NodeTable};
 pub use op::{
-    FftNorm, FoldMode, GenKind, Intrinsic, IntrinsicOutput, Op, RandomDist, RngAlgorithm,
+    ConvMode, FftNorm, FoldMode, GenKind, Intrinsic, IntrinsicOutput, Op, RandomDist, RngAlgorithm,
 };
 pub use queue::{Entry, FlushReason};
 pub use rng::RngState;

@@ -282,6 +282,54 @@ pub enum Intrinsic {
         n: usize,
         norm: FftNorm,
     },
+    /// Direct convolution over the last `rank` axes (1 or 2; `intrinsics/conv/`): inputs x
+    /// `[.., n_1 .. n_rank]` and a filter k `[m_1 .. m_rank]` (one for the whole batch) or
+    /// `[.., m_1 .. m_rank]` (one per batch entry, the same leading axes as x); output
+    /// element `i` is `sum_p k[p] x[i + off - p]` (x zero outside), with the output lengths and
+    /// offsets `off` that `mode` gives (SciPy's `convolve`). f32 or f64.
+    Convolve { rank: usize, mode: ConvMode },
+}
+
+/// Which part of the full convolution a [`Intrinsic::Convolve`] returns (SciPy's `mode`), per
+/// convolved axis with input length `n` and filter length `m`.
+///
+/// | mode | output length | offset into the full result |
+/// | --- | --- | --- |
+/// | `Full` (the default) | `n + m - 1` | 0 |
+/// | `Same` | `n` | `(m - 1) / 2` |
+/// | `Valid` (`n >= m`) | `n - m + 1` | `m - 1` |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ConvMode {
+    /// Every output the two overlap in.
+    #[default]
+    Full,
+    /// The input's length, centred on the full result.
+    Same,
+    /// Only outputs computed from the whole filter.
+    Valid,
+}
+
+impl ConvMode {
+    /// The output length and offset into the full result of one axis (`n >= m` for `Valid`).
+    pub fn extent(self, n: usize, m: usize) -> (usize, usize) {
+        match self {
+            ConvMode::Full => (n + m - 1, 0),
+            ConvMode::Same => (n, (m - 1) / 2),
+            ConvMode::Valid => (n + 1 - m, m - 1),
+        }
+    }
+    /// The mode's name (as SciPy spells it).
+    pub fn name(self) -> &'static str {
+        match self {
+            ConvMode::Full => "full",
+            ConvMode::Same => "same",
+            ConvMode::Valid => "valid",
+        }
+    }
+    /// A small number for trace keys.
+    pub fn index(self) -> u64 {
+        self as u64
+    }
 }
 
 /// How a Fourier transform is scaled (NumPy's `norm`): a transform of length `n` and its inverse
