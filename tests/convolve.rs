@@ -267,6 +267,8 @@ fn two_d<T: El>(method: Method, seed: u64) {
         ([6, 5], [2, 7]),
         ([30, 17], [7, 7]),
         ([20, 24], [19, 18]),
+        // Large enough for whole tiles inside the input (the GPU kernels' local-memory path).
+        ([40, 80], [3, 4]),
     ];
     for &(n, m) in sizes(all) {
         for mode in MODES {
