@@ -1077,11 +1077,12 @@ fn af_exp_c64(z: c64) -> c64 {
   return c64(af_mul_f32(m, af_cos_f32(z.y)), af_mul_f32(m, af_sin_f32(z.y)));
 }
 fn af_ln_c64(z: c64) -> c64 { return c64(af_ln_f32(af_hypot_f32(z.x, z.y)), af_atan2_f32(z.y, z.x)); }
-// The principal root from t = sqrt(|re| / 2 + |z| / 2) (halves, so it does not overflow).
+// The principal root from t = sqrt(|re| / 2 + |z| / 2) (halves, so it does not overflow; opaque,
+// so no driver folds them into (|re| + |z|) / 2, which does).
 fn af_sqrt_c64(z: c64) -> c64 {
   if (z.x == 0.0f && z.y == 0.0f) { return c64(0.0f, z.y); }
   if (af_is_inf_f32(z.y)) { return c64(af_inf(), z.y); }
-  let t = af_sqrt_f32(0.5f * abs(z.x) + 0.5f * af_hypot_f32(z.x, z.y));
+  let t = af_sqrt_f32(af_mul_f32(0.5f, abs(z.x)) + af_mul_f32(0.5f, af_hypot_f32(z.x, z.y)));
   if (z.x >= 0.0f) { return c64(t, af_div_f32(0.5f * z.y, t)); }
   return c64(af_div_f32(0.5f * abs(z.y), t), af_copysign(t, z.y));
 }
