@@ -12,8 +12,11 @@
 //!   element type);
 //! - `* /`, `abs`: `8 eps |want|`; `arg`, `exp`, `ln`, `sqrt`: `32 eps |want|` (device
 //!   libraries are within a few ulp of the C library, `common::DEVICE_ULPS`);
+//!
 //! plus the smallest normal value of the type (GPUs may flush subnormal results).
 //! Division by `0 + 0i` gives NaN parts (Smith's algorithm divides 0 by 0), as the oracle says.
+//! Also `powi` (repeated squaring), `from_polar`, `dot` and the conjugating `vdot` of 1-D arrays,
+//! against the same oracle; `prod` of complex arrays is refused at the call.
 //! Stats are process-wide: the tests run one at a time (`SERIAL`).
 
 mod common;
@@ -353,9 +356,83 @@ macro_rules! suite {
                     assert!(err <= k * eps * scale, "row sum {i}: got {s}, want {want}");
                 }
             }
+
+            #[test]
+            fn powers_polar_form_and_dot_products() {
+                let _g = SERIAL.lock();
+                let what = stringify!($name);
+                let a = random(41, N);
+                let x = Array::from_vec(a.clone(), &[N]);
+                let wa = widen(&a);
+                let (p7, pm3, p0) = checked(WIDE, what, || {
+                    (read(&x.powi(7)), read(&x.powi(-3)), read(&x.powi(0)))
+                });
+                let want: Vec<W> = wa.iter().map(|z| z.powi(7)).collect();
+                assert_near(&widen(&p7), &want, SINGLE, 32.0, "powi(7)");
+                let want: Vec<W> = wa.iter().map(|z| W::new(1.0, 0.0) / z.powi(3)).collect();
+                assert_near(&widen(&pm3), &want, SINGLE, 32.0, "powi(-3)");
+                assert!(p0.iter().all(|z| z.re == 1.0 && z.im == 0.0), "powi(0)");
+
+                let mut r = rng(43);
+                let (mo, an) = (
+                    rand_f64(&mut r, N, 0.0, 3.0),
+                    rand_f64(&mut r, N, -7.0, 7.0),
+                );
+                let (mo, an): (Vec<F>, Vec<F>) = (
+                    mo.iter().map(|&v| v as F).collect(),
+                    an.iter().map(|&v| v as F).collect(),
+                );
+                let (rm, ra) = (
+                    Array::from_vec(mo.clone(), &[N]),
+                    Array::from_vec(an.clone(), &[N]),
+                );
+                let polar = checked(WIDE, what, || read(&Array::<C>::from_polar(&rm, &ra)));
+                let want: Vec<W> = mo
+                    .iter()
+                    .zip(&an)
+                    .map(|(&m, &t)| W::from_polar(m as f64, t as f64))
+                    .collect();
+                assert_near(&widen(&polar), &want, SINGLE, 32.0, "from_polar");
+
+                let b = random(44, N);
+                let y = Array::from_vec(b.clone(), &[N]);
+                let wb = widen(&b);
+                let (dot, vdot) = checked(WIDE, what, || (item(&x.dot(&y)), item(&x.vdot(&y))));
+                let want_dot: W = wa.iter().zip(&wb).map(|(p, q)| p * q).sum();
+                let want_vdot: W = wa.iter().zip(&wb).map(|(p, q)| p.conj() * q).sum();
+                let scale: f64 = wa.iter().zip(&wb).map(|(p, q)| p.norm() * q.norm()).sum();
+                let (eps, k) = if SINGLE {
+                    (
+                        f32::EPSILON as f64,
+                        if f32_sums_in_f32() { N as f64 } else { 4.0 },
+                    )
+                } else {
+                    (f64::EPSILON, 8.0)
+                };
+                for (got, want, name) in [(dot, want_dot, "dot"), (vdot, want_vdot, "vdot")] {
+                    let err = (W::new(got.re as f64, got.im as f64) - want).norm();
+                    assert!(err <= k * eps * scale, "{name}: got {got}, want {want}");
+                }
+            }
         }
     };
 }
 
 suite!(c64, f32, false, huge: 2.5e38, tiny: 1.0e-30, big_exp: 80.0);
 suite!(c128, f64, true, huge: 1.0e308, tiny: 1.0e-300, big_exp: 700.0);
+
+/// A complex product cannot be taken part by part (as `sum` is) and no executor has a complex
+/// accumulator: `prod` of a complex array is refused with an error naming the caller's line.
+#[test]
+fn complex_products_are_refused_at_the_call() {
+    let z = Array::from_vec(
+        vec![Complex::new(1.0f32, 2.0), Complex::new(0.5, -1.0)],
+        &[2],
+    );
+    let call = || z.prod();
+    let line = line!() - 1;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call));
+    let msg = r.unwrap_err();
+    let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains(&format!("complex_gpu.rs:{line}:")), "{msg}");
+}
