@@ -900,7 +900,8 @@ fn gpu_executors_run_the_transforms_through_their_cpu_fallback() {
 #[test]
 fn a_large_elementwise_result_of_a_transform_is_read_straight_into_host_memory() {
     // 2^17 elements: a pending element-wise result this large is computed into the reader's
-    // memory (on a GPU executor by its CPU fallback, the kernel being complex).
+    // memory (on a GPU executor the transform runs on its CPU fallback, the complex product on
+    // the device).
     let n = 1 << 17;
     let mut r = rng(0x2e7);
     let (x, z) = rand_c::<f32>(&mut r, n);

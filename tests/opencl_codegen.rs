@@ -34,13 +34,45 @@ const FP32: Target = CL_FP32;
 // ---------------------------------------------------------------------------------------------
 // (a) The primitive library against the op tables.
 
+/// The library's complex section as the preprocessor expands it: the body of `AF_COMPLEX(C, F,
+/// V, Z)` with `C` and `F` substituted, once per instantiation (`c64`/`f32`, `c128`/`f64`).
+fn complex_expansions() -> String {
+    let start = LIBRARY
+        .find("#define AF_COMPLEX(C, F, V, Z)")
+        .expect("the AF_COMPLEX macro");
+    let body: String = LIBRARY[start..]
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with("typedef") && !l.starts_with("AF_COMPLEX("))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = String::new();
+    for (c, f) in [("c64", "f32"), ("c128", "f64")] {
+        assert!(LIBRARY.contains(&format!("AF_COMPLEX({c}, {f}, ")));
+        out.push_str(
+            &body
+                .replace("##C##", c)
+                .replace("##F##", f)
+                .replace("##C", c)
+                .replace("##F", f)
+                .replace("(C ", &format!("({c} "))
+                .replace("inline C ", &format!("inline {c} ")),
+        );
+    }
+    out
+}
+
 /// Every op of the tables, for every element type it accepts, has its `af_<op>_<type>` function,
 /// as do the casts, parameter decoders and random conversions; f64 appears only under AF_FP64.
 #[test]
 fn library_defines_every_table_op() {
-    let defines = |f: &str| LIBRARY.contains(&format!(" {f}("));
+    let complex = complex_expansions();
+    let defines = |f: &str| {
+        let call = format!(" {f}(");
+        LIBRARY.contains(&call) || complex.contains(&call)
+    };
     let mut missing = Vec::new();
-    for d in REAL_TYPES {
+    for d in ALL_TYPES {
         let t = ctype(d);
         for op in UnaryOp::ALL {
             if gpu_renders(op.out_dtype(d)) && !defines(&format!("af_{}_{t}", op.name())) {
@@ -52,9 +84,13 @@ fn library_defines_every_table_op() {
                 missing.push(format!("af_{}_{t}", op.name()));
             }
         }
-        let mut more = vec![format!("af_bits_{t}"), format!("af_index_{t}")];
+        // Complex values are never kernel parameters (a complex constant is two real ones).
+        let mut more = vec![format!("af_index_{t}")];
+        if !d.is_complex() {
+            more.push(format!("af_bits_{t}"));
+        }
         more.extend(
-            REAL_TYPES
+            ALL_TYPES
                 .iter()
                 .map(|&to| format!("af_cast_{t}_{}", ctype(to))),
         );
@@ -94,8 +130,8 @@ fn every_op_matches_the_cpu() {
         return;
     };
     let n = 3000;
-    for d in REAL_TYPES {
-        if d == DType::F64 && !cl.fp64 {
+    for d in ALL_TYPES {
+        if matches!(d, DType::F64 | DType::C128) && !cl.fp64 {
             continue;
         }
         let mut k = Kb::new(&[n]);
@@ -134,16 +170,16 @@ fn casts_match_the_cpu() {
     let Some(cl) = opencl_device("casts_match_the_cpu") else {
         return;
     };
-    for from in REAL_TYPES {
-        if from == DType::F64 && !cl.fp64 {
+    for from in ALL_TYPES {
+        if matches!(from, DType::F64 | DType::C128) && !cl.fp64 {
             continue;
         }
         for target in cl.targets(from) {
             let mut k = Kb::new(&[500]);
             let x = k.load(from, IndexMap::Contiguous);
-            for to in REAL_TYPES
+            for to in ALL_TYPES
                 .into_iter()
-                .filter(|&t| target.fp64 || t != DType::F64)
+                .filter(|&t| target.fp64 || !matches!(t, DType::F64 | DType::C128))
             {
                 let r = k.cast(to, x);
                 k.store(r);

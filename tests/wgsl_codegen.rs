@@ -2095,3 +2095,85 @@ fn remainders_take_the_fused_fma_where_the_device_has_one() {
         assert_eq!(s.contains("fn af_mask12("), !fused_fma, "{s}");
     }
 }
+
+/// `Complex<f32>` (the library's `c64`, a `vec2<f32>`): the library has every op of the tables
+/// that takes it and the casts to and from every type; each validates; one kernel computing them
+/// all runs on the adapter and agrees with the CPU tile VM per component (within
+/// `DEVICE_ULPS` of the component or of the modulus). `Complex<f64>` is refused (no f64).
+#[test]
+fn complex_ops_validate_and_match_the_cpu() {
+    let c = DType::C64;
+    let mut missing = Vec::new();
+    let unary: Vec<UnaryOp> = UnaryOp::ALL
+        .iter()
+        .copied()
+        .filter(|op| op.out_dtype(c).is_some())
+        .collect();
+    let binary: Vec<BinaryOp> = BinaryOp::ALL
+        .iter()
+        .copied()
+        .filter(|op| op.out_dtype(c).is_some())
+        .collect();
+    assert!(unary.len() >= 9 && binary.len() >= 6);
+    let names = unary
+        .iter()
+        .map(|op| op.name())
+        .chain(binary.iter().map(|op| op.name()));
+    for name in names {
+        if !has_fn(&format!("af_{name}_c64")) {
+            missing.push(format!("af_{name}_c64"));
+        }
+    }
+    for d in TYPES.into_iter().chain([c]) {
+        for f in [
+            format!("af_cast_{}_c64", tn(d)),
+            format!("af_cast_c64_{}", tn(d)),
+        ] {
+            if !has_fn(&f) {
+                missing.push(f);
+            }
+        }
+        validate_kernel(&cast_kernel(c, d, 10), &format!("cast c64 -> {d}"));
+        validate_kernel(&cast_kernel(d, c, 10), &format!("cast {d} -> c64"));
+    }
+    assert!(
+        missing.is_empty(),
+        "missing from arrayflow.wgsl: {missing:?}"
+    );
+    for &op in &unary {
+        validate_kernel(&unary_kernel(op, c, 100), &format!("{} c64", op.name()));
+    }
+    for &op in &binary {
+        validate_kernel(&binary_kernel(op, c, 100), &format!("{} c64", op.name()));
+    }
+    assert!(wgsl::render(&unary_kernel(UnaryOp::Exp, DType::C128, 4), target()).is_err());
+
+    let Some(g) = wgpu_device() else { return };
+    let n = 3000;
+    let mut k = Kb::new(&[n]);
+    let (x, y) = (
+        k.load(c, IndexMap::Contiguous),
+        k.load(c, IndexMap::Contiguous),
+    );
+    for &op in &unary {
+        let r = k.unary(op, x);
+        k.store(r);
+    }
+    for &op in &binary {
+        let r = k.binary(op, x, y);
+        k.store(r);
+    }
+    // complex(re, im) from two reals, and a real cast to complex.
+    let (re, im) = (k.unary(UnaryOp::Im, x), k.unary(UnaryOp::Re, y));
+    let z = k.binary(BinaryOp::Complex, re, im);
+    k.store(z);
+    let w = k.cast(c, re);
+    k.store(w);
+    let k = k.build();
+    validate_kernel(&k, "every c64 op");
+    let (a, b) = (data(c, n, 1), data(c, n, 2));
+    let want = cpu(&k, &[&a, &b], &[]).unwrap();
+    let (got, fault) = g.run(&k, &[&a, &b], &[]).into_parts();
+    assert_eq!(fault, 0);
+    assert_outputs("c64 ops", &got, &want, 32);
+}

@@ -2,7 +2,8 @@
  * One inline function per op and element type, named af_<op>_<type>, with the same semantics as
  * the CPU sources in primitives/table.rs: integers wrap, integer division by zero reports a fault,
  * float min/max propagate NaN, mod is floored, casts saturate like Rust's `as`.
- * Types: f32 float, f64 double, i32 int32_t, u32 uint32_t, bool uint8_t (0 or 1). */
+ * Types: f32 float, f64 double, i32 int32_t, u32 uint32_t, bool uint8_t (0 or 1); Complex<f32> c64
+ * and Complex<f64> c128, structs of two components, real part first (num-complex's layout). */
 #include <math.h>
 #include <stdint.h>
 
@@ -301,6 +302,53 @@ AF_CAST_FROM_FLOAT(f32) AF_CAST_FROM_FLOAT(f64)
   static inline u32 af_cast_##I##_u32(I x) { return (u32)x; } \
   static inline b8 af_cast_##I##_b8(I x) { return x != 0; }
 AF_CAST_FROM_INT(i32) AF_CAST_FROM_INT(u32) AF_CAST_FROM_INT(b8)
+
+/* ---- complex numbers: one definition for both widths (C the complex type, F its component
+ * type, S the C library's suffix for F: f or nothing). The formulas are primitives/complex.rs's
+ * (schoolbook products, unfused; Smith's division; hypot for the modulus; the principal branches
+ * of ln and sqrt), through the same C library functions Rust's f32/f64 methods call, so both CPU
+ * tiers agree bit for bit. Complex to real keeps the real part; real to complex has im = +0. ---- */
+typedef struct { f32 re, im; } c64;
+typedef struct { f64 re, im; } c128;
+#define AF_COMPLEX(C, F, S) \
+  static inline C af_mk_##C(F re, F im) { C z; z.re = re; z.im = im; return z; } \
+  static inline C af_neg_##C(C z) { return af_mk_##C(-z.re, -z.im); } \
+  static inline C af_conj_##C(C z) { return af_mk_##C(z.re, -z.im); } \
+  static inline F af_re_##C(C z) { return z.re; } \
+  static inline F af_im_##C(C z) { return z.im; } \
+  static inline F af_abs_##C(C z) { return hypot##S(z.re, z.im); } \
+  static inline F af_arg_##C(C z) { return atan2##S(z.im, z.re); } \
+  static inline C af_add_##C(C a, C b) { return af_mk_##C(a.re + b.re, a.im + b.im); } \
+  static inline C af_sub_##C(C a, C b) { return af_mk_##C(a.re - b.re, a.im - b.im); } \
+  static inline C af_mul_##C(C a, C b) { return af_mk_##C(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); } \
+  static inline C af_div_##C(C a, C b) { \
+    if (fabs##S(b.re) >= fabs##S(b.im)) { F r = b.im / b.re, d = b.re + b.im * r; return af_mk_##C((a.re + a.im * r) / d, (a.im - a.re * r) / d); } \
+    F r = b.re / b.im, d = b.re * r + b.im; return af_mk_##C((a.re * r + a.im) / d, (a.im * r - a.re) / d); } \
+  static inline b8 af_eq_##C(C a, C b) { return a.re == b.re && a.im == b.im; } \
+  static inline b8 af_ne_##C(C a, C b) { return a.re != b.re || a.im != b.im; } \
+  static inline C af_exp_##C(C z) { F m = exp##S(z.re); if (z.im == 0) return af_mk_##C(m, z.im); return af_mk_##C(m * cos##S(z.im), m * sin##S(z.im)); } \
+  static inline C af_ln_##C(C z) { return af_mk_##C(log##S(hypot##S(z.re, z.im)), atan2##S(z.im, z.re)); } \
+  static inline C af_sqrt_##C(C z) { \
+    if (z.re == 0 && z.im == 0) return af_mk_##C(0, z.im); \
+    if (isinf(z.im)) return af_mk_##C((F)INFINITY, z.im); \
+    F h = (F)0.5, t = sqrt##S(h * fabs##S(z.re) + h * hypot##S(z.re, z.im)); \
+    return z.re >= 0 ? af_mk_##C(t, h * z.im / t) : af_mk_##C(h * fabs##S(z.im) / t, copysign##S(t, z.im)); } \
+  static inline C af_complex_##F(F re, F im) { return af_mk_##C(re, im); } \
+  static inline C af_cast_f32_##C(f32 x) { return af_mk_##C((F)x, 0); } \
+  static inline C af_cast_f64_##C(f64 x) { return af_mk_##C((F)x, 0); } \
+  static inline C af_cast_i32_##C(i32 x) { return af_mk_##C((F)x, 0); } \
+  static inline C af_cast_u32_##C(u32 x) { return af_mk_##C((F)x, 0); } \
+  static inline C af_cast_b8_##C(b8 x) { return af_mk_##C((F)x, 0); } \
+  static inline f32 af_cast_##C##_f32(C z) { return af_cast_##F##_f32(z.re); } \
+  static inline f64 af_cast_##C##_f64(C z) { return af_cast_##F##_f64(z.re); } \
+  static inline i32 af_cast_##C##_i32(C z) { return af_cast_##F##_i32(z.re); } \
+  static inline u32 af_cast_##C##_u32(C z) { return af_cast_##F##_u32(z.re); } \
+  static inline b8 af_cast_##C##_b8(C z) { return af_cast_##F##_b8(z.re); }
+AF_COMPLEX(c64, f32, f) AF_COMPLEX(c128, f64, )
+static inline c64 af_cast_c64_c64(c64 z) { return z; }
+static inline c128 af_cast_c128_c128(c128 z) { return z; }
+static inline c128 af_cast_c64_c128(c64 z) { return af_mk_c128((f64)z.re, (f64)z.im); }
+static inline c64 af_cast_c128_c64(c128 z) { return af_mk_c64((f32)z.re, (f32)z.im); }
 
 /* ---- Philox4x32-10 stream (primitives/cpu.rs: words_per_value, stream_words) ---- */
 static inline void af_philox(uint64_t block, u32 k0, u32 k1, u32 out[4]) {

@@ -4,7 +4,11 @@
  * NaN, mod is floored, casts saturate like Rust's `as`, Philox4x32-10 streams are bit-identical.
  * Types: f32 float, f64 double, i32 int, u32 uint, bool uchar (0 or 1); 64-bit values are ulong.
  * Everything f64 sits under AF_FP64, which the renderer defines (with cl_khr_fp64 enabled) only
- * for devices that compute f64; nothing outside that section uses double. */
+ * for devices that compute f64; nothing outside that section uses double.
+ * Complex values (primitives/complex.rs): c64 is float2 and c128 double2 (.x the real part, .y the
+ * imaginary part), so a buffer of them is interleaved, real part first, as num-complex stores it.
+ * Each complex section is written once, for a component type F, by AF_COMPLEX below and expanded
+ * for (c64, f32) and, under AF_FP64, (c128, f64). */
 
 typedef float f32; typedef int i32; typedef uint u32; typedef uchar b8;
 
@@ -225,6 +229,46 @@ static inline f32 af_h_normal_f32(u32 k0, u32 k1, ulong g) {
 static inline f32 af_h_exponential_f32(u32 k0, u32 k1, ulong g) { return af_w_exponential_f32(af_hash32(k0, k1, (u32)g)); }
 static inline u32 af_h_integers_u32(u32 k0, u32 k1, ulong g, u32 range) { return af_w_integers_u32(af_hash32(k0, k1, (u32)g), range); }
 
+/* ---- complex numbers: one definition for both widths (C the complex type, F its component
+ * type, V its OpenCL vector type, Z a zero of F). The formulas are primitives/complex.rs's:
+ * schoolbook products (FP_CONTRACT is off), Smith's division, hypot for the modulus, the principal
+ * branches of ln and sqrt. Complex to real keeps the real part; real to complex has im = +0. ---- */
+#define AF_COMPLEX(C, F, V, Z) \
+static inline C af_neg_##C(C z) { return -z; } \
+static inline C af_conj_##C(C z) { return (V)(z.x, -z.y); } \
+static inline F af_re_##C(C z) { return z.x; } \
+static inline F af_im_##C(C z) { return z.y; } \
+static inline F af_abs_##C(C z) { return hypot(z.x, z.y); } \
+static inline F af_arg_##C(C z) { return atan2(z.y, z.x); } \
+static inline C af_add_##C(C a, C b) { return a + b; } \
+static inline C af_sub_##C(C a, C b) { return a - b; } \
+static inline C af_mul_##C(C a, C b) { return (V)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); } \
+static inline C af_div_##C(C a, C b) { \
+  if (fabs(b.x) >= fabs(b.y)) { F r = b.y / b.x, d = b.x + b.y * r; return (V)((a.x + a.y * r) / d, (a.y - a.x * r) / d); } \
+  F r = b.x / b.y, d = b.x * r + b.y; return (V)((a.x * r + a.y) / d, (a.y * r - a.x) / d); } \
+static inline b8 af_eq_##C(C a, C b) { return a.x == b.x && a.y == b.y; } \
+static inline b8 af_ne_##C(C a, C b) { return a.x != b.x || a.y != b.y; } \
+static inline C af_exp_##C(C z) { F m = af_exp_##F(z.x); if (z.y == Z) return (V)(m, z.y); return (V)(m * cos(z.y), m * sin(z.y)); } \
+static inline C af_ln_##C(C z) { return (V)(log(hypot(z.x, z.y)), atan2(z.y, z.x)); } \
+static inline C af_sqrt_##C(C z) { \
+  if (z.x == Z && z.y == Z) return (V)(Z, z.y); \
+  if (isinf(z.y)) return (V)((F)INFINITY, z.y); \
+  F h = (F)0.5, t = sqrt(h * fabs(z.x) + h * hypot(z.x, z.y)); \
+  return z.x >= Z ? (V)(t, h * z.y / t) : (V)(h * fabs(z.y) / t, copysign(t, z.y)); } \
+static inline C af_complex_##F(F re, F im) { return (V)(re, im); } \
+static inline C af_cast_##C##_##C(C z) { return z; } \
+static inline C af_cast_##F##_##C(F x) { return (V)(x, Z); } \
+static inline C af_cast_i32_##C(i32 x) { return (V)(af_cast_i32_##F(x), Z); } \
+static inline C af_cast_u32_##C(u32 x) { return (V)(af_cast_u32_##F(x), Z); } \
+static inline C af_cast_b8_##C(b8 x) { return (V)(af_cast_b8_##F(x), Z); } \
+static inline F af_cast_##C##_##F(C z) { return z.x; } \
+static inline i32 af_cast_##C##_i32(C z) { return af_cast_##F##_i32(z.x); } \
+static inline u32 af_cast_##C##_u32(C z) { return af_cast_##F##_u32(z.x); } \
+static inline b8 af_cast_##C##_b8(C z) { return af_cast_##F##_b8(z.x); } \
+static inline C af_index_##C(ulong v) { return (V)(af_index_##F(v), Z); }
+typedef float2 c64;
+AF_COMPLEX(c64, f32, float2, 0.0f)
+
 #ifdef AF_FP64
 /* ======== f64: only on devices with cl_khr_fp64 ======== */
 typedef double f64;
@@ -326,4 +370,14 @@ static inline f64 af_h_normal_f64(u32 k0, u32 k1, ulong g) {
   f64 u2 = af_u53(af_hash32(k0, k1, c + 2u), af_hash32(k0, k1, c + 3u));
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }
+
+/* ---- c128 (complex f64) and the casts between the complex widths ---- */
+typedef double2 c128;
+AF_COMPLEX(c128, f64, double2, 0.0)
+static inline c128 af_cast_c64_c128(c64 z) { return (double2)((f64)z.x, (f64)z.y); }
+static inline c64 af_cast_c128_c64(c128 z) { return (float2)((f32)z.x, (f32)z.y); }
+static inline c128 af_cast_f32_c128(f32 x) { return (double2)((f64)x, 0.0); }
+static inline c64 af_cast_f64_c64(f64 x) { return (float2)((f32)x, 0.0f); }
+static inline f32 af_cast_c128_f32(c128 z) { return (f32)z.x; }
+static inline f64 af_cast_c64_f64(c64 z) { return (f64)z.x; }
 #endif

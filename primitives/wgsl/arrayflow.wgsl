@@ -9,6 +9,9 @@
 // algorithms, single precision) because WGSL's built-ins are only required to be accurate to a few
 // thousand ulp on some drivers; they are within a few ulp of the C library. Edge cases (NaN, +-inf,
 // +-0, out-of-domain arguments) are handled explicitly, not left to the driver.
+// Complex<f32> is c64, a vec2<f32> (.x the real part, .y the imaginary part), so a buffer of them
+// is interleaved, real part first, as num-complex stores it; there is no Complex<f64>.
+alias c64 = vec2<f32>;
 
 // ---- special values and bits ----
 // A function call is never a constant expression, so NaN and infinity can be built from bits here.
@@ -1022,3 +1025,74 @@ fn af_arg_better_u32(va: u32, ia: u32, vb: u32, ib: u32, want_max: bool) -> bool
   if (ia == 0xffffffffu || vb == va) { return ib < ia; }
   return select((vb < va), (vb > va), want_max);
 }
+
+// ---- complex numbers (c64): the formulas of primitives/complex.rs, products through af_mul_f32
+// (no driver contracts them into an fma), division and sqrt correctly rounded as for f32. Complex
+// to real keeps the real part; real to complex has a +0 imaginary part. ----
+// sqrt(x^2 + y^2) without overflow or underflow: both scaled by the power of two that brings the
+// larger into [1, 2) (exact), the squares summed unfused, the root scaled back (one rounding).
+fn af_hypot_f32(x: f32, y: f32) -> f32 {
+  let a = abs(x);
+  let b = abs(y);
+  if (af_is_inf_f32(a) || af_is_inf_f32(b)) { return af_inf(); }
+  if (af_is_nan_f32(a) || af_is_nan_f32(b)) { return af_nan(); }
+  let m = max(a, b);
+  if (m == 0.0f) { return 0.0f; }
+  let k = af_unpack_f32(bitcast<u32>(m)).y;
+  let p = af_ldexp(a, -k);
+  let q = af_ldexp(b, -k);
+  return af_ldexp(af_sqrt_f32(af_mul_f32(p, p) + af_mul_f32(q, q)), k);
+}
+fn af_neg_c64(z: c64) -> c64 { return c64(af_neg_f32(z.x), af_neg_f32(z.y)); }
+fn af_conj_c64(z: c64) -> c64 { return c64(z.x, af_neg_f32(z.y)); }
+fn af_re_c64(z: c64) -> f32 { return z.x; }
+fn af_im_c64(z: c64) -> f32 { return z.y; }
+fn af_abs_c64(z: c64) -> f32 { return af_hypot_f32(z.x, z.y); }
+fn af_arg_c64(z: c64) -> f32 { return af_atan2_f32(z.y, z.x); }
+fn af_add_c64(a: c64, b: c64) -> c64 { return c64(a.x + b.x, a.y + b.y); }
+fn af_sub_c64(a: c64, b: c64) -> c64 { return c64(a.x - b.x, a.y - b.y); }
+// The schoolbook product: four products, each rounded on its own.
+fn af_mul_c64(a: c64, b: c64) -> c64 {
+  return c64(af_mul_f32(a.x, b.x) - af_mul_f32(a.y, b.y), af_mul_f32(a.x, b.y) + af_mul_f32(a.y, b.x));
+}
+// Smith's division, scaled by the larger part of b; the first branch when |b.x| >= |b.y| (false
+// when either is NaN, as in Rust), compared on the bits so no driver assumes away NaN.
+fn af_div_c64(a: c64, b: c64) -> c64 {
+  let ux = bitcast<u32>(b.x) & 0x7fffffffu;
+  let uy = bitcast<u32>(b.y) & 0x7fffffffu;
+  if (ux >= uy && ux <= 0x7f800000u) {
+    let r = af_div_f32(b.y, b.x);
+    let d = b.x + af_mul_f32(b.y, r);
+    return c64(af_div_f32(a.x + af_mul_f32(a.y, r), d), af_div_f32(a.y - af_mul_f32(a.x, r), d));
+  }
+  let r = af_div_f32(b.x, b.y);
+  let d = af_mul_f32(b.x, r) + b.y;
+  return c64(af_div_f32(af_mul_f32(a.x, r) + a.y, d), af_div_f32(af_mul_f32(a.y, r) - a.x, d));
+}
+fn af_eq_c64(a: c64, b: c64) -> bool { return af_eq_f32(a.x, b.x) && af_eq_f32(a.y, b.y); }
+fn af_ne_c64(a: c64, b: c64) -> bool { return !af_eq_c64(a, b); }
+fn af_exp_c64(z: c64) -> c64 {
+  let m = af_exp_f32(z.x);
+  if (z.y == 0.0f) { return c64(m, z.y); }
+  return c64(af_mul_f32(m, af_cos_f32(z.y)), af_mul_f32(m, af_sin_f32(z.y)));
+}
+fn af_ln_c64(z: c64) -> c64 { return c64(af_ln_f32(af_hypot_f32(z.x, z.y)), af_atan2_f32(z.y, z.x)); }
+// The principal root from t = sqrt(|re| / 2 + |z| / 2) (halves, so it does not overflow; opaque,
+// so no driver folds them into (|re| + |z|) / 2, which does).
+fn af_sqrt_c64(z: c64) -> c64 {
+  if (z.x == 0.0f && z.y == 0.0f) { return c64(0.0f, z.y); }
+  if (af_is_inf_f32(z.y)) { return c64(af_inf(), z.y); }
+  let t = af_sqrt_f32(af_mul_f32(0.5f, abs(z.x)) + af_mul_f32(0.5f, af_hypot_f32(z.x, z.y)));
+  if (z.x >= 0.0f) { return c64(t, af_div_f32(0.5f * z.y, t)); }
+  return c64(af_div_f32(0.5f * abs(z.y), t), af_copysign(t, z.y));
+}
+fn af_complex_f32(x: f32, y: f32) -> c64 { return c64(x, y); }
+fn af_cast_c64_c64(z: c64) -> c64 { return z; }
+fn af_cast_f32_c64(x: f32) -> c64 { return c64(x, 0.0f); }
+fn af_cast_i32_c64(x: i32) -> c64 { return c64(af_cast_i32_f32(x), 0.0f); }
+fn af_cast_u32_c64(x: u32) -> c64 { return c64(af_cast_u32_f32(x), 0.0f); }
+fn af_cast_b8_c64(x: bool) -> c64 { return c64(af_cast_b8_f32(x), 0.0f); }
+fn af_cast_c64_f32(z: c64) -> f32 { return z.x; }
+fn af_cast_c64_i32(z: c64) -> i32 { return af_cast_f32_i32(z.x); }
+fn af_cast_c64_u32(z: c64) -> u32 { return af_cast_f32_u32(z.x); }
+fn af_cast_c64_b8(z: c64) -> bool { return af_cast_f32_b8(z.x); }

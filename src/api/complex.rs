@@ -1,5 +1,6 @@
 //! Functions of complex arrays (`Array<Complex<f32>>`, `Array<Complex<f64>>`): parts, conjugate,
-//! argument, building complex arrays from real ones, complex scalars on the left of operators.
+//! argument, building complex arrays from real ones (parts or polar form), complex scalars on the
+//! left of operators.
 //! `+ - * /` (with complex scalars on the right), `abs`, `sum`, `eq`/`ne` come with `Numeric`;
 //! `exp`, `ln`, `sqrt` and `mean` with `Inexact`. Real operands are converted explicitly
 //! (`x.cast::<Complex<f32>>()`, `Complex::new(2.0, 0.0)`): operator impls mixing real and complex
@@ -32,6 +33,12 @@ impl<T: ComplexFloat> Array<T> {
     #[track_caller]
     pub fn arg(&self) -> Array<T::Part> {
         self.un(UnaryOp::Arg)
+    }
+    /// The complex array `r (cos theta + i sin theta)` from moduli `r` and angles `theta`
+    /// (num-complex's `from_polar`; shapes broadcast), in one fused kernel.
+    #[track_caller]
+    pub fn from_polar(r: &Array<T::Part>, theta: &Array<T::Part>) -> Array<T> {
+        (r * &theta.cos()).complex(&(r * &theta.sin()))
     }
 }
 

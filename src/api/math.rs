@@ -48,6 +48,30 @@ impl<T: Inexact> Array<T> {
     pub fn sqrt(&self) -> Array<T> {
         self.un(UnaryOp::Sqrt)
     }
+    /// `x^n` for an integer `n` by repeated squaring, a chain of multiplications fused into one
+    /// kernel (`1 / x^|n|` for negative `n`); real `|n| > 64` is `pow(x, n)`. Complex numbers
+    /// always take the chain (at most 62 products), so every executor computes them.
+    #[track_caller]
+    pub fn powi(&self, n: i32) -> Array<T> {
+        self.powi_abs(n.unsigned_abs(), n < 0)
+    }
+    #[track_caller]
+    fn powi_abs(&self, n: u32, invert: bool) -> Array<T> {
+        if invert {
+            return Array::scalar(T::ONE).bin(BinaryOp::Div, self.powi_abs(n, false));
+        }
+        match n {
+            0 => Array::ones(self.shape()),
+            1 => self.clone(),
+            _ if n > 64 && !T::DTYPE.is_complex() => self.bin(BinaryOp::Pow, T::from_f64(n as f64)),
+            _ => {
+                // Square and multiply.
+                let half = self.powi_abs(n / 2, false);
+                let sq = &half * &half;
+                if n % 2 == 1 { &sq * self } else { sq }
+            }
+        }
+    }
 }
 
 impl<T: Float> Array<T> {
@@ -71,22 +95,6 @@ impl<T: Float> Array<T> {
             Some(2.0) if y.shape.is_empty() => self.bin(BinaryOp::Mul, self),
             Some(1.0) if y.shape.is_empty() => self.clone(),
             _ => ok(frontend::binary(BinaryOp::Pow, &self.h, &y, s).map(Array::wrap)),
-        }
-    }
-    /// `x^n` for an integer `n`, as a chain of multiplications for small `|n|` (fused into one kernel).
-    #[track_caller]
-    pub fn powi(&self, n: i32) -> Array<T> {
-        match n {
-            0 => Array::ones(self.shape()),
-            1 => self.clone(),
-            _ if n < 0 => Array::scalar(T::ONE).bin(BinaryOp::Div, self.powi(-n)),
-            _ if n > 64 => self.pow(T::from_f64(n as f64)),
-            _ => {
-                // Square and multiply.
-                let half = self.powi(n / 2);
-                let sq = &half * &half;
-                if n % 2 == 1 { &sq * self } else { sq }
-            }
         }
     }
     /// Logarithm in `base`.

@@ -135,9 +135,9 @@ impl<T: Numeric> Array<T> {
         Ok(Array::wrap(frontend::reshape(&c, shape, s)?))
     }
 
-    /// NumPy `vdot` for real numbers: both arrays flattened, their products summed (a 0-D
-    /// array; floats sum as [`Array::sum`] does). The arrays must have the same number of
-    /// elements.
+    /// NumPy `vdot`: both arrays flattened, their products summed (a 0-D array; floats sum as
+    /// [`Array::sum`] does); for complex numbers the first array is conjugated, `sum(conj(a) b)`.
+    /// The arrays must have the same number of elements.
     ///
     /// ```
     /// use arrayflow::Array;
@@ -167,7 +167,11 @@ impl<T: Numeric> Array<T> {
             .at(s));
         }
         let flat = |h: &frontend::Handle| frontend::reshape(h, Shape::from_slice(&[h_len(h)]), s);
-        let prod = frontend::binary(BinaryOp::Mul, &flat(&self.h)?, &flat(&other.h)?, s)?;
+        let mut a = flat(&self.h)?;
+        if T::DTYPE.is_complex() {
+            a = frontend::unary(crate::ir::UnaryOp::Conj, &a, s)?;
+        }
+        let prod = frontend::binary(BinaryOp::Mul, &a, &flat(&other.h)?, s)?;
         Ok(Array::wrap(frontend::reduce(
             crate::ir::ReduceOp::Sum,
             &prod,

@@ -1063,13 +1063,14 @@ fn may_fault(program: &Program) -> bool {
     }
 }
 
-/// Whether a program computes or moves f64 values.
+/// Whether a program computes or moves f64 values (`Complex<f64>` values are two f64).
 fn uses_f64(kernel: &Kernel) -> bool {
-    use crate::ir::DType::F64;
+    use crate::ir::DType::{C128, F64};
+    let wide = |d: &crate::ir::DType| matches!(d, F64 | C128);
     match kernel {
         Kernel::Fused(k) => {
-            k.inputs.contains(&F64) || k.outputs.contains(&F64) || k.reg_dtypes.contains(&F64)
+            k.inputs.iter().any(wide) || k.outputs.iter().any(wide) || k.reg_dtypes.iter().any(wide)
         }
-        Kernel::Intrinsic(c) => c.dtype == F64 || c.in_dtypes.contains(&F64),
+        Kernel::Intrinsic(c) => wide(&c.dtype) || c.in_dtypes.iter().any(wide),
     }
 }

@@ -323,12 +323,24 @@ pub fn floats(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-/// The element types the GPU renderers take (complex kernels run on the CPU for now).
+/// The real element types.
 pub const REAL_TYPES: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::U32, DType::Bool];
 
-/// Whether an op of the tables gives a `d` result the GPU renderers take (not complex).
+/// Every element type, the complex ones last (OpenCL renders them all; WGSL all but f64 and
+/// `Complex<f64>`).
+pub const ALL_TYPES: [DType; 7] = [
+    DType::F32,
+    DType::F64,
+    DType::I32,
+    DType::U32,
+    DType::Bool,
+    DType::C64,
+    DType::C128,
+];
+
+/// Whether an op of the tables accepts its input type (`out` is its result type).
 pub fn gpu_renders(out: Option<DType>) -> bool {
-    out.is_some_and(|d| !d.is_complex())
+    out.is_some()
 }
 
 /// `n` values of type `d`: [`floats`], integers with their extremes first, random bools.
@@ -589,9 +601,52 @@ pub fn assert_outputs(what: &str, got: &[TypedVec], want: &[TypedVec], ulps: u64
                     );
                 }
             }
+            (TypedVec::C64(g), TypedVec::C64(w)) => {
+                for (i, (a, b)) in g.iter().zip(w).enumerate() {
+                    let (a, b) = (
+                        arrayflow::Complex::new(a.re as f64, a.im as f64),
+                        arrayflow::Complex::new(b.re as f64, b.im as f64),
+                    );
+                    assert!(
+                        close_complex(a, b, ulps, true),
+                        "{what}: output {o}[{i}]: gpu {a:e} cpu {b:e}"
+                    );
+                }
+            }
+            (TypedVec::C128(g), TypedVec::C128(w)) => {
+                for (i, (&a, &b)) in g.iter().zip(w).enumerate() {
+                    assert!(
+                        close_complex(a, b, ulps, false),
+                        "{what}: output {o}[{i}]: gpu {a:e} cpu {b:e}"
+                    );
+                }
+            }
             _ => assert_eq!(g, w, "{what}: output {o}"),
         }
     }
+}
+
+/// Whether each part of complex `got` is its part of `want` up to `ulps` units in the last place
+/// (of f32 when `f32`), or within `ulps` units of the type's epsilon times `|want|` (a part
+/// much smaller than the modulus, after cancellation, is only as accurate as the modulus).
+pub fn close_complex(
+    got: arrayflow::Complex<f64>,
+    want: arrayflow::Complex<f64>,
+    ulps: u64,
+    f32: bool,
+) -> bool {
+    let (eps, abs) = if f32 {
+        (f32::EPSILON as f64, 1e-6)
+    } else {
+        (f64::EPSILON, 1e-14)
+    };
+    let m = want.norm();
+    [(got.re, want.re), (got.im, want.im)]
+        .into_iter()
+        .all(|(g, w)| {
+            close_ulps(g, w, ulps, abs, f32)
+                || (m.is_finite() && (g - w).abs() <= ulps as f64 * eps * m)
+        })
 }
 
 /// Subnormal f32 (GPUs may flush them; the suite ignores such elements on GPUs).
@@ -797,7 +852,13 @@ impl Cl {
     pub fn targets(&self, d: DType) -> Vec<Target> {
         [CL_FP64, CL_FP32]
             .into_iter()
-            .filter(|t| if t.fp64 { self.fp64 } else { d != DType::F64 })
+            .filter(|t| {
+                if t.fp64 {
+                    self.fp64
+                } else {
+                    !matches!(d, DType::F64 | DType::C128)
+                }
+            })
             .collect()
     }
 

@@ -235,11 +235,6 @@ fn load(path: &Path) -> Result<NativeKernel, String> {
 /// The native version of `k`, if the policy wants one and it is ready (starting its compilation
 /// if needed). `Err` only in `Require` mode, when the kernel cannot be compiled.
 pub fn lookup(kernel: &Arc<Kernel>, k: &FusedKernel) -> Result<Option<Arc<NativeKernel>>, Error> {
-    // The C renderer has no complex arithmetic yet: complex kernels run on the tile VM in
-    // every mode (`require` included), with the same results.
-    if k.uses_complex() {
-        return Ok(None);
-    }
     let id = Arc::as_ptr(kernel) as *const () as usize;
     let hot = {
         let mut memo = memo().lock();

@@ -14,7 +14,9 @@
 //!   least two words, even with no parameters).
 //!
 //! Element storage on the device: f32/f64/i32/u32 natively; bool is one byte (`uchar`) on OpenCL and
-//! one `u32` (0 or 1) on WGSL. Every size below is in bytes.
+//! one `u32` (0 or 1) on WGSL. A complex number is its two components, real part first
+//! (`float2`/`double2` on OpenCL, `vec2<f32>` on WGSL, which has no `Complex<f64>`), as num-complex
+//! lays it out on the host. Every size below is in bytes.
 
 use crate::ir::DType;
 

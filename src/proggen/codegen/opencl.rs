@@ -92,13 +92,13 @@ pub fn groups_for(n: u64, per_group: u64) -> u32 {
     n.div_ceil(per_group).min(MAX_GROUPS) as u32
 }
 
-/// Whether the kernel touches f64 values anywhere.
+/// Whether the kernel touches f64 values anywhere (`Complex<f64>` included).
 fn uses_f64(k: &FusedKernel) -> bool {
     k.inputs
         .iter()
         .chain(&k.outputs)
         .chain(&k.reg_dtypes)
-        .any(|&d| d == DType::F64)
+        .any(|&d| matches!(d, DType::F64 | DType::C128))
         || k.params.contains(&ParamKind::Const(DType::F64))
 }
 
@@ -130,11 +130,6 @@ fn policy() -> Policy {
 pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     if !t.fp64 && uses_f64(k) {
         return Err(Unsupported("the device does not compute f64".into()));
-    }
-    if k.uses_complex() {
-        return Err(Unsupported(
-            "opencl: complex kernels are not rendered yet (they run on the CPU)".into(),
-        ));
     }
     let l = lower(k, t, &policy());
     let nbufs = l.passes[0].buffers.len();
@@ -584,7 +579,8 @@ fn identity(op: ReduceOp, d: DType) -> &'static str {
     }
 }
 
-/// The OpenCL vector type of four `d` elements.
+/// The OpenCL vector type of four `d` elements (four complex numbers are eight components,
+/// interleaved as in memory).
 fn vec4(d: DType) -> &'static str {
     match d {
         DType::F32 => "float4",
@@ -592,7 +588,18 @@ fn vec4(d: DType) -> &'static str {
         DType::I32 => "int4",
         DType::U32 => "uint4",
         DType::Bool => "uchar4",
-        DType::C64 | DType::C128 => unreachable!("complex kernels are refused (`render`)"),
+        DType::C64 => "float8",
+        DType::C128 => "double8",
+    }
+}
+
+/// Lane `u` (0..4) of a vector of four `d` elements: one component, or for a complex type the
+/// pair of components `2u, 2u + 1` (a `float2`/`double2`, which is how a register holds it).
+fn lane(d: DType, u: u64) -> String {
+    if d.is_complex() {
+        format!("s{}{}", 2 * u, 2 * u + 1)
+    } else {
+        format!("s{u}")
     }
 }
 
@@ -804,7 +811,7 @@ fn element_body(l: &Lowered, t: Target, access: Access) -> String {
                     at: Index::Lin,
                 },
                 Access::Lane(u),
-            ) => format!("vin{input}.s{u}"),
+            ) => format!("vin{input}.{}", lane(step.ty, u)),
             _ => rhs(step, t),
         };
         let _ = writeln!(s, "r{} = {value};", step.dst);
@@ -815,7 +822,13 @@ fn element_body(l: &Lowered, t: Target, access: Access) -> String {
     for st in &k.stores {
         let _ = match access {
             Access::Scalar => writeln!(s, "out{}[lin] = r{};", st.output, st.reg),
-            Access::Lane(u) => writeln!(s, "vout{}.s{u} = r{};", st.output, st.reg),
+            Access::Lane(u) => writeln!(
+                s,
+                "vout{}.{} = r{};",
+                st.output,
+                lane(k.outputs[st.output as usize], u),
+                st.reg
+            ),
         };
     }
     s

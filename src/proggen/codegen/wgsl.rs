@@ -51,9 +51,11 @@
 //! dispatch); otherwise they are read from a storage buffer bound after the pass's buffers, as
 //! `gpu.rs` describes. `GpuPlan::immediate_words` says which form a program has.
 //!
-//! Registers live in WGSL locals: f32/i32/u32, and bool as `bool` (stored as one u32 per element).
-//! Index arithmetic is u32 (wrapping, exact for any index inside a bindable buffer), so a domain of
-//! 2^31 elements or more is not rendered; neither is anything touching f64.
+//! Registers live in WGSL locals: f32/i32/u32, bool as `bool` (stored as one u32 per element),
+//! `Complex<f32>` as the library's `c64` (a `vec2<f32>`, stored as such: those kernels take the
+//! scalar form). Index arithmetic is u32 (wrapping, exact for any index inside a bindable buffer),
+//! so a domain of 2^31 elements or more is not rendered; neither is anything touching f64 or
+//! `Complex<f64>`.
 
 use super::c::{random_name, range_arg};
 use super::gpu::{BufArg, GpuPlan, Target, Unsupported, tuning};
@@ -280,16 +282,14 @@ fn check(k: &FusedKernel) -> Result<(), Unsupported> {
             k.domain.len()
         )));
     }
-    let f64_used = k.reg_dtypes.contains(&DType::F64)
-        || k.inputs.contains(&DType::F64)
-        || k.outputs.contains(&DType::F64)
+    let wide = |d: &DType| matches!(d, DType::F64 | DType::C128);
+    let f64_used = k.reg_dtypes.iter().any(wide)
+        || k.inputs.iter().any(wide)
+        || k.outputs.iter().any(wide)
         || k.params.contains(&ParamKind::Const(DType::F64));
     if f64_used {
-        return Err(unsupported("f64 is not available on WGSL targets"));
-    }
-    if k.uses_complex() {
         return Err(unsupported(
-            "wgsl: complex kernels are not rendered yet (they run on the CPU)",
+            "f64 (and Complex<f64>) is not available on WGSL targets",
         ));
     }
     for ins in &k.instrs {
