@@ -28,6 +28,7 @@
 //! are infinite (any result matches).
 
 pub mod batched;
+pub mod blocked;
 pub mod cholesky;
 pub mod lu;
 pub mod qr;
