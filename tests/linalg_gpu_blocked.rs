@@ -164,8 +164,9 @@ fn blocked_lu_reconstructs_the_matrices_f64() {
 fn solves<T: F>(seed: u64) {
     let _g = SERIAL.lock();
     let mut rng = rng(seed);
-    for (n, count) in cases() {
-        for r in [1usize, 3] {
+    // One or three right-hand sides by turns (each shape is a plan to compile on PoCL).
+    for (i, (n, count)) in cases().into_iter().enumerate() {
+        for r in [[1usize, 3][i % 2]] {
             let a = values::<T>(&mut rng, count * n * n);
             let b = values::<T>(&mut rng, count * n * r);
             let what = format!("solve {count} x {n}x{n}, r = {r}");
@@ -187,8 +188,8 @@ fn solves<T: F>(seed: u64) {
             }
         }
     }
-    // inv: A inv(A) = I (two sizes: the inverse's n right-hand sides cost the most).
-    for n in [65usize, 130] {
+    // inv: A inv(A) = I.
+    for n in [130usize] {
         let a = values::<T>(&mut rng, n * n);
         let what = format!("inv {n}x{n}");
         let x = checked(solve_on_blocked::<T>(), &what, || {
@@ -295,7 +296,7 @@ fn det_condition(a: &[f64], n: usize) -> f64 {
 fn dets<T: F>(seed: u64) {
     let _g = SERIAL.lock();
     let mut rng = rng(seed);
-    for (n, count) in [(1usize, 5usize), (3, 40), (17, 7), (64, 2), (100, 2), (257, 1)] {
+    for (n, count) in [(1usize, 5usize), (3, 40), (64, 2), (100, 2), (257, 1)] {
         if comparison_mode() && n > 100 {
             continue;
         }
@@ -304,7 +305,11 @@ fn dets<T: F>(seed: u64) {
         let (det, sign, logdet) = checked(on_blocked::<T>(), &what, || {
             let m = upload::<T>(&a, &[count, n, n]);
             let (s, l) = linalg::slogdet(&m);
-            (f64s(&read(&linalg::det(&m))), f64s(&read(&s)), f64s(&read(&l)))
+            (
+                f64s(&read(&linalg::det(&m))),
+                f64s(&read(&s)),
+                f64s(&read(&l)),
+            )
         });
         let (f, piv) = {
             let (lu, piv) = linalg::lu(&upload::<T>(&a, &[count, n, n]));
@@ -342,7 +347,8 @@ fn dets<T: F>(seed: u64) {
                 logdet[m]
             );
             assert!(
-                !want.is_finite() || (det[m] - osign * olog.exp()).abs() <= (bound + tight) * olog.exp() * 1.5,
+                !want.is_finite()
+                    || (det[m] - osign * olog.exp()).abs() <= (bound + tight) * olog.exp() * 1.5,
                 "{ctx}: det {} against {}",
                 det[m],
                 osign * olog.exp()

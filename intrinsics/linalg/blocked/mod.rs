@@ -396,7 +396,10 @@ mod tests {
         let in_dtypes = vec![DType::F32; shapes.len()];
         IntrinsicCall {
             op,
-            in_shapes: shapes.into_iter().map(|s| s.into_iter().collect()).collect(),
+            in_shapes: shapes
+                .into_iter()
+                .map(|s| s.into_iter().collect())
+                .collect(),
             in_dtypes,
             out_shape: out.into_iter().collect(),
             dtype: DType::F32,

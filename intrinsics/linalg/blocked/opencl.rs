@@ -60,7 +60,10 @@ fn entry(b: &Blocked, e: Entry) -> String {
                         n * r
                     ),
                 ),
-                Routine::Inv => ("", "(i == j - {n}UL) ? (T)1 : (T)0".replace("{n}", &n.to_string())),
+                Routine::Inv => (
+                    "",
+                    "(i == j - {n}UL) ? (T)1 : (T)0".replace("{n}", &n.to_string()),
+                ),
                 _ => ("", "(T)0".into()),
             };
             let _ = write!(
@@ -203,9 +206,19 @@ void af_lu_rows(__global T *w, __global const int *piv, __global const uint *st)
         Entry::Update | Entry::Bupdate => {
             let back = e == Entry::Bupdate;
             let (r0, r1, c0, c1) = if back {
-                ("0u".to_string(), "k0".to_string(), format!("{n}u"), format!("{ncols}u"))
+                (
+                    "0u".to_string(),
+                    "k0".to_string(),
+                    format!("{n}u"),
+                    format!("{ncols}u"),
+                )
             } else {
-                ("k0 + kw".into(), format!("{n}u"), "k0 + kw".into(), format!("{ncols}u"))
+                (
+                    "k0 + kw".into(),
+                    format!("{n}u"),
+                    "k0 + kw".into(),
+                    format!("{ncols}u"),
+                )
             };
             let _ = write!(
                 s,

@@ -89,7 +89,10 @@ fn entry(b: &Blocked, e: Entry) -> String {
                 Routine::Inv => format!("v = select(0.0, 1.0, i == j - {n}u);"),
                 _ => String::new(),
             };
-            list.extend([("ini_w", "read_write", "f32"), ("ini_st", "read_write", "u32")]);
+            list.extend([
+                ("ini_w", "read_write", "f32"),
+                ("ini_st", "read_write", "u32"),
+            ]);
             let _ = write!(
                 s,
                 "
@@ -250,9 +253,19 @@ fn af_lu_rows({HEAD}) {{
             let back = e == Entry::Bupdate;
             let pre = if back { "bup" } else { "upd" };
             let (r0, r1, c0, c1) = if back {
-                ("0u".to_string(), "k0".to_string(), format!("{n}u"), format!("{ncols}u"))
+                (
+                    "0u".to_string(),
+                    "k0".to_string(),
+                    format!("{n}u"),
+                    format!("{ncols}u"),
+                )
             } else {
-                ("k0 + kw".into(), format!("{n}u"), "k0 + kw".into(), format!("{ncols}u"))
+                (
+                    "k0 + kw".into(),
+                    format!("{n}u"),
+                    "k0 + kw".into(),
+                    format!("{ncols}u"),
+                )
             };
             let _ = write!(
                 s,
@@ -391,11 +404,11 @@ fn af_lu_out({HEAD}) {{
             let store = if b.routine == Routine::Det {
                 "var v = ldexp(mant, ex);
     // Infinity from the bits at run time (a constant one is not WGSL).
-    if (ex > 128) { v = mant * bitcast<f32>(0x7f800000u | (u32(ex) & 0u)); }
+    if (ex > 128 && mant != 0.0) { v = mant * bitcast<f32>(0x7f800000u | (u32(ex) & 0u)); }
     if (ex < -200) { v = 0.0 * mant; }
-    det_out[g] = sign * v;"
+    det_out[g] = par * v;"
             } else {
-                "var sg = sign * sign(mant);
+                "var sg = par * sign(mant);
     var lg = log(abs(mant)) + f32(ex) * 0.6931471805599453;
     if (mant == 0.0) { sg = 0.0; lg = bitcast<f32>(0xff800000u | (u32(ex) & 0u)); }
     if ((bitcast<u32>(mant) & 0x7fffffffu) > 0x7f800000u) { sg = mant; lg = mant; }
@@ -410,11 +423,11 @@ fn af_lu_out({HEAD}) {{
 fn af_lu_det({HEAD}) {{
   for (var g = {gid}; g < {count}u; g += {stride}) {{
     let m = g * {mat}u;
-    var sign = 1.0;
+    var par = 1.0;
     var mant = 1.0;
     var ex = 0i;
     for (var k = 0u; k < {n}u; k++) {{
-      if (det_piv[g * {n}u + k] != k) {{ sign = -sign; }}
+      if (det_piv[g * {n}u + k] != k) {{ par = -par; }}
       let f1 = frexp(det_w[m + k * {ld}u + k]);
       let f2 = frexp(mant * f1.fract);
       mant = f2.fract;
