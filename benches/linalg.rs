@@ -11,8 +11,8 @@
 //! (computed and waited for, no copy to the host), `K` chosen so a loop takes about 0.3 s
 //! (`MATMUL_LOOP_SECONDS`), 5 loops, the median per call. The PyTorch peer is
 //! `benches/peers/matmul.py` (its `solve` rows: `torch.linalg.solve` on the same shapes, with
-//! `LINALG_SOLVE` read the same way); targets on an H100: 10000 x 8x8 >= 1.0x torch, 1 x 4096x4096
-//! >= 0.5x. `ARRAYFLOW_LINALG_GPU_BLOCKED=off` runs the large rows on the CPU instead, and
+//! `LINALG_SOLVE` read the same way); targets on an H100: 10000 x 8x8 at least 1.0x torch, 1 x
+//! 4096x4096 at least 0.5x. `ARRAYFLOW_LINALG_GPU_BLOCKED=off` runs the large rows on the CPU instead, and
 //! `ARRAYFLOW_LINALG_GPU_NB=32|64` sets the blocked LU's panel width, for comparisons.
 //!
 //! ```sh
