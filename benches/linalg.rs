@@ -1,16 +1,19 @@
-//! Batched small-matrix solve benchmark (issue 21) on the executor `ARRAYFLOW_DEVICE` selects
-//! (`opencl[:N]`, `wgpu[:N]`, `cpu`), one executor per process: `linalg::solve` of `B` random
-//! `N x N` f32 matrices against one right-hand side each (`b [B, N, 1]`), for each `BxN` of
-//! `LINALG_SOLVE` (default `10000x8,1000x32`). On the OpenCL and wgpu executors these run the
-//! batched kernels (`intrinsics/linalg/batched/`: one work-group per matrix); on the CPU, faer
-//! per matrix over rayon. Each result is first checked: the residual `|A x - b|_inf /
+//! Solve benchmark (issue 21) on the executor `ARRAYFLOW_DEVICE` selects (`opencl[:N]`,
+//! `wgpu[:N]`, `cpu`), one executor per process: `linalg::solve` of `B` random `N x N` f32
+//! matrices against one right-hand side each (`b [B, N, 1]`), for each `BxN` of `LINALG_SOLVE`
+//! (default `10000x8,1000x32,1x1024,1x2048,1x4096`). On the OpenCL and wgpu executors the small
+//! batches run the batched kernels (`intrinsics/linalg/batched/`: one work-group per matrix) and
+//! the single large matrices the blocked LU (`intrinsics/linalg/blocked/`; target on an H100:
+//! 1 x 4096 >= 0.5x torch); on the CPU, faer per matrix over rayon. Each result is first checked: the residual `|A x - b|_inf /
 //! (|A|_inf |x|_inf)` of 64 sampled matrices in f64 within `8 n 2^-23`.
 //!
 //! Timing as `benches/matmul.rs`: a warm-up, then `K` solves each recorded and `eval()`ed
 //! (computed and waited for, no copy to the host), `K` chosen so a loop takes about 0.3 s
 //! (`MATMUL_LOOP_SECONDS`), 5 loops, the median per call. The PyTorch peer is
 //! `benches/peers/matmul.py` (its `solve` rows: `torch.linalg.solve` on the same shapes, with
-//! `LINALG_SOLVE` read the same way); target on an H100: 10000 x 8x8 >= 1.0x torch.
+//! `LINALG_SOLVE` read the same way); targets on an H100: 10000 x 8x8 at least 1.0x torch, 1 x
+//! 4096x4096 at least 0.5x. `ARRAYFLOW_LINALG_GPU_BLOCKED=off` runs the large rows on the CPU instead, and
+//! `ARRAYFLOW_LINALG_GPU_NB=32|64` sets the blocked LU's panel width, for comparisons.
 //!
 //! ```sh
 //! ARRAYFLOW_DEVICE=opencl:1 cargo bench --bench linalg
@@ -56,7 +59,7 @@ fn main() {
     let backend = Runtime::backend();
     println!("executor: {}", Runtime::executor());
     let mut rows = Vec::new();
-    for spec in env_or("LINALG_SOLVE", "10000x8,1000x32").split(',') {
+    for spec in env_or("LINALG_SOLVE", "10000x8,1000x32,1x1024,1x2048,1x4096").split(',') {
         let Some((bs, ns)) = spec.trim().split_once('x') else {
             continue;
         };

@@ -6,7 +6,7 @@
 - a^T b: torch.matmul(a.t(), b) at the first size (cuBLAS reads the transpose in place)
 - batched: torch.bmm of MATMUL_BATCH (BxN, default 4096x64: 4096 products of 64 x 64)
 - solve: torch.linalg.solve of B random N x N matrices against b [B, N, 1] for each BxN of
-  LINALG_SOLVE (default 10000x8,1000x32), the peer of benches/linalg.rs; checked by the
+  LINALG_SOLVE (default 10000x8,1000x32,1x1024,1x2048,1x4096), the peer of benches/linalg.rs; checked by the
   residual |A x - b|_inf / (|A|_inf |x|_inf) of 64 sampled matrices within 8 n 2^-23
 
 Each result is first checked against f64 dot products on 64 sampled entries (relative to
@@ -116,7 +116,7 @@ def main():
             check("batched", torch.bmm(a, b).cpu(), a.cpu(), b.cpu())
             s = median_time(lambda: torch.bmm(a, b))
             rows.append(("batched", f"{bt} x {n}^3", 2.0 * bt * n**3, s))
-    for spec in os.environ.get("LINALG_SOLVE", "10000x8,1000x32").split(","):
+    for spec in os.environ.get("LINALG_SOLVE", "10000x8,1000x32,1x1024,1x2048,1x4096").split(","):
         if "x" not in spec:
             continue
         bt, n = (int(x) for x in spec.strip().split("x"))

@@ -4,7 +4,8 @@
 //! |pivot| of a column, as LAPACK); a matrix with an exact zero pivot is refactored by the plain
 //! LAPACK getf2 loop here, which skips the scaling at a zero pivot so the factors stay finite.
 //! `det`/`slogdet` multiply (add the logs of) the pivots in f64. On the GPU executors `lu`,
-//! `solve` and `inv` of matrices up to 64 x 64 run the batched kernels of `batched/`.
+//! `solve` and `inv` of matrices up to 64 x 64 run the batched kernels of `batched/`, larger
+//! ones and `det`/`slogdet` of every size the blocked LU of `blocked/`.
 
 use super::dense;
 use super::{Failed, Real, batch_of, batch_source, by_dtype, float_dtype, for_each, square};
@@ -160,19 +161,30 @@ impl IntrinsicDef for LuDef {
         by_dtype!(call, cpu(call, inputs, &mut outputs[0]))
     }
 
-    /// `lu` of small matrices (`batched/`), and `solve` and `inv` when
-    /// [`batched::solve_enabled`](super::batched::solve_enabled); the rest, and large matrices,
-    /// run the CPU entry.
+    /// `lu`, `solve` and `inv` of small matrices on the batched kernels (`batched/`), larger
+    /// ones and `det`/`slogdet` on the blocked LU (`blocked/`); `solve` and `inv` only when
+    /// [`batched::solve_enabled`](super::batched::solve_enabled). The rest run the CPU entry.
     fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
         super::batched::gate(call)?;
         super::batched::opencl::render(call, t)
+            .or_else(|small| blocked_or(small, || super::blocked::opencl::render(call, t)))
     }
 
     /// As [`opencl`](Self::opencl), f32 only.
     fn wgsl(&self, call: &IntrinsicCall, _t: Target) -> std::result::Result<GpuPlan, Unsupported> {
         super::batched::gate(call)?;
         super::batched::wgsl::render(call)
+            .or_else(|small| blocked_or(small, || super::blocked::wgsl::render(call)))
     }
+}
+
+/// The blocked plan where the batched kernels do not take a call (`small` says why); both
+/// reasons when neither does.
+fn blocked_or(
+    small: Unsupported,
+    blocked: impl FnOnce() -> std::result::Result<GpuPlan, Unsupported>,
+) -> std::result::Result<GpuPlan, Unsupported> {
+    blocked().map_err(|large| Unsupported(format!("{small}; {large}")))
 }
 
 /// The matrix axes of each routine's output.

@@ -4,13 +4,16 @@
 //! kernels are generic over; plain f64 helpers for the references and their conditioning), and
 //! one file per family: `lu.rs` (lu, lu_unpack, lu_solve, lu_cond, solve, inv, det, slogdet),
 //! `cholesky.rs` (cholesky, cholesky_solve), `triangular.rs` (triangular_solve), `qr.rs` (qr,
-//! lstsq), and `batched/` (the GPU kernels of small-matrix lu, solve and inv).
+//! lstsq), `batched/` (the GPU kernels of small-matrix lu, solve and inv) and `blocked/` (the
+//! blocked GPU LU: lu, solve and inv of larger matrices, det and slogdet of every size).
 //!
 //! The CPU entries run faer (one matrix per rayon task over the batch). On the GPU executors,
 //! `lu`, `solve` and `inv` of small matrices (`n <= 64`, within the local memory budget) run
-//! `batched/` (one work-group per matrix); every other call, and large matrices, are
+//! `batched/` (one work-group per matrix), larger ones and `det`/`slogdet` run `blocked/` (a
+//! multi-pass plan: panel, row interchanges and `U12`, tiled trailing update, per panel); the
+//! other routines (`lu_solve`, `lu_unpack`, `lu_cond`, Cholesky, QR, `triangular_solve`) are
 //! `Unsupported` there, so a GPU executor runs the CPU entry from host copies (see "Steps on
-//! the host" in `intrinsics/mod.rs`) until a blocked GPU LU exists. The references are written independently of faer: plain
+//! the host" in `intrinsics/mod.rs`). The references are written independently of faer: plain
 //! f64 loops (Gaussian elimination choosing the first largest |pivot|, Cholesky–Banachiewicz,
 //! modified Gram-Schmidt for QR).
 //!
@@ -25,9 +28,14 @@
 //! `n * |A|` (plus the inputs' own magnitudes): for a solve `n * |A^-1| (|A| |x| + |b|)`, for
 //! the factors the perturbation of `L`, `U` (or Cholesky's `L`, QR's `Q`, `R`) under such a
 //! backward error, for `det` `n * |det| * sum |A^-1|^T .* |A|`. A singular matrix's magnitudes
-//! are infinite (any result matches).
+//! are infinite (any result matches). The bounds hold for every executor's kernels: the GPU's
+//! batched and blocked LUs have the same `n * eps` backward error as faer's (their `det` keeps
+//! the pivots' product as mantissa and exponent: `n` roundings, no overflow short of the
+//! result's). Where two pivot candidates tie to rounding, executors may choose different rows;
+//! the factors then differ by more than these bounds while `P L U = A` holds for each.
 
 pub mod batched;
+pub mod blocked;
 pub mod cholesky;
 pub mod lu;
 pub mod qr;

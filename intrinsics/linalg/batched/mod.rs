@@ -31,10 +31,10 @@
 //! **What runs here**: f32 on both targets, f64 on OpenCL devices with `cl_khr_fp64` (WGSL has
 //! no f64: such calls keep the CPU path). A call whose matrix does not fit the local memory
 //! budget ([`OPENCL_LOCAL_BYTES`], [`WGSL_LOCAL_BYTES`]: the guaranteed minimum of each API; f64
-//! up to `n = 62` on OpenCL, f32 up to `n = 61` on WGSL), `n > 64`, an empty matrix or no
-//! right-hand side stays on the CPU (faer), where large matrices are better served until a
-//! blocked GPU LU exists. The other routines of the family (`det`, `slogdet`, `lu_solve`,
-//! `lu_unpack`, `lu_cond`) keep the CPU path too.
+//! up to `n = 62` on OpenCL, f32 up to `n = 61` on WGSL) or `n > 64` goes to the blocked LU
+//! (`../blocked/`), which also takes `det` and `slogdet` of every size; an empty matrix or no
+//! right-hand side stays on the CPU. The other routines of the family (`lu_solve`, `lu_unpack`, `lu_cond`) keep
+//! the CPU path.
 //!
 //! The kernels (`opencl.rs`, `wgsl.rs`) are rendered from one [`Layout`]: shapes and chunk sizes
 //! are literals (a plan is rendered once per shape).

@@ -578,8 +578,15 @@ impl DeviceApi for WgpuApi {
                 )
             }
         })?;
-        let mut pipelines = Vec::with_capacity(plan.passes.len());
-        for pass in &plan.passes {
+        // One pipeline per entry: a multi-pass plan (the blocked LU) dispatches the same entry
+        // many times, and each pipeline is a driver compile.
+        let mut pipelines: Vec<wgpu::ComputePipeline> = Vec::with_capacity(plan.passes.len());
+        for (i, pass) in plan.passes.iter().enumerate() {
+            if let Some(j) = plan.passes[..i].iter().position(|q| q.entry == pass.entry) {
+                let same = pipelines[j].clone();
+                pipelines.push(same);
+                continue;
+            }
             let p = self.checked(wgpu::ErrorFilter::Validation, || {
                 self.device
                     .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
