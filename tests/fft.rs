@@ -882,18 +882,168 @@ fn bad_arguments_are_errors_at_the_callers_line() {
 // ---------------------------------------------------------------------------------------------
 // Executors.
 
-#[test]
-fn gpu_executors_run_the_transforms_through_their_cpu_fallback() {
+/// Points a GPU line holds in local memory (`intrinsics/fft/gpu.rs`: 32 KiB on OpenCL, 16 KiB
+/// on WGSL); two passes take lengths up to its square.
+fn device_line_points<F: Prec>() -> Option<usize> {
     use arrayflow::{Backend, Runtime};
-    let mut r = rng(0x6b0);
+    let off = std::env::var("ARRAYFLOW_FFT_GPU").is_ok_and(|v| v == "off" || v == "0");
+    match Runtime::backend() {
+        _ if off => None,
+        Backend::OpenCl => Some(32768 / (2 * std::mem::size_of::<F>())),
+        Backend::Wgpu if std::mem::size_of::<F>() == 4 => Some(16384 / 8),
+        _ => None,
+    }
+}
+
+/// Whether the generated kernels take a complex transform of `n` points (factors 2, 3, 5, 7;
+/// at most two passes) of precision `F` on this process's executor.
+fn on_device<F: Prec>(n: usize) -> bool {
+    let Some(l) = device_line_points::<F>() else {
+        return false;
+    };
+    let mut left = n;
+    for p in [2, 3, 5, 7] {
+        while left % p == 0 {
+            left /= p;
+        }
+    }
+    left == 1 && (n <= l || (1..=l).any(|d| n % d == 0 && n / d <= l))
+}
+
+/// The complex transform length of a call: `n` for `fft` and odd real transforms, `n / 2` for
+/// even ones.
+fn inner_len(n: usize, real: bool) -> usize {
+    if real && n % 2 == 0 { n / 2 } else { n }
+}
+
+/// Runs `f` and, where the kernels take length `n`, checks that a device kernel ran and no
+/// program fell back to the CPU (`Runtime::stats()`; on the CPU executor, nothing).
+#[track_caller]
+fn device<F: Prec, R>(n: usize, what: &str, f: impl FnOnce() -> R) -> R {
+    use arrayflow::Runtime;
+    Runtime::execute();
     let before = Runtime::stats();
-    let (x, z) = rand_c::<f32>(&mut r, 96);
-    let y = read_c::<f32>(&fft::fft(&x, None, 0, Norm::Backward));
-    let want = oracle_c2c(&z, 96, false, Norm::Backward);
-    assert_lines(&y, &want, &[96], 0, 96, f32::EPS, "fft on this executor");
+    let out = f();
     let d = Runtime::stats().since(&before).device;
-    if Runtime::backend() != Backend::Cpu {
-        assert!(d.fallbacks > 0, "no CPU fallback ran: {d:?}");
+    if on_device::<F>(n) {
+        assert_eq!(d.fallbacks, 0, "{what}: ran on the CPU fallback: {d:?}");
+        assert!(d.kernels > 0, "{what}: no device kernel ran: {d:?}");
+    }
+    out
+}
+
+/// Stats are process-wide: the tests that read them run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Every length class the GPU kernels take, each checked against the oracle with the device
+/// kernels really running: powers of two 2 .. 2^16, 3 5 7 mixes, 1, odd lengths, on one line
+/// and batched along either axis of a 2-D array, complex and real transforms, every norm.
+fn device_lengths<F: Prec>() {
+    let mut r = rng(0xd3f);
+    let mut lengths: Vec<usize> = (0..=16).map(|k| 1usize << k).collect();
+    lengths.extend([3, 5, 7, 9, 15, 21, 35, 45, 105, 315, 375, 1029, 2401, 3 * 5 * 7 * 64, 6125]);
+    lengths.extend([6 * 2048, 5 * 4096 * 3]);
+    let norms = [Norm::Backward, Norm::Ortho, Norm::Forward];
+    for (t, &n) in lengths.iter().enumerate() {
+        if comparison_mode() && n > 1 << 12 {
+            continue;
+        }
+        let norm = norms[t % 3];
+        let (x, z) = rand_c::<F>(&mut r, n);
+        for inverse in [false, true] {
+            let what = format!("{} {} n={n} {norm:?}", F::name(), if inverse { "ifft" } else { "fft" });
+            let got = device::<F, _>(n, &what, || {
+                let y = if inverse {
+                    fft::ifft(&x, None, 0, norm)
+                } else {
+                    fft::fft(&x, None, 0, norm)
+                };
+                read_c::<F>(&y)
+            });
+            assert_lines(&got, &oracle_c2c(&z, n, inverse, norm), &[n], 0, n, F::EPS, &what);
+        }
+        // A real input read as complex; rfft and irfft back (a round trip).
+        let (xr, zr) = rand_r::<F>(&mut r, n);
+        let what = format!("{} fft of real n={n}", F::name());
+        let got = device::<F, _>(n, &what, || read_c::<F>(&fft::fft(&xr, None, 0, norm)));
+        assert_lines(&got, &oracle_c2c(&zr, n, false, norm), &[n], 0, n, F::EPS, &what);
+        let what = format!("{} rfft n={n} {norm:?}", F::name());
+        let (got, rf) = device::<F, _>(inner_len(n, true), &what, || {
+            let rf = fft::rfft(&xr, None, 0, norm);
+            (read_c::<F>(&rf), rf)
+        });
+        let want = oracle_r2c(&zr, n, norm);
+        assert_lines(&got, &want, &[n / 2 + 1], 0, n, F::EPS, &what);
+        let what = format!("{} irfft(rfft) n={n} {norm:?}", F::name());
+        let got = device::<F, _>(inner_len(n, true), &what, || {
+            read_r::<F>(&fft::irfft(&rf, Some(n), 0, norm))
+        });
+        assert_lines(&got, &zr, &[n], 0, n, 2.0 * F::EPS, &what);
+    }
+    // Batched 2-D arrays along either axis, lengths cropped and padded.
+    let shapes: [&[usize]; 6] = [&[8, 64], &[37, 105], &[3, 4096], &[6, 2], &[1, 1], &[300, 12]];
+    for (t, shape) in shapes.into_iter().enumerate() {
+        let len: usize = shape.iter().product();
+        let (x, z) = rand_c::<F>(&mut r, len);
+        let x = x.reshape(shape);
+        let (xr, zr) = rand_r::<F>(&mut r, len);
+        let xr = xr.reshape(shape);
+        for axis in 0..2 {
+            let m = shape[axis];
+            let norm = norms[(t + axis) % 3];
+            for n in [m, m + 2, m.div_ceil(2).max(1)] {
+                let what = format!("{} fft {shape:?} axis {axis} n={n} {norm:?}", F::name());
+                let got = device::<F, _>(n, &what, || {
+                    read_c::<F>(&fft::fft(&x, Some(n), axis, norm))
+                });
+                let (want, ws) = along(&z, shape, axis, |l| oracle_c2c(l, n, false, norm));
+                assert_lines(&got, &want, &ws, axis, n, F::EPS, &what);
+                let what = format!("{} ifft {shape:?} axis {axis} n={n}", F::name());
+                let got = device::<F, _>(n, &what, || {
+                    read_c::<F>(&fft::ifft(&x, Some(n), axis, norm))
+                });
+                let (want, ws) = along(&z, shape, axis, |l| oracle_c2c(l, n, true, norm));
+                assert_lines(&got, &want, &ws, axis, n, F::EPS, &what);
+                let what = format!("{} rfft {shape:?} axis {axis} n={n}", F::name());
+                let got = device::<F, _>(inner_len(n, true), &what, || {
+                    read_c::<F>(&fft::rfft(&xr, Some(n), axis, norm))
+                });
+                let (want, ws) = along(&zr, shape, axis, |l| oracle_r2c(l, n, norm));
+                assert_lines(&got, &want, &ws, axis, n, F::EPS, &what);
+                let what = format!("{} irfft {shape:?} axis {axis} n={n}", F::name());
+                let got = device::<F, _>(inner_len(n, true), &what, || {
+                    read_r::<F>(&fft::irfft(&x, Some(n), axis, norm))
+                });
+                let (want, ws) = along(&z, shape, axis, |l| oracle_c2r(l, n, norm));
+                assert_lines(&got, &want, &ws, axis, n, 2.0 * F::EPS, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_kernels_run_every_supported_length_on_the_device() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    device_lengths::<f32>();
+    device_lengths::<f64>();
+}
+
+#[test]
+fn lengths_with_a_prime_factor_above_7_run_through_the_cpu_fallback() {
+    use arrayflow::{Backend, Runtime};
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut r = rng(0x6b0);
+    for n in [11, 997] {
+        Runtime::execute();
+        let before = Runtime::stats();
+        let (x, z) = rand_c::<f32>(&mut r, n);
+        let y = read_c::<f32>(&fft::fft(&x, None, 0, Norm::Backward));
+        let want = oracle_c2c(&z, n, false, Norm::Backward);
+        assert_lines(&y, &want, &[n], 0, n, f32::EPS, "fft on this executor");
+        let d = Runtime::stats().since(&before).device;
+        if Runtime::backend() != Backend::Cpu {
+            assert!(d.fallbacks > 0, "no CPU fallback ran: {d:?}");
+        }
     }
 }
 

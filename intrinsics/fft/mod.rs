@@ -22,14 +22,35 @@
 //! an `irfft` line counts its coefficients twice (the mirrored half of the spectrum).
 
 mod cpu;
+mod gpu;
+mod kernel;
+mod opencl;
 mod planner;
 mod reference;
 mod spare;
+mod wgsl;
 
 use super::{Cost, IntrinsicDef, MagInput, Operand, Output, Rows, numel};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{DType, FftNorm, Intrinsic, Shape, Site, TypedVec};
+use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
 use crate::proggen::sequence::IntrinsicCall;
+
+/// Whether the GPU executors run the generated kernels (yes unless `ARRAYFLOW_FFT_GPU=off`,
+/// which keeps every transform on the CPU fallback).
+pub fn gpu_enabled() -> bool {
+    std::env::var("ARRAYFLOW_FFT_GPU").map_or(true, |v| v != "off" && v != "0")
+}
+
+fn gate() -> std::result::Result<(), Unsupported> {
+    if gpu_enabled() {
+        Ok(())
+    } else {
+        Err(Unsupported(
+            "GPU FFT kernels are turned off (ARRAYFLOW_FFT_GPU=off)".into(),
+        ))
+    }
+}
 
 /// The definition of `fft` (both directions), `rfft` and `irfft`, told apart by name.
 pub struct FftDef(pub &'static str);
@@ -296,5 +317,15 @@ impl IntrinsicDef for FftDef {
             inputs[0],
             &mut outputs[0],
         )
+    }
+
+    fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        gate()?;
+        opencl::render(call, t)
+    }
+
+    fn wgsl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        gate()?;
+        wgsl::render(call, t)
     }
 }
