@@ -12,6 +12,12 @@
 //! the final rounding). Every length class: powers of two, mixed radices (3 5 7 11 and 2^k
 //! factors), primes (7, 13, 997, 65537, for Rader's and Bluestein's algorithms), on the
 //! contiguous axis and on strided ones, batched, f32 and f64.
+//!
+//! On a GPU executor (`ARRAYFLOW_DEVICE=opencl|wgpu`) every transform whose length the generated
+//! Stockham kernels take (`intrinsics/fft/gpu.rs`: factors 2, 3, 5, 7, one or two local-memory
+//! passes) is checked to have run there (`Runtime::stats()`: a device kernel, no CPU fallback),
+//! and lengths with a larger prime factor to have run through the CPU fallback; `Complex<f64>`
+//! on wgpu runs on the CPU executor. Stats are process-wide: the tests run one at a time.
 
 mod common;
 
@@ -342,6 +348,7 @@ fn c2c_every_length<F: Prec>() {
 
 #[test]
 fn fft_and_ifft_of_every_length_class_match_the_oracle() {
+    let _g = serial();
     c2c_every_length::<f32>();
     c2c_every_length::<f64>();
 }
@@ -379,6 +386,7 @@ fn round_trip_and_parseval<F: Prec>() {
 
 #[test]
 fn round_trips_and_parseval_hold() {
+    let _g = serial();
     round_trip_and_parseval::<f32>();
     round_trip_and_parseval::<f64>();
 }
@@ -421,6 +429,7 @@ fn real_transforms<F: Prec>() {
 
 #[test]
 fn rfft_is_the_first_half_of_a_hermitian_fft_and_irfft_inverts_it() {
+    let _g = serial();
     real_transforms::<f32>();
     real_transforms::<f64>();
 }
@@ -454,6 +463,7 @@ fn irfft_of_any_coefficients<F: Prec>() {
 
 #[test]
 fn irfft_follows_numpy_for_any_coefficients() {
+    let _g = serial();
     irfft_of_any_coefficients::<f32>();
     irfft_of_any_coefficients::<f64>();
 }
@@ -517,6 +527,7 @@ fn norms_and_lengths<F: Prec>() {
 
 #[test]
 fn norm_modes_and_n_pad_or_crop_as_numpy() {
+    let _g = serial();
     norms_and_lengths::<f32>();
     norms_and_lengths::<f64>();
 }
@@ -581,6 +592,7 @@ fn batches<F: Prec>() {
 
 #[test]
 fn batched_transforms_along_every_axis() {
+    let _g = serial();
     batches::<f32>();
     batches::<f64>();
 }
@@ -708,6 +720,7 @@ fn several_axes<F: Prec>() {
 
 #[test]
 fn fft2_fftn_and_the_real_nd_transforms_match_the_oracle() {
+    let _g = serial();
     several_axes::<f32>();
     several_axes::<f64>();
 }
@@ -742,6 +755,7 @@ fn roll(v: &[f64], shift: isize) -> Vec<f64> {
 
 #[test]
 fn fftfreq_rfftfreq_and_the_shifts_follow_numpy() {
+    let _g = serial();
     for n in 1..=12 {
         for d in [1.0, 0.1, 2.5] {
             assert_eq!(
@@ -866,6 +880,7 @@ fn errors_of<F: Prec>() {
 
 #[test]
 fn bad_arguments_are_errors_at_the_callers_line() {
+    let _g = serial();
     errors_of::<f32>();
     errors_of::<f64>();
     // Integer arrays are refused by the type system (`FftInput`); the operator form panics with
@@ -929,11 +944,20 @@ fn device<F: Prec, R>(n: usize, what: &str, f: impl FnOnce() -> R) -> R {
         assert_eq!(d.fallbacks, 0, "{what}: ran on the CPU fallback: {d:?}");
         assert!(d.kernels > 0, "{what}: no device kernel ran: {d:?}");
     }
+    if Runtime::backend() == arrayflow::Backend::Wgpu && std::mem::size_of::<F>() == 8 {
+        // WGSL has no f64: the scheduler gives Complex<f64> work to the CPU executor.
+        assert_eq!(d.fallbacks, 0, "{what}: f64 on wgpu went through the fallback: {d:?}");
+    }
     out
 }
 
-/// Stats are process-wide: the tests that read them run one at a time.
+/// Stats are process-wide: the tests here run one at a time (each holds this lock), so that one
+/// test's CPU fallbacks are not counted in another's.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Every length class the GPU kernels take, each checked against the oracle with the device
 /// kernels really running: powers of two 2 .. 2^16, 3 5 7 mixes, 1, odd lengths, on one line
@@ -1023,15 +1047,15 @@ fn device_lengths<F: Prec>() {
 
 #[test]
 fn gpu_kernels_run_every_supported_length_on_the_device() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     device_lengths::<f32>();
     device_lengths::<f64>();
 }
 
 #[test]
 fn lengths_with_a_prime_factor_above_7_run_through_the_cpu_fallback() {
+    let _g = serial();
     use arrayflow::{Backend, Runtime};
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut r = rng(0x6b0);
     for n in [11, 997] {
         Runtime::execute();
@@ -1049,6 +1073,7 @@ fn lengths_with_a_prime_factor_above_7_run_through_the_cpu_fallback() {
 
 #[test]
 fn a_large_elementwise_result_of_a_transform_is_read_straight_into_host_memory() {
+    let _g = serial();
     // 2^17 elements: a pending element-wise result this large is computed into the reader's
     // memory (on a GPU executor by its CPU fallback, the kernel being complex).
     let n = 1 << 17;
@@ -1065,6 +1090,7 @@ fn a_large_elementwise_result_of_a_transform_is_read_straight_into_host_memory()
 
 #[test]
 fn long_lines_reuse_buffers_without_stale_values() {
+    let _g = serial();
     // A line of 2^18 points runs on one thread, its buffers (1 MB and more) kept between calls
     // with their values: calls on other data, cropped or zero-padded, must see none of them.
     let mut r = rng(0x5a);

@@ -1065,11 +1065,13 @@ fn may_fault(program: &Program) -> bool {
 
 /// Whether a program computes or moves f64 values.
 fn uses_f64(kernel: &Kernel) -> bool {
-    use crate::ir::DType::F64;
+    use crate::ir::DType;
+    // Complex<f64> is two f64s: a device without f64 cannot compute it either.
+    let f64 = |d: &DType| matches!(d, DType::F64 | DType::C128);
     match kernel {
         Kernel::Fused(k) => {
-            k.inputs.contains(&F64) || k.outputs.contains(&F64) || k.reg_dtypes.contains(&F64)
+            k.inputs.iter().any(f64) || k.outputs.iter().any(f64) || k.reg_dtypes.iter().any(f64)
         }
-        Kernel::Intrinsic(c) => c.dtype == F64 || c.in_dtypes.contains(&F64),
+        Kernel::Intrinsic(c) => f64(&c.dtype) || c.in_dtypes.iter().any(f64),
     }
 }
