@@ -258,8 +258,16 @@ fn gpu_main(repeats: usize) {
         let a = Array::from_slice(&x, &[n]);
         let mut want = x.clone();
         planner.plan_fft_forward(n).process(&mut want);
-        check("fft", &fft::fft(&a, None, 0, b).to_vec().expect("fft"), &want);
-        let af = median_prepared(repeats, || (), |()| fft::fft(&a, None, 0, b).eval().expect("fft"));
+        check(
+            "fft",
+            &fft::fft(&a, None, 0, b).to_vec().expect("fft"),
+            &want,
+        );
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::fft(&a, None, 0, b).eval().expect("fft"),
+        );
         rows.push(PeerRow {
             name: "fft c64".into(),
             size: format!("[{n}]"),
@@ -268,15 +276,26 @@ fn gpu_main(repeats: usize) {
             peer_name: copy_name,
         });
     }
-    let (rows_n, len) = (env_usize("FFT_GPU_BATCH", 16384), env_usize("FFT_ROW", 1024));
+    let (rows_n, len) = (
+        env_usize("FFT_GPU_BATCH", 16384),
+        env_usize("FFT_ROW", 1024),
+    );
     {
         let x = complex_data(rows_n * len, 9);
         let a = Array::from_slice(&x, &[rows_n, len]);
         let plan = planner.plan_fft_forward(len);
         let mut want = x.clone();
         want.chunks_exact_mut(len).for_each(|l| plan.process(l));
-        check("batched fft", &fft::fft(&a, None, 1, b).to_vec().expect("fft"), &want);
-        let af = median_prepared(repeats, || (), |()| fft::fft(&a, None, 1, b).eval().expect("fft"));
+        check(
+            "batched fft",
+            &fft::fft(&a, None, 1, b).to_vec().expect("fft"),
+            &want,
+        );
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::fft(&a, None, 1, b).eval().expect("fft"),
+        );
         rows.push(PeerRow {
             name: "fft c64".into(),
             size: format!("[{rows_n}, {len}]"),
@@ -295,8 +314,16 @@ fn gpu_main(repeats: usize) {
             let mut input = xl.to_vec();
             plan.process(&mut input, o).expect("realfft");
         }
-        check("batched rfft", &fft::rfft(&a, None, 1, b).to_vec().expect("rfft"), &want);
-        let af = median_prepared(repeats, || (), |()| fft::rfft(&a, None, 1, b).eval().expect("rfft"));
+        check(
+            "batched rfft",
+            &fft::rfft(&a, None, 1, b).to_vec().expect("rfft"),
+            &want,
+        );
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::rfft(&a, None, 1, b).eval().expect("rfft"),
+        );
         rows.push(PeerRow {
             name: "rfft f32".into(),
             size: format!("[{rows_n}, {len}]"),

@@ -918,17 +918,21 @@ fn on_device<F: Prec>(n: usize) -> bool {
     };
     let mut left = n;
     for p in [2, 3, 5, 7] {
-        while left % p == 0 {
+        while left.is_multiple_of(p) {
             left /= p;
         }
     }
-    left == 1 && (n <= l || (1..=l).any(|d| n % d == 0 && n / d <= l))
+    left == 1 && (n <= l || (1..=l).any(|d| n.is_multiple_of(d) && n / d <= l))
 }
 
 /// The complex transform length of a call: `n` for `fft` and odd real transforms, `n / 2` for
 /// even ones.
 fn inner_len(n: usize, real: bool) -> usize {
-    if real && n % 2 == 0 { n / 2 } else { n }
+    if real && n.is_multiple_of(2) {
+        n / 2
+    } else {
+        n
+    }
 }
 
 /// Runs `f` and, where the kernels take length `n`, checks that a device kernel ran and no
@@ -946,7 +950,10 @@ fn device<F: Prec, R>(n: usize, what: &str, f: impl FnOnce() -> R) -> R {
     }
     if Runtime::backend() == arrayflow::Backend::Wgpu && std::mem::size_of::<F>() == 8 {
         // WGSL has no f64: the scheduler gives Complex<f64> work to the CPU executor.
-        assert_eq!(d.fallbacks, 0, "{what}: f64 on wgpu went through the fallback: {d:?}");
+        assert_eq!(
+            d.fallbacks, 0,
+            "{what}: f64 on wgpu went through the fallback: {d:?}"
+        );
     }
     out
 }
@@ -965,7 +972,23 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 fn device_lengths<F: Prec>() {
     let mut r = rng(0xd3f);
     let mut lengths: Vec<usize> = (0..=16).map(|k| 1usize << k).collect();
-    lengths.extend([3, 5, 7, 9, 15, 21, 35, 45, 105, 315, 375, 1029, 2401, 3 * 5 * 7 * 64, 6125]);
+    lengths.extend([
+        3,
+        5,
+        7,
+        9,
+        15,
+        21,
+        35,
+        45,
+        105,
+        315,
+        375,
+        1029,
+        2401,
+        3 * 5 * 7 * 64,
+        6125,
+    ]);
     lengths.extend([6 * 2048, 5 * 4096 * 3]);
     let norms = [Norm::Backward, Norm::Ortho, Norm::Forward];
     for (t, &n) in lengths.iter().enumerate() {
@@ -975,7 +998,11 @@ fn device_lengths<F: Prec>() {
         let norm = norms[t % 3];
         let (x, z) = rand_c::<F>(&mut r, n);
         for inverse in [false, true] {
-            let what = format!("{} {} n={n} {norm:?}", F::name(), if inverse { "ifft" } else { "fft" });
+            let what = format!(
+                "{} {} n={n} {norm:?}",
+                F::name(),
+                if inverse { "ifft" } else { "fft" }
+            );
             let got = device::<F, _>(n, &what, || {
                 let y = if inverse {
                     fft::ifft(&x, None, 0, norm)
@@ -984,13 +1011,29 @@ fn device_lengths<F: Prec>() {
                 };
                 read_c::<F>(&y)
             });
-            assert_lines(&got, &oracle_c2c(&z, n, inverse, norm), &[n], 0, n, F::EPS, &what);
+            assert_lines(
+                &got,
+                &oracle_c2c(&z, n, inverse, norm),
+                &[n],
+                0,
+                n,
+                F::EPS,
+                &what,
+            );
         }
         // A real input read as complex; rfft and irfft back (a round trip).
         let (xr, zr) = rand_r::<F>(&mut r, n);
         let what = format!("{} fft of real n={n}", F::name());
         let got = device::<F, _>(n, &what, || read_c::<F>(&fft::fft(&xr, None, 0, norm)));
-        assert_lines(&got, &oracle_c2c(&zr, n, false, norm), &[n], 0, n, F::EPS, &what);
+        assert_lines(
+            &got,
+            &oracle_c2c(&zr, n, false, norm),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
         let what = format!("{} rfft n={n} {norm:?}", F::name());
         let (got, rf) = device::<F, _>(inner_len(n, true), &what, || {
             let rf = fft::rfft(&xr, None, 0, norm);
@@ -1005,7 +1048,14 @@ fn device_lengths<F: Prec>() {
         assert_lines(&got, &zr, &[n], 0, n, 2.0 * F::EPS, &what);
     }
     // Batched 2-D arrays along either axis, lengths cropped and padded.
-    let shapes: [&[usize]; 6] = [&[8, 64], &[37, 105], &[3, 4096], &[6, 2], &[1, 1], &[300, 12]];
+    let shapes: [&[usize]; 6] = [
+        &[8, 64],
+        &[37, 105],
+        &[3, 4096],
+        &[6, 2],
+        &[1, 1],
+        &[300, 12],
+    ];
     for (t, shape) in shapes.into_iter().enumerate() {
         let len: usize = shape.iter().product();
         let (x, z) = rand_c::<F>(&mut r, len);
@@ -1017,9 +1067,8 @@ fn device_lengths<F: Prec>() {
             let norm = norms[(t + axis) % 3];
             for n in [m, m + 2, m.div_ceil(2).max(1)] {
                 let what = format!("{} fft {shape:?} axis {axis} n={n} {norm:?}", F::name());
-                let got = device::<F, _>(n, &what, || {
-                    read_c::<F>(&fft::fft(&x, Some(n), axis, norm))
-                });
+                let got =
+                    device::<F, _>(n, &what, || read_c::<F>(&fft::fft(&x, Some(n), axis, norm)));
                 let (want, ws) = along(&z, shape, axis, |l| oracle_c2c(l, n, false, norm));
                 assert_lines(&got, &want, &ws, axis, n, F::EPS, &what);
                 let what = format!("{} ifft {shape:?} axis {axis} n={n}", F::name());

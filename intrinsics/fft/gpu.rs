@@ -173,11 +173,8 @@ pub fn radices(len: usize) -> Option<Vec<usize>> {
     let mut r = Vec::new();
     let mut left = len;
     for &x in &RADICES {
-        while left % x == 0 && left > 1 {
-            // Powers of two: eights while at least eight remain, then one four or two.
-            if x == 8 && left % 8 != 0 {
-                break;
-            }
+        // Powers of two: eights while eight divide, then one four or two.
+        while left.is_multiple_of(x) && left > 1 {
             r.push(x);
             left /= x;
         }
@@ -277,7 +274,7 @@ impl Builder {
         // n = n1 * n2, both fitting local memory, n1 the divisor nearest sqrt(n) from above.
         let n1 = (1..=self.lmax)
             .rev()
-            .filter(|d| n % d == 0 && n / d <= self.lmax)
+            .filter(|&d| n.is_multiple_of(d) && n / d <= self.lmax)
             .min_by_key(|&d| d.abs_diff((n as f64).sqrt() as usize));
         let Some(n1) = n1 else {
             return Err(Unsupported(format!(
@@ -338,7 +335,11 @@ pub fn plan(call: &IntrinsicCall, local_bytes: usize) -> Result<Plan, Unsupporte
             inverse,
             Ends {
                 src: input,
-                load: if complex_in { Load::Complex } else { Load::Real },
+                load: if complex_in {
+                    Load::Complex
+                } else {
+                    Load::Real
+                },
                 copy: m.min(n),
                 dst: output,
                 store: Store::Complex,

@@ -5,7 +5,7 @@
 //! `af_tw(e, n) = exp(-2 pi i e / n)` for `e < n`, computed from the exact integers (see
 //! [`twiddle_poly`]).
 
-use super::gpu::{Arr, Load, LinePass, Plan, Step, Store};
+use super::gpu::{Arr, LinePass, Load, Plan, Step, Store};
 use std::fmt::Write;
 
 /// What differs between OpenCL C and WGSL in the bodies.
@@ -139,10 +139,7 @@ fn split_line(d: &Dialect, g: &Plan, mc: usize, ln: &str) -> String {
 fn load(d: &Dialect, g: &Plan, src: &str, a: Arr, how: Load, copy: usize) -> String {
     let (cp, zero) = (d.u(copy), d.f(0.0));
     match how {
-        Load::Complex => format!(
-            "if (n < {cp}) {{ v = {src}[{}]; }}",
-            addr(d, g, a.len, "n")
-        ),
+        Load::Complex => format!("if (n < {cp}) {{ v = {src}[{}]; }}", addr(d, g, a.len, "n")),
         Load::Real => format!(
             "if (n < {cp}) {{ v = cx({src}[{}], {zero}); }}",
             addr(d, g, a.len, "n")
@@ -200,7 +197,7 @@ fn dft(d: &Dialect, x: &[String], sign: f64) -> String {
         let mut terms = Vec::new();
         for (j, xj) in x.iter().enumerate() {
             let e = (j * k) % r;
-            let (c, sn) = if (4 * e) % r == 0 {
+            let (c, sn) = if (4 * e).is_multiple_of(r) {
                 // Exact quarter turns.
                 match 4 * e / r {
                     0 => (1.0, 0.0),
@@ -286,7 +283,11 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
                 let _ = write!(s, " {v} = {sh}[base + j + {}];", d.u(k * q));
                 if k > 0 && span > 1 {
                     let e = format!("{} * k", d.u(k));
-                    let _ = write!(s, " {v} = cmul({v}, {});", tw(&e, &d.u(span * r), p.inverse));
+                    let _ = write!(
+                        s,
+                        " {v} = cmul({v}, {});",
+                        tw(&e, &d.u(span * r), p.inverse)
+                    );
                 }
             }
             let _ = writeln!(s, " {} }} }}", dft(d, &names, sign));
@@ -313,11 +314,7 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
     // Store.
     let mut post = String::new();
     if let Some(nt) = p.twiddle {
-        let _ = write!(
-            post,
-            " v = cmul(v, {});",
-            tw("m * j", &d.u(nt), p.inverse)
-        );
+        let _ = write!(post, " v = cmul(v, {});", tw("m * j", &d.u(nt), p.inverse));
     }
     if p.scale != 1.0 {
         let _ = write!(post, " v = v * {};", d.f(p.scale));
@@ -368,7 +365,10 @@ pub fn elem_body(d: &Dialect, g: &Plan, step: &Step, src: &str, dst: &str) -> St
                 d.let_c("b", &format!("cconj({src}[{}])", addr(d, g, sa.len, "kb"))),
                 d.let_c("ev", &format!("(a + b) * {half}")),
                 d.let_c("od", &format!("(a - b) * {half}")),
-                d.let_c("x", &format!("ev + cmul(cx(od.y, -od.x), af_tw(k, {}))", d.u(n))),
+                d.let_c(
+                    "x",
+                    &format!("ev + cmul(cx(od.y, -od.x), af_tw(k, {}))", d.u(n))
+                ),
                 addr(d, g, da.len, "k"),
             )
         }

@@ -36,7 +36,11 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     let elem = if plan.f64 { 16 } else { 8 };
     Ok(GpuPlan {
         source,
-        scratch: plan.scratch.iter().map(|&n| (n.max(1) * elem) as u64).collect(),
+        scratch: plan
+            .scratch
+            .iter()
+            .map(|&n| (n.max(1) * elem) as u64)
+            .collect(),
         passes,
         fault: None,
         immediate_words: None,

@@ -14,11 +14,15 @@ use std::fmt::Write;
 /// The plan of an FFT call on a WGSL target.
 pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> {
     if call.dtype.real() == DType::F64 {
-        return Err(Unsupported("WGSL has no f64: Complex<f64> FFTs run on the CPU".into()));
+        return Err(Unsupported(
+            "WGSL has no f64: Complex<f64> FFTs run on the CPU".into(),
+        ));
     }
     let plan = gpu::plan(call, WGSL_LOCAL_BYTES)?;
     if plan.scratch.iter().any(|&n| n >= 1 << 31) {
-        return Err(Unsupported("wgsl: an FFT scratch over 2^31 elements".into()));
+        return Err(Unsupported(
+            "wgsl: an FFT scratch over 2^31 elements".into(),
+        ));
     }
     let d = Dialect {
         wgsl: true,
@@ -41,7 +45,11 @@ pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> 
     }
     Ok(GpuPlan {
         source,
-        scratch: plan.scratch.iter().map(|&n| (n.max(1) * 8) as u64).collect(),
+        scratch: plan
+            .scratch
+            .iter()
+            .map(|&n| (n.max(1) * 8) as u64)
+            .collect(),
         passes,
         fault: None,
         immediate_words: None,
