@@ -33,6 +33,8 @@ pub const OPENCL_LOCAL_BYTES: usize = 32768;
 pub const WGSL_LOCAL_BYTES: usize = 16384;
 /// Points a work-group of short lines aims to hold.
 const GROUP_POINTS: usize = 1024;
+/// Neighbouring lines a work-group of strided lines aims to hold.
+const ADJACENT: usize = 8;
 /// Most threads of a work-group.
 const MAX_LOCAL: usize = 256;
 /// Most work-groups of a pass (grid-stride loops cover the rest).
@@ -224,7 +226,15 @@ impl Builder {
     ) {
         let radices = radices(len).expect("checked");
         let lines = self.pre * mc * self.post;
-        let batch = (GROUP_POINTS / len).clamp(1, lines.max(1));
+        // Lines next to each other in memory (a strided axis, or the four-step index) load
+        // together: at least `ADJACENT` of them per work-group where local memory holds them,
+        // so each point's loads from neighbouring lines share memory segments.
+        let adjacent = if self.post > 1 || mc > 1 {
+            ADJACENT.min(self.lmax / len)
+        } else {
+            1
+        };
+        let batch = (GROUP_POINTS / len).max(adjacent).clamp(1, lines.max(1));
         let min_r = radices.iter().copied().min().unwrap_or(1);
         let work = batch * len / min_r;
         let local = work.next_multiple_of(64).clamp(64, MAX_LOCAL);
