@@ -14,15 +14,26 @@
 //! overwrites its input) and transform it, with plans and scratch made before the clock starts.
 //! Ratio = peer time / arrayflow time (above 1: arrayflow is faster).
 //!
+//! **GPU** (`ARRAYFLOW_DEVICE=opencl[:N]` or `wgpu[:N]`): the generated Stockham kernels
+//! (`intrinsics/fft/gpu.rs`) on `Complex<f32>` `fft` of 2^`FFT_GPU_LOG2` points (default 22;
+//! OpenCL takes up to 2^24, WGSL 2^22 on the device), `fft` of `FFT_GPU_BATCH` x `FFT_ROW` rows
+//! (default 16384 x 1024) and f32 `rfft` of the same rows, each evaluated on the device per
+//! iteration (checked against rustfft / realfft first, and that no CPU fallback ran), against a
+//! **device copy** of the same bytes (`&x + 0.0` on an f32 array as large as the complex input,
+//! one kernel reading and writing every byte once): ratio = copy time / FFT time, the share of
+//! the copy's bandwidth the transform reaches (a one-pass FFT's ideal is 1; a four-step one's
+//! 0.5). `benches/peers/fft.py` times `torch.fft` on the same sizes (cuFFT).
+//!
 //! ```sh
 //! cargo bench --bench fft
+//! ARRAYFLOW_DEVICE=opencl cargo bench --bench fft
 //! ```
 
 mod common;
 use common::{PeerRow, cpu_model, env_usize, median_prepared, print_peer_rows, random_vec};
 
 use arrayflow::fft::{self, Norm};
-use arrayflow::{Array, Complex, Runtime};
+use arrayflow::{Array, Backend, Complex, Runtime};
 use rayon::prelude::*;
 
 type C32 = Complex<f32>;
@@ -50,6 +61,10 @@ fn complex_data(n: usize, seed: u64) -> Vec<C32> {
 
 fn main() {
     let repeats = env_usize("FFT_REPEATS", 7).max(1);
+    if Runtime::backend() != Backend::Cpu {
+        gpu_main(repeats);
+        return;
+    }
     println!(
         "FFT benchmark: executor {}, host {} ({} rayon threads)",
         Runtime::executor(),
@@ -214,4 +229,110 @@ fn main() {
     }
 
     print_peer_rows("fft", "", &rows);
+}
+
+/// The device copy of `bytes` bytes: `&x + 0.0` on `bytes / 4` f32 (not folded: `-0.0 + 0.0`
+/// is `0.0`), evaluated on the device.
+fn device_copy(repeats: usize, bytes: usize) -> std::time::Duration {
+    let x = Array::from_slice(&random_vec(bytes / 4, 17, -1.0, 1.0), &[bytes / 4]);
+    median_prepared(repeats, || (), |()| (&x + 0.0f32).eval().expect("copy"))
+}
+
+/// The GPU executors: the transforms on the device against a device copy of the same bytes.
+fn gpu_main(repeats: usize) {
+    println!(
+        "FFT benchmark (GPU kernels): executor {}, host {}",
+        Runtime::executor(),
+        cpu_model()
+    );
+    let before = Runtime::stats().device;
+    let mut rows = Vec::new();
+    let b = Norm::Backward;
+    let mut planner = rustfft::FftPlanner::<f32>::new();
+    let mut real_planner = realfft::RealFftPlanner::<f32>::new();
+    let copy_name = "device copy of the input's bytes";
+
+    let n = 1usize << env_usize("FFT_GPU_LOG2", 22);
+    {
+        let x = complex_data(n, 3);
+        let a = Array::from_slice(&x, &[n]);
+        let mut want = x.clone();
+        planner.plan_fft_forward(n).process(&mut want);
+        check(
+            "fft",
+            &fft::fft(&a, None, 0, b).to_vec().expect("fft"),
+            &want,
+        );
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::fft(&a, None, 0, b).eval().expect("fft"),
+        );
+        rows.push(PeerRow {
+            name: "fft c64".into(),
+            size: format!("[{n}]"),
+            af,
+            peer: device_copy(repeats, 8 * n),
+            peer_name: copy_name,
+        });
+    }
+    let (rows_n, len) = (
+        env_usize("FFT_GPU_BATCH", 16384),
+        env_usize("FFT_ROW", 1024),
+    );
+    {
+        let x = complex_data(rows_n * len, 9);
+        let a = Array::from_slice(&x, &[rows_n, len]);
+        let plan = planner.plan_fft_forward(len);
+        let mut want = x.clone();
+        want.chunks_exact_mut(len).for_each(|l| plan.process(l));
+        check(
+            "batched fft",
+            &fft::fft(&a, None, 1, b).to_vec().expect("fft"),
+            &want,
+        );
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::fft(&a, None, 1, b).eval().expect("fft"),
+        );
+        rows.push(PeerRow {
+            name: "fft c64".into(),
+            size: format!("[{rows_n}, {len}]"),
+            af,
+            peer: device_copy(repeats, 8 * rows_n * len),
+            peer_name: copy_name,
+        });
+    }
+    {
+        let x = random_vec(rows_n * len, 13, -1.0, 1.0);
+        let a = Array::from_slice(&x, &[rows_n, len]);
+        let plan = real_planner.plan_fft_forward(len);
+        let h = len / 2 + 1;
+        let mut want = vec![C32::default(); rows_n * h];
+        for (o, xl) in want.chunks_exact_mut(h).zip(x.chunks_exact(len)) {
+            let mut input = xl.to_vec();
+            plan.process(&mut input, o).expect("realfft");
+        }
+        check(
+            "batched rfft",
+            &fft::rfft(&a, None, 1, b).to_vec().expect("rfft"),
+            &want,
+        );
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::rfft(&a, None, 1, b).eval().expect("rfft"),
+        );
+        rows.push(PeerRow {
+            name: "rfft f32".into(),
+            size: format!("[{rows_n}, {len}]"),
+            af,
+            peer: device_copy(repeats, 4 * rows_n * len),
+            peer_name: copy_name,
+        });
+    }
+    let d = Runtime::stats().device.since(&before);
+    assert_eq!(d.fallbacks, 0, "an FFT ran on the CPU fallback: {d:?}");
+    print_peer_rows("fft", "\"gpu\":true,", &rows);
 }

@@ -12,6 +12,12 @@
 //! the final rounding). Every length class: powers of two, mixed radices (3 5 7 11 and 2^k
 //! factors), primes (7, 13, 997, 65537, for Rader's and Bluestein's algorithms), on the
 //! contiguous axis and on strided ones, batched, f32 and f64.
+//!
+//! On a GPU executor (`ARRAYFLOW_DEVICE=opencl|wgpu`) every transform whose length the generated
+//! Stockham kernels take (`intrinsics/fft/gpu.rs`: factors 2, 3, 5, 7, one or two local-memory
+//! passes) is checked to have run there (`Runtime::stats()`: a device kernel, no CPU fallback),
+//! and lengths with a larger prime factor to have run through the CPU fallback; `Complex<f64>`
+//! on wgpu runs on the CPU executor. Stats are process-wide: the tests run one at a time.
 
 mod common;
 
@@ -342,6 +348,7 @@ fn c2c_every_length<F: Prec>() {
 
 #[test]
 fn fft_and_ifft_of_every_length_class_match_the_oracle() {
+    let _g = serial();
     c2c_every_length::<f32>();
     c2c_every_length::<f64>();
 }
@@ -379,6 +386,7 @@ fn round_trip_and_parseval<F: Prec>() {
 
 #[test]
 fn round_trips_and_parseval_hold() {
+    let _g = serial();
     round_trip_and_parseval::<f32>();
     round_trip_and_parseval::<f64>();
 }
@@ -421,6 +429,7 @@ fn real_transforms<F: Prec>() {
 
 #[test]
 fn rfft_is_the_first_half_of_a_hermitian_fft_and_irfft_inverts_it() {
+    let _g = serial();
     real_transforms::<f32>();
     real_transforms::<f64>();
 }
@@ -454,6 +463,7 @@ fn irfft_of_any_coefficients<F: Prec>() {
 
 #[test]
 fn irfft_follows_numpy_for_any_coefficients() {
+    let _g = serial();
     irfft_of_any_coefficients::<f32>();
     irfft_of_any_coefficients::<f64>();
 }
@@ -517,6 +527,7 @@ fn norms_and_lengths<F: Prec>() {
 
 #[test]
 fn norm_modes_and_n_pad_or_crop_as_numpy() {
+    let _g = serial();
     norms_and_lengths::<f32>();
     norms_and_lengths::<f64>();
 }
@@ -581,6 +592,7 @@ fn batches<F: Prec>() {
 
 #[test]
 fn batched_transforms_along_every_axis() {
+    let _g = serial();
     batches::<f32>();
     batches::<f64>();
 }
@@ -708,6 +720,7 @@ fn several_axes<F: Prec>() {
 
 #[test]
 fn fft2_fftn_and_the_real_nd_transforms_match_the_oracle() {
+    let _g = serial();
     several_axes::<f32>();
     several_axes::<f64>();
 }
@@ -742,6 +755,7 @@ fn roll(v: &[f64], shift: isize) -> Vec<f64> {
 
 #[test]
 fn fftfreq_rfftfreq_and_the_shifts_follow_numpy() {
+    let _g = serial();
     for n in 1..=12 {
         for d in [1.0, 0.1, 2.5] {
             assert_eq!(
@@ -866,6 +880,7 @@ fn errors_of<F: Prec>() {
 
 #[test]
 fn bad_arguments_are_errors_at_the_callers_line() {
+    let _g = serial();
     errors_of::<f32>();
     errors_of::<f64>();
     // Integer arrays are refused by the type system (`FftInput`); the operator form panics with
@@ -882,23 +897,232 @@ fn bad_arguments_are_errors_at_the_callers_line() {
 // ---------------------------------------------------------------------------------------------
 // Executors.
 
+/// Points a GPU line holds in local memory (`intrinsics/fft/gpu.rs`: 32 KiB on OpenCL, 16 KiB
+/// on WGSL); two passes take lengths up to its square.
+fn device_line_points<F: Prec>() -> Option<usize> {
+    use arrayflow::{Backend, Runtime};
+    let off = std::env::var("ARRAYFLOW_FFT_GPU").is_ok_and(|v| v == "off" || v == "0");
+    match Runtime::backend() {
+        _ if off => None,
+        Backend::OpenCl => Some(32768 / (2 * std::mem::size_of::<F>())),
+        Backend::Wgpu if std::mem::size_of::<F>() == 4 => Some(16384 / 8),
+        _ => None,
+    }
+}
+
+/// Whether the generated kernels take a complex transform of `n` points (factors 2, 3, 5, 7;
+/// at most two passes) of precision `F` on this process's executor.
+fn on_device<F: Prec>(n: usize) -> bool {
+    let Some(l) = device_line_points::<F>() else {
+        return false;
+    };
+    let mut left = n;
+    for p in [2, 3, 5, 7] {
+        while left.is_multiple_of(p) {
+            left /= p;
+        }
+    }
+    left == 1 && (n <= l || (1..=l).any(|d| n.is_multiple_of(d) && n / d <= l))
+}
+
+/// The complex transform length of a call: `n` for `fft` and odd real transforms, `n / 2` for
+/// even ones.
+fn inner_len(n: usize, real: bool) -> usize {
+    if real && n.is_multiple_of(2) {
+        n / 2
+    } else {
+        n
+    }
+}
+
+/// Runs `f` and, where the kernels take length `n`, checks that a device kernel ran and no
+/// program fell back to the CPU (`Runtime::stats()`; on the CPU executor, nothing).
+#[track_caller]
+fn device<F: Prec, R>(n: usize, what: &str, f: impl FnOnce() -> R) -> R {
+    use arrayflow::Runtime;
+    Runtime::execute();
+    let before = Runtime::stats();
+    let out = f();
+    let d = Runtime::stats().since(&before).device;
+    if on_device::<F>(n) {
+        assert_eq!(d.fallbacks, 0, "{what}: ran on the CPU fallback: {d:?}");
+        assert!(d.kernels > 0, "{what}: no device kernel ran: {d:?}");
+    }
+    if Runtime::backend() == arrayflow::Backend::Wgpu && std::mem::size_of::<F>() == 8 {
+        // WGSL has no f64: the scheduler gives Complex<f64> work to the CPU executor.
+        assert_eq!(
+            d.fallbacks, 0,
+            "{what}: f64 on wgpu went through the fallback: {d:?}"
+        );
+    }
+    out
+}
+
+/// Stats are process-wide: the tests here run one at a time (each holds this lock), so that one
+/// test's CPU fallbacks are not counted in another's.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every length class the GPU kernels take, each checked against the oracle with the device
+/// kernels really running: powers of two 2 .. 2^16, 3 5 7 mixes, 1, odd lengths, on one line
+/// and batched along either axis of a 2-D array, complex and real transforms, every norm.
+fn device_lengths<F: Prec>() {
+    let mut r = rng(0xd3f);
+    let mut lengths: Vec<usize> = (0..=16).map(|k| 1usize << k).collect();
+    lengths.extend([
+        3,
+        5,
+        7,
+        9,
+        15,
+        21,
+        35,
+        45,
+        105,
+        315,
+        375,
+        1029,
+        2401,
+        3 * 5 * 7 * 64,
+        6125,
+    ]);
+    lengths.extend([6 * 2048, 5 * 4096 * 3]);
+    let norms = [Norm::Backward, Norm::Ortho, Norm::Forward];
+    for (t, &n) in lengths.iter().enumerate() {
+        if comparison_mode() && n > 1 << 12 {
+            continue;
+        }
+        let norm = norms[t % 3];
+        let (x, z) = rand_c::<F>(&mut r, n);
+        for inverse in [false, true] {
+            let what = format!(
+                "{} {} n={n} {norm:?}",
+                F::name(),
+                if inverse { "ifft" } else { "fft" }
+            );
+            let got = device::<F, _>(n, &what, || {
+                let y = if inverse {
+                    fft::ifft(&x, None, 0, norm)
+                } else {
+                    fft::fft(&x, None, 0, norm)
+                };
+                read_c::<F>(&y)
+            });
+            assert_lines(
+                &got,
+                &oracle_c2c(&z, n, inverse, norm),
+                &[n],
+                0,
+                n,
+                F::EPS,
+                &what,
+            );
+        }
+        // A real input read as complex; rfft and irfft back (a round trip).
+        let (xr, zr) = rand_r::<F>(&mut r, n);
+        let what = format!("{} fft of real n={n}", F::name());
+        let got = device::<F, _>(n, &what, || read_c::<F>(&fft::fft(&xr, None, 0, norm)));
+        assert_lines(
+            &got,
+            &oracle_c2c(&zr, n, false, norm),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
+        let what = format!("{} rfft n={n} {norm:?}", F::name());
+        let (got, rf) = device::<F, _>(inner_len(n, true), &what, || {
+            let rf = fft::rfft(&xr, None, 0, norm);
+            (read_c::<F>(&rf), rf)
+        });
+        let want = oracle_r2c(&zr, n, norm);
+        assert_lines(&got, &want, &[n / 2 + 1], 0, n, F::EPS, &what);
+        let what = format!("{} irfft(rfft) n={n} {norm:?}", F::name());
+        let got = device::<F, _>(inner_len(n, true), &what, || {
+            read_r::<F>(&fft::irfft(&rf, Some(n), 0, norm))
+        });
+        assert_lines(&got, &zr, &[n], 0, n, 2.0 * F::EPS, &what);
+    }
+    // Batched 2-D arrays along either axis, lengths cropped and padded.
+    let shapes: [&[usize]; 6] = [
+        &[8, 64],
+        &[37, 105],
+        &[3, 4096],
+        &[6, 2],
+        &[1, 1],
+        &[300, 12],
+    ];
+    for (t, shape) in shapes.into_iter().enumerate() {
+        let len: usize = shape.iter().product();
+        let (x, z) = rand_c::<F>(&mut r, len);
+        let x = x.reshape(shape);
+        let (xr, zr) = rand_r::<F>(&mut r, len);
+        let xr = xr.reshape(shape);
+        for axis in 0..2 {
+            let m = shape[axis];
+            let norm = norms[(t + axis) % 3];
+            for n in [m, m + 2, m.div_ceil(2).max(1)] {
+                let what = format!("{} fft {shape:?} axis {axis} n={n} {norm:?}", F::name());
+                let got =
+                    device::<F, _>(n, &what, || read_c::<F>(&fft::fft(&x, Some(n), axis, norm)));
+                let (want, ws) = along(&z, shape, axis, |l| oracle_c2c(l, n, false, norm));
+                assert_lines(&got, &want, &ws, axis, n, F::EPS, &what);
+                let what = format!("{} ifft {shape:?} axis {axis} n={n}", F::name());
+                let got = device::<F, _>(n, &what, || {
+                    read_c::<F>(&fft::ifft(&x, Some(n), axis, norm))
+                });
+                let (want, ws) = along(&z, shape, axis, |l| oracle_c2c(l, n, true, norm));
+                assert_lines(&got, &want, &ws, axis, n, F::EPS, &what);
+                let what = format!("{} rfft {shape:?} axis {axis} n={n}", F::name());
+                let got = device::<F, _>(inner_len(n, true), &what, || {
+                    read_c::<F>(&fft::rfft(&xr, Some(n), axis, norm))
+                });
+                let (want, ws) = along(&zr, shape, axis, |l| oracle_r2c(l, n, norm));
+                assert_lines(&got, &want, &ws, axis, n, F::EPS, &what);
+                let what = format!("{} irfft {shape:?} axis {axis} n={n}", F::name());
+                let got = device::<F, _>(inner_len(n, true), &what, || {
+                    read_r::<F>(&fft::irfft(&x, Some(n), axis, norm))
+                });
+                let (want, ws) = along(&z, shape, axis, |l| oracle_c2r(l, n, norm));
+                assert_lines(&got, &want, &ws, axis, n, 2.0 * F::EPS, &what);
+            }
+        }
+    }
+}
+
 #[test]
-fn gpu_executors_run_the_transforms_through_their_cpu_fallback() {
+fn gpu_kernels_run_every_supported_length_on_the_device() {
+    let _g = serial();
+    device_lengths::<f32>();
+    device_lengths::<f64>();
+}
+
+#[test]
+fn lengths_with_a_prime_factor_above_7_run_through_the_cpu_fallback() {
+    let _g = serial();
     use arrayflow::{Backend, Runtime};
     let mut r = rng(0x6b0);
-    let before = Runtime::stats();
-    let (x, z) = rand_c::<f32>(&mut r, 96);
-    let y = read_c::<f32>(&fft::fft(&x, None, 0, Norm::Backward));
-    let want = oracle_c2c(&z, 96, false, Norm::Backward);
-    assert_lines(&y, &want, &[96], 0, 96, f32::EPS, "fft on this executor");
-    let d = Runtime::stats().since(&before).device;
-    if Runtime::backend() != Backend::Cpu {
-        assert!(d.fallbacks > 0, "no CPU fallback ran: {d:?}");
+    for n in [11, 997] {
+        Runtime::execute();
+        let before = Runtime::stats();
+        let (x, z) = rand_c::<f32>(&mut r, n);
+        let y = read_c::<f32>(&fft::fft(&x, None, 0, Norm::Backward));
+        let want = oracle_c2c(&z, n, false, Norm::Backward);
+        assert_lines(&y, &want, &[n], 0, n, f32::EPS, "fft on this executor");
+        let d = Runtime::stats().since(&before).device;
+        if Runtime::backend() != Backend::Cpu {
+            assert!(d.fallbacks > 0, "no CPU fallback ran: {d:?}");
+        }
     }
 }
 
 #[test]
 fn a_large_elementwise_result_of_a_transform_is_read_straight_into_host_memory() {
+    let _g = serial();
     // 2^17 elements: a pending element-wise result this large is computed into the reader's
     // memory (on a GPU executor the transform runs on its CPU fallback, the complex product on
     // the device).
@@ -916,6 +1140,7 @@ fn a_large_elementwise_result_of_a_transform_is_read_straight_into_host_memory()
 
 #[test]
 fn long_lines_reuse_buffers_without_stale_values() {
+    let _g = serial();
     // A line of 2^18 points runs on one thread, its buffers (1 MB and more) kept between calls
     // with their values: calls on other data, cropped or zero-padded, must see none of them.
     let mut r = rng(0x5a);

@@ -10,10 +10,20 @@
 //! - `cpu.rs`: the CPU entries, rustfft and realfft over rayon tasks of lines;
 //! - `planner.rs`: the shared plans, one planner per element type;
 //! - `spare.rs`: large buffers kept between calls that run on one thread;
-//! - `reference.rs`: comparison mode's reference, a direct f64 DFT or rustfft in f64.
+//! - `reference.rs`: comparison mode's reference, a direct f64 DFT or rustfft in f64;
+//! - `gpu.rs`: the GPU plan, lowered once: a chain of Stockham line passes in local memory
+//!   (radices 8, 4, 2, 3, 5, 7; one pass up to 4096 points on OpenCL f32, 2048 for f64 and on
+//!   WGSL; two passes, the four-step algorithm, up to the square of that), the real transforms
+//!   as half-length complex ones with an untangling pass (even `n`) or promoted (odd `n`);
+//! - `kernel.rs`: the passes' bodies over a small dialect (twiddles from exact integer angles by
+//!   polynomials, about an ulp on every device); `opencl.rs`, `wgsl.rs`: the entry points.
 //!
-//! The GPU entries are `Unsupported`: a GPU executor runs the CPU entry from host copies (its
-//! CPU fallback) until generated Stockham kernels exist.
+//! **On the GPU**: `Complex<f32>` on OpenCL and WGSL, `Complex<f64>` on OpenCL devices with
+//! fp64 (WGSL has none: the scheduler gives those calls to the CPU executor), any axis (lines
+//! read at their stride, several neighbouring lines per work-group), any batch. Lengths with a
+//! prime factor above 7, or longer than two passes take, keep `Unsupported`: the GPU executor
+//! runs the CPU entry from host copies (its CPU fallback); no Bluestein yet.
+//! `ARRAYFLOW_FFT_GPU=off` keeps every transform on the fallback.
 //!
 //! **Comparison tolerance** ([`FftDef::magnitudes`]): a transform of length `n` rounds by about
 //! `log2(n) * eps` relative to the 2-norm of its input line, so each output element's
@@ -22,14 +32,35 @@
 //! an `irfft` line counts its coefficients twice (the mirrored half of the spectrum).
 
 mod cpu;
+mod gpu;
+mod kernel;
+mod opencl;
 mod planner;
 mod reference;
 mod spare;
+mod wgsl;
 
 use super::{Cost, IntrinsicDef, MagInput, Operand, Output, Rows, numel};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{DType, FftNorm, Intrinsic, Shape, Site, TypedVec};
+use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
 use crate::proggen::sequence::IntrinsicCall;
+
+/// Whether the GPU executors run the generated kernels (yes unless `ARRAYFLOW_FFT_GPU=off`,
+/// which keeps every transform on the CPU fallback).
+pub fn gpu_enabled() -> bool {
+    std::env::var("ARRAYFLOW_FFT_GPU").map_or(true, |v| v != "off" && v != "0")
+}
+
+fn gate() -> std::result::Result<(), Unsupported> {
+    if gpu_enabled() {
+        Ok(())
+    } else {
+        Err(Unsupported(
+            "GPU FFT kernels are turned off (ARRAYFLOW_FFT_GPU=off)".into(),
+        ))
+    }
+}
 
 /// The definition of `fft` (both directions), `rfft` and `irfft`, told apart by name.
 pub struct FftDef(pub &'static str);
@@ -296,5 +327,15 @@ impl IntrinsicDef for FftDef {
             inputs[0],
             &mut outputs[0],
         )
+    }
+
+    fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        gate()?;
+        opencl::render(call, t)
+    }
+
+    fn wgsl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {
+        gate()?;
+        wgsl::render(call, t)
     }
 }

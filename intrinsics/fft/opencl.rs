@@ -1,0 +1,162 @@
+//! The FFT's OpenCL plan: `gpu.rs`'s chain printed as one program with an entry per pass
+//! (`af_fft_p0`, `af_fft_p1`, ..; arguments `src`, `dst`), the bodies from `kernel.rs`.
+//! `Complex<f32>` as `float2`; `Complex<f64>` as `double2` on devices with `cl_khr_fp64`.
+
+use super::gpu::{self, OPENCL_LOCAL_BYTES, Plan, Step, Store};
+use super::kernel::{Dialect, elem_body, elem_count, horner, line_body, twiddle_poly};
+use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
+use crate::proggen::sequence::IntrinsicCall;
+use std::fmt::Write;
+
+/// The plan of an FFT call on an OpenCL device.
+pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
+    let plan = gpu::plan(call, OPENCL_LOCAL_BYTES)?;
+    if plan.f64 && !t.fp64 {
+        return Err(Unsupported("the device does not compute f64".into()));
+    }
+    let d = Dialect {
+        wgsl: false,
+        wide: 2 * plan.max_elems as u64 + 2 * plan.post as u64 >= 1 << 32,
+        f64: plan.f64,
+    };
+    let mut source = prelude(&d);
+    let mut passes = Vec::new();
+    for (k, step) in plan.steps.iter().enumerate() {
+        let (src, dst) = ends(step);
+        let (groups, local) = step.launch(&plan);
+        source.push_str(&entry(&d, &plan, step, k, src, dst, call));
+        passes.push(Pass {
+            entry: format!("af_fft_p{k}"),
+            buffers: vec![src, dst],
+            params: false,
+            groups: groups as u32,
+            local: local as u32,
+        });
+    }
+    let elem = if plan.f64 { 16 } else { 8 };
+    Ok(GpuPlan {
+        source,
+        scratch: plan
+            .scratch
+            .iter()
+            .map(|&n| (n.max(1) * elem) as u64)
+            .collect(),
+        passes,
+        fault: None,
+        immediate_words: None,
+    })
+}
+
+/// The buffers a pass reads and writes.
+pub(super) fn ends(step: &Step) -> (BufArg, BufArg) {
+    match step {
+        Step::Lines(p) => (p.src.buf, p.dst.buf),
+        Step::R2cPost { src, dst, .. } | Step::C2rPre { src, dst, .. } => (src.buf, dst.buf),
+    }
+}
+
+/// Whether a buffer holds reals (the call's real input or output) rather than complex values.
+pub(super) fn is_real(b: BufArg, call: &IntrinsicCall) -> bool {
+    match b {
+        BufArg::Input(_) => !call.in_dtypes[0].is_complex(),
+        BufArg::Output(_) => !call.dtype.is_complex(),
+        BufArg::Scratch(_) => false,
+    }
+}
+
+fn prelude(d: &Dialect) -> String {
+    let (t, fp64) = if d.f64 {
+        ("double", "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
+    } else {
+        ("float", "")
+    };
+    let ix = if d.wide { "ulong" } else { "uint" };
+    // f32: the reduced angle's sine and cosine by polynomials (accurate to about an ulp on
+    // every device); f64: the builtins on the reduced angle.
+    let sc = if d.f64 {
+        "  const T s = sin(a);\n  const T c = cos(a);\n".to_string()
+    } else {
+        let (ps, pc) = twiddle_poly();
+        format!(
+            "  const T a2 = a * a;\n  const T s = a * ({});\n  const T c = {};\n",
+            horner(d, &ps, "a2"),
+            horner(d, &pc, "a2")
+        )
+    };
+    format!(
+        "{fp64}#pragma OPENCL FP_CONTRACT OFF
+typedef {t} T;
+typedef {t}2 T2;
+typedef {ix} IX;
+static inline T2 cx(T a, T b) {{ return (T2)(a, b); }}
+static inline T2 cmul(T2 a, T2 b) {{ return (T2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}
+static inline T2 cconj(T2 a) {{ return (T2)(a.x, -a.y); }}
+/* exp(-2 pi i e / n), e < n < 2^30: 4e = q n + r, the angle (pi / 2)(q + r / n) reduced to
+   [0, pi / 4] from the exact integers. */
+static inline T2 af_tw(uint e, uint n) {{
+  const uint q = (4u * e) / n;
+  uint r = 4u * e - q * n;
+  const int flip = 2u * r > n;
+  if (flip) r = n - r;
+  const T a = (T)r / (T)n * {pio2};
+{sc}  const T cs = flip ? s : c;
+  const T sn = flip ? c : s;
+  T2 w;
+  if (q == 0u) w = (T2)(cs, sn);
+  else if (q == 1u) w = (T2)(-sn, cs);
+  else if (q == 2u) w = (T2)(-cs, -sn);
+  else w = (T2)(sn, -cs);
+  return (T2)(w.x, -w.y);
+}}
+",
+        pio2 = d.f(std::f64::consts::FRAC_PI_2),
+    )
+}
+
+fn entry(
+    d: &Dialect,
+    g: &Plan,
+    step: &Step,
+    k: usize,
+    src: BufArg,
+    dst: BufArg,
+    call: &IntrinsicCall,
+) -> String {
+    let ty = |b: BufArg| if is_real(b, call) { "T" } else { "T2" };
+    let (_, local) = step.launch(g);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "__kernel __attribute__((reqd_work_group_size({local}, 1, 1)))
+void af_fft_p{k}(__global const {} *src, __global {} *dst) {{
+  const IX lid = (IX)get_local_id(0);",
+        ty(src),
+        ty(dst)
+    );
+    match step {
+        Step::Lines(p) => {
+            debug_assert!(p.store != Store::Complex || !is_real(dst, call));
+            let _ = writeln!(
+                s,
+                "  __local T2 sh[{}];
+  for (IX gb = (IX)get_group_id(0); gb < {}; gb += (IX)get_num_groups(0)) {{
+{}  }}",
+                p.batch * p.len,
+                d.u(p.blocks(g)),
+                line_body(d, g, p, "src", "dst", "sh")
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                s,
+                "  for (IX e = (IX)get_global_id(0); e < {}; e += (IX)get_global_size(0)) {{
+    {}
+  }}",
+                d.u(elem_count(g, step)),
+                elem_body(d, g, step, "src", "dst")
+            );
+        }
+    }
+    s.push_str("}\n");
+    s
+}

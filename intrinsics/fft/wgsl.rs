@@ -1,0 +1,138 @@
+//! The FFT's WGSL plan: `gpu.rs`'s chain printed as one module with an entry per pass
+//! (`af_fft_p0`, ..; bindings 0 `src{k}` and 1 `dst{k}`, workgroup array `sh{k}`), the bodies
+//! from `kernel.rs`. `Complex<f32>` only (`vec2<f32>`): WGSL has no f64, so `Complex<f64>`
+//! calls run on the CPU executor.
+
+use super::gpu::{self, Plan, Step, WGSL_LOCAL_BYTES};
+use super::kernel::{Dialect, elem_body, elem_count, horner, line_body, twiddle_poly};
+use super::opencl::{ends, is_real};
+use crate::ir::DType;
+use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
+use crate::proggen::sequence::IntrinsicCall;
+use std::fmt::Write;
+
+/// The plan of an FFT call on a WGSL target.
+pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> {
+    if call.dtype.real() == DType::F64 {
+        return Err(Unsupported(
+            "WGSL has no f64: Complex<f64> FFTs run on the CPU".into(),
+        ));
+    }
+    let plan = gpu::plan(call, WGSL_LOCAL_BYTES)?;
+    if plan.scratch.iter().any(|&n| n >= 1 << 31) {
+        return Err(Unsupported(
+            "wgsl: an FFT scratch over 2^31 elements".into(),
+        ));
+    }
+    let d = Dialect {
+        wgsl: true,
+        wide: false,
+        f64: false,
+    };
+    let mut source = prelude(&d);
+    let mut passes = Vec::new();
+    for (k, step) in plan.steps.iter().enumerate() {
+        let (src, dst) = ends(step);
+        let (groups, local) = step.launch(&plan);
+        source.push_str(&entry(&d, &plan, step, k, src, dst, call));
+        passes.push(Pass {
+            entry: format!("af_fft_p{k}"),
+            buffers: vec![src, dst],
+            params: false,
+            groups: groups as u32,
+            local: local as u32,
+        });
+    }
+    Ok(GpuPlan {
+        source,
+        scratch: plan
+            .scratch
+            .iter()
+            .map(|&n| (n.max(1) * 8) as u64)
+            .collect(),
+        passes,
+        fault: None,
+        immediate_words: None,
+    })
+}
+
+fn prelude(d: &Dialect) -> String {
+    let (ps, pc) = twiddle_poly();
+    format!(
+        "fn cx(a: f32, b: f32) -> vec2<f32> {{ return vec2<f32>(a, b); }}
+fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {{ return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}
+fn cconj(a: vec2<f32>) -> vec2<f32> {{ return vec2<f32>(a.x, -a.y); }}
+// exp(-2 pi i e / n), e < n < 2^30: 4e = q n + r, the angle (pi / 2)(q + r / n) reduced to
+// [0, pi / 4] from the exact integers; sine and cosine by polynomials (about an ulp).
+fn af_tw(e: u32, n: u32) -> vec2<f32> {{
+  let q = (4u * e) / n;
+  var r = 4u * e - q * n;
+  let flip = 2u * r > n;
+  if (flip) {{ r = n - r; }}
+  let a = f32(r) / f32(n) * {pio2};
+  let a2 = a * a;
+  let s = a * ({s});
+  let c = {c};
+  let cs = select(c, s, flip);
+  let sn = select(s, c, flip);
+  var w = vec2<f32>(sn, -cs);
+  if (q == 0u) {{ w = vec2<f32>(cs, sn); }} else if (q == 1u) {{ w = vec2<f32>(-sn, cs); }} else if (q == 2u) {{ w = vec2<f32>(-cs, -sn); }}
+  return vec2<f32>(w.x, -w.y);
+}}
+",
+        pio2 = d.f(std::f64::consts::FRAC_PI_2),
+        s = horner(d, &ps, "a2"),
+        c = horner(d, &pc, "a2"),
+    )
+}
+
+fn entry(
+    d: &Dialect,
+    g: &Plan,
+    step: &Step,
+    k: usize,
+    src: BufArg,
+    dst: BufArg,
+    call: &IntrinsicCall,
+) -> String {
+    let ty = |b: BufArg| if is_real(b, call) { "f32" } else { "vec2<f32>" };
+    let (_, local) = step.launch(g);
+    let (sv, dv, shv) = (format!("src{k}"), format!("dst{k}"), format!("sh{k}"));
+    let mut s = format!(
+        "@group(0) @binding(0) var<storage, read> {sv}: array<{}>;
+@group(0) @binding(1) var<storage, read_write> {dv}: array<{}>;
+",
+        ty(src),
+        ty(dst)
+    );
+    match step {
+        Step::Lines(p) => {
+            let _ = writeln!(
+                s,
+                "var<workgroup> {shv}: array<vec2<f32>, {}>;
+@compute @workgroup_size({local})
+fn af_fft_p{k}(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
+  for (var gb = wid.x; gb < {}; gb += nwg.x) {{
+{}  }}
+}}",
+                p.batch * p.len,
+                d.u(p.blocks(g)),
+                line_body(d, g, p, &sv, &dv, &shv)
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                s,
+                "@compute @workgroup_size({local})
+fn af_fft_p{k}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
+  for (var e = gid.x; e < {}; e += nwg.x * {local}u) {{
+    {}
+  }}
+}}",
+                d.u(elem_count(g, step)),
+                elem_body(d, g, step, &sv, &dv)
+            );
+        }
+    }
+    s
+}
