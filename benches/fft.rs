@@ -24,13 +24,17 @@
 //! the copy's bandwidth the transform reaches (a one-pass FFT's ideal is 1; a four-step one's
 //! 0.5). `benches/peers/fft.py` times `torch.fft` on the same sizes (cuFFT).
 //!
+//! `ARRAYFLOW_KERNEL_TIMES=1` prints each GPU case's kernels by device time.
+//!
 //! ```sh
 //! cargo bench --bench fft
 //! ARRAYFLOW_DEVICE=opencl cargo bench --bench fft
 //! ```
 
 mod common;
-use common::{PeerRow, cpu_model, env_usize, median_prepared, print_peer_rows, random_vec};
+use common::{
+    PeerRow, cpu_model, env_usize, median_prepared, print_kernel_times, print_peer_rows, random_vec,
+};
 
 use arrayflow::fft::{self, Norm};
 use arrayflow::{Array, Backend, Complex, Runtime};
@@ -268,6 +272,7 @@ fn gpu_main(repeats: usize) {
             || (),
             |()| fft::fft(&a, None, 0, b).eval().expect("fft"),
         );
+        print_kernel_times("fft c64 line");
         rows.push(PeerRow {
             name: "fft c64".into(),
             size: format!("[{n}]"),
@@ -296,6 +301,7 @@ fn gpu_main(repeats: usize) {
             || (),
             |()| fft::fft(&a, None, 1, b).eval().expect("fft"),
         );
+        print_kernel_times("fft c64 batch");
         rows.push(PeerRow {
             name: "fft c64".into(),
             size: format!("[{rows_n}, {len}]"),
@@ -324,6 +330,7 @@ fn gpu_main(repeats: usize) {
             || (),
             |()| fft::rfft(&a, None, 1, b).eval().expect("rfft"),
         );
+        print_kernel_times("rfft f32 batch");
         rows.push(PeerRow {
             name: "rfft f32".into(),
             size: format!("[{rows_n}, {len}]"),

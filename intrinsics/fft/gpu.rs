@@ -103,6 +103,8 @@ pub struct LinePass {
     pub batch: usize,
     pub local: usize,
     pub groups: usize,
+    /// Whether local memory is padded by one point after every 16 ([`LinePass::slot`]).
+    pub pad: bool,
 }
 
 impl LinePass {
@@ -114,7 +116,17 @@ impl LinePass {
     pub fn blocks(&self, g: &Plan) -> usize {
         self.lines(g).div_ceil(self.batch)
     }
+    /// Points of local memory the pass declares.
+    pub fn shared(&self) -> usize {
+        let total = self.batch * self.len;
+        if self.pad { total + total / PAD + 1 } else { total }
+    }
 }
+
+/// Local memory holds one unused point after every `PAD` (where it fits): a radix stage's
+/// stores step `r` points apart, which without it fall on two of the 32 banks (a 16-way
+/// conflict for `r = 8`); with it they spread over all of them.
+pub const PAD: usize = 16;
 
 /// One pass of the chain.
 #[derive(Debug, Clone, PartialEq)]
@@ -239,6 +251,8 @@ impl Builder {
         let work = batch * len / min_r;
         let local = work.next_multiple_of(64).clamp(64, MAX_LOCAL);
         let groups = lines.div_ceil(batch).clamp(1, MAX_GROUPS);
+        let total = batch * len;
+        let pad = total + total / PAD < self.lmax;
         self.steps.push(Step::Lines(LinePass {
             len,
             radices,
@@ -259,6 +273,7 @@ impl Builder {
             batch,
             local,
             groups,
+            pad,
         }));
     }
 

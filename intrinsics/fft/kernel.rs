@@ -5,7 +5,7 @@
 //! `af_tw(e, n) = exp(-2 pi i e / n)` for `e < n`, computed from the exact integers (see
 //! [`twiddle_poly`]).
 
-use super::gpu::{Arr, LinePass, Load, Plan, Step, Store};
+use super::gpu::{Arr, LinePass, Load, PAD, Plan, Step, Store};
 use std::fmt::Write;
 
 /// What differs between OpenCL C and WGSL in the bodies.
@@ -240,7 +240,7 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
     // Load.
     let _ = writeln!(
         s,
-        "    {} {{ {} {} {} {} if (ln < {}) {{ {} {} {} }} {sh}[e] = v; }}",
+        "    {} {{ {} {} {} {} if (ln < {}) {{ {} {} {} }} {sh}[{}] = v; }}",
         d.for_u("e", "lid", total, local),
         d.let_u("bl", &format!("e / {}", d.u(len))),
         d.let_u("j", &format!("e % {}", d.u(len))),
@@ -250,6 +250,7 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
         split_line(d, g, p.mc, "ln"),
         d.let_u("n", &format!("m * {} + j * {}", d.u(p.mk), d.u(p.jk))),
         load(d, g, src, p.src, p.load, p.copy),
+        slot(d, p, "e"),
     );
     let _ = writeln!(s, "    {}", d.barrier());
     // Stages.
@@ -280,7 +281,11 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
             let names: Vec<String> = (0..r).map(|k| format!("v{t}_{k}")).collect();
             let _ = write!(s, "    {{ {}", head(t));
             for (k, v) in names.iter().enumerate() {
-                let _ = write!(s, " {v} = {sh}[base + j + {}];", d.u(k * q));
+                let _ = write!(
+                    s,
+                    " {v} = {sh}[{}];",
+                    slot(d, p, &format!("base + j + {}", d.u(k * q)))
+                );
                 if k > 0 && span > 1 {
                     let e = format!("{} * k", d.u(k));
                     let _ = write!(
@@ -304,7 +309,11 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
                 )
             );
             for k in 0..r {
-                let _ = write!(s, " {sh}[ob + {}] = v{t}_{k};", d.u(k * span));
+                let _ = write!(
+                    s,
+                    " {sh}[{}] = v{t}_{k};",
+                    slot(d, p, &format!("ob + {}", d.u(k * span)))
+                );
             }
             let _ = writeln!(s, " }} }}");
         }
@@ -330,11 +339,21 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
         split_line(d, g, p.mc, "ln"),
         d.let_u("n", &format!("m * {} + j * {}", d.u(p.ok), d.u(p.kk))),
         d.u(p.limit),
-        d.var_c("v", &format!("{sh}[e]")),
+        d.var_c("v", &format!("{sh}[{}]", slot(d, p, "e"))),
         store(d, g, dst, p.dst, p.store),
     );
     let _ = writeln!(s, "    {}", d.barrier());
     s
+}
+
+/// The local-memory slot of point `i` of a line pass (one unused point after every
+/// [`PAD`] where the pass pads).
+fn slot(d: &Dialect, p: &LinePass, i: &str) -> String {
+    if p.pad {
+        format!("({i}) + (({i}) >> {})", d.u(PAD.trailing_zeros() as usize))
+    } else {
+        i.to_string()
+    }
 }
 
 /// The body of an element-wise pass (`R2cPost`, `C2rPre`) for element `e`.

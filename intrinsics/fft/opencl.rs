@@ -141,7 +141,7 @@ void af_fft_p{k}(__global const {} *src, __global {} *dst) {{
                 "  __local T2 sh[{}];
   for (IX gb = (IX)get_group_id(0); gb < {}; gb += (IX)get_num_groups(0)) {{
 {}  }}",
-                p.batch * p.len,
+                p.shared(),
                 d.u(p.blocks(g)),
                 line_body(d, g, p, "src", "dst", "sh")
             );

@@ -115,7 +115,7 @@ fn af_fft_p{k}(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
   for (var gb = wid.x; gb < {}; gb += nwg.x) {{
 {}  }}
 }}",
-                p.batch * p.len,
+                p.shared(),
                 d.u(p.blocks(g)),
                 line_body(d, g, p, &sv, &dv, &shv)
             );
