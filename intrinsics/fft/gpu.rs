@@ -103,7 +103,7 @@ pub struct LinePass {
     pub batch: usize,
     pub local: usize,
     pub groups: usize,
-    /// Whether local memory is padded by one point after every 16 ([`LinePass::slot`]).
+    /// Whether local memory is padded by one point after every [`PAD`].
     pub pad: bool,
 }
 
@@ -119,7 +119,11 @@ impl LinePass {
     /// Points of local memory the pass declares.
     pub fn shared(&self) -> usize {
         let total = self.batch * self.len;
-        if self.pad { total + total / PAD + 1 } else { total }
+        if self.pad {
+            total + total / PAD + 1
+        } else {
+            total
+        }
     }
 }
 
