@@ -237,42 +237,6 @@ fn batched_solve_broadcasts_the_batch_axes() {
     }
 }
 
-/// The packed factors `f` and interchanges `piv` of `a` (all `n x n`): `L U` equals `a` with
-/// the interchanges applied to its rows (`P L U = A`) within `RESIDUAL * n * eps` relative to
-/// `|L| |U|`, and `|L| <= 1` (partial pivoting).
-#[track_caller]
-fn check_lu<T: F>(f: &[f64], piv: &[i32], a: &[f64], n: usize, ctx: &str) {
-    let mut pa = a.to_vec();
-    for (k, &p) in piv.iter().enumerate() {
-        assert!(
-            p as usize >= k && (p as usize) < n,
-            "{ctx}: pivot {p} at {k}"
-        );
-        for j in 0..n {
-            pa.swap(k * n + j, p as usize * n + j);
-        }
-    }
-    let (mut l, mut u) = (vec![0.0; n * n], vec![0.0; n * n]);
-    for i in 0..n {
-        for j in 0..n {
-            match i.cmp(&j) {
-                std::cmp::Ordering::Greater => l[i * n + j] = f[i * n + j],
-                std::cmp::Ordering::Equal => (l[i * n + j], u[i * n + j]) = (1.0, f[i * n + j]),
-                std::cmp::Ordering::Less => u[i * n + j] = f[i * n + j],
-            }
-        }
-    }
-    assert!(l.iter().all(|x| x.abs() <= 1.0), "{ctx}: |L| > 1");
-    let lu = mul(&l, &u, n, n, n);
-    let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
-    let scale = norm_inf(&mul(&abs(&l), &abs(&u), n, n, n));
-    let err = norm_inf(&lu.iter().zip(&pa).map(|(x, y)| x - y).collect::<Vec<_>>());
-    assert!(
-        err <= RESIDUAL * n as f64 * T::EPS * scale,
-        "{ctx}: P L U - A = {err:e}"
-    );
-}
-
 fn factors<T: F>(seed: u64) {
     let _g = SERIAL.lock();
     let mut rng = rng(seed);
