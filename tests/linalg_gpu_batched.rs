@@ -84,19 +84,6 @@ fn solve_on_device<T: F, R>(n: usize, what: &str, f: impl FnOnce() -> R) -> R {
     checked(on_device_solve::<T>(n), what, f)
 }
 
-#[track_caller]
-fn checked<R>(device: bool, what: &str, f: impl FnOnce() -> R) -> R {
-    Runtime::execute();
-    let before = Runtime::stats();
-    let out = f();
-    let d = Runtime::stats().since(&before);
-    if device {
-        assert_eq!(d.device.fallbacks, 0, "{what}: ran on the CPU: {d:?}");
-        assert!(d.device.kernels > 0, "{what}: no device kernel ran: {d:?}");
-    }
-    out
-}
-
 /// The sizes and batch counts walked (fewer under comparison mode, which interprets every op
 /// again in f64).
 fn cases() -> Vec<(usize, usize)> {

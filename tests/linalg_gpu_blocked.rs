@@ -40,21 +40,6 @@ fn solve_on_blocked<T: F>() -> bool {
         && std::env::var("ARRAYFLOW_LINALG_GPU_SOLVE").map_or(true, |v| v != "off" && v != "0")
 }
 
-/// Runs `f`; where `device`, checks that it ran device kernels and none of its programs fell back
-/// to the CPU.
-#[track_caller]
-fn checked<R>(device: bool, what: &str, f: impl FnOnce() -> R) -> R {
-    Runtime::execute();
-    let before = Runtime::stats();
-    let out = f();
-    let d = Runtime::stats().since(&before);
-    if device {
-        assert_eq!(d.device.fallbacks, 0, "{what}: ran on the CPU: {d:?}");
-        assert!(d.device.kernels > 0, "{what}: no device kernel ran: {d:?}");
-    }
-    out
-}
-
 /// The sizes walked with their batch counts (fewer under comparison mode, which interprets
 /// every op again in f64).
 fn cases() -> Vec<(usize, usize)> {

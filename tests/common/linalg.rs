@@ -120,3 +120,19 @@ pub fn check_lu<T: F>(f: &[f64], piv: &[i32], a: &[f64], n: usize, ctx: &str) {
         "{ctx}: P L U - A = {err:e} (scale {scale:e})"
     );
 }
+
+/// Runs `f` (which reads its results); where `device`, asserts that it ran device kernels and that
+/// none of its programs fell back to the CPU.
+#[track_caller]
+pub fn checked<R>(device: bool, what: &str, f: impl FnOnce() -> R) -> R {
+    use arrayflow::Runtime;
+    Runtime::execute();
+    let before = Runtime::stats();
+    let out = f();
+    let d = Runtime::stats().since(&before);
+    if device {
+        assert_eq!(d.device.fallbacks, 0, "{what}: ran on the CPU: {d:?}");
+        assert!(d.device.kernels > 0, "{what}: no device kernel ran: {d:?}");
+    }
+    out
+}
