@@ -13,7 +13,7 @@
 //! `benches/peers/matmul.py` (its `solve` rows: `torch.linalg.solve` on the same shapes, with
 //! `LINALG_SOLVE` read the same way); targets on an H100: 10000 x 8x8 at least 1.0x torch, 1 x
 //! 4096x4096 at least 0.5x. `ARRAYFLOW_LINALG_GPU_BLOCKED=off` runs the large rows on the CPU instead, and
-//! `ARRAYFLOW_LINALG_GPU_NB=32|64` sets the blocked LU's panel width, for comparisons.
+//! `ARRAYFLOW_LINALG_GPU_NB=8|32|64` sets the blocked LU's panel width, for comparisons.
 //!
 //! ```sh
 //! ARRAYFLOW_DEVICE=opencl:1 cargo bench --bench linalg

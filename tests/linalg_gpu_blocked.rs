@@ -43,7 +43,8 @@ fn solve_on_blocked<T: F>() -> bool {
 /// The sizes walked with their batch counts (fewer under comparison mode, which interprets
 /// every op again in f64).
 fn cases() -> Vec<(usize, usize)> {
-    let all = [(65, 2), (127, 3), (200, 1), (257, 1)];
+    // 520: register panels (n >= 512).
+    let all = [(65, 2), (127, 3), (200, 1), (257, 1), (520, 1)];
     if comparison_mode() {
         all[..2].to_vec()
     } else {

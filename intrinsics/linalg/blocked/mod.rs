@@ -14,6 +14,11 @@
 //!    threads' first maxima; NaN never chosen; row `k` itself when the column is zero), the row
 //!    swap within the panel, the column scaled by the pivot and the panel's rank-1 update. An
 //!    exact zero pivot skips its column, as getf2; for `solve` and `inv` it sets the fault word.
+//!    From n = 512 to 4096 the panel is [`LEAF_NB`] = 8 columns wide and held in registers
+//!    instead (`leaf.rs`): the wide panel's per-column sweeps over global memory by one
+//!    work-group were most of the time at n = 4096 (337 ms against cuSOLVER's 13 ms on an H200);
+//!    narrow panels cost more launches and trailing-update passes, which run on the whole GPU.
+//!    The back substitution keeps 64-row blocks ([`Blocked::back_nb`]).
 //! 2. `af_lu_rows` (a thread per column): the panel's `w` interchanges applied to the other
 //!    columns in order (`lu`: all of them, so the stored `L` is LAPACK's; the others: only the
 //!    columns right of the panel), then `U12 = L11^-1 A12` by forward substitution.
@@ -46,13 +51,14 @@
 //! **What runs here**: f32 on both targets, f64 on OpenCL devices with `cl_khr_fp64`; WGSL
 //! indices are 32-bit, so a call whose working matrices exceed `2^31` elements stays on the CPU.
 //! `ARRAYFLOW_LINALG_GPU_BLOCKED=off` keeps every call of this module on the CPU (faer), for
-//! comparisons; `ARRAYFLOW_LINALG_GPU_NB` (32 or 64) overrides the panel width.
+//! comparisons; `ARRAYFLOW_LINALG_GPU_NB` (8, 32 or 64) overrides the panel width.
 //!
 //! **Speed** (not measured yet; the rows of `benches/linalg.rs` are there for an H100): the panel
 //! runs on one work-group per matrix reading global memory, the main cost at large `n` after
 //! the update; a single right-hand side costs `n / nb` back-substitution steps of three
 //! launches each.
 
+pub mod leaf;
 pub mod opencl;
 pub mod wgsl;
 
@@ -67,6 +73,13 @@ pub const LOCAL: u32 = 256;
 pub const TILE: usize = 64;
 /// The update's step along the inner extent.
 pub const TK: usize = 16;
+/// The register panel's width (see [`Blocked::leaf`]).
+pub const LEAF_NB: usize = 8;
+/// Most rows of the register panel one thread holds (`LEAF_NB` registers each).
+pub const LEAF_ROWS: usize = 16;
+/// The sizes that factor with register panels by default.
+pub const LEAF_MIN_N: usize = 512;
+pub const LEAF_MAX_N: usize = LEAF_ROWS * LOCAL as usize;
 /// Most work-groups of one pass (WebGPU's per-dimension limit); grid-stride loops do the rest.
 pub const MAX_GROUPS: usize = 65535;
 
@@ -202,8 +215,12 @@ impl Blocked {
         let nb = std::env::var("ARRAYFLOW_LINALG_GPU_NB")
             .ok()
             .and_then(|v| v.trim().parse().ok())
-            .filter(|&v| v == 32 || v == 64)
-            .unwrap_or(if n <= 256 { 32 } else { 64 });
+            .filter(|&v| v == LEAF_NB || v == 32 || v == 64)
+            .unwrap_or(match n {
+                ..=256 => 32,
+                LEAF_MIN_N..=LEAF_MAX_N => LEAF_NB,
+                _ => 64,
+            });
         Ok(Blocked {
             routine,
             dtype: call.dtype,
@@ -222,6 +239,23 @@ impl Blocked {
     /// Panels.
     pub fn panels(&self) -> usize {
         self.n.div_ceil(self.nb)
+    }
+
+    /// Whether the panel runs from registers ([`LEAF_NB`] columns, each thread holding at most
+    /// [`LEAF_ROWS`] of the panel's rows).
+    pub fn leaf(&self) -> bool {
+        self.nb == LEAF_NB && self.n.div_ceil(LOCAL as usize) <= LEAF_ROWS
+    }
+
+    /// The back substitution's block (wider than narrow factorisation panels: its steps cost
+    /// three launches each whatever the width, and one thread per right-hand side).
+    pub fn back_nb(&self) -> usize {
+        if self.nb == LEAF_NB { 64 } else { self.nb }
+    }
+
+    /// Blocks of the back substitution.
+    pub fn back_panels(&self) -> usize {
+        self.n.div_ceil(self.back_nb())
     }
 
     /// Whether the plan back-substitutes right-hand sides.
@@ -338,8 +372,9 @@ impl Blocked {
         match self.routine {
             Routine::Lu => {}
             Routine::Solve | Routine::Inv => {
-                for q in 0..panels {
-                    let k0 = (panels - 1 - q) * nb;
+                let (bpanels, bnb) = (self.back_panels(), self.back_nb());
+                for q in 0..bpanels {
+                    let k0 = (bpanels - 1 - q) * bnb;
                     pass(Entry::Btrsm, groups(count * self.r));
                     pass(Entry::Bupdate, tiles(k0, self.r));
                     pass(Entry::Next, 1);
@@ -368,6 +403,9 @@ pub struct Consts {
     pub ld: usize,
     pub ncols: usize,
     pub panels: usize,
+    /// The back substitution's block and blocks ([`Blocked::back_nb`]).
+    pub back_nb: usize,
+    pub back_panels: usize,
     /// `n * ld`: elements of one working matrix.
     pub mat: usize,
 }
@@ -383,6 +421,8 @@ impl Blocked {
             ld: self.ld,
             ncols: self.ncols,
             panels: self.panels(),
+            back_nb: self.back_nb(),
+            back_panels: self.back_panels(),
             mat: self.n * self.ld,
         }
     }

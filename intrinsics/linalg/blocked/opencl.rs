@@ -3,7 +3,7 @@
 //! kernel's start. A small prelude of its own, as the batched kernels.
 
 use super::super::batched::source_index;
-use super::{Blocked, Consts, Entry, LOCAL, Routine, TILE, TK};
+use super::{Blocked, Consts, Entry, LEAF_NB, LOCAL, Routine, TILE, TK, leaf};
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Target, Unsupported};
 use crate::proggen::sequence::IntrinsicCall;
@@ -27,16 +27,15 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
 /// `k0` and `kw` of the current panel from the step word `s` (the factorisation's steps count
 /// panels up; the back substitution's steps, after them, count panels down).
 fn panel(c: &Consts, back: bool) -> String {
-    let p = if back {
-        format!("({} - s)", 2 * c.panels - 1)
+    let (p, nb) = if back {
+        (format!("({} - s)", c.panels + c.back_panels - 1), c.back_nb)
     } else {
-        "s".into()
+        ("s".into(), c.nb)
     };
     format!(
         "const uint s = st[0];
   const uint k0 = {p} * {nb}u, kw = min({nb}u, {n}u - k0);
 ",
-        nb = c.nb,
         n = c.n
     )
 }
@@ -82,6 +81,48 @@ void af_lu_init(__global const T *a, {b_arg}__global T *w, __global uint *st) {{
                 items = count * n * ncols,
                 per = n * ncols,
                 nn = n * n,
+            );
+        }
+        Entry::Panel if b.leaf() => {
+            let (fault_arg, on_zero) = if b.solves() {
+                (
+                    ", __global uint *af_fault",
+                    "if (lid == 0u) af_fault[0] = 1u;",
+                )
+            } else {
+                ("", "")
+            };
+            let piv_store = if lu {
+                format!(" m[(ulong)c * {ld}UL + {n}UL] = (T)p;")
+            } else {
+                String::new()
+            };
+            let names = leaf::Names {
+                w: "w",
+                keys: "lbv",
+                idx: "lbi",
+                prow: "lpr",
+                crow: "lcr",
+                on_pivot: format!("piv[g * {n}UL + c] = (int)p;{piv_store}"),
+                on_zero,
+            };
+            let _ = write!(
+                s,
+                "
+{ATTR}
+void af_lu_panel(__global T *w, __global int *piv, __global const uint *st{fault_arg}) {{
+  __local T lbv[{LOCAL}];
+  __local uint lbi[{LOCAL}];
+  __local T lpr[{LEAF_NB}];
+  __local T lcr[{LEAF_NB}];
+  const uint lid = get_local_id(0);
+  {panel}  for (ulong g = get_group_id(0); g < {count}UL; g += get_num_groups(0)) {{
+    __global T *m = w + g * {mat}UL;
+{body}  }}
+}}
+",
+                panel = panel(&c, false),
+                body = leaf::body(b, false, &names),
             );
         }
         Entry::Panel => {

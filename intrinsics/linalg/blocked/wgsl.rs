@@ -6,7 +6,7 @@
 //! never chosen), as the batched kernels.
 
 use super::super::batched::source_index;
-use super::{Blocked, Consts, Entry, LOCAL, Routine, TILE, TK};
+use super::{Blocked, Consts, Entry, LOCAL, Routine, TILE, TK, leaf};
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{GpuPlan, Unsupported};
 use crate::proggen::sequence::IntrinsicCall;
@@ -24,6 +24,8 @@ var<workgroup> lu_bk: array<u32, 256>;
 var<workgroup> lu_bi: array<u32, 256>;
 var<workgroup> lu_as: array<f32, 1024>;
 var<workgroup> lu_bs: array<f32, 1024>;
+var<workgroup> lu_pr: array<f32, 8>;
+var<workgroup> lu_cr: array<f32, 8>;
 ",
     );
     for e in b.entries() {
@@ -34,10 +36,13 @@ var<workgroup> lu_bs: array<f32, 1024>;
 
 /// The step read uniformly, then `k0` and `kw` (as the OpenCL kernels' `panel`).
 fn panel(c: &Consts, st: &str, back: bool) -> String {
-    let p = if back {
-        format!("({}u - s)", 2 * c.panels - 1)
+    let (p, nb) = if back {
+        (
+            format!("({}u - s)", c.panels + c.back_panels - 1),
+            c.back_nb,
+        )
     } else {
-        "s".into()
+        ("s".into(), c.nb)
     };
     format!(
         "if (lid == 0u) {{ lu_step = {st}[0]; }}
@@ -45,7 +50,6 @@ fn panel(c: &Consts, st: &str, back: bool) -> String {
   let k0 = {p} * {nb}u;
   let kw = min({nb}u, {n}u - k0);
 ",
-        nb = c.nb,
         n = c.n
     )
 }
@@ -115,6 +119,48 @@ fn af_lu_init({HEAD}) {{
                 items = count * n * ncols,
                 per = n * ncols,
                 nn = n * n,
+            );
+        }
+        Entry::Panel if b.leaf() => {
+            let mut list = vec![
+                ("pan_w", "read_write", "f32"),
+                ("pan_piv", "read_write", "u32"),
+                ("pan_st", "read", "u32"),
+            ];
+            let on_zero = if b.solves() {
+                list.push(("pan_fault", "read_write", "atomic<u32>"));
+                "if (lid == 0u) { atomicStore(&pan_fault[0], 1u); }"
+            } else {
+                ""
+            };
+            let piv_store = if lu {
+                format!(" pan_w[m + c * {ld}u + {n}u] = f32(p);")
+            } else {
+                String::new()
+            };
+            let names = leaf::Names {
+                w: "pan_w",
+                keys: "lu_bk",
+                idx: "lu_bi",
+                prow: "lu_pr",
+                crow: "lu_cr",
+                on_pivot: format!("pan_piv[g * {n}u + c] = p;{piv_store}"),
+                on_zero,
+            };
+            let _ = write!(
+                s,
+                "
+{binds}
+@compute @workgroup_size({LOCAL})
+fn af_lu_panel({HEAD}) {{
+  {panel}  for (var g = wid.x; g < {count}u; g += nwg.x) {{
+    let m = g * {mat}u;
+{body}  }}
+}}
+",
+                binds = binds(&list),
+                panel = panel(&c, "pan_st", false),
+                body = leaf::body(b, true, &names),
             );
         }
         Entry::Panel => {
