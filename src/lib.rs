@@ -78,6 +78,7 @@ pub mod frontend;
 pub mod intrinsics;
 #[doc(hidden)]
 pub mod proggen;
+pub mod profile;
 #[doc(hidden)]
 pub mod runtime;
 
@@ -86,6 +87,7 @@ pub use api::*;
 pub use compile::FlushReason;
 pub use error::{Error, ErrorKind, Result};
 pub use ir::Site;
+pub use profile::ProfileGuard;
 pub use runtime::Config;
 pub use runtime::stats::DeviceStats;
 

@@ -202,7 +202,13 @@ impl CpuLoop {
     }
 
     fn compute(&mut self, task: Task, done: &mut dyn FnMut(u64, Result<(), Error>)) {
+        let t0 = crate::profile::now();
         let result = self.run_task(&task);
+        if let Some(t0) = t0
+            && result.is_ok()
+        {
+            crate::profile::launch(&task, 0, t0.elapsed().as_nanos() as u64, false);
+        }
         if let Err(e) = &result {
             for &b in &task.outputs {
                 self.failed.insert(b, e.clone());
