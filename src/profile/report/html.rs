@@ -18,7 +18,7 @@ fn bars(rows: &[(String, f64, String)], color: &str) -> String {
     let max = rows.iter().map(|r| r.1).fold(0.0, f64::max).max(1e-12);
     let (w, h) = (900.0, 22.0);
     let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{}' font-family='monospace' font-size='12'>",
+        "<svg width='{w}' height='{}' font-family='monospace' font-size='12'>",
         rows.len() as f64 * h + 4.0
     );
     for (i, (label, v, text)) in rows.iter().enumerate() {
@@ -57,7 +57,7 @@ fn timeline(run: &Run) -> String {
     lanes.extend(kinds.iter().map(|k| k.to_string()));
     let (x0, w, h) = (170.0, 720.0, 20.0);
     let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='900' height='{}' font-family='monospace' font-size='12'>",
+        "<svg width='900' height='{}' font-family='monospace' font-size='12'>",
         lanes.len() as f64 * h + 20.0
     );
     for (i, l) in lanes.iter().enumerate() {
