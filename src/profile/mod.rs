@@ -212,3 +212,18 @@ pub(crate) fn launch(task: &crate::exec::Task, exec: u32, host_ns: u64, device_t
 pub(crate) fn device_time(task: u64, ns: u64) {
     emit(Event::DeviceTime { task, ns });
 }
+
+thread_local! {
+    /// Host time this thread spent compiling while it ran a kernel (left out of the kernel's time).
+    static EXCLUDED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Hook: `ns` of this thread's time was a compile, not the kernel it was about to run.
+pub(crate) fn exclude(ns: u64) {
+    EXCLUDED_NS.with(|c| c.set(c.get() + ns));
+}
+
+/// This thread's compile time so far ([`exclude`]).
+pub(crate) fn excluded() -> u64 {
+    EXCLUDED_NS.with(|c| c.get())
+}

@@ -184,6 +184,7 @@ fn compile(src: &str, key: Key) -> Result<NativeKernel, String> {
             _ => ("program_cache", Some(true)),
         };
         crate::profile::runtime(kind, "native C", hit, t0, 0, None);
+        crate::profile::exclude(t0.elapsed().as_nanos() as u64);
     }
     if found == Found::Disk {
         DISK_HITS.fetch_add(1, Ordering::Relaxed);
