@@ -76,9 +76,9 @@ pub mod frontend;
 #[doc(hidden)]
 #[path = "../intrinsics/mod.rs"]
 pub mod intrinsics;
+pub mod profile;
 #[doc(hidden)]
 pub mod proggen;
-pub mod profile;
 #[doc(hidden)]
 pub mod runtime;
 

@@ -103,17 +103,30 @@ fn compute_report_ranks_three_call_sites_and_adds_up() {
     assert!(!run.cks.is_empty(), "no kernel records");
     for ck in &run.cks {
         let sum: f64 = ck.sites.iter().map(|s| s.weight).sum();
-        assert!((sum - 1.0).abs() < 1e-9, "weights of {} sum to {sum}", ck.kernel);
+        assert!(
+            (sum - 1.0).abs() < 1e-9,
+            "weights of {} sum to {sum}",
+            ck.kernel
+        );
         assert!(ck.sites.iter().all(|s| s.weight > 0.0));
-        assert!(ck.device_ns > 0 && ck.device_ns <= wall_ns, "{ck:?} vs wall {wall_ns}");
+        assert!(
+            ck.device_ns > 0 && ck.device_ns <= wall_ns,
+            "{ck:?} vs wall {wall_ns}"
+        );
     }
     for l in &run.launches {
-        assert!(l.dur_ns > 0 && l.dur_ns <= wall_ns, "{l:?} vs wall {wall_ns}");
+        assert!(
+            l.dur_ns > 0 && l.dur_ns <= wall_ns,
+            "{l:?} vs wall {wall_ns}"
+        );
     }
     if common::on_device() && Runtime::backend() == arrayflow::Backend::OpenCl {
         assert_eq!(run.meta.device_timing, "device");
         let dev: Vec<_> = run.cks.iter().filter(|c| c.executor == 1).collect();
-        assert!(!dev.is_empty() && dev.iter().all(|c| c.time_source == "device"), "{dev:?}");
+        assert!(
+            !dev.is_empty() && dev.iter().all(|c| c.time_source == "device"),
+            "{dev:?}"
+        );
     }
 
     // The ranking: large, heavy, cheap; and every site's estimate adds up to the kernels' time.
@@ -143,7 +156,12 @@ fn compute_report_ranks_three_call_sites_and_adds_up() {
         .iter()
         .find(|c| c.sites.iter().any(|s| &s.site == heavy))
         .expect("heavy's kernel");
-    let w = |s: &str| ck.sites.iter().find(|x| x.site == s).map_or(0.0, |x| x.weight);
+    let w = |s: &str| {
+        ck.sites
+            .iter()
+            .find(|x| x.site == s)
+            .map_or(0.0, |x| x.weight)
+    };
     assert!(w(heavy) > 5.0 * w(cheap) && w(cheap) > 0.0, "{ck:?}");
     // PC records: the reads at this file, with their bytes.
     let read_bytes: u64 = run
@@ -153,7 +171,12 @@ fn compute_report_ranks_three_call_sites_and_adds_up() {
         .map(|p| p.read_bytes)
         .sum();
     assert_eq!(read_bytes, 4 * (n + big) as u64);
-    let writes: u64 = run.pcs.iter().filter(|p| p.file == file!()).map(|p| p.write_bytes).sum();
+    let writes: u64 = run
+        .pcs
+        .iter()
+        .filter(|p| p.file == file!())
+        .map(|p| p.write_bytes)
+        .sum();
     assert_eq!(writes, 4 * (n + big) as u64);
     assert!(run.runtime.iter().any(|e| e.kind == "flush"));
     for what in ["== summary ==", "== compute", "== I/O", "== runtime"] {
@@ -176,9 +199,16 @@ fn compute_report_ranks_three_call_sites_and_adds_up() {
         .args(["report", dir.to_str().unwrap()])
         .output()
         .expect("run arrayflow-prof");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(large.as_str()) && text.contains(heavy.as_str()), "{text}");
+    assert!(
+        text.contains(large.as_str()) && text.contains(heavy.as_str()),
+        "{text}"
+    );
     let trace = dir.join("trace.json");
     let html = dir.join("report.html");
     for (cmd, path) in [("trace", &trace), ("html", &html)] {
@@ -190,7 +220,11 @@ fn compute_report_ranks_three_call_sites_and_adds_up() {
     }
     check_trace(&std::fs::read_to_string(&trace).unwrap(), &run);
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg") && page.contains(large.as_str()));
+    assert!(
+        page.starts_with("<!DOCTYPE html>")
+            && page.contains("<svg")
+            && page.contains(large.as_str())
+    );
     assert!(!page.contains("<script") && !page.contains("http://") && !page.contains("https://"));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(copy.parent().unwrap());
@@ -217,7 +251,9 @@ fn check_trace(text: &str, run: &Run) {
 /// The same line, 1 time on 2^14 elements, then 8 times on 2^18: `compare` flags it slower.
 fn work(x: &[f32], reps: usize) -> (Vec<f32>, String) {
     let l = line!();
-    let y = (0..reps).fold(Array::from_slice(x, &[x.len()]), |acc, _| (acc.sqrt() + 1.0f32).exp().sqrt());
+    let y = (0..reps).fold(Array::from_slice(x, &[x.len()]), |acc, _| {
+        (acc.sqrt() + 1.0f32).exp().sqrt()
+    });
     (y.to_vec().expect("read"), format!("{}:{}", file!(), l + 1))
 }
 
@@ -248,7 +284,11 @@ fn compare_flags_a_planted_slowdown() {
     assert!(c.slower && !c.faster && c.ratio > 1.5, "{c:?}");
     assert!(report::compare_text(&runs[0], &runs[1], 1.5).contains("SLOWER"));
     // Nothing is flagged comparing a run with itself.
-    assert!(report::compare(&runs[1], &runs[1], 1.5).iter().all(|c| !c.slower && !c.faster));
+    assert!(
+        report::compare(&runs[1], &runs[1], 1.5)
+            .iter()
+            .all(|c| !c.slower && !c.faster)
+    );
 }
 
 #[test]
@@ -263,7 +303,11 @@ fn a_second_profiler_is_refused_and_errors_are_counted_at_their_site() {
     let folder = guard.finish().expect("written");
     let run = db::read(&folder).expect("read");
     let site = format!("{}:{l}", file!());
-    let pc = run.pcs.iter().find(|p| p.site == site).expect("the error's site");
+    let pc = run
+        .pcs
+        .iter()
+        .find(|p| p.site == site)
+        .expect("the error's site");
     assert_eq!(pc.errors, 1, "{pc:?}");
     assert!(!arrayflow::profile::active());
     let _ = std::fs::remove_dir_all(&dir);

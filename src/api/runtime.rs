@@ -140,8 +140,8 @@ impl Runtime {
         v.sort_by(|a, b| b.device_ns.cmp(&a.device_ns).then(a.name.cmp(&b.name)));
         v
     }
-    /// Profiles until the returned guard is dropped (or [`ProfileGuard::finish`]ed), then writes
-    /// the run's records to a new folder `dir/run-<unix-ms>-<pid>/`; read it with
+    /// Profiles until the returned guard is dropped (or [`crate::ProfileGuard::finish`]ed), then
+    /// writes the run's records to a new folder `dir/run-<unix-ms>-<pid>/`; read it with
     /// `cargo run --bin arrayflow-prof -- report <dir>`. What was recorded before runs first (it
     /// is not part of the profile). GPU kernels are timed on the device when the process started
     /// with `ARRAYFLOW_PROFILE` or `ARRAYFLOW_KERNEL_TIMES` set, on the host's clock otherwise.
@@ -162,9 +162,12 @@ impl Runtime {
         let inner = Inner::get();
         inner.execute();
         crate::profile::start(dir.as_ref(), Inner::profile_info(&inner.sched)).map_err(|e| {
-            Error::new(ErrorKind::Runtime, format!("cannot start the profiler: {e}"))
-                .at(site)
-                .hint("drop the running profile's guard first, or unset ARRAYFLOW_PROFILE")
+            Error::new(
+                ErrorKind::Runtime,
+                format!("cannot start the profiler: {e}"),
+            )
+            .at(site)
+            .hint("drop the running profile's guard first, or unset ARRAYFLOW_PROFILE")
         })?;
         Ok(crate::ProfileGuard {
             finish: Some(Box::new(|| Inner::get().execute())),

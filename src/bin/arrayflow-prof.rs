@@ -54,7 +54,9 @@ fn run(args: &[String]) -> Result<(), String> {
             let json = report::chrome_trace(&read(dir)?);
             write(&out_path(rest)?, &json.to_string())
         }
-        [cmd, dir, rest @ ..] if cmd == "html" => write(&out_path(rest)?, &report::html(&read(dir)?)),
+        [cmd, dir, rest @ ..] if cmd == "html" => {
+            write(&out_path(rest)?, &report::html(&read(dir)?))
+        }
         _ => Err(USAGE.into()),
     }
 }

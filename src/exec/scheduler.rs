@@ -668,7 +668,10 @@ impl SchedulerLoop {
                     .collect(),
                 free_after: Vec::new(),
                 bytes: if profiling {
-                    [formal_bytes(&program.inputs), formal_bytes(&program.outputs)]
+                    [
+                        formal_bytes(&program.inputs),
+                        formal_bytes(&program.outputs),
+                    ]
                 } else {
                     [0, 0]
                 },
@@ -856,7 +859,11 @@ impl SchedulerLoop {
                 if let Some(at) = self.move_started.remove(&(b, to))
                     && crate::profile::active()
                 {
-                    let detail = if to == 0 { "device -> cpu" } else { "cpu -> device" };
+                    let detail = if to == 0 {
+                        "device -> cpu"
+                    } else {
+                        "cpu -> device"
+                    };
                     crate::profile::runtime("move", detail, None, at, bytes, None);
                 }
                 if to == 0 {

@@ -281,7 +281,15 @@ impl RunState {
         }
     }
 
-    fn push_runtime(&mut self, kind: &str, detail: String, at: Instant, ns: u64, bytes: u64, site: Site) {
+    fn push_runtime(
+        &mut self,
+        kind: &str,
+        detail: String,
+        at: Instant,
+        ns: u64,
+        bytes: u64,
+        site: Site,
+    ) {
         if self.runtime.len() < MAX_EVENTS {
             let t_ns = self.t(at);
             self.runtime.push(RuntimeEvent {
@@ -378,9 +386,7 @@ impl RunState {
             launches: self.launches,
             runtime: self.runtime,
         };
-        let folder = self
-            .dir
-            .join(format!("run-{}-{pid}", self.started_unix_ms));
+        let folder = self.dir.join(format!("run-{}-{pid}", self.started_unix_ms));
         super::db::write(&folder, &run).map_err(|e| format!("{}: {e}", folder.display()))?;
         Ok(folder)
     }
@@ -399,7 +405,11 @@ fn kernel_info(kernel: Arc<Kernel>, sites: &[Site]) -> KernelInfo {
                 c.in_shapes,
                 c.out_shape,
                 c.dtype,
-                sites.iter().map(|&s| site_key(s)).collect::<Vec<_>>().join(", ")
+                sites
+                    .iter()
+                    .map(|&s| site_key(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             0,
         ),

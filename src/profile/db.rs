@@ -33,8 +33,8 @@ fn lines<T: Serialize>(path: &Path, items: &[T]) -> std::io::Result<()> {
 pub fn read(dir: &Path) -> Result<Run, String> {
     let dir = resolve(dir)?;
     let meta_path = dir.join(FILES[0]);
-    let text = std::fs::read_to_string(&meta_path)
-        .map_err(|e| format!("{}: {e}", meta_path.display()))?;
+    let text =
+        std::fs::read_to_string(&meta_path).map_err(|e| format!("{}: {e}", meta_path.display()))?;
     let meta: Meta =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", meta_path.display()))?;
     if meta.schema_version != SCHEMA_VERSION {
@@ -80,7 +80,10 @@ pub fn runs(dir: &Path) -> Vec<PathBuf> {
         .collect();
     // `run-<unix-ms>-<pid>`: by time, then name.
     v.sort_by_key(|p| {
-        let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         let ms: u64 = name
             .strip_prefix("run-")
             .and_then(|r| r.split('-').next())

@@ -21,8 +21,8 @@ pub mod report;
 pub mod schema;
 mod weights;
 
-pub(crate) use collector::Event;
 use crate::ir::Site;
+pub(crate) use collector::Event;
 use crossbeam_channel::Sender;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -579,7 +579,14 @@ impl<A: DeviceApi> GpuLoop<A> {
         {
             // The fallback ran on the CPU, on this thread: host time, the CPU's record.
             crate::profile::launch(&task, 0, t0.elapsed().as_nanos() as u64, false);
-            crate::profile::runtime("fallback", "device -> cpu", None, t0, 0, task.program.sites.first().copied());
+            crate::profile::runtime(
+                "fallback",
+                "device -> cpu",
+                None,
+                t0,
+                0,
+                task.program.sites.first().copied(),
+            );
         }
         self.finish_now(&task, result);
     }

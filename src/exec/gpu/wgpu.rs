@@ -193,8 +193,8 @@ impl WgpuApi {
         if !immediates {
             limits.max_immediate_size = 0;
         }
-        let timed = super::timing::armed()
-            && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let timed =
+            super::timing::armed() && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
         let features = adapter.features()
             & (wgpu::Features::PIPELINE_CACHE
                 | if timed {
@@ -681,10 +681,14 @@ impl DeviceApi for WgpuApi {
         {
             self.flush();
         }
-        let slot = self.timer.as_mut().filter(|_| super::timing::enabled()).map(|t| {
-            t.labels.push((super::timing::label(plan, pass), t.task));
-            t.labels.len() as u32 - 1
-        });
+        let slot = self
+            .timer
+            .as_mut()
+            .filter(|_| super::timing::enabled())
+            .map(|t| {
+                t.labels.push((super::timing::label(plan, pass), t.task));
+                t.labels.len() as u32 - 1
+            });
         self.encoder();
         let enc = self.encoder.as_mut().expect("made above");
         let writes = slot

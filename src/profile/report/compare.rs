@@ -31,9 +31,8 @@ pub fn compare(a: &Run, b: &Run, factor: f64) -> Vec<Change> {
     let mut sites: Vec<&str> = sa.iter().chain(&sb).map(|s| s.site.as_str()).collect();
     sites.sort();
     sites.dedup();
-    let get = |v: &[super::SiteCost], s: &str| {
-        v.iter().find(|c| c.site == s).map_or(0.0, |c| c.est_ns)
-    };
+    let get =
+        |v: &[super::SiteCost], s: &str| v.iter().find(|c| c.site == s).map_or(0.0, |c| c.est_ns);
     let (ta, tb) = (totals(a), totals(b));
     let mut out: Vec<Change> = sites
         .into_iter()
@@ -84,7 +83,11 @@ pub fn compare_text(a: &Run, b: &Run, factor: f64) -> String {
         "== compare: run {} -> run {} (flagged at x{factor}) ==",
         a.meta.started_unix_ms, b.meta.started_unix_ms
     );
-    let _ = writeln!(s, "{:>12} {:>12} {:>8}  flag    call site", "before", "after", "ratio");
+    let _ = writeln!(
+        s,
+        "{:>12} {:>12} {:>8}  flag    call site",
+        "before", "after", "ratio"
+    );
     for c in compare(a, b, factor) {
         let _ = writeln!(
             s,

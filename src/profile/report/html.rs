@@ -61,7 +61,12 @@ fn timeline(run: &Run) -> String {
         lanes.len() as f64 * h + 20.0
     );
     for (i, l) in lanes.iter().enumerate() {
-        let _ = write!(s, "<text x='0' y='{}'>{}</text>", i as f64 * h + 14.0, esc(l));
+        let _ = write!(
+            s,
+            "<text x='0' y='{}'>{}</text>",
+            i as f64 * h + 14.0,
+            esc(l)
+        );
     }
     let rect = |s: &mut String, lane: usize, t: u64, d: u64, color: &str, title: &str| {
         let _ = write!(
@@ -76,7 +81,14 @@ fn timeline(run: &Run) -> String {
     };
     for l in &run.launches {
         let title = format!("kernel {} {}", l.kernel, fmt_ns(l.dur_ns as f64));
-        rect(&mut s, l.executor as usize, l.t_ns, l.dur_ns, "#d9534f", &title);
+        rect(
+            &mut s,
+            l.executor as usize,
+            l.t_ns,
+            l.dur_ns,
+            "#d9534f",
+            &title,
+        );
     }
     for e in &run.runtime {
         let lane = run.meta.executors.len() + kinds.iter().position(|k| *k == e.kind).unwrap_or(0);

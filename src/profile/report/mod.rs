@@ -62,7 +62,10 @@ pub fn site_costs(run: &Run) -> Vec<SiteCost> {
             });
             s.est_ns += ck.device_ns as f64 * sw.weight;
             s.elements += ck.elements * ck.launches;
-            kernels.entry(sw.site.clone()).or_default().insert(&ck.kernel);
+            kernels
+                .entry(sw.site.clone())
+                .or_default()
+                .insert(&ck.kernel);
         }
     }
     for pc in &run.pcs {

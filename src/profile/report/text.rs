@@ -131,11 +131,7 @@ pub fn compute_report(run: &Run) -> String {
 
 /// Reads and writes by call site, then data moved between executors and swapped.
 pub fn io_report(run: &Run) -> String {
-    let mut pcs: Vec<_> = run
-        .pcs
-        .iter()
-        .filter(|p| p.reads + p.writes > 0)
-        .collect();
+    let mut pcs: Vec<_> = run.pcs.iter().filter(|p| p.reads + p.writes > 0).collect();
     pcs.sort_by(|a, b| {
         (b.read_ns + b.write_ns)
             .cmp(&(a.read_ns + a.write_ns))

@@ -9,9 +9,7 @@ use serde_json::{Value, json};
 pub fn chrome_trace(run: &Run) -> Value {
     let us = |ns: u64| ns as f64 / 1e3;
     let mut ev: Vec<Value> = Vec::new();
-    let meta = |pid: u64, tid: u64, what: &str, name: &str| {
-        json!({"ph": "M", "pid": pid, "tid": tid, "ts": 0, "name": what, "args": {"name": name}})
-    };
+    let meta = |pid: u64, tid: u64, what: &str, name: &str| json!({"ph": "M", "pid": pid, "tid": tid, "ts": 0, "name": what, "args": {"name": name}});
     ev.push(meta(1, 0, "process_name", "host"));
     let mut threads: Vec<&str> = run.runtime.iter().map(|e| e.thread.as_str()).collect();
     threads.sort();
@@ -34,7 +32,12 @@ pub fn chrome_trace(run: &Run) -> Value {
     }
     for (x, name) in run.meta.executors.iter().enumerate() {
         let pid = 2 + x as u64;
-        ev.push(meta(pid, 0, "process_name", &format!("executor {x}: {name}")));
+        ev.push(meta(
+            pid,
+            0,
+            "process_name",
+            &format!("executor {x}: {name}"),
+        ));
         ev.push(meta(pid, 1, "thread_name", "kernels (queue)"));
     }
     for l in &run.launches {
