@@ -185,7 +185,7 @@ impl Inner {
             crate::exec::cpu::native::mode()
         )];
         executors.extend(sched.device().map(|d| d.to_string()));
-        let device_timing = if crate::exec::gpu::timing::armed() {
+        let device_timing = if crate::exec::gpu::timing::armed() && sched.device().is_some() {
             "device"
         } else {
             "host"
