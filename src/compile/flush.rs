@@ -202,8 +202,7 @@ pub fn flush_into(
     *rt.last_sequence.lock() = Some(seq.clone());
     Counters::add(&rt.counters.flush_ns, start.elapsed().as_nanos() as u64);
     if crate::profile::active() {
-        let detail = format!("{reason}: {} programs", seq.programs.len());
-        crate::profile::runtime("flush", detail, None, start, 0, None);
+        crate::profile::runtime("flush", reason.to_string(), None, start, 0, None);
     }
     rt.hand_off(Submission {
         origin: Origin::Flush(reason),
@@ -227,8 +226,7 @@ fn generate(
     let t0 = crate::profile::now();
     let g = proggen::generate(nodes, entries, config, policy);
     if let Some(t0) = t0 {
-        let detail = format!("{} programs", g.sequence.programs.len());
-        crate::profile::runtime("generate", detail, None, t0, 0, None);
+        crate::profile::runtime("generate", "", None, t0, 0, None);
     }
     g
 }
