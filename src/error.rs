@@ -52,6 +52,7 @@ impl Error {
     }
     /// Names the user's call site that made the failing request.
     pub fn at(mut self, site: Site) -> Self {
+        crate::profile::error(site);
         self.site = Some(site);
         self
     }

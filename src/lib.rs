@@ -76,6 +76,7 @@ pub mod frontend;
 #[doc(hidden)]
 #[path = "../intrinsics/mod.rs"]
 pub mod intrinsics;
+pub mod profile;
 #[doc(hidden)]
 pub mod proggen;
 #[doc(hidden)]
@@ -86,6 +87,7 @@ pub use api::*;
 pub use compile::FlushReason;
 pub use error::{Error, ErrorKind, Result};
 pub use ir::Site;
+pub use profile::ProfileGuard;
 pub use runtime::Config;
 pub use runtime::stats::DeviceStats;
 

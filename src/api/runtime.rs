@@ -140,6 +140,40 @@ impl Runtime {
         v.sort_by(|a, b| b.device_ns.cmp(&a.device_ns).then(a.name.cmp(&b.name)));
         v
     }
+    /// Profiles until the returned guard is dropped (or [`crate::ProfileGuard::finish`]ed), then
+    /// writes the run's records to a new folder `dir/run-<unix-ms>-<pid>/`; read it with
+    /// `cargo run --bin arrayflow-prof -- report <dir>`. What was recorded before runs first (it
+    /// is not part of the profile). GPU kernels are timed on the device when the process started
+    /// with `ARRAYFLOW_PROFILE` or `ARRAYFLOW_KERNEL_TIMES` set, on the host's clock otherwise.
+    /// An error if the profiler already runs.
+    ///
+    /// ```no_run
+    /// use arrayflow::{Array, Runtime};
+    /// let guard = Runtime::profile("target/profile")?;
+    /// let a = Array::<f32>::from_vec1(vec![1.0; 1 << 20]);
+    /// let b = (a.sqrt() + 1.0f32).to_vec()?;
+    /// let run = guard.finish().map_err(|e| arrayflow::Error::new(arrayflow::ErrorKind::Runtime, e))?;
+    /// println!("profile in {}", run.display());
+    /// # Ok::<(), arrayflow::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn profile(dir: impl AsRef<std::path::Path>) -> Result<crate::ProfileGuard> {
+        let site = std::panic::Location::caller();
+        let inner = Inner::get();
+        inner.execute();
+        crate::profile::start(dir.as_ref(), Inner::profile_info(&inner.sched)).map_err(|e| {
+            Error::new(
+                ErrorKind::Runtime,
+                format!("cannot start the profiler: {e}"),
+            )
+            .at(site)
+            .hint("drop the running profile's guard first, or unset ARRAYFLOW_PROFILE")
+        })?;
+        Ok(crate::ProfileGuard {
+            finish: Some(Box::new(|| Inner::get().execute())),
+            written: None,
+        })
+    }
     /// Runs everything recorded so far and waits for it.
     pub fn execute() {
         Inner::get().execute();

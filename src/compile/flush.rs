@@ -201,6 +201,9 @@ pub fn flush_into(
     }
     *rt.last_sequence.lock() = Some(seq.clone());
     Counters::add(&rt.counters.flush_ns, start.elapsed().as_nanos() as u64);
+    if crate::profile::active() {
+        crate::profile::runtime("flush", reason.to_string(), None, start, 0, None);
+    }
     rt.hand_off(Submission {
         origin: Origin::Flush(reason),
         seq,
@@ -211,6 +214,21 @@ pub fn flush_into(
         started: start,
     });
     external.map(|(_, b)| b)
+}
+
+/// The program generator, timed for the profiler.
+fn generate(
+    nodes: &crate::ir::NodeTable,
+    entries: &[super::Entry],
+    config: &proggen::GenConfig,
+    policy: StorePolicy,
+) -> proggen::Generated {
+    let t0 = crate::profile::now();
+    let g = proggen::generate(nodes, entries, config, policy);
+    if let Some(t0) = t0 {
+        crate::profile::runtime("generate", "", None, t0, 0, None);
+    }
+    g
 }
 
 /// The program sequence for the queue: from the trace cache when its key is there, else from the
@@ -227,7 +245,7 @@ fn generate_or_reuse(
     if fe.capture.is_some() {
         // A code reuse section's final flush: generate, and keep the result for the macro cache.
         Counters::add(&rt.counters.sequences_generated, 1);
-        let g = proggen::generate(&fe.nodes, entries, &rt.gen_config, policy);
+        let g = generate(&fe.nodes, entries, &rt.gen_config, policy);
         let values = param_values(&g, &fe.nodes);
         fe.capture = Some(Some((g.clone(), values)));
         fe.key.clear();
@@ -251,7 +269,7 @@ fn generate_or_reuse(
             Some(trace) => trace.instantiate(&fe.key),
             None => {
                 Counters::add(&rt.counters.sequences_generated, 1);
-                let g = proggen::generate(&fe.nodes, entries, &rt.gen_config, policy);
+                let g = generate(&fe.nodes, entries, &rt.gen_config, policy);
                 if let Some(t) = CachedTrace::from_generated(&g, &fe.key) {
                     fe.traces.insert(site, key, Arc::new(t));
                 }
@@ -259,6 +277,13 @@ fn generate_or_reuse(
             }
         };
         let after = fe.traces.counts;
+        if crate::profile::active() {
+            // The look-up's own time, ending now.
+            let took = std::time::Duration::from_nanos(after.lookup_ns - before.lookup_ns);
+            let at = std::time::Instant::now() - took;
+            let hit = Some(after.hits > before.hits);
+            crate::profile::runtime("trace_lookup", "", hit, at, 0, fe.key.first_site);
+        }
         let c = &rt.counters;
         Counters::add(&c.trace_hits, after.hits - before.hits);
         Counters::add(&c.trace_misses, after.misses - before.misses);
@@ -268,7 +293,7 @@ fn generate_or_reuse(
         generated
     } else {
         Counters::add(&rt.counters.sequences_generated, 1);
-        proggen::generate(&fe.nodes, entries, &rt.gen_config, policy)
+        generate(&fe.nodes, entries, &rt.gen_config, policy)
     };
     fe.key.clear();
     generated

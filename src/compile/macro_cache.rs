@@ -100,6 +100,9 @@ impl MacroCache {
             self.counts.misses += 1;
         }
         self.counts.lookup_ns += start.elapsed().as_nanos() as u64;
+        if crate::profile::active() {
+            crate::profile::runtime("macro_lookup", "", Some(r.is_some()), start, 0, None);
+        }
         r
     }
     pub fn insert(&mut self, key: Vec<u64>, entry: Arc<MacroEntry>) {

@@ -101,6 +101,13 @@ static RUNTIME: OnceLock<Inner> = OnceLock::new();
 extern "C" fn stop_at_exit() {
     crate::exec::lifetime::stop_at_exit(|| {
         if let Some(rt) = RUNTIME.get() {
+            // `ARRAYFLOW_PROFILE`: what was submitted finishes, then the run is written.
+            if crate::profile::active() {
+                rt.sched.barrier();
+                if let Some(Err(e)) = crate::profile::stop() {
+                    eprintln!("arrayflow: profile not written: {e}");
+                }
+            }
             rt.sched.stop();
         }
     });
@@ -144,6 +151,11 @@ impl Inner {
             crate::exec::lifetime::register_exit(stop_at_exit);
         }
         tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");
+        if let Some(dir) = crate::profile::env_dir()
+            && let Err(e) = crate::profile::start(dir, Inner::profile_info(&sched))
+        {
+            tracing::warn!(target: "arrayflow::profile", "ARRAYFLOW_PROFILE: {e}");
+        }
         Inner {
             fe: Mutex::new(FrontEnd::new(&config)),
             section_done: parking_lot::Condvar::new(),
@@ -162,6 +174,25 @@ impl Inner {
             report: Arc::new(Default::default()),
             checker: OnceLock::new(),
             error_handlers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The executors, as the profiler's runs name them (index 0: the CPU).
+    pub(crate) fn profile_info(sched: &Scheduler) -> crate::profile::RunInfo {
+        let mut executors = vec![format!(
+            "cpu ({} threads; native C tier: {:?})",
+            rayon::current_num_threads(),
+            crate::exec::cpu::native::mode()
+        )];
+        executors.extend(sched.device().map(|d| d.to_string()));
+        let device_timing = if crate::exec::gpu::timing::armed() && sched.device().is_some() {
+            "device"
+        } else {
+            "host"
+        };
+        crate::profile::RunInfo {
+            executors,
+            device_timing,
         }
     }
 

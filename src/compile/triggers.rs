@@ -47,6 +47,7 @@ impl Inner {
 
     /// Computes node `id` if needed and returns its data.
     pub fn read_node(&self, id: NodeId, site: Site) -> Result<Arc<TypedVec>> {
+        let t0 = crate::profile::now();
         let buf = {
             let mut fe = self.front();
             if let Some(e) = self.section_violation(&mut fe, "a read", site) {
@@ -61,7 +62,19 @@ impl Inner {
         let buf = buf.ok_or_else(|| {
             Error::new(ErrorKind::Runtime, "array has no buffer after its flush").at(site)
         })?;
-        self.sched.read(buf).map_err(|e| invalid_read(e, site))
+        let Some(at) = t0 else {
+            return self.sched.read(buf).map_err(|e| invalid_read(e, site));
+        };
+        let waited = std::time::Instant::now();
+        let r = self.sched.read(buf).map_err(|e| invalid_read(e, site));
+        crate::profile::emit(crate::profile::Event::Read {
+            site,
+            bytes: r.as_ref().map_or(0, |v| v.bytes() as u64),
+            at,
+            ns: at.elapsed().as_nanos() as u64,
+            wait_ns: waited.elapsed().as_nanos() as u64,
+        });
+        r
     }
 
     /// Computes `h` straight into the application's memory at `dest` (which has room for all its
@@ -93,9 +106,20 @@ impl Inner {
             crate::compile::flush_into(self, &mut fe, FlushReason::Read, Some(h.id), Some(dest))
         };
         let Some(buf) = buf else { return Ok(false) };
+        let waited = crate::profile::now();
         let r = self.sched.wait(buf);
         self.sched.release(buf);
         Counters::add(&self.counters.bytes_downloaded, (n * h.dtype.size()) as u64);
+        if let Some(w) = waited {
+            let wait_ns = w.elapsed().as_nanos() as u64;
+            crate::profile::emit(crate::profile::Event::Read {
+                site,
+                bytes: (n * h.dtype.size()) as u64,
+                at: w,
+                ns: wait_ns,
+                wait_ns,
+            });
+        }
         r.map(|()| true).map_err(|e| invalid_read(e, site))
     }
 

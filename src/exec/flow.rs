@@ -32,6 +32,9 @@ impl FlowControl {
             while *g > self.limit {
                 self.cv.wait(&mut g);
             }
+            if crate::profile::active() {
+                crate::profile::runtime("flow_wait", "", None, start, 0, None);
+            }
             self.waited_ns.fetch_add(
                 start.elapsed().as_nanos() as u64,
                 std::sync::atomic::Ordering::Relaxed,

@@ -19,7 +19,7 @@ pub use device::{Backend, DeviceInfo, DeviceKind};
 pub use flow::FlowControl;
 pub use host_memory::HostDest;
 pub(crate) use scheduler::SchedMsg;
-pub use scheduler::{Instance, Scheduler};
+pub use scheduler::{Instance, Scheduler, Task};
 
 /// What the scheduler knows about an executor when it routes programs.
 #[derive(Debug, Clone)]

@@ -106,6 +106,8 @@ pub struct Task {
     /// buffers that only this sequence's tasks on this executor use, this task being the last.
     /// The executor runs its tasks in order, so later tasks may reuse their memory at once.
     pub free_after: Vec<BufferId>,
+    /// Bytes the task reads and writes, for the profiler (zero when it is off).
+    pub bytes: [u64; 2],
 }
 
 /// Messages from the scheduler to an executor (the seed's FIG. 7D).
@@ -459,6 +461,8 @@ struct SchedulerLoop {
     fault_errors: AHashMap<u64, Error>,
     next_task: u64,
     barriers: Vec<Sender<()>>,
+    /// When each move between executors began (only while profiling).
+    move_started: AHashMap<(BufferId, usize), std::time::Instant>,
 }
 
 impl SchedulerLoop {
@@ -479,6 +483,7 @@ impl SchedulerLoop {
             fault_errors: AHashMap::new(),
             next_task: 1,
             barriers: Vec::new(),
+            move_started: AHashMap::new(),
         }
     }
 
@@ -633,6 +638,15 @@ impl SchedulerLoop {
     fn submit(&mut self, inst: Instance) {
         let since = inst.started.elapsed().as_nanos() as u64;
         let mut batch = Vec::new();
+        let profiling = crate::profile::active();
+        let formal_bytes = |fs: &[u32]| -> u64 {
+            fs.iter()
+                .map(|&f| {
+                    let formal = &inst.seq.formals[f as usize];
+                    (formal.len * formal.dtype.size()) as u64
+                })
+                .sum()
+        };
         for (pi, program) in inst.seq.programs.iter().enumerate() {
             let id = self.next_task;
             self.next_task += 1;
@@ -653,6 +667,14 @@ impl SchedulerLoop {
                     .map(|&f| inst.bindings[f as usize])
                     .collect(),
                 free_after: Vec::new(),
+                bytes: if profiling {
+                    [
+                        formal_bytes(&program.inputs),
+                        formal_bytes(&program.outputs),
+                    ]
+                } else {
+                    [0, 0]
+                },
             };
             for &b in task.inputs.iter().chain(&task.outputs) {
                 let s = self
@@ -819,6 +841,9 @@ impl SchedulerLoop {
         let s = self.buffers.get_mut(&b).expect("moved buffers are known");
         s.moving |= bit(to);
         let from = holder(s.on);
+        if crate::profile::active() {
+            self.move_started.insert((b, to), std::time::Instant::now());
+        }
         self.send_exec(from, ExecMsg::Export { buf: b, to });
     }
 
@@ -831,6 +856,16 @@ impl SchedulerLoop {
         match data {
             Ok(data) => {
                 let bytes = data.bytes() as u64;
+                if let Some(at) = self.move_started.remove(&(b, to))
+                    && crate::profile::active()
+                {
+                    let detail = if to == 0 {
+                        "device -> cpu"
+                    } else {
+                        "cpu -> device"
+                    };
+                    crate::profile::runtime("move", detail, None, at, bytes, None);
+                }
                 if to == 0 {
                     Counters::add(&self.counters.device.bytes_from_device, bytes);
                 } else {

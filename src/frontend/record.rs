@@ -46,6 +46,20 @@ impl Inner {
         dtype: DType,
         site: Site,
     ) -> Handle {
+        let t0 = crate::profile::now();
+        let h = self.record_untimed(op, inputs, shape, dtype, site);
+        crate::profile::api_call(site, t0);
+        h
+    }
+
+    fn record_untimed(
+        &self,
+        op: Op,
+        inputs: &[(NodeId, &[usize])],
+        shape: Shape,
+        dtype: DType,
+        site: Site,
+    ) -> Handle {
         let konst = match op {
             Op::Const(v) => Some(v),
             _ => None,
@@ -133,6 +147,21 @@ impl Inner {
 
     /// Records data written by the application; it gets a buffer at once.
     pub fn upload(&self, data: TypedVec, shape: Shape, site: Site) -> Result<Handle> {
+        let t0 = crate::profile::now();
+        let bytes = data.bytes() as u64;
+        let h = self.upload_untimed(data, shape, site);
+        if let Some(at) = t0 {
+            crate::profile::emit(crate::profile::Event::Write {
+                site,
+                bytes,
+                at,
+                ns: at.elapsed().as_nanos() as u64,
+            });
+        }
+        h
+    }
+
+    fn upload_untimed(&self, data: TypedVec, shape: Shape, site: Site) -> Result<Handle> {
         let dtype = data.dtype();
         let reference = self
             .compare_on

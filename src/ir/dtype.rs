@@ -149,7 +149,7 @@ impl Scalar {
                     DType::F64 => Scalar::F64($v as f64),
                     DType::I32 => Scalar::I32($v as i32),
                     DType::U32 => Scalar::U32($v as u32),
-                    DType::Bool => Scalar::Bool($v != Default::default()),
+                    DType::Bool => Scalar::Bool(($v as f64) != 0.0),
                     DType::C64 => Scalar::C64(Complex::new($v as f32, 0.0)),
                     DType::C128 => Scalar::C128(Complex::new($v as f64, 0.0)),
                 }

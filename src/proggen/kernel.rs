@@ -180,6 +180,16 @@ pub enum Instr {
 }
 
 impl Instr {
+    /// Estimated instructions per element (the primitive table's estimate for an operation).
+    pub fn cost(&self) -> u32 {
+        match self {
+            Instr::Unary { op, .. } => op.cost(),
+            Instr::Binary { op, .. } => op.cost(),
+            Instr::Gen { .. } => 10,
+            _ => 1,
+        }
+    }
+
     pub fn dst(&self) -> Reg {
         match self {
             Instr::Load { dst, .. }
@@ -388,15 +398,7 @@ impl FusedKernel {
 
     /// Estimated instructions per domain element (the primitive table's estimates summed).
     pub fn cost(&self) -> u32 {
-        self.instrs
-            .iter()
-            .map(|i| match i {
-                Instr::Unary { op, .. } => op.cost(),
-                Instr::Binary { op, .. } => op.cost(),
-                Instr::Gen { .. } => 10,
-                _ => 1,
-            })
-            .sum::<u32>()
+        self.instrs.iter().map(Instr::cost).sum::<u32>()
             + self.reductions.iter().map(|r| r.op.cost()).sum::<u32>()
     }
 }

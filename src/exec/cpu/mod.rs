@@ -202,7 +202,16 @@ impl CpuLoop {
     }
 
     fn compute(&mut self, task: Task, done: &mut dyn FnMut(u64, Result<(), Error>)) {
+        let t0 = crate::profile::now().map(|t| (t, crate::profile::excluded()));
         let result = self.run_task(&task);
+        if let Some((t0, ex)) = t0
+            && result.is_ok()
+        {
+            // A native compile on the way is the runtime's time, not the kernel's.
+            let compiling = crate::profile::excluded() - ex;
+            let ns = (t0.elapsed().as_nanos() as u64).saturating_sub(compiling);
+            crate::profile::launch(&task, 0, ns, false);
+        }
         if let Err(e) = &result {
             for &b in &task.outputs {
                 self.failed.insert(b, e.clone());

@@ -176,7 +176,16 @@ fn host_cpu() -> String {
 /// The kernel of `key` from the disk cache, else compiled from `src` (and saved there).
 fn compile(src: &str, key: Key) -> Result<NativeKernel, String> {
     let store = cache().store();
+    let t0 = crate::profile::now();
     let (nk, found) = store.load_or_build(key, |e| load(&e.path), || build(store, src, key))?;
+    if let Some(t0) = t0 {
+        let (kind, hit) = match found {
+            Found::Built => ("compile", None),
+            _ => ("program_cache", Some(true)),
+        };
+        crate::profile::runtime(kind, "native C", hit, t0, 0, None);
+        crate::profile::exclude(t0.elapsed().as_nanos() as u64);
+    }
     if found == Found::Disk {
         DISK_HITS.fetch_add(1, Ordering::Relaxed);
     } else {

@@ -73,6 +73,13 @@ pub(crate) trait DeviceApi: Send + 'static {
     fn download(&mut self, buf: &Self::Buf, out: HostSlice, done: Completion);
     /// Calls `done` once all work enqueued so far has finished.
     fn on_done(&mut self, done: Completion);
+    /// The task whose kernels the next dispatches enqueue, while the profiler runs (`None`
+    /// after): a timed dispatch reports its device time under it.
+    fn profile_task(&mut self, _task: Option<u64>) {}
+    /// Whether the dispatches enqueued now are timed on the device.
+    fn device_timed(&self) -> bool {
+        false
+    }
     /// Submits what was enqueued (wgpu batches dispatches into one submission until then, and
     /// may hold them back to go with later work while the device is busy: until the next
     /// [`DeviceApi::poll`] finds it less busy, or [`DeviceApi::park`]). Counts each submission
@@ -499,6 +506,10 @@ impl<A: DeviceApi> GpuLoop<A> {
         }
         self.store.drop_device(buf);
         Counters::add(&self.counters.device.swapped_out, 1);
+        if crate::profile::active() {
+            let bytes = self.store.host(buf).map_or(0, |h| h.bytes() as u64);
+            crate::profile::runtime("swap", "out", None, std::time::Instant::now(), bytes, None);
+        }
         Ok(())
     }
 
@@ -548,6 +559,7 @@ impl<A: DeviceApi> GpuLoop<A> {
             return self.finish_now(&task, Err(e));
         }
         let plan = self.plans.get(&task.program.kernel, &mut self.api);
+        let t0 = crate::profile::now();
         let result = match plan {
             plans::Runnable::Device(plan) => match self.run_on_device(&task, &plan) {
                 Ok(()) => return,
@@ -562,6 +574,20 @@ impl<A: DeviceApi> GpuLoop<A> {
                 self.run_on_cpu(&task)
             }
         };
+        if let Some(t0) = t0
+            && result.is_ok()
+        {
+            // The fallback ran on the CPU, on this thread: host time, the CPU's record.
+            crate::profile::launch(&task, 0, t0.elapsed().as_nanos() as u64, false);
+            crate::profile::runtime(
+                "fallback",
+                "device -> cpu",
+                None,
+                t0,
+                0,
+                task.program.sites.first().copied(),
+            );
+        }
         self.finish_now(&task, result);
     }
 
@@ -584,7 +610,17 @@ impl<A: DeviceApi> GpuLoop<A> {
             self.give_back(held);
             return Err(e);
         }
-        if let Err(e) = self.enqueue(task, dplan, &held) {
+        // The profiler: the host's clock from the enqueue to the report, and the device's own
+        // time where its timers are armed.
+        let profiled = crate::profile::now().map(|t| (t, self.api.device_timed()));
+        if profiled.is_some() {
+            self.api.profile_task(Some(task.id));
+        }
+        let enqueued = self.enqueue(task, dplan, &held);
+        if profiled.is_some() {
+            self.api.profile_task(None);
+        }
+        if let Err(e) = enqueued {
             self.give_back(held);
             return Err(e);
         }
@@ -632,6 +668,12 @@ impl<A: DeviceApi> GpuLoop<A> {
             move |err: Option<String>| {
                 let ns = task.started.elapsed().as_nanos() as u64;
                 Counters::add(&counters.device.done_ns, ns);
+                if let Some((t0, timed)) = profiled
+                    && err.is_none()
+                {
+                    let host_ns = t0.elapsed().as_nanos() as u64;
+                    crate::profile::launch(&task, task.exec as u32, host_ns, timed);
+                }
                 if err.is_none() && words.iter().any(|w| w.load(Ordering::Relaxed) != 0) {
                     // A kernel faulted (integer division by zero, an index out of range): the
                     // CPU runs the task again and reports the exact error, with its call site.

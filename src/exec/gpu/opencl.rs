@@ -84,7 +84,9 @@ pub struct OpenClApi {
     defer: usize,
     /// Kernels enqueued since the last submission with their events, when kernels are timed
     /// (`timing.rs`).
-    timed: Vec<(Event, String)>,
+    timed: Vec<(Event, String, Option<u64>)>,
+    /// The task whose kernels are being enqueued, while the profiler runs.
+    profile_task: Option<u64>,
 }
 
 /// What a write reads from until its marker completes.
@@ -123,7 +125,7 @@ impl OpenClApi {
         let device = Device::new(id);
         let context = Context::from_device(&device).map_err(|e| e.to_string())?;
         #[allow(deprecated)]
-        let props = if super::timing::enabled() {
+        let props = if super::timing::armed() {
             opencl3::command_queue::CL_QUEUE_PROFILING_ENABLE
         } else {
             0
@@ -191,6 +193,7 @@ impl OpenClApi {
             pinned: PinnedPool::new(),
             defer: defer.unwrap_or(DEFER).max(1),
             timed: Vec::new(),
+            profile_task: None,
         })
     }
 
@@ -271,6 +274,14 @@ fn bytes_of(data: &TypedVec) -> &[u8] {
 }
 
 impl DeviceApi for OpenClApi {
+    fn profile_task(&mut self, task: Option<u64>) {
+        self.profile_task = task;
+    }
+
+    fn device_timed(&self) -> bool {
+        super::timing::enabled() && super::timing::armed()
+    }
+
     type Buf = Buffer<u8>;
     type Program = ClProgram;
 
@@ -379,6 +390,13 @@ impl DeviceApi for OpenClApi {
             Found::Memory => Counters::add(&dc.device.memory_hits, 1),
             Found::Built => {}
         }
+        if crate::profile::active() {
+            let (kind, hit) = match found {
+                Found::Built => ("compile", None),
+                _ => ("program_cache", Some(true)),
+            };
+            crate::profile::runtime(kind, "opencl", hit, t0, 0, None);
+        }
         Counters::add(&dc.device.compile_ns, t0.elapsed().as_nanos() as u64);
         Ok(p)
     }
@@ -428,8 +446,11 @@ impl DeviceApi for OpenClApi {
             );
             match status {
                 Some(opencl3::error_codes::CL_SUCCESS) if timed && !event.is_null() => {
-                    self.timed
-                        .push((Event::new(event), super::timing::label(plan, pass)));
+                    self.timed.push((
+                        Event::new(event),
+                        super::timing::label(plan, pass),
+                        self.profile_task,
+                    ));
                 }
                 Some(opencl3::error_codes::CL_SUCCESS) => {}
                 Some(e) => return Err(err(opencl3::error_codes::ClError(e))),
@@ -504,13 +525,26 @@ impl DeviceApi for OpenClApi {
         if !self.timed.is_empty() {
             // Timing mode: wait for the batch and read each kernel's start and end.
             let _ = self.queue.finish();
-            for (event, label) in self.timed.drain(..) {
+            // The profiler's device time per task: its passes summed.
+            let mut per_task: Vec<(u64, u64)> = Vec::new();
+            for (event, label, task) in self.timed.drain(..) {
                 if let (Ok(a), Ok(b)) = (
                     event.profiling_command_start(),
                     event.profiling_command_end(),
                 ) {
-                    self.counters.time_kernel(label, b.saturating_sub(a));
+                    let ns = b.saturating_sub(a);
+                    if super::timing::kernel_times() {
+                        self.counters.time_kernel(label, ns);
+                    }
+                    match (task, per_task.last_mut()) {
+                        (Some(t), Some(last)) if last.0 == t => last.1 += ns,
+                        (Some(t), _) => per_task.push((t, ns)),
+                        (None, _) => {}
+                    }
                 }
+            }
+            for (task, ns) in per_task {
+                crate::profile::device_time(task, ns);
             }
         }
     }

@@ -7,12 +7,24 @@
 use crate::proggen::codegen::gpu::GpuPlan;
 use std::sync::OnceLock;
 
-/// Whether kernels are timed (`ARRAYFLOW_KERNEL_TIMES` set and not `0`), read once.
-pub fn enabled() -> bool {
+/// Whether every kernel is timed (`ARRAYFLOW_KERNEL_TIMES` set and not `0`), read once.
+pub fn kernel_times() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| {
         std::env::var("ARRAYFLOW_KERNEL_TIMES").is_ok_and(|v| !v.is_empty() && v != "0")
     })
+}
+
+/// Whether the device timers are armed (OpenCL queues made with profiling, wgpu timestamp
+/// queries): `ARRAYFLOW_KERNEL_TIMES` or `ARRAYFLOW_PROFILE` set at start-up.
+pub fn armed() -> bool {
+    kernel_times() || crate::profile::env_dir().is_some()
+}
+
+/// Whether the kernel being enqueued is timed: always with `ARRAYFLOW_KERNEL_TIMES`, while the
+/// profiler runs when the timers are armed.
+pub fn enabled() -> bool {
+    kernel_times() || (crate::profile::active() && armed())
 }
 
 /// The label a dispatch's time is kept under: the pass's entry point and a short hash of the

@@ -102,8 +102,11 @@ struct Timer {
     /// Where the queries resolve, and its host-readable copy.
     resolve: wgpu::Buffer,
     read: wgpu::Buffer,
-    /// The label of each timed dispatch of the current encoder (queries `2i`, `2i + 1`).
-    labels: Vec<String>,
+    /// The label of each timed dispatch of the current encoder (queries `2i`, `2i + 1`), with
+    /// the profiler's task.
+    labels: Vec<(String, Option<u64>)>,
+    /// The task whose kernels are being enqueued, while the profiler runs.
+    task: Option<u64>,
     /// Nanoseconds per timestamp tick.
     period: f64,
 }
@@ -130,6 +133,7 @@ impl Timer {
             resolve: buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
             read: buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
             labels: Vec::new(),
+            task: None,
             period: queue.get_timestamp_period() as f64,
         }
     }
@@ -189,8 +193,8 @@ impl WgpuApi {
         if !immediates {
             limits.max_immediate_size = 0;
         }
-        let timed = super::timing::enabled()
-            && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let timed =
+            super::timing::armed() && adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
         let features = adapter.features()
             & (wgpu::Features::PIPELINE_CACHE
                 | if timed {
@@ -323,12 +327,23 @@ impl WgpuApi {
             // has finished (no barrier orders it), so a dispatch's time starts no earlier than
             // the previous dispatch's end: consecutive dependent kernels are not counted twice.
             let mut prev_end = 0u64;
-            for (i, label) in labels.into_iter().enumerate() {
+            let mut per_task: Vec<(u64, u64)> = Vec::new();
+            for (i, (label, task)) in labels.into_iter().enumerate() {
                 let (begin, end) = (ticks[2 * i], ticks[2 * i + 1]);
                 let start = if i > 0 { begin.max(prev_end) } else { begin };
                 prev_end = end;
-                let ns = end.saturating_sub(start) as f64 * t.period;
-                self.counters.time_kernel(label, ns as u64);
+                let ns = (end.saturating_sub(start) as f64 * t.period) as u64;
+                if super::timing::kernel_times() {
+                    self.counters.time_kernel(label, ns);
+                }
+                match (task, per_task.last_mut()) {
+                    (Some(t), Some(last)) if last.0 == t => last.1 += ns,
+                    (Some(t), _) => per_task.push((t, ns)),
+                    (None, _) => {}
+                }
+            }
+            for (task, ns) in per_task {
+                crate::profile::device_time(task, ns);
             }
         }
         t.read.unmap();
@@ -460,6 +475,16 @@ fn copy_out(src: &[u8], out: HostSlice) {
 }
 
 impl DeviceApi for WgpuApi {
+    fn profile_task(&mut self, task: Option<u64>) {
+        if let Some(t) = self.timer.as_mut() {
+            t.task = task;
+        }
+    }
+
+    fn device_timed(&self) -> bool {
+        self.timer.is_some() && super::timing::enabled()
+    }
+
     type Buf = wgpu::Buffer;
     type Program = WgpuProgram;
 
@@ -607,6 +632,9 @@ impl DeviceApi for WgpuApi {
         }
         Counters::add(&dc.device.compiles, 1);
         Counters::add(&dc.device.compile_ns, t0.elapsed().as_nanos() as u64);
+        if crate::profile::active() {
+            crate::profile::runtime("compile", "wgpu", None, t0, 0, None);
+        }
         self.save_pipeline_cache();
         let layouts = pipelines
             .iter()
@@ -653,10 +681,14 @@ impl DeviceApi for WgpuApi {
         {
             self.flush();
         }
-        let slot = self.timer.as_mut().map(|t| {
-            t.labels.push(super::timing::label(plan, pass));
-            t.labels.len() as u32 - 1
-        });
+        let slot = self
+            .timer
+            .as_mut()
+            .filter(|_| super::timing::enabled())
+            .map(|t| {
+                t.labels.push((super::timing::label(plan, pass), t.task));
+                t.labels.len() as u32 - 1
+            });
         self.encoder();
         let enc = self.encoder.as_mut().expect("made above");
         let writes = slot

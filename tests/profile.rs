@@ -1,0 +1,314 @@
+//! The profiler (`src/profile/`): call-site and kernel records, the run database, the reports, the
+//! `arrayflow-prof` command and its Chrome trace, on whichever executor the environment picks.
+//! The profiler is process-wide, so the tests take turns (`TURN`); the binary arms the device
+//! timers (`ARRAYFLOW_KERNEL_TIMES=1`) before the runtime starts, so GPU kernels are timed on the
+//! device.
+
+mod common;
+
+use arrayflow::profile::{db, report, schema::Run};
+use arrayflow::{Array, Runtime};
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::Instant;
+
+static TURN: Mutex<()> = Mutex::new(());
+static ARM: Once = Once::new();
+
+/// The test's turn: the profiler and the environment are this thread's until it returns.
+fn turn() -> MutexGuard<'static, ()> {
+    let g = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: under `TURN`, before the first array operation of the process (every test takes
+    // its turn first), so no other thread reads the environment.
+    ARM.call_once(|| unsafe { std::env::set_var("ARRAYFLOW_KERNEL_TIMES", "1") });
+    g
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("af-profile-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Three call sites of known, different cost: `cheap` (one add) feeds `heavy` (a chain of square
+/// roots and exponentials) in one fused kernel, and `large` multiplies an array 512 times as
+/// large in a kernel of its own. Returns the three results and the three sites' `file:line`.
+fn program(x: &[f32], xb: &[f32]) -> ([Vec<f32>; 2], [String; 3]) {
+    let a = Array::from_slice(x, &[x.len()]);
+    let b = Array::from_slice(xb, &[xb.len()]);
+    let l0 = line!();
+    let cheap = &a + 1.0f32;
+    let heavy = (((cheap.sqrt() + 1.0f32).exp().sqrt() + 1.0f32).exp().sqrt() + 1.0f32).exp();
+    let large = &b * 3.0f32;
+    let sites = [l0 + 1, l0 + 2, l0 + 3].map(|l| format!("{}:{l}", file!()));
+    let h = heavy.to_vec().expect("read heavy");
+    let g = large.to_vec().expect("read large");
+    ([h, g], sites)
+}
+
+fn oracle(x: &[f32], xb: &[f32]) -> [Vec<f64>; 2] {
+    let h = x
+        .iter()
+        .map(|&v| {
+            let c = v as f64 + 1.0;
+            (((c.sqrt() + 1.0).exp().sqrt() + 1.0).exp().sqrt() + 1.0).exp()
+        })
+        .collect();
+    let g = xb.iter().map(|&v| v as f64 * 3.0).collect();
+    [h, g]
+}
+
+fn check(got: &[Vec<f32>; 2], want: &[Vec<f64>; 2]) {
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g.len(), w.len());
+        for (i, (&g, &w)) in g.iter().zip(w).enumerate() {
+            assert!(
+                ((g as f64) - w).abs() <= 1e-5 * w.abs(),
+                "element {i}: {g} vs {w}"
+            );
+        }
+    }
+}
+
+fn bits(v: &[Vec<f32>; 2]) -> Vec<u32> {
+    v.iter().flatten().map(|f| f.to_bits()).collect()
+}
+
+#[test]
+fn compute_report_ranks_three_call_sites_and_adds_up() {
+    let _t = turn();
+    let mut r = common::rng(23);
+    let (n, big) = (1 << 12, 1 << 21);
+    let x = common::rand_f32(&mut r, n, 0.5, 2.0);
+    let xb = common::rand_f32(&mut r, big, -4.0, 4.0);
+    let want = oracle(&x, &xb);
+    // Off, then on: the same bits.
+    let (off, _) = program(&x, &xb);
+    check(&off, &want);
+    let dir = scratch("rank");
+    let guard = Runtime::profile(&dir).expect("start the profiler");
+    let wall = Instant::now();
+    let (on, sites) = program(&x, &xb);
+    let wall_ns = wall.elapsed().as_nanos() as u64;
+    let folder = guard.finish().expect("profile written");
+    assert_eq!(bits(&on), bits(&off), "profiling changed a result");
+    check(&on, &want);
+    assert!(folder.starts_with(&dir), "{}", folder.display());
+
+    let run = db::read(&dir).expect("read the run");
+    assert_eq!(
+        run.meta.schema_version,
+        arrayflow::profile::schema::SCHEMA_VERSION
+    );
+    assert!(!run.cks.is_empty(), "no kernel records");
+    for ck in &run.cks {
+        let sum: f64 = ck.sites.iter().map(|s| s.weight).sum();
+        assert!(
+            (sum - 1.0).abs() < 1e-9,
+            "weights of {} sum to {sum}",
+            ck.kernel
+        );
+        assert!(ck.sites.iter().all(|s| s.weight > 0.0));
+        assert!(
+            ck.device_ns > 0 && ck.device_ns <= wall_ns,
+            "{ck:?} vs wall {wall_ns}"
+        );
+    }
+    for l in &run.launches {
+        assert!(
+            l.dur_ns > 0 && l.dur_ns <= wall_ns,
+            "{l:?} vs wall {wall_ns}"
+        );
+    }
+    if common::on_device() && Runtime::backend() == arrayflow::Backend::OpenCl {
+        assert_eq!(run.meta.device_timing, "device");
+        let dev: Vec<_> = run.cks.iter().filter(|c| c.executor == 1).collect();
+        assert!(
+            !dev.is_empty() && dev.iter().all(|c| c.time_source == "device"),
+            "{dev:?}"
+        );
+    }
+
+    // The ranking: large, heavy, cheap; and every site's estimate adds up to the kernels' time.
+    let costs = report::site_costs(&run);
+    let rank = |s: &str| {
+        costs
+            .iter()
+            .position(|c| c.site == s)
+            .unwrap_or_else(|| panic!("{s} missing from\n{}", report::compute_report(&run)))
+    };
+    let [cheap, heavy, large] = &sites;
+    let listing = report::compute_report(&run);
+    assert!(
+        rank(large) < rank(heavy) && rank(heavy) < rank(cheap),
+        "ranking\n{listing}"
+    );
+    assert!(costs[rank(cheap)].est_ns > 0.0);
+    let est: f64 = costs.iter().map(|c| c.est_ns).sum();
+    let measured: u64 = run.cks.iter().map(|c| c.device_ns).sum();
+    assert!(
+        (est - measured as f64).abs() <= 1e-6 * measured as f64 + 1.0,
+        "{est} vs {measured}"
+    );
+    // The heavy chain and the add share one kernel: their shares are the weights' ratio.
+    let ck = run
+        .cks
+        .iter()
+        .find(|c| c.sites.iter().any(|s| &s.site == heavy))
+        .expect("heavy's kernel");
+    let w = |s: &str| {
+        ck.sites
+            .iter()
+            .find(|x| x.site == s)
+            .map_or(0.0, |x| x.weight)
+    };
+    assert!(w(heavy) > 5.0 * w(cheap) && w(cheap) > 0.0, "{ck:?}");
+    // PC records: the reads at this file, with their bytes.
+    let read_bytes: u64 = run
+        .pcs
+        .iter()
+        .filter(|p| p.file == file!())
+        .map(|p| p.read_bytes)
+        .sum();
+    assert_eq!(read_bytes, 4 * (n + big) as u64);
+    let writes: u64 = run
+        .pcs
+        .iter()
+        .filter(|p| p.file == file!())
+        .map(|p| p.write_bytes)
+        .sum();
+    assert_eq!(writes, 4 * (n + big) as u64);
+    assert!(run.runtime.iter().any(|e| e.kind == "flush"));
+    for what in ["== summary ==", "== compute", "== I/O", "== runtime"] {
+        assert!(report::full_report(&run).contains(what), "{what}");
+    }
+
+    // The database round-trips: written again and read back, the same run and the same bytes.
+    let copy = scratch("rank-copy").join("run-1-1");
+    db::write(&copy, &run).expect("write");
+    let back = db::read(&copy).expect("read back");
+    assert_eq!(back, run);
+    for f in arrayflow::profile::schema::FILES {
+        let same = std::fs::read(folder.join(f)).unwrap() == std::fs::read(copy.join(f)).unwrap();
+        assert!(same, "{f} differs after a round trip");
+    }
+
+    // The command: the report names the sites; the trace parses with what Perfetto needs.
+    let exe = env!("CARGO_BIN_EXE_arrayflow-prof");
+    let out = std::process::Command::new(exe)
+        .args(["report", dir.to_str().unwrap()])
+        .output()
+        .expect("run arrayflow-prof");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(large.as_str()) && text.contains(heavy.as_str()),
+        "{text}"
+    );
+    let trace = dir.join("trace.json");
+    let html = dir.join("report.html");
+    for (cmd, path) in [("trace", &trace), ("html", &html)] {
+        let st = std::process::Command::new(exe)
+            .args([cmd, dir.to_str().unwrap(), "-o", path.to_str().unwrap()])
+            .status()
+            .expect("run arrayflow-prof");
+        assert!(st.success(), "{cmd}");
+    }
+    check_trace(&std::fs::read_to_string(&trace).unwrap(), &run);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.starts_with("<!DOCTYPE html>")
+            && page.contains("<svg")
+            && page.contains(large.as_str())
+    );
+    assert!(!page.contains("<script") && !page.contains("http://") && !page.contains("https://"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(copy.parent().unwrap());
+}
+
+/// The trace is JSON whose events carry `ph`, `ts`, `pid`, `tid` and `name`, with one complete
+/// ("X") event per launch.
+fn check_trace(text: &str, run: &Run) {
+    let v: serde_json::Value = serde_json::from_str(text).expect("trace parses");
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    for e in events {
+        for k in ["ph", "ts", "pid", "tid", "name"] {
+            assert!(e.get(k).is_some(), "{k} missing in {e}");
+        }
+    }
+    let kernels = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "kernel")
+        .count();
+    assert_eq!(kernels, run.launches.len());
+    assert!(events.iter().any(|e| e["ph"] == "X" && e["cat"] == "flush"));
+}
+
+/// The same line, 1 time on 2^14 elements, then 8 times on 2^18: `compare` flags it slower.
+fn work(x: &[f32], reps: usize) -> (Vec<f32>, String) {
+    let l = line!();
+    let y = (0..reps).fold(Array::from_slice(x, &[x.len()]), |acc, _| {
+        (acc.sqrt() + 1.0f32).exp().sqrt()
+    });
+    (y.to_vec().expect("read"), format!("{}:{}", file!(), l + 1))
+}
+
+#[test]
+fn compare_flags_a_planted_slowdown() {
+    let _t = turn();
+    let x = common::rand_f32(&mut common::rng(5), 1 << 18, 0.0, 3.0);
+    let mut runs = Vec::new();
+    let mut site = String::new();
+    for (len, reps) in [(1 << 14, 1), (1 << 18, 8)] {
+        let dir = scratch(&format!("cmp-{reps}"));
+        let guard = Runtime::profile(&dir).expect("start");
+        let (y, s) = work(&x[..len], reps);
+        guard.finish().expect("written");
+        for (i, (&g, &v)) in y.iter().zip(&x[..len]).enumerate() {
+            let w = (0..reps).fold(v as f64, |a, _| (a.sqrt() + 1.0).exp().sqrt());
+            assert!(((g as f64) - w).abs() <= 1e-5 * w, "{i}: {g} vs {w}");
+        }
+        runs.push(db::read(&dir).expect("read"));
+        let _ = std::fs::remove_dir_all(&dir);
+        site = s;
+    }
+    let changes = report::compare(&runs[0], &runs[1], 1.5);
+    let c = changes
+        .iter()
+        .find(|c| c.what == site)
+        .unwrap_or_else(|| panic!("{site} missing: {changes:?}"));
+    assert!(c.slower && !c.faster && c.ratio > 1.5, "{c:?}");
+    assert!(report::compare_text(&runs[0], &runs[1], 1.5).contains("SLOWER"));
+    // Nothing is flagged comparing a run with itself.
+    assert!(
+        report::compare(&runs[1], &runs[1], 1.5)
+            .iter()
+            .all(|c| !c.slower && !c.faster)
+    );
+}
+
+#[test]
+fn a_second_profiler_is_refused_and_errors_are_counted_at_their_site() {
+    let _t = turn();
+    let dir = scratch("twice");
+    let guard = Runtime::profile(&dir).expect("start");
+    let again = Runtime::profile(&dir);
+    let l = line!() - 1;
+    let e = again.err().expect("a second profiler is refused");
+    assert!(e.to_string().contains("already running"), "{e}");
+    let folder = guard.finish().expect("written");
+    let run = db::read(&folder).expect("read");
+    let site = format!("{}:{l}", file!());
+    let pc = run
+        .pcs
+        .iter()
+        .find(|p| p.site == site)
+        .expect("the error's site");
+    assert_eq!(pc.errors, 1, "{pc:?}");
+    assert!(!arrayflow::profile::active());
+    let _ = std::fs::remove_dir_all(&dir);
+}
