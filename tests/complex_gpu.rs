@@ -19,7 +19,8 @@
 //! against the same oracle; `prod` (whole array and along either axis of a matrix) on factors of
 //! modulus near 1, lengths 1, odd and past a work-group, against num-complex's sequential product
 //! in f64 within `8 (log2 n + 2) eps |want|` (a pairwise tree of complex multiplies,
-//! `src/frontend/complex_product.rs`; an empty product is `1 + 0i`).
+//! `src/frontend/complex_product.rs`; an empty product is `1 + 0i`, a zero factor gives `0 + 0i`
+//! even where the others overflow).
 //! Stats are process-wide: the tests run one at a time (`SERIAL`).
 
 mod common;
@@ -448,14 +449,30 @@ macro_rules! suite {
                     let t: Vec<C> = (0..3 * n).map(|i| a[(i % 3) * n + i / 3]).collect();
                     let mt = Array::from_vec(t, &[n, 3]);
                     let (whole, rows, cols) = checked(WIDE, what, || {
-                        (item(&x.prod()), read(&m.prod_axis(1)), read(&mt.prod_axis(0)))
+                        (
+                            item(&x.prod()),
+                            read(&m.prod_axis(1)),
+                            read(&mt.prod_axis(0)),
+                        )
                     });
                     let row = |i: usize| w[i * n..(i + 1) * n].iter().fold(one, |p, z| p * z);
                     let want: Vec<W> = (0..3).map(row).collect();
                     let label = format!("{what} n={n}");
                     assert_near(&widen(&[whole]), &want[..1], SINGLE, tol, &label);
-                    assert_near(&widen(&rows), &want, SINGLE, tol, &format!("{label} axis 1"));
-                    assert_near(&widen(&cols), &want, SINGLE, tol, &format!("{label} axis 0"));
+                    assert_near(
+                        &widen(&rows),
+                        &want,
+                        SINGLE,
+                        tol,
+                        &format!("{label} axis 1"),
+                    );
+                    assert_near(
+                        &widen(&cols),
+                        &want,
+                        SINGLE,
+                        tol,
+                        &format!("{label} axis 0"),
+                    );
                 }
                 // Both axes, and the empty product.
                 let a = near_unit(70, 6 * 35);
@@ -464,7 +481,21 @@ macro_rules! suite {
                 let want = widen(&a).iter().fold(one, |p, z| p * z);
                 assert_near(&widen(&[all]), &[want], SINGLE, 8.0 * 10.0, "prod_axes");
                 let e = Array::from_vec(Vec::<C>::new(), &[2, 0]);
-                assert_eq!(read(&e.prod_axis(1)), vec![C::new(1.0, 0.0); 2], "empty prod");
+                assert_eq!(
+                    read(&e.prod_axis(1)),
+                    vec![C::new(1.0, 0.0); 2],
+                    "empty prod"
+                );
+                // A zero factor after factors whose product overflows: exactly 0, as the
+                // sequential product (which starts from the zero) gives.
+                let mut f = vec![C::new(0.0, 0.0)];
+                f.extend(std::iter::repeat_n(C::new(($huge / 4.0) as F, 1.0), 63));
+                let z = Array::from_vec(f, &[64]);
+                assert_eq!(
+                    item(&z.prod()),
+                    C::new(0.0, 0.0),
+                    "zero factor beside overflow"
+                );
             }
         }
     };

@@ -17,15 +17,18 @@
 //! `proggen/liveness.rs`, rule 2). `Complex<f32>` products multiply in `Complex<f64>` where the
 //! executor has f64 (the CPU, OpenCL with fp64), as real f32 products accumulate in f64.
 //!
-//! Several axes are reduced one after another, the last first (a product is associative). A
-//! zero factor is not special-cased: factors multiply as IEEE complex numbers in this order, so
-//! a zero beside an overflowed partial product gives NaN parts, as num-complex does.
+//! Several axes are reduced one after another, the last first (a product is associative). As
+//! for real products (`record::float_product`), a zero factor makes the product exactly
+//! `0 + 0i` even where the other factors' partial products overflow (the tree meets the zero
+//! late, after the overflow, where a sequential product keeps 0 from the start), or NaN parts
+//! beside a NaN or infinite factor: the zero and bad-factor flags are reductions of `bool`s that
+//! fuse into the first level's pass. The fuzzer found the overflow case (`tests/fuzz/corpus.txt`).
 
 use super::Handle;
-use super::record::{SliceSpec, binary, cast, constant, shape_str, slice};
+use super::record::{SliceSpec, binary, cast, constant, reduce, select, shape_str, slice, unary};
 use crate::compile::Inner;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ir::{BinaryOp, DType, Scalar, Shape, Site};
+use crate::ir::{BinaryOp, DType, ReduceOp, Scalar, Shape, Site, UnaryOp};
 
 /// The product of complex `a` over `axes` (the axes removed), in `a`'s element type.
 pub(super) fn complex_product(a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
@@ -42,25 +45,51 @@ pub(super) fn complex_product(a: &Handle, axes: &[usize], site: Site) -> Result<
         )
         .at(site));
     }
+    if axes.iter().any(|&x| a.shape[x] == 0) {
+        // The empty product, as a constant (no kernel reduces an empty axis).
+        let shape: Shape = (0..a.shape.len())
+            .filter(|i| !axes.contains(i))
+            .map(|i| a.shape[i])
+            .collect();
+        let part = |v: f64| constant(Scalar::F64(v).cast(a.dtype.real()), shape.clone(), site);
+        return binary(BinaryOp::Complex, &part(1.0), &part(0.0), site);
+    }
     let wide = Inner::get().sched.device().is_none_or(|d| d.fp64);
     let acc = if a.dtype == DType::C64 && wide {
         DType::C128
     } else {
         a.dtype
     };
-    let mut x = cast(a, acc, site);
+    let c = |re: f64, im: f64| -> Result<Handle> {
+        let part = |v: f64| constant(Scalar::F64(v).cast(a.dtype.real()), Shape::new(), site);
+        binary(BinaryOp::Complex, &part(re), &part(im), site)
+    };
+    let zero = binary(BinaryOp::Eq, a, &c(0.0, 0.0)?, site)?;
+    let modulus = unary(UnaryOp::Abs, a, site)?;
+    let bad = binary(
+        BinaryOp::Or,
+        &unary(UnaryOp::IsNan, &modulus, site)?,
+        &unary(UnaryOp::IsInf, &modulus, site)?,
+        site,
+    )?;
+    let nonzero = select(&zero, &c(1.0, 0.0)?, a, site)?;
+    let mut x = cast(&nonzero, acc, site);
     for &axis in axes.iter().rev() {
         x = along(&x, axis, site)?;
     }
-    Ok(cast(&x, a.dtype, site))
+    let product = cast(&x, a.dtype, site);
+    if axes.is_empty() {
+        return Ok(product);
+    }
+    let any_zero = reduce(ReduceOp::Any, &zero, &axes, site)?;
+    let any_bad = reduce(ReduceOp::Any, &bad, &axes, site)?;
+    let zero_result = select(&any_bad, &c(f64::NAN, f64::NAN)?, &c(0.0, 0.0)?, site)?;
+    select(&any_zero, &zero_result, &product, site)
 }
 
 /// The product along one axis (removed): halves of the axis multiplied until one is left.
 fn along(x: &Handle, axis: usize, site: Site) -> Result<Handle> {
     let mut len = x.shape[axis];
-    if len == 0 {
-        return one(x, axis, site);
-    }
     let mut x = x.clone();
     let mut carry: Option<Handle> = None;
     while len > 1 {
@@ -95,15 +124,4 @@ fn part(x: &Handle, axis: usize, start: usize, end: usize, site: Site) -> Result
         index: false,
     });
     slice(x, &spec, site)
-}
-
-/// The empty product `1 + 0i`, shaped as `x` without `axis` (complex constants are recorded as
-/// their two real parts joined, `Scalar::C64`).
-fn one(x: &Handle, axis: usize, site: Site) -> Result<Handle> {
-    let shape: Shape = (0..x.shape.len())
-        .filter(|&i| i != axis)
-        .map(|i| x.shape[i])
-        .collect();
-    let part = |v: f64| constant(Scalar::F64(v).cast(x.dtype.real()), shape.clone(), site);
-    binary(BinaryOp::Complex, &part(1.0), &part(0.0), site)
 }
