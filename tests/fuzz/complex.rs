@@ -613,7 +613,7 @@ fn irfft(a: &CArr, n: Option<usize>, axis: usize, norm: u8, u: f64) -> R<CArr> {
                 if k < m {
                     let i = (p * m + k) * post + q;
                     let mut z = a.v[i];
-                    if k == 0 || (n % 2 == 0 && k == n / 2) {
+                    if k == 0 || (n.is_multiple_of(2) && k == n / 2) {
                         z.im = 0.0;
                     }
                     (z, a.e[i])
