@@ -2,7 +2,8 @@
 //! API, run on whatever executor the environment selects and checked against an independent
 //! oracle with error bounds from error propagation. Parts: `fuzz/program.rs` (representation,
 //! printing as Rust), `fuzz/generator.rs` (seeded generator), `fuzz/oracle.rs` (the oracle),
-//! `fuzz/tol.rs` (the error rules), `fuzz/run.rs` (running through the API), `fuzz/shrink.rs`
+//! `fuzz/tol.rs` (the error rules), `fuzz/complex.rs` (version 3's complex and spectral
+//! expressions: their generator, oracle and run), `fuzz/run.rs` (running through the API), `fuzz/shrink.rs`
 //! (delta debugging). `fuzz_corpus` runs the seeds of `fuzz/corpus.txt`; `fuzz_fresh` (ignored)
 //! runs fresh seeds for `FUZZ_SECONDS` (default 60) from `FUZZ_SEED` (default: the clock) with
 //! the newest generator version (`generator.rs` says what a version is; a seed is written `N`
@@ -13,6 +14,8 @@
 //! FUZZ_ONE=v2:1234 cargo test --test fuzz fuzz_corpus -- --nocapture   # one seed, verbosely
 //! ```
 
+#[path = "fuzz/complex.rs"]
+mod complex;
 #[path = "fuzz/generator.rs"]
 mod generator;
 #[path = "fuzz/oracle.rs"]

@@ -4,6 +4,7 @@
 //! (`compile/triggers.rs`). Handles (`compile/handle.rs`) are reference-counted; the last one
 //! dropped queues a release entry.
 
+mod complex_product;
 mod fold;
 mod record;
 mod reindex;

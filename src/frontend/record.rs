@@ -623,6 +623,9 @@ pub fn reduce(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Ha
     if op == ReduceOp::Sum && a.dtype.is_complex() {
         return complex_sum(a, axes, site);
     }
+    if op == ReduceOp::Prod && a.dtype.is_complex() {
+        return super::complex_product::complex_product(a, axes, site);
+    }
     if op == ReduceOp::Prod && a.dtype.is_float() {
         return float_product(a, axes, site);
     }

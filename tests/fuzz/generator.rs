@@ -4,8 +4,9 @@
 //!
 //! Versions: a seed names a program only together with the generator version that expands it,
 //! so a new op never changes what an old seed means (`corpus.txt` keeps its seeds' programs).
-//! Version 1 is issue 18's op mix (bare seeds); version 2 ([`VERSION`], seeds written `v2:N`)
-//! adds issue 20's ordering and data-movement ops ([`Gen::ordering`]). Every draw a later version
+//! Version 1 is issue 18's op mix (bare seeds); version 2 (seeds written `v2:N`)
+//! adds issue 20's ordering and data-movement ops ([`Gen::ordering`]); version 3 ([`VERSION`],
+//! `v3:N`) adds issue 22's complex arithmetic, transforms and convolutions (`complex.rs`). Every draw a later version
 //! adds sits behind a version test, so an earlier version's draws are exactly as they were.
 
 use super::oracle::{self, OArr};
@@ -14,9 +15,9 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 /// Where statements go and which variables they may use.
-struct Ctx {
+pub(super) struct Ctx {
     env: oracle::Env,
-    live: Vec<usize>,
+    pub(super) live: Vec<usize>,
     stmts: Vec<Stmt>,
     next: usize,
     /// Inside a code reuse section: no data uploads, no reads.
@@ -26,10 +27,10 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn ty(&self, id: usize) -> Ty {
+    pub(super) fn ty(&self, id: usize) -> Ty {
         self.env[id].as_ref().unwrap().ty
     }
-    fn arr(&self, id: usize) -> &OArr {
+    pub(super) fn arr(&self, id: usize) -> &OArr {
         self.env[id].as_ref().unwrap()
     }
     fn bind(&mut self, ty: Ty, expr: Expr, o: OArr) -> usize {
@@ -46,13 +47,17 @@ impl Ctx {
 }
 
 /// The newest generator version (what fresh seeds use).
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// Version 2: the share of `let`s (outside sections) that draw an ordering or data-movement op.
 const ORDERING_SHARE: f64 = 0.25;
 
+/// Version 3: the share of `let`s (outside sections) that draw a complex or spectral expression
+/// (`complex.rs`).
+const COMPLEX_SHARE: f64 = 0.2;
+
 pub struct Gen {
-    rng: StdRng,
+    pub(super) rng: StdRng,
     /// The generator version (module comment).
     version: u32,
     /// Whether this program has large arrays (the native tier and device vector paths).
@@ -93,10 +98,10 @@ fn acceptable(o: &OArr) -> bool {
 const DIMS: [usize; 14] = [1, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 6];
 
 impl Gen {
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+    pub(super) fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.rng.random_range(0..xs.len())]
     }
-    fn chance(&mut self, p: f64) -> bool {
+    pub(super) fn chance(&mut self, p: f64) -> bool {
         self.rng.random_bool(p)
     }
 
@@ -172,7 +177,7 @@ impl Gen {
     }
 
     /// Evaluates `expr` and binds it when acceptable.
-    fn try_bind(&mut self, cx: &mut Ctx, expr: Expr) -> Option<usize> {
+    pub(super) fn try_bind(&mut self, cx: &mut Ctx, expr: Expr) -> Option<usize> {
         let o = oracle::eval(&expr, &cx.env).ok()?;
         if !acceptable(&o) || o.v.is_empty() {
             return None;
@@ -182,7 +187,7 @@ impl Gen {
         Some(cx.bind(ty, expr, o))
     }
 
-    fn leaf(&mut self, cx: &mut Ctx, ty: Ty, shape: Vec<usize>) -> Option<usize> {
+    pub(super) fn leaf(&mut self, cx: &mut Ctx, ty: Ty, shape: Vec<usize>) -> Option<usize> {
         let seed = self.rng.random::<u32>() as u64;
         let k = if cx.section {
             self.rng.random_range(1..3)
@@ -700,7 +705,7 @@ impl Gen {
     }
 
     /// A shape of rank 1 or more (from [`Gen::shape`]).
-    fn shape_r1(&mut self) -> Vec<usize> {
+    pub(super) fn shape_r1(&mut self) -> Vec<usize> {
         let mut s = self.shape();
         if s.is_empty() {
             s.push(self.pick(&DIMS));
@@ -1012,6 +1017,9 @@ impl Gen {
         if cx.live.len() < 2 || self.chance(0.08) {
             let (ty, s) = (self.any_ty(), self.shape());
             return self.leaf(cx, ty, s);
+        }
+        if self.version >= 3 && !cx.section && self.chance(COMPLEX_SHARE) {
+            return self.complex(cx);
         }
         if self.version >= 2 && !cx.section && self.chance(ORDERING_SHARE) {
             return self.ordering(cx);

@@ -131,6 +131,9 @@ fn wrap(ty: Ty, x: i64) -> f64 {
 
 /// Evaluates `expr` over `env`.
 pub fn eval(expr: &Expr, env: &Env) -> R<OArr> {
+    if let Expr::Complex { ty, e } = expr {
+        return super::complex::eval(e, *ty, &|id| get(env, id).cloned());
+    }
     match expr {
         Expr::Input {
             ty,
@@ -345,6 +348,7 @@ pub fn eval(expr: &Expr, env: &Env) -> R<OArr> {
                 (0..rank).map(|d| (o[d] % s[d]) * st[d]).sum()
             }))
         }
+        Expr::Complex { .. } => unreachable!("handled above"),
     }
 }
 

@@ -412,6 +412,11 @@ pub enum Expr {
         axis: usize,
         add: bool,
     },
+    /// Version 3: a real array of `ty` computed through complex values (`fuzz/complex.rs`).
+    Complex {
+        ty: Ty,
+        e: Box<super::complex::CxExpr>,
+    },
 }
 
 impl Expr {
@@ -447,6 +452,7 @@ impl Expr {
             Expr::Matmul { a, b } => vec![*a, *b],
             Expr::Gather { a, idx, .. } => vec![*a, *idx],
             Expr::Concat { parts, .. } => parts.clone(),
+            Expr::Complex { e, .. } => e.uses(),
         }
     }
 }
@@ -786,6 +792,7 @@ pub fn expr_src(names: Names, expr: &Expr, ty_of: &dyn Fn(usize) -> Ty) -> Strin
             n(idx),
             n(values)
         ),
+        Expr::Complex { ty, e } => super::complex::src(names, *ty, e),
     }
 }
 
@@ -930,7 +937,9 @@ pub fn to_rust(p: &Program) -> String {
     let _ = writeln!(out, "#![allow(unused)]");
     let _ = writeln!(
         out,
-        "use arrayflow::{{select, Array, Pad, Rng, Runtime, Slice}};\n"
+        "use arrayflow::{{select, Array, Complex, Pad, Rng, Runtime, Slice}};\n\
+         use arrayflow::fft::{{self, Norm}};\n\
+         use arrayflow::signal::{{self, Method, Mode}};\n"
     );
     out.push_str(DATA_SRC);
     let _ = writeln!(out, "\nfn main() -> arrayflow::Result<()> {{");

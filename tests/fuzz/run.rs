@@ -404,6 +404,11 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
     let sl = |axes: &[(Option<isize>, Option<isize>, isize)]| -> Vec<Slice> {
         axes.iter().map(|&(b, e, s)| Slice::new(b, e, s)).collect()
     };
+    if let Expr::Complex { ty, e } = expr {
+        return Ok(super::complex::run::eval(e, *ty == Ty::F64, &|id| {
+            var(env, id)
+        }));
+    }
     Ok(match expr {
         Expr::Input { ty, .. } | Expr::Literal { ty, .. } => {
             let o = oracle::eval(expr, oenv)?;
@@ -646,6 +651,7 @@ fn eval(expr: &Expr, env: &Env, oenv: &oracle::Env) -> Result<V, String> {
                 _ => return Err("scatter index type".into()),
             }
         }
+        Expr::Complex { .. } => unreachable!("handled above"),
     })
 }
 
