@@ -22,7 +22,11 @@
 //! **device copy** of the same bytes (`&x + 0.0` on an f32 array as large as the complex input,
 //! one kernel reading and writing every byte once): ratio = copy time / FFT time, the share of
 //! the copy's bandwidth the transform reaches (a one-pass FFT's ideal is 1; a four-step one's
-//! 0.5). `benches/peers/fft.py` times `torch.fft` on the same sizes (cuFFT).
+//! 0.5). Then issue 22's target shapes (`FFT_TARGETS=0` skips them): `fft` of
+//! 2^`FFT_TARGET_LOG2` (24), `fft2` of `FFT_TARGET_2D`² (4096²) and `rfft` of
+//! `FFT_GPU_BATCH` x `FFT_TARGET_ROW` (16384 x 4096), each checked the same way (the `fft2`
+//! on 8 sampled columns of the host's row transforms). `benches/peers/fft.py` times
+//! `torch.fft` on all these sizes (cuFFT).
 //!
 //! `ARRAYFLOW_KERNEL_TIMES=1` prints each GPU case's kernels by device time.
 //!
@@ -339,7 +343,104 @@ fn gpu_main(repeats: usize) {
             peer_name: copy_name,
         });
     }
+    if env_usize("FFT_TARGETS", 1) != 0 {
+        target_rows(repeats, &mut rows, rows_n);
+    }
     let d = Runtime::stats().device.since(&before);
     assert_eq!(d.fallbacks, 0, "an FFT ran on the CPU fallback: {d:?}");
     print_peer_rows("fft", "\"gpu\":true,", &rows);
+}
+
+/// Issue 22's target shapes on the device: `fft` of one long line, `fft2` of a square and a
+/// batch of long `rfft` rows, against a device copy of each input's bytes.
+fn target_rows(repeats: usize, rows: &mut Vec<PeerRow>, rows_n: usize) {
+    let b = Norm::Backward;
+    let mut planner = rustfft::FftPlanner::<f32>::new();
+    let copy_name = "device copy of the input's bytes";
+    let n = 1usize << env_usize("FFT_TARGET_LOG2", 24);
+    {
+        let x = complex_data(n, 19);
+        let a = Array::from_slice(&x, &[n]);
+        let mut want = x.clone();
+        planner.plan_fft_forward(n).process(&mut want);
+        check(
+            "fft target",
+            &fft::fft(&a, None, 0, b).to_vec().expect("fft"),
+            &want,
+        );
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::fft(&a, None, 0, b).eval().expect("fft"),
+        );
+        print_kernel_times("fft c64 target line");
+        rows.push(PeerRow {
+            name: "fft c64".into(),
+            size: format!("[{n}]"),
+            af,
+            peer: device_copy(repeats, 8 * n),
+            peer_name: copy_name,
+        });
+    }
+    let side = env_usize("FFT_TARGET_2D", 4096);
+    {
+        let x = complex_data(side * side, 23);
+        let a = Array::from_slice(&x, &[side, side]);
+        let got = fft::fft2(&a, None, b).to_vec().expect("fft2");
+        // The rows on the host, then 8 sampled columns.
+        let row = planner.plan_fft_forward(side);
+        let mut rows_done = x.clone();
+        rows_done
+            .chunks_exact_mut(side)
+            .for_each(|l| row.process(l));
+        for c in (0..8).map(|k| k * (side - 1) / 7) {
+            let mut col: Vec<C32> = (0..side).map(|r| rows_done[r * side + c]).collect();
+            row.process(&mut col);
+            let mine: Vec<C32> = (0..side).map(|r| got[r * side + c]).collect();
+            check(&format!("fft2 column {c}"), &mine, &col);
+        }
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::fft2(&a, None, b).eval().expect("fft2"),
+        );
+        print_kernel_times("fft2 c64 target");
+        rows.push(PeerRow {
+            name: "fft2 c64".into(),
+            size: format!("[{side}, {side}]"),
+            af,
+            peer: device_copy(repeats, 8 * side * side),
+            peer_name: copy_name,
+        });
+    }
+    let len = env_usize("FFT_TARGET_ROW", 4096);
+    {
+        let x = random_vec(rows_n * len, 25, -1.0, 1.0);
+        let a = Array::from_slice(&x, &[rows_n, len]);
+        let plan = realfft::RealFftPlanner::<f32>::new().plan_fft_forward(len);
+        let h = len / 2 + 1;
+        let mut want = vec![C32::default(); rows_n * h];
+        for (o, xl) in want.chunks_exact_mut(h).zip(x.chunks_exact(len)) {
+            let mut input = xl.to_vec();
+            plan.process(&mut input, o).expect("realfft");
+        }
+        check(
+            "rfft target",
+            &fft::rfft(&a, None, 1, b).to_vec().expect("rfft"),
+            &want,
+        );
+        let af = median_prepared(
+            repeats,
+            || (),
+            |()| fft::rfft(&a, None, 1, b).eval().expect("rfft"),
+        );
+        print_kernel_times("rfft f32 target batch");
+        rows.push(PeerRow {
+            name: "rfft f32".into(),
+            size: format!("[{rows_n}, {len}]"),
+            af,
+            peer: device_copy(repeats, 4 * rows_n * len),
+            peer_name: copy_name,
+        });
+    }
 }

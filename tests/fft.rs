@@ -14,8 +14,8 @@
 //! contiguous axis and on strided ones, batched, f32 and f64.
 //!
 //! On a GPU executor (`ARRAYFLOW_DEVICE=opencl|wgpu`) every transform whose length the generated
-//! Stockham kernels take (`intrinsics/fft/gpu.rs`: factors 2, 3, 5, 7, one or two local-memory
-//! passes) is checked to have run there (`Runtime::stats()`: a device kernel, no CPU fallback),
+//! Stockham kernels take (`intrinsics/fft/gpu.rs`: factors 2, 3, 5, 7, one local-memory pass or
+//! global passes) is checked to have run there (`Runtime::stats()`: a device kernel, no CPU fallback),
 //! and lengths with a larger prime factor to have run through the CPU fallback; `Complex<f64>`
 //! on wgpu runs on the CPU executor. Stats are process-wide: the tests run one at a time.
 
@@ -898,7 +898,7 @@ fn bad_arguments_are_errors_at_the_callers_line() {
 // Executors.
 
 /// Points a GPU line holds in local memory (`intrinsics/fft/gpu.rs`: 32 KiB on OpenCL, 16 KiB
-/// on WGSL); two passes take lengths up to its square.
+/// on WGSL); `None` where the generated kernels do not run.
 fn device_line_points<F: Prec>() -> Option<usize> {
     use arrayflow::{Backend, Runtime};
     let off = std::env::var("ARRAYFLOW_FFT_GPU").is_ok_and(|v| v == "off" || v == "0");
@@ -911,18 +911,19 @@ fn device_line_points<F: Prec>() -> Option<usize> {
 }
 
 /// Whether the generated kernels take a complex transform of `n` points (factors 2, 3, 5, 7;
-/// at most two passes) of precision `F` on this process's executor.
+/// one local-memory pass, or up to four global passes of at most 256 points: every such
+/// length below 2^24 here) of precision `F` on this process's executor.
 fn on_device<F: Prec>(n: usize) -> bool {
-    let Some(l) = device_line_points::<F>() else {
+    if device_line_points::<F>().is_none() {
         return false;
-    };
+    }
     let mut left = n;
     for p in [2, 3, 5, 7] {
         while left.is_multiple_of(p) {
             left /= p;
         }
     }
-    left == 1 && (n <= l || (1..=l).any(|d| n.is_multiple_of(d) && n / d <= l))
+    left == 1 && n <= 1 << 24
 }
 
 /// The complex transform length of a call: `n` for `fft` and odd real transforms, `n / 2` for
@@ -1048,13 +1049,15 @@ fn device_lengths<F: Prec>() {
         assert_lines(&got, &zr, &[n], 0, n, 2.0 * F::EPS, &what);
     }
     // Batched 2-D arrays along either axis, lengths cropped and padded.
-    let shapes: [&[usize]; 6] = [
+    // [1024, 5] along axis 0: a strided axis longer than one strided pass takes (global passes).
+    let shapes: [&[usize]; 7] = [
         &[8, 64],
         &[37, 105],
         &[3, 4096],
         &[6, 2],
         &[1, 1],
         &[300, 12],
+        &[1024, 5],
     ];
     for (t, shape) in shapes.into_iter().enumerate() {
         let len: usize = shape.iter().product();

@@ -4,22 +4,27 @@
 //! - A **line pass** transforms lines of `len <= lmax` points in local (workgroup) memory,
 //!   `batch` lines per work-group, by Stockham radix stages (8, 4, 2, 3, 5, 7): it loads each
 //!   line (cropped or zero-padded, a real input promoted or read as pairs, a Hermitian spectrum
-//!   extended), runs the stages, and stores (optionally times a four-step twiddle and the norm's
-//!   scale).
-//! - A longer line (`len = N1 * N2`, both `<= lmax`) is two line passes (the four-step
-//!   algorithm): `N2` transforms of `N1` points at stride `N2`, twiddled by
-//!   `exp(-+2 pi i n2 k1 / N)` into a scratch array laid out as the axis, then `N1` transforms of
-//!   `N2` points at stride `N1` into the output.
-//! - `rfft` of even `n`: a transform of `n / 2` points of the pairs `x[2j] + i x[2j+1]`, then an
-//!   element-wise pass untangling the `n / 2 + 1` coefficients; `irfft` of even `n` the reverse
-//!   (a pre-pass, then an inverse transform of `n / 2` points stored as pairs of reals). Odd `n`
+//!   extended; optionally times a twiddle), runs the stages, and stores (times the norm's scale).
+//! - Contiguous lines that fit local memory take one pass. Longer lines, and lines along a
+//!   strided axis longer than [`STRIDED_ONE`] points, are **global Stockham passes** of radices
+//!   `R_1 R_2 .. = n`, each at most [`STRIDED_MAX`]: pass `p` (span `s = R_1 .. R_{p-1}`) takes
+//!   line `m < n / R` as the points `m + t n / R`, multiplies point `t` by
+//!   `exp(-+2 pi i (m mod s) t / (s R))`, transforms them, and stores point `k` at
+//!   `(m / s) s R + m mod s + k s`. Its lines `m` are neighbours in memory, and a work-group
+//!   holds at least 8 (mostly 16) of them, its threads walking the block line-fastest
+//!   (`across`): every load and store reads runs of neighbouring elements. The scratch arrays
+//!   between passes alternate.
+//! - `rfft` of even `n`: a transform of `n / 2` points of the pairs `x[2j] + i x[2j+1]`, its
+//!   store untangling the `n / 2 + 1` coefficients (one pass), or an element-wise pass doing so
+//!   after global passes; `irfft` of even `n` the reverse (the load tangles the coefficients,
+//!   an inverse transform of `n / 2` points stores pairs of reals). Odd `n`
 //!   runs the complex transform of `n` points (real input promoted; a Hermitian spectrum
 //!   extended while loading).
 //!
 //! Every array of the chain has the call's lines geometry: `pre` blocks of an axis of `len`
 //! elements times `post`; element `n` of the axis of line `(o, i)` lies at
 //! `(o * len + n) * post + i`. A line pass's line `L` is `(o, m, i)` (`i` fastest, then `m`,
-//! the four-step index), and reads axis element `m * mk + j * jk` for its point `j`.
+//! the global pass's line), and reads axis element `m * mk + j * jk` for its point `j`.
 
 use super::{Kind, Spec};
 use crate::intrinsics::Rows;
@@ -34,7 +39,12 @@ pub const WGSL_LOCAL_BYTES: usize = 16384;
 /// Points a work-group of short lines aims to hold.
 const GROUP_POINTS: usize = 1024;
 /// Neighbouring lines a work-group of strided lines aims to hold.
-const ADJACENT: usize = 8;
+const ADJACENT: usize = 16;
+/// Longest line along a strided axis that takes one pass (a work-group then holds at least 8
+/// neighbouring lines where local memory holds 4096 points; fewer where it holds less).
+pub const STRIDED_ONE: usize = 512;
+/// Longest radix of a global Stockham pass.
+pub const STRIDED_MAX: usize = 256;
 /// Most threads of a work-group.
 const MAX_LOCAL: usize = 256;
 /// Most work-groups of a pass (grid-stride loops cover the rest).
@@ -56,6 +66,11 @@ pub enum Load {
     /// Point `n` of the full spectrum of `nf` points (odd) from its first half: `X[n]` or
     /// `conj(X[nf - n])`; the imaginary part of `X[0]` is ignored (NumPy).
     Hermitian { nf: usize },
+    /// Point `k` of the `nf / 2`-point line whose inverse transform gives the reals of an even
+    /// `irfft` of `nf` points as pairs: `(X[k] + conj X[h - k]) + i w (X[k] - conj X[h - k])`
+    /// with `w = exp(2 pi i k / nf)`, from the first `h + 1` coefficients (the imaginary parts
+    /// of `X[0]` and `X[h]` ignored).
+    Tangle { nf: usize },
 }
 
 /// How a line pass writes a point.
@@ -66,6 +81,12 @@ pub enum Store {
     Real,
     /// As the reals `2n`, `2n + 1` (an even `irfft`).
     RealPairs,
+    /// The `h + 1` coefficients of the real transform of `nf = 2h` points, untangled from the
+    /// line's `h`-point transform of the pairs: `X[k] = (Z[k] + conj Z[h - k]) / 2 - i w (Z[k]
+    /// - conj Z[h - k]) / 2`, `w = exp(-2 pi i k / nf)` (one-pass even `rfft`s).
+    Untangle {
+        nf: usize,
+    },
 }
 
 /// One array a pass reads or writes: its buffer and axis length (in its own elements).
@@ -90,21 +111,24 @@ pub struct LinePass {
     pub copy: usize,
     pub mk: usize,
     pub jk: usize,
+    /// Twiddle at the load for a global pass of span `s`: point `j` of line `m` times
+    /// `exp(-+2 pi i (m mod s) j / (s len))`.
+    pub twiddle: Option<usize>,
     pub dst: Arr,
     pub store: Store,
-    /// Output axis index of point `k`: `m * ok + k * kk`, written where below `limit`.
+    /// Output axis index of point `k` of line `m`: `(m / os) * ok + m mod os + k * kk`,
+    /// written where below `limit`.
+    pub os: usize,
     pub ok: usize,
     pub kk: usize,
     pub limit: usize,
-    /// The four-step twiddle `exp(-+2 pi i m k / N)` applied at the store.
-    pub twiddle: Option<usize>,
     pub scale: f64,
     /// Lines per work-group, threads per work-group, work-groups.
     pub batch: usize,
     pub local: usize,
     pub groups: usize,
-    /// Whether local memory is padded by one point after every [`PAD`].
-    pub pad: bool,
+    /// Threads walk a block's points line-fastest (its lines are neighbours in memory).
+    pub across: bool,
 }
 
 impl LinePass {
@@ -116,44 +140,32 @@ impl LinePass {
     pub fn blocks(&self, g: &Plan) -> usize {
         self.lines(g).div_ceil(self.batch)
     }
-    /// Points of local memory the pass declares.
+    /// Points of local memory the pass declares (whole groups of [`SWIZZLE`] points).
     pub fn shared(&self) -> usize {
-        let total = self.batch * self.len;
-        if self.pad {
-            total + total / PAD + 1
-        } else {
-            total
-        }
+        (self.batch * self.len).next_multiple_of(SWIZZLE)
     }
 }
 
-/// Local memory holds one unused point after every `PAD` (where it fits): a radix stage's
-/// stores step `r` points apart, which without it fall on two of the 32 banks (a 16-way
-/// conflict for `r = 8`); with it they spread over all of them.
-pub const PAD: usize = 16;
+/// Local memory is swizzled in groups of `SWIZZLE` points (`kernel.rs`'s `slot`): point `x`
+/// lies at `x ^ ((x >> 4) & 15)`, or `x ^ (((x >> 4) ^ (x >> 8)) & 15)` in `across` passes.
+/// A radix stage's stores step `r` points apart, and a line-fastest load steps a line apart,
+/// which unswizzled fall on a few of the banks (a 16-way conflict for `r = 8`); swizzled they
+/// spread over all of them, with no memory spent.
+pub const SWIZZLE: usize = 16;
 
 /// One pass of the chain.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     Lines(LinePass),
-    /// An even `rfft`'s untangling: `src` holds the `h`-point transforms of the pairs, `dst` the
-    /// `h + 1` coefficients of the `n`-point real transform, times `scale`.
+    /// An even `rfft`'s untangling where the transform takes several passes: `src` holds the
+    /// `h`-point transforms of the pairs, `dst` the `h + 1` coefficients of the `n`-point real
+    /// transform, times `scale`.
     R2cPost {
         src: Arr,
         dst: Arr,
         h: usize,
         n: usize,
         scale: f64,
-    },
-    /// An even `irfft`'s tangling: `src` the coefficients (`copy` of them used, the imaginary
-    /// parts of `X[0]` and `X[h]` ignored), `dst` the `h` points an inverse transform turns into
-    /// the pairs of reals.
-    C2rPre {
-        src: Arr,
-        dst: Arr,
-        h: usize,
-        n: usize,
-        copy: usize,
     },
 }
 
@@ -163,7 +175,6 @@ impl Step {
         match self {
             Step::Lines(p) => (p.groups, p.local),
             Step::R2cPost { h, .. } => (elem_groups(g.pre * (h + 1) * g.post), ELEM_LOCAL),
-            Step::C2rPre { h, .. } => (elem_groups(g.pre * h * g.post), ELEM_LOCAL),
         }
     }
 }
@@ -229,110 +240,185 @@ impl Builder {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn line(
-        &mut self,
-        len: usize,
-        inverse: bool,
-        mc: usize,
-        (src, load, copy, mk, jk): (Arr, Load, usize, usize, usize),
-        (dst, store, ok, kk, limit): (Arr, Store, usize, usize, usize),
-        twiddle: Option<usize>,
-        scale: f64,
-    ) {
+    /// One line pass: `len`-point lines `(o, m, i)`, `m < mc`, read at `m * mk + j * jk` (times
+    /// the load twiddle of span `twiddle`) and stored at `(m / os) * ok + m mod os + k * kk`.
+    fn line(&mut self, len: usize, inverse: bool, mc: usize, from: From, to: To, scale: f64) {
         let radices = radices(len).expect("checked");
         let lines = self.pre * mc * self.post;
-        // Lines next to each other in memory (a strided axis, or the four-step index) load
-        // together: at least `ADJACENT` of them per work-group where local memory holds them,
-        // so each point's loads from neighbouring lines share memory segments.
-        let adjacent = if self.post > 1 || mc > 1 {
-            ADJACENT.min(self.lmax / len)
+        // Lines next to each other in memory (a strided axis, or a global pass's lines) load
+        // together, `ADJACENT` of them per work-group where local memory holds them, threads
+        // walking them line-fastest so that each load and store reads neighbours.
+        let across = self.post > 1 || mc > 1;
+        let batch = if across {
+            (GROUP_POINTS.max(ADJACENT * len) / len).min(self.lmax / len)
         } else {
-            1
-        };
-        let batch = (GROUP_POINTS / len).max(adjacent).clamp(1, lines.max(1));
+            GROUP_POINTS / len
+        }
+        .clamp(1, lines.max(1));
         let min_r = radices.iter().copied().min().unwrap_or(1);
         let work = batch * len / min_r;
         let local = work.next_multiple_of(64).clamp(64, MAX_LOCAL);
         let groups = lines.div_ceil(batch).clamp(1, MAX_GROUPS);
-        let total = batch * len;
-        let pad = total + total / PAD < self.lmax;
         self.steps.push(Step::Lines(LinePass {
             len,
             radices,
             inverse,
             mc,
-            src,
-            load,
-            copy,
-            mk,
-            jk,
-            dst,
-            store,
-            ok,
-            kk,
-            limit,
-            twiddle,
+            src: from.arr,
+            load: from.load,
+            copy: from.copy,
+            mk: from.mk,
+            jk: from.jk,
+            twiddle: from.twiddle,
+            dst: to.arr,
+            store: to.store,
+            os: to.os,
+            ok: to.ok,
+            kk: to.kk,
+            limit: to.limit,
             scale,
             batch,
             local,
             groups,
-            pad,
+            across,
         }));
     }
 
-    /// The transform of `n` points from `e.src` to `e.dst`: one line pass, or two (four-step).
+    /// Whether a transform of `n` points takes one line pass.
+    fn one_pass(&self, n: usize) -> bool {
+        n <= if self.post > 1 {
+            STRIDED_ONE.min(self.lmax)
+        } else {
+            self.lmax
+        }
+    }
+
+    /// The transform of `n` points from `e.src` to `e.dst`: one line pass, or global Stockham
+    /// passes.
     fn transform(&mut self, n: usize, inverse: bool, e: Ends) -> Result<(), Unsupported> {
         if radices(n).is_none() {
             return Err(Unsupported(format!(
                 "fft of {n} points: a prime factor above 7 (the CPU runs it)"
             )));
         }
-        if n <= self.lmax {
-            self.line(
-                n,
-                inverse,
-                1,
-                (e.src, e.load, e.copy, 0, 1),
-                (e.dst, e.store, 0, 1, e.limit),
-                None,
-                e.scale,
-            );
+        if self.one_pass(n) {
+            let from = From {
+                arr: e.src,
+                load: e.load,
+                copy: e.copy,
+                mk: 0,
+                jk: 1,
+                twiddle: None,
+            };
+            let to = To {
+                arr: e.dst,
+                store: e.store,
+                os: 1,
+                ok: 0,
+                kk: 1,
+                limit: e.limit,
+            };
+            self.line(n, inverse, 1, from, to, e.scale);
             return Ok(());
         }
-        // n = n1 * n2, both fitting local memory, n1 the divisor nearest sqrt(n) from above.
-        let n1 = (1..=self.lmax)
-            .rev()
-            .filter(|&d| n.is_multiple_of(d) && n / d <= self.lmax)
-            .min_by_key(|&d| d.abs_diff((n as f64).sqrt() as usize));
-        let Some(n1) = n1 else {
+        let cap = STRIDED_MAX.min(self.lmax);
+        let Some(factors) = split(n, cap) else {
             return Err(Unsupported(format!(
-                "fft of {n} points: longer than two passes of {} (the CPU runs it)",
-                self.lmax
+                "fft of {n} points: more passes of {cap} than the plan takes (the CPU runs it)"
             )));
         };
-        let n2 = n / n1;
-        let mid = self.scratch(n);
-        self.line(
-            n1,
-            inverse,
-            n2,
-            (e.src, e.load, e.copy, 1, n2),
-            (mid, Store::Complex, n1, 1, n),
-            Some(n),
-            1.0,
-        );
-        self.line(
-            n2,
-            inverse,
-            n1,
-            (mid, Load::Complex, n, 1, n1),
-            (e.dst, e.store, 1, n1, e.limit),
-            None,
-            e.scale,
-        );
+        let mids = [
+            self.scratch(n),
+            if factors.len() > 2 {
+                self.scratch(n)
+            } else {
+                e.dst
+            },
+        ];
+        let (mut arr, mut load, mut copy) = (e.src, e.load, e.copy);
+        let mut span = 1;
+        for (p, &r) in factors.iter().enumerate() {
+            let last = p + 1 == factors.len();
+            let from = From {
+                arr,
+                load,
+                copy,
+                mk: 1,
+                jk: n / r,
+                twiddle: (span > 1).then_some(span),
+            };
+            let dst = if last { e.dst } else { mids[p % 2] };
+            let to = To {
+                arr: dst,
+                store: if last { e.store } else { Store::Complex },
+                os: span,
+                ok: span * r,
+                kk: span,
+                limit: if last { e.limit } else { n },
+            };
+            self.line(
+                r,
+                inverse,
+                n / r,
+                from,
+                to,
+                if last { e.scale } else { 1.0 },
+            );
+            (arr, load, copy) = (dst, Load::Complex, n);
+            span *= r;
+        }
         Ok(())
     }
+}
+
+/// Where a line pass reads: the array, how, the elements holding data, the strides of line
+/// and point, the load twiddle's span.
+struct From {
+    arr: Arr,
+    load: Load,
+    copy: usize,
+    mk: usize,
+    jk: usize,
+    twiddle: Option<usize>,
+}
+
+/// Where a line pass writes (see [`LinePass`]).
+struct To {
+    arr: Arr,
+    store: Store,
+    os: usize,
+    ok: usize,
+    kk: usize,
+    limit: usize,
+}
+
+/// `n` as the fewest factors of at most `cap` points (its prime factors dealt largest first to
+/// the smallest product they fit), largest first; `None` beyond four.
+pub fn split(n: usize, cap: usize) -> Option<Vec<usize>> {
+    let mut primes = Vec::new();
+    let mut left = n;
+    for p in [7, 5, 3, 2] {
+        while left.is_multiple_of(p) && left > 1 {
+            primes.push(p);
+            left /= p;
+        }
+    }
+    'passes: for count in 2..=4 {
+        let mut bins = vec![1usize; count];
+        for &p in &primes {
+            let Some(b) = bins
+                .iter_mut()
+                .filter(|b| **b * p <= cap)
+                .min_by_key(|b| **b)
+            else {
+                continue 'passes;
+            };
+            *b *= p;
+        }
+        bins.sort_unstable_by(|a, b| b.cmp(a));
+        return Some(bins);
+    }
+    None
 }
 
 /// The chain of a call whose line fits `local_bytes` of local memory per work-group.
@@ -376,6 +462,19 @@ pub fn plan(call: &IntrinsicCall, local_bytes: usize) -> Result<Plan, Unsupporte
                 scale: s,
             },
         )?,
+        Kind::R2c if n % 2 == 0 && b.one_pass(n / 2) => b.transform(
+            n / 2,
+            false,
+            Ends {
+                src: input,
+                load: Load::RealPairs,
+                copy: m.min(n),
+                dst: output,
+                store: Store::Untangle { nf: n },
+                limit: n / 2 + 1,
+                scale: s,
+            },
+        )?,
         Kind::R2c if n % 2 == 0 => {
             let h = n / 2;
             let mid = b.scratch(h);
@@ -413,30 +512,19 @@ pub fn plan(call: &IntrinsicCall, local_bytes: usize) -> Result<Plan, Unsupporte
                 scale: s,
             },
         )?,
-        Kind::C2r if n % 2 == 0 => {
-            let h = n / 2;
-            let mid = b.scratch(h);
-            b.steps.push(Step::C2rPre {
+        Kind::C2r if n % 2 == 0 => b.transform(
+            n / 2,
+            true,
+            Ends {
                 src: input,
-                dst: mid,
-                h,
-                n,
-                copy: m.min(h + 1),
-            });
-            b.transform(
-                h,
-                true,
-                Ends {
-                    src: mid,
-                    load: Load::Complex,
-                    copy: h,
-                    dst: output,
-                    store: Store::RealPairs,
-                    limit: h,
-                    scale: s,
-                },
-            )?;
-        }
+                load: Load::Tangle { nf: n },
+                copy: m.min(n / 2 + 1),
+                dst: output,
+                store: Store::RealPairs,
+                limit: n / 2,
+                scale: s,
+            },
+        )?,
         Kind::C2r => b.transform(
             n,
             true,
@@ -484,5 +572,17 @@ mod tests {
         assert_eq!(radices(840), Some(vec![8, 3, 5, 7]));
         assert_eq!(radices(11), None);
         assert_eq!(radices(997), None);
+    }
+
+    #[test]
+    fn global_passes_split_long_lines() {
+        assert_eq!(split(1 << 24, 256), Some(vec![256, 256, 256]));
+        assert_eq!(split(1 << 22, 256), Some(vec![256, 128, 128]));
+        assert_eq!(split(4096, 256), Some(vec![64, 64]));
+        for n in [4096, 61440, 6 * 2048, 1 << 16, 3 * 5 * 7 * 64] {
+            let f = split(n, 256).unwrap();
+            assert_eq!(f.iter().product::<usize>(), n);
+            assert!(f.iter().all(|&r| r <= 256));
+        }
     }
 }

@@ -1,11 +1,16 @@
 //! The bodies of the FFT's GPU passes (`gpu.rs`'s [`Plan`]), written once over a [`Dialect`]:
 //! the statements of one work-group's block of lines (line passes) or of one element (the real
 //! transforms' untangling passes). `opencl.rs` and `wgsl.rs` wrap them in their entry points and
-//! give the helpers every body calls: `cx(re, im)`, `cmul(a, b)`, `cconj(a)` and
-//! `af_tw(e, n) = exp(-2 pi i e / n)` for `e < n`, computed from the exact integers (see
-//! [`twiddle_poly`]).
+//! give the helpers every body calls: `cx(re, im)`, `cmul(a, b)`, `cconj(a)`, and
+//! `twiddle.rs` the functions `af_tw{n}(e) = exp(-2 pi i e / n)` the bodies asked for
+//! ([`Dialect::tw`]). A radix stage computes one twiddle per butterfly and its powers by
+//! products (`w^2 = w w`, `w^3 = w w^2`, .., depth `log2 r`); the butterflies are
+//! `butterfly.rs`'s.
 
-use super::gpu::{Arr, LinePass, Load, PAD, Plan, Step, Store};
+use super::butterfly;
+use super::gpu::{Arr, LinePass, Load, Plan, Step, Store};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// What differs between OpenCL C and WGSL in the bodies.
@@ -15,9 +20,33 @@ pub struct Dialect {
     pub wide: bool,
     /// f64 (OpenCL `double`).
     pub f64: bool,
+    /// The twiddle denominators the bodies called for (`twiddle.rs` defines their functions).
+    pub tw: RefCell<BTreeSet<usize>>,
 }
 
 impl Dialect {
+    /// A dialect with no twiddle functions asked for yet.
+    pub fn new(wgsl: bool, wide: bool, f64: bool) -> Dialect {
+        Dialect {
+            wgsl,
+            wide,
+            f64,
+            tw: RefCell::new(BTreeSet::new()),
+        }
+    }
+    /// The twiddle `exp(-2 pi i e / n)` (`e < n`), or its conjugate for an inverse transform.
+    pub fn tw(&self, e: &str, n: usize, inverse: bool) -> String {
+        self.tw.borrow_mut().insert(n);
+        if inverse {
+            format!("cconj(af_tw{n}({e}))")
+        } else {
+            format!("af_tw{n}({e})")
+        }
+    }
+    /// The denominators [`Dialect::tw`] was called with.
+    pub fn tw_sizes(&self) -> Vec<usize> {
+        self.tw.borrow().iter().copied().collect()
+    }
     /// An index literal.
     pub fn u(&self, x: usize) -> String {
         if self.wide && !self.wgsl {
@@ -48,7 +77,7 @@ impl Dialect {
             format!("IX {name} = {e};")
         }
     }
-    fn let_c(&self, name: &str, e: &str) -> String {
+    pub(super) fn let_c(&self, name: &str, e: &str) -> String {
         if self.wgsl {
             format!("let {name} = {e};")
         } else {
@@ -90,35 +119,6 @@ impl Dialect {
     }
 }
 
-/// The coefficients of the polynomials of `sin a` and `cos a` on `[0, pi / 4]` (Taylor terms,
-/// the first omitted one below half an f32 ulp there): `(sin: a^1, a^3, ..), (cos: a^0, a^2, ..)`.
-pub fn twiddle_poly() -> (Vec<f64>, Vec<f64>) {
-    let mut s = Vec::new();
-    let mut c = Vec::new();
-    let mut fact = 1.0f64;
-    for k in 0..12usize {
-        if k > 0 {
-            fact *= k as f64;
-        }
-        let sign = if (k / 2) % 2 == 0 { 1.0 } else { -1.0 };
-        if k % 2 == 0 {
-            c.push(sign / fact);
-        } else {
-            s.push(sign / fact);
-        }
-    }
-    (s, c)
-}
-
-/// `a0 + a2 * (c1 + a2 * (c2 + ..))` in Horner form over `a2`, the coefficients as literals.
-pub fn horner(d: &Dialect, coef: &[f64], a2: &str) -> String {
-    let mut e = d.f(*coef.last().expect("coefficients"));
-    for &c in coef.iter().rev().skip(1) {
-        e = format!("{} + {a2} * ({e})", d.f(c));
-    }
-    e
-}
-
 /// The address of axis element `n` of line `(o, i)` of an array of axis `len`.
 fn addr(d: &Dialect, g: &Plan, len: usize, n: &str) -> String {
     format!("(o * {} + {n}) * {} + i", d.u(len), d.u(g.post))
@@ -157,13 +157,32 @@ fn load(d: &Dialect, g: &Plan, src: &str, a: Arr, how: Load, copy: usize) -> Str
             addr(d, g, a.len, "s"),
             d.u(nf / 2),
         ),
+        Load::Tangle { nf } => {
+            let h = nf / 2;
+            format!(
+                "{{ {} {} {} if (n < {cp}) {{ a = {src}[{}]; }} if (n == 0u) {{ a.y = {zero}; }} if (kb < {cp}) {{ b = {src}[{}]; }} if (kb == {}) {{ b.y = {zero}; }} {} {} v = ev + cx(-od.y, od.x); }}",
+                d.let_u("kb", &format!("{} - n", d.u(h))),
+                d.var_c("a", &d.zero()),
+                d.var_c("b", &d.zero()),
+                addr(d, g, a.len, "n"),
+                addr(d, g, a.len, "kb"),
+                d.u(h),
+                d.let_c("ev", "a + cconj(b)"),
+                d.let_c(
+                    "od",
+                    &format!("cmul(a - cconj(b), {})", d.tw("n", nf, true))
+                ),
+            )
+        }
     }
 }
 
 /// Statements writing the complex `v` as point `n` of line `(o, i)`.
 fn store(d: &Dialect, g: &Plan, dst: &str, a: Arr, how: Store) -> String {
     match how {
-        Store::Complex => format!("{dst}[{}] = v;", addr(d, g, a.len, "n")),
+        Store::Complex | Store::Untangle { .. } => {
+            format!("{dst}[{}] = v;", addr(d, g, a.len, "n"))
+        }
         Store::Real => format!("{dst}[{}] = v.x;", addr(d, g, a.len, "n")),
         Store::RealPairs => format!(
             "{} {dst}[ra] = v.x; {dst}[ra + {}] = v.y;",
@@ -173,60 +192,19 @@ fn store(d: &Dialect, g: &Plan, dst: &str, a: Arr, how: Store) -> String {
     }
 }
 
-/// `x * w` for the constant `w = (c, s)`, trivial values without a product.
-fn times_const(d: &Dialect, x: &str, c: f64, s: f64) -> String {
-    let near = |a: f64, b: f64| (a - b).abs() < 1e-15;
-    if near(c, 1.0) && near(s, 0.0) {
-        x.to_string()
-    } else if near(c, -1.0) && near(s, 0.0) {
-        format!("(-{x})")
-    } else if near(c, 0.0) && near(s, 1.0) {
-        format!("cx(-{x}.y, {x}.x)")
-    } else if near(c, 0.0) && near(s, -1.0) {
-        format!("cx({x}.y, -{x}.x)")
+/// Statements setting `bl` and `j` (line of the block, point) of the block's point `e` (lines
+/// of `len` points):
+/// line-fastest where the block's lines are neighbours in memory.
+fn point(d: &Dialect, p: &LinePass, len: usize) -> String {
+    let (bl, j) = if p.across {
+        (
+            format!("e % {}", d.u(p.batch)),
+            format!("e / {}", d.u(p.batch)),
+        )
     } else {
-        format!("cmul({x}, cx({}, {}))", d.f(c), d.f(s))
-    }
-}
-
-/// Statements replacing `x[0..r]` by their `r`-point DFT (`sign` -1 forward, +1 inverse).
-fn dft(d: &Dialect, x: &[String], sign: f64) -> String {
-    let r = x.len();
-    let mut s = String::from("{ ");
-    for k in 0..r {
-        let mut terms = Vec::new();
-        for (j, xj) in x.iter().enumerate() {
-            let e = (j * k) % r;
-            let (c, sn) = if (4 * e).is_multiple_of(r) {
-                // Exact quarter turns.
-                match 4 * e / r {
-                    0 => (1.0, 0.0),
-                    1 => (0.0, sign),
-                    2 => (-1.0, 0.0),
-                    _ => (0.0, -sign),
-                }
-            } else {
-                let a = 2.0 * std::f64::consts::PI * e as f64 / r as f64;
-                (a.cos(), sign * a.sin())
-            };
-            terms.push(times_const(d, xj, c, sn));
-        }
-        let _ = write!(s, "{} ", d.let_c(&format!("y{k}"), &terms.join(" + ")));
-    }
-    for (k, xk) in x.iter().enumerate() {
-        let _ = write!(s, "{xk} = y{k}; ");
-    }
-    s.push('}');
-    s
-}
-
-/// A twiddle `exp(sign 2 pi i e / n)`.
-fn tw(e: &str, n: &str, inverse: bool) -> String {
-    if inverse {
-        format!("cconj(af_tw({e}, {n}))")
-    } else {
-        format!("af_tw({e}, {n})")
-    }
+        (format!("e / {}", d.u(len)), format!("e % {}", d.u(len)))
+    };
+    format!("{} {}", d.let_u("bl", &bl), d.let_u("j", &j))
 }
 
 /// The body of a line pass for block `gb` of lines, with local array `sh`, source `src` and
@@ -236,22 +214,60 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
     let total = batch * len;
     let lines = p.lines(g);
     let sign = if p.inverse { 1.0 } else { -1.0 };
+    let at = format!("bl * {} + j", d.u(len));
     let mut s = String::new();
-    // Load.
+    // Load. A global pass's twiddle `w^(k j)` (`k = m mod span`): where each thread keeps one
+    // line of the block (`local` a multiple of `batch`), its points `j` step by
+    // `local / batch` and the twiddle by a product with `w^(k local / batch)` (rounding depth
+    // `total / local`, at most 16); else one twiddle a point.
+    let (mut open, mut twiddle, mut next, mut close) = Default::default();
+    if let Some(span) = p.twiddle {
+        let n = span * len;
+        if p.across && local.is_multiple_of(batch) && local <= total {
+            let k = format!(
+                "((gb * {b} + lid % {b}) / {}) % {} % {}",
+                d.u(g.post),
+                d.u(p.mc),
+                d.u(span),
+                b = d.u(batch)
+            );
+            open = format!(
+                "    {{ {} {} {}\n",
+                d.let_u("tk", &k),
+                d.var_c(
+                    "wt",
+                    &d.tw(&format!("tk * (lid / {})", d.u(batch)), n, p.inverse)
+                ),
+                d.let_c(
+                    "ws",
+                    &d.tw(&format!("tk * {}", d.u(local / batch)), n, p.inverse)
+                ),
+            );
+            twiddle = " v = cmul(v, wt);".to_string();
+            next = " wt = cmul(wt, ws);".to_string();
+            close = "    }\n".to_string();
+        } else {
+            twiddle = format!(
+                " v = cmul(v, {});",
+                d.tw(&format!("(m % {}) * j", d.u(span)), n, p.inverse)
+            );
+        }
+    }
+    s.push_str(&open);
     let _ = writeln!(
         s,
-        "    {} {{ {} {} {} {} if (ln < {}) {{ {} {} {} }} {sh}[{}] = v; }}",
+        "    {} {{ {} {} {} if (ln < {}) {{ {} {} {}{twiddle} }} {sh}[{}] = v;{next} }}",
         d.for_u("e", "lid", total, local),
-        d.let_u("bl", &format!("e / {}", d.u(len))),
-        d.let_u("j", &format!("e % {}", d.u(len))),
+        point(d, p, len),
         d.let_u("ln", &format!("gb * {} + bl", d.u(batch))),
         d.var_c("v", &d.zero()),
         d.u(lines),
         split_line(d, g, p.mc, "ln"),
         d.let_u("n", &format!("m * {} + j * {}", d.u(p.mk), d.u(p.jk))),
         load(d, g, src, p.src, p.load, p.copy),
-        slot(d, p, "e"),
+        slot(&at, p.across),
     );
+    s.push_str(&close);
     let _ = writeln!(s, "    {}", d.barrier());
     // Stages.
     let mut span = 1usize;
@@ -284,18 +300,16 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
                 let _ = write!(
                     s,
                     " {v} = {sh}[{}];",
-                    slot(d, p, &format!("base + j + {}", d.u(k * q)))
+                    slot(&format!("base + j + {}", d.u(k * q)), p.across)
                 );
-                if k > 0 && span > 1 {
-                    let e = format!("{} * k", d.u(k));
-                    let _ = write!(
-                        s,
-                        " {v} = cmul({v}, {});",
-                        tw(&e, &d.u(span * r), p.inverse)
-                    );
+            }
+            if span > 1 {
+                let _ = write!(s, " {}", powers(d, r, &d.tw("k", span * r, p.inverse)));
+                for (k, v) in names.iter().enumerate().skip(1) {
+                    let _ = write!(s, " {v} = cmul({v}, w{k});");
                 }
             }
-            let _ = writeln!(s, " {} }} }}", dft(d, &names, sign));
+            let _ = writeln!(s, " {} }} }}", butterfly::dft(d, &names, sign));
         }
         let _ = writeln!(s, "    {}", d.barrier());
         for t in 0..per {
@@ -312,7 +326,7 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
                 let _ = write!(
                     s,
                     " {sh}[{}] = v{t}_{k};",
-                    slot(d, p, &format!("ob + {}", d.u(k * span)))
+                    slot(&format!("ob + {}", d.u(k * span)), p.across)
                 );
             }
             let _ = writeln!(s, " }} }}");
@@ -322,41 +336,95 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
     }
     // Store.
     let mut post = String::new();
-    if let Some(nt) = p.twiddle {
-        let _ = write!(post, " v = cmul(v, {});", tw("m * j", &d.u(nt), p.inverse));
-    }
     if p.scale != 1.0 {
         let _ = write!(post, " v = v * {};", d.f(p.scale));
     }
+    let out = if p.os == 1 {
+        format!("m * {} + j * {}", d.u(p.ok), d.u(p.kk))
+    } else {
+        format!(
+            "(m / {os}) * {} + m % {os} + j * {}",
+            d.u(p.ok),
+            d.u(p.kk),
+            os = d.u(p.os)
+        )
+    };
+    // An untangling store writes `len + 1` points of each line.
+    let (outs, value) = match p.store {
+        Store::Untangle { nf } => (len + 1, untangle(d, sh, len, nf, p.across)),
+        _ => (len, d.var_c("v", &format!("{sh}[{}]", slot(&at, p.across)))),
+    };
     let _ = writeln!(
         s,
-        "    {} {{ {} {} {} if (ln < {}) {{ {} {} if (n < {}) {{ {} {post} {} }} }} }}",
-        d.for_u("e", "lid", total, local),
-        d.let_u("bl", &format!("e / {}", d.u(len))),
-        d.let_u("j", &format!("e % {}", d.u(len))),
+        "    {} {{ {} {} if (ln < {}) {{ {} {} if (n < {}) {{ {} {post} {} }} }} }}",
+        d.for_u("e", "lid", batch * outs, local),
+        point(d, p, outs),
         d.let_u("ln", &format!("gb * {} + bl", d.u(batch))),
         d.u(lines),
         split_line(d, g, p.mc, "ln"),
-        d.let_u("n", &format!("m * {} + j * {}", d.u(p.ok), d.u(p.kk))),
+        d.let_u("n", &out),
         d.u(p.limit),
-        d.var_c("v", &format!("{sh}[{}]", slot(d, p, "e"))),
+        value,
         store(d, g, dst, p.dst, p.store),
     );
     let _ = writeln!(s, "    {}", d.barrier());
     s
 }
 
-/// The local-memory slot of point `i` of a line pass (one unused point after every
-/// [`PAD`] where the pass pads).
-fn slot(d: &Dialect, p: &LinePass, i: &str) -> String {
-    if p.pad {
-        format!("({i}) + (({i}) >> {})", d.u(PAD.trailing_zeros() as usize))
+/// Statements setting `v` to coefficient `j <= len` of the real transform of `nf = 2 len`
+/// points from the block's line `bl` of `sh` (the transform of its pairs).
+fn untangle(d: &Dialect, sh: &str, len: usize, nf: usize, across: bool) -> String {
+    let half = d.f(0.5);
+    let at = |k: &str| {
+        format!(
+            "{sh}[{}]",
+            slot(&format!("bl * {} + {k}", d.u(len)), across)
+        )
+    };
+    format!(
+        "{} {} {} {} {} {} {}",
+        d.let_u("ka", &format!("j % {}", d.u(len))),
+        d.let_u("kb", &format!("({} - j) % {}", d.u(len), d.u(len))),
+        d.let_c("a", &at("ka")),
+        d.let_c("b", &format!("cconj({})", at("kb"))),
+        d.let_c("ev", &format!("(a + b) * {half}")),
+        d.let_c("od", &format!("(a - b) * {half}")),
+        d.var_c(
+            "v",
+            &format!("ev + cmul(cx(od.y, -od.x), {})", d.tw("j", nf, false))
+        ),
+    )
+}
+
+/// Statements naming `w1 = w` (an expression) and its powers `w2 .. w{r-1}`, each a product
+/// of two lower ones (`w^k = w^(k/2) w^(k - k/2)`: rounding depth `log2 k`).
+fn powers(d: &Dialect, r: usize, w: &str) -> String {
+    let mut s = d.let_c("w1", w);
+    for k in 2..r {
+        let _ = write!(
+            s,
+            " {}",
+            d.let_c(
+                &format!("w{k}"),
+                &format!("cmul(w{}, w{})", k / 2, k - k / 2)
+            )
+        );
+    }
+    s
+}
+
+/// The local-memory slot of point `x` of a line pass's block: swizzled within groups of 16
+/// points (see [`super::gpu::SWIZZLE`]); by bits 4..8 of `x` where threads walk lines, also
+/// by bits 8..12 where they walk `across` them.
+fn slot(x: &str, across: bool) -> String {
+    if across {
+        format!("(({x}) ^ (((({x}) >> 4u) ^ (({x}) >> 8u)) & 15u))")
     } else {
-        i.to_string()
+        format!("(({x}) ^ ((({x}) >> 4u) & 15u))")
     }
 }
 
-/// The body of an element-wise pass (`R2cPost`, `C2rPre`) for element `e`.
+/// The body of an element-wise pass (`R2cPost`) for element `e`.
 pub fn elem_body(d: &Dialect, g: &Plan, step: &Step, src: &str, dst: &str) -> String {
     let half = d.f(0.5);
     match *step {
@@ -386,38 +454,9 @@ pub fn elem_body(d: &Dialect, g: &Plan, step: &Step, src: &str, dst: &str) -> St
                 d.let_c("od", &format!("(a - b) * {half}")),
                 d.let_c(
                     "x",
-                    &format!("ev + cmul(cx(od.y, -od.x), af_tw(k, {}))", d.u(n))
+                    &format!("ev + cmul(cx(od.y, -od.x), {})", d.tw("k", n, false))
                 ),
                 addr(d, g, da.len, "k"),
-            )
-        }
-        Step::C2rPre {
-            src: sa,
-            dst: da,
-            h,
-            n,
-            copy,
-        } => {
-            let zero = d.f(0.0);
-            format!(
-                "{} {} {} {} {} {} if (k < {cp}) {{ a = {src}[{}]; }} if (k == 0u) {{ a.y = {zero}; }} {} if (kb < {cp}) {{ b = {src}[{}]; }} if (kb == {}) {{ b.y = {zero}; }} {} {} {dst}[{}] = ev + cx(-od.y, od.x);",
-                d.let_u("i", &format!("e % {}", d.u(g.post))),
-                d.let_u("t", &format!("e / {}", d.u(g.post))),
-                d.let_u("k", &format!("t % {}", d.u(h))),
-                d.let_u("o", &format!("t / {}", d.u(h))),
-                d.let_u("kb", &format!("{} - k", d.u(h))),
-                d.var_c("a", &d.zero()),
-                addr(d, g, sa.len, "k"),
-                d.var_c("b", &d.zero()),
-                addr(d, g, sa.len, "kb"),
-                d.u(h),
-                d.let_c("ev", "a + cconj(b)"),
-                d.let_c(
-                    "od",
-                    &format!("cmul(a - cconj(b), cconj(af_tw(k, {})))", d.u(n))
-                ),
-                addr(d, g, da.len, "k"),
-                cp = d.u(copy),
             )
         }
         Step::Lines(_) => unreachable!("a line pass is not element-wise"),
@@ -428,7 +467,6 @@ pub fn elem_body(d: &Dialect, g: &Plan, step: &Step, src: &str, dst: &str) -> St
 pub fn elem_count(g: &Plan, step: &Step) -> usize {
     match *step {
         Step::R2cPost { h, .. } => g.pre * (h + 1) * g.post,
-        Step::C2rPre { h, .. } => g.pre * h * g.post,
         Step::Lines(_) => 0,
     }
 }

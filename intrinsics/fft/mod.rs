@@ -12,17 +12,21 @@
 //! - `spare.rs`: large buffers kept between calls that run on one thread;
 //! - `reference.rs`: comparison mode's reference, a direct f64 DFT or rustfft in f64;
 //! - `gpu.rs`: the GPU plan, lowered once: a chain of Stockham line passes in local memory
-//!   (radices 8, 4, 2, 3, 5, 7; one pass up to 4096 points on OpenCL f32, 2048 for f64 and on
-//!   WGSL; two passes, the four-step algorithm, up to the square of that), the real transforms
-//!   as half-length complex ones with an untangling pass (even `n`) or promoted (odd `n`);
-//! - `kernel.rs`: the passes' bodies over a small dialect (twiddles from exact integer angles by
-//!   polynomials, about an ulp on every device); `opencl.rs`, `wgsl.rs`: the entry points.
+//!   (radices 8, 4, 2, 3, 5, 7; one pass up to 4096 contiguous points on OpenCL f32, 2048 for
+//!   f64 and on WGSL, 512 along a strided axis; beyond, two to four global Stockham passes of
+//!   at most 256 points, each reading and writing runs of neighbouring lines), the real
+//!   transforms as half-length complex ones untangled in the same pass (even `n`) or promoted
+//!   (odd `n`);
+//! - `kernel.rs`: the passes' bodies over a small dialect; `butterfly.rs`: the radix
+//!   butterflies; `twiddle.rs`: the twiddle functions (exact integer angles, polynomials,
+//!   about an ulp on every device; one per butterfly, its powers by products); `opencl.rs`,
+//!   `wgsl.rs`: the entry points.
 //!
 //! **On the GPU**: `Complex<f32>` on OpenCL and WGSL, `Complex<f64>` on OpenCL devices with
 //! fp64 (WGSL has none: the scheduler gives those calls to the CPU executor), any axis (lines
 //! read at their stride, several neighbouring lines per work-group), any batch. Lengths with a
-//! prime factor above 7, or longer than two passes take, keep `Unsupported`: the GPU executor
-//! runs the CPU entry from host copies (its CPU fallback); no Bluestein yet.
+//! prime factor above 7, or longer than four global passes take (2^32), keep `Unsupported`:
+//! the GPU executor runs the CPU entry from host copies (its CPU fallback); no Bluestein yet.
 //! `ARRAYFLOW_FFT_GPU=off` keeps every transform on the fallback.
 //!
 //! **Comparison tolerance** ([`FftDef::magnitudes`]): a transform of length `n` rounds by about
@@ -31,6 +35,7 @@
 //! 1-norm bounds the 2-norm, and carries the inputs' own magnitudes `m_j` as a sum does);
 //! an `irfft` line counts its coefficients twice (the mirrored half of the spectrum).
 
+mod butterfly;
 mod cpu;
 mod gpu;
 mod kernel;
@@ -38,6 +43,7 @@ mod opencl;
 mod planner;
 mod reference;
 mod spare;
+mod twiddle;
 mod wgsl;
 
 use super::{Cost, IntrinsicDef, MagInput, Operand, Output, Rows, numel};

@@ -3,7 +3,8 @@
 //! `Complex<f32>` as `float2`; `Complex<f64>` as `double2` on devices with `cl_khr_fp64`.
 
 use super::gpu::{self, OPENCL_LOCAL_BYTES, Plan, Step, Store};
-use super::kernel::{Dialect, elem_body, elem_count, horner, line_body, twiddle_poly};
+use super::kernel::{Dialect, elem_body, elem_count, line_body};
+use super::twiddle;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
 use crate::proggen::sequence::IntrinsicCall;
 use std::fmt::Write;
@@ -14,17 +15,17 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     if plan.f64 && !t.fp64 {
         return Err(Unsupported("the device does not compute f64".into()));
     }
-    let d = Dialect {
-        wgsl: false,
-        wide: 2 * plan.max_elems as u64 + 2 * plan.post as u64 >= 1 << 32,
-        f64: plan.f64,
-    };
-    let mut source = prelude(&d);
+    let d = Dialect::new(
+        false,
+        2 * plan.max_elems as u64 + 2 * plan.post as u64 >= 1 << 32,
+        plan.f64,
+    );
+    let mut entries = String::new();
     let mut passes = Vec::new();
     for (k, step) in plan.steps.iter().enumerate() {
         let (src, dst) = ends(step);
         let (groups, local) = step.launch(&plan);
-        source.push_str(&entry(&d, &plan, step, k, src, dst, call));
+        entries.push_str(&entry(&d, &plan, step, k, src, dst, call));
         passes.push(Pass {
             entry: format!("af_fft_p{k}"),
             buffers: vec![src, dst],
@@ -35,7 +36,7 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     }
     let elem = if plan.f64 { 16 } else { 8 };
     Ok(GpuPlan {
-        source,
+        source: prelude(&d) + &twiddle::functions(&d) + &entries,
         scratch: plan
             .scratch
             .iter()
@@ -51,7 +52,7 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
 pub(super) fn ends(step: &Step) -> (BufArg, BufArg) {
     match step {
         Step::Lines(p) => (p.src.buf, p.dst.buf),
-        Step::R2cPost { src, dst, .. } | Step::C2rPre { src, dst, .. } => (src.buf, dst.buf),
+        Step::R2cPost { src, dst, .. } => (src.buf, dst.buf),
     }
 }
 
@@ -71,45 +72,15 @@ fn prelude(d: &Dialect) -> String {
         ("float", "")
     };
     let ix = if d.wide { "ulong" } else { "uint" };
-    // f32: the reduced angle's sine and cosine by polynomials (accurate to about an ulp on
-    // every device); f64: the builtins on the reduced angle.
-    let sc = if d.f64 {
-        "  const T s = sin(a);\n  const T c = cos(a);\n".to_string()
-    } else {
-        let (ps, pc) = twiddle_poly();
-        format!(
-            "  const T a2 = a * a;\n  const T s = a * ({});\n  const T c = {};\n",
-            horner(d, &ps, "a2"),
-            horner(d, &pc, "a2")
-        )
-    };
     format!(
         "{fp64}#pragma OPENCL FP_CONTRACT OFF
 typedef {t} T;
 typedef {t}2 T2;
 typedef {ix} IX;
 static inline T2 cx(T a, T b) {{ return (T2)(a, b); }}
-static inline T2 cmul(T2 a, T2 b) {{ return (T2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}
+static inline T2 cmul(T2 a, T2 b) {{ return (T2)(fma(a.x, b.x, -a.y * b.y), fma(a.x, b.y, a.y * b.x)); }}
 static inline T2 cconj(T2 a) {{ return (T2)(a.x, -a.y); }}
-/* exp(-2 pi i e / n), e < n < 2^30: 4e = q n + r, the angle (pi / 2)(q + r / n) reduced to
-   [0, pi / 4] from the exact integers. */
-static inline T2 af_tw(uint e, uint n) {{
-  const uint q = (4u * e) / n;
-  uint r = 4u * e - q * n;
-  const int flip = 2u * r > n;
-  if (flip) r = n - r;
-  const T a = (T)r / (T)n * {pio2};
-{sc}  const T cs = flip ? s : c;
-  const T sn = flip ? c : s;
-  T2 w;
-  if (q == 0u) w = (T2)(cs, sn);
-  else if (q == 1u) w = (T2)(-sn, cs);
-  else if (q == 2u) w = (T2)(-cs, -sn);
-  else w = (T2)(sn, -cs);
-  return (T2)(w.x, -w.y);
-}}
-",
-        pio2 = d.f(std::f64::consts::FRAC_PI_2),
+"
     )
 }
 

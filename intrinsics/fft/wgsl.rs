@@ -4,8 +4,9 @@
 //! calls run on the CPU executor.
 
 use super::gpu::{self, Plan, Step, WGSL_LOCAL_BYTES};
-use super::kernel::{Dialect, elem_body, elem_count, horner, line_body, twiddle_poly};
+use super::kernel::{Dialect, elem_body, elem_count, line_body};
 use super::opencl::{ends, is_real};
+use super::twiddle;
 use crate::ir::DType;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
 use crate::proggen::sequence::IntrinsicCall;
@@ -24,17 +25,13 @@ pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> 
             "wgsl: an FFT scratch over 2^31 elements".into(),
         ));
     }
-    let d = Dialect {
-        wgsl: true,
-        wide: false,
-        f64: false,
-    };
-    let mut source = prelude(&d);
+    let d = Dialect::new(true, false, false);
+    let mut entries = String::new();
     let mut passes = Vec::new();
     for (k, step) in plan.steps.iter().enumerate() {
         let (src, dst) = ends(step);
         let (groups, local) = step.launch(&plan);
-        source.push_str(&entry(&d, &plan, step, k, src, dst, call));
+        entries.push_str(&entry(&d, &plan, step, k, src, dst, call));
         passes.push(Pass {
             entry: format!("af_fft_p{k}"),
             buffers: vec![src, dst],
@@ -44,7 +41,7 @@ pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> 
         });
     }
     Ok(GpuPlan {
-        source,
+        source: PRELUDE.to_string() + &twiddle::functions(&d) + &entries,
         scratch: plan
             .scratch
             .iter()
@@ -56,35 +53,11 @@ pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> 
     })
 }
 
-fn prelude(d: &Dialect) -> String {
-    let (ps, pc) = twiddle_poly();
-    format!(
-        "fn cx(a: f32, b: f32) -> vec2<f32> {{ return vec2<f32>(a, b); }}
-fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {{ return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}
-fn cconj(a: vec2<f32>) -> vec2<f32> {{ return vec2<f32>(a.x, -a.y); }}
-// exp(-2 pi i e / n), e < n < 2^30: 4e = q n + r, the angle (pi / 2)(q + r / n) reduced to
-// [0, pi / 4] from the exact integers; sine and cosine by polynomials (about an ulp).
-fn af_tw(e: u32, n: u32) -> vec2<f32> {{
-  let q = (4u * e) / n;
-  var r = 4u * e - q * n;
-  let flip = 2u * r > n;
-  if (flip) {{ r = n - r; }}
-  let a = f32(r) / f32(n) * {pio2};
-  let a2 = a * a;
-  let s = a * ({s});
-  let c = {c};
-  let cs = select(c, s, flip);
-  let sn = select(s, c, flip);
-  var w = vec2<f32>(sn, -cs);
-  if (q == 0u) {{ w = vec2<f32>(cs, sn); }} else if (q == 1u) {{ w = vec2<f32>(-sn, cs); }} else if (q == 2u) {{ w = vec2<f32>(-cs, -sn); }}
-  return vec2<f32>(w.x, -w.y);
-}}
-",
-        pio2 = d.f(std::f64::consts::FRAC_PI_2),
-        s = horner(d, &ps, "a2"),
-        c = horner(d, &pc, "a2"),
-    )
-}
+/// The complex helpers every body calls.
+const PRELUDE: &str = "fn cx(a: f32, b: f32) -> vec2<f32> { return vec2<f32>(a, b); }
+fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> { return vec2<f32>(fma(a.x, b.x, -a.y * b.y), fma(a.x, b.y, a.y * b.x)); }
+fn cconj(a: vec2<f32>) -> vec2<f32> { return vec2<f32>(a.x, -a.y); }
+";
 
 fn entry(
     d: &Dialect,
