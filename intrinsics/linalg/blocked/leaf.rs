@@ -1,7 +1,7 @@
 //! The register panel (`af_lu_panel` when [`Blocked::leaf`]): getf2 on a panel of
 //! [`LEAF_NB`] columns held in registers, in OpenCL C and WGSL. Each of the work-group's
 //! [`LOCAL`] threads keeps rows `k0 + lid + t * LOCAL` (`t < ceil(n / LOCAL)`, at most
-//! [`LEAF_ROWS`]) of the panel as `LEAF_NB` scalars each, so a column costs one pass over
+//! [`LEAF_ROWS`](super::LEAF_ROWS)) of the panel as `LEAF_NB` scalars each, so a column costs one pass over
 //! registers instead of the global-memory sweeps of the wide panel (whose rank-1 updates read
 //! and write the whole panel once per column, from one work-group). Columns and rows are unrolled
 //! in the source, so every register index is a literal.
