@@ -39,6 +39,10 @@ pub struct Error {
     pub hint: Option<String>,
 }
 
+/// Called with the site of every error named at a call site ([`Error::at`]): the profiler
+/// registers its counter here at its first start (`crate::profile`, a layer above this one).
+pub static ERROR_HOOK: std::sync::OnceLock<fn(Site)> = std::sync::OnceLock::new();
+
 impl Error {
     /// An error of `kind` saying `message`, with no call site, origin or hint yet.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
@@ -52,7 +56,9 @@ impl Error {
     }
     /// Names the user's call site that made the failing request.
     pub fn at(mut self, site: Site) -> Self {
-        crate::profile::error(site);
+        if let Some(hook) = ERROR_HOOK.get() {
+            hook(site);
+        }
         self.site = Some(site);
         self
     }

@@ -261,7 +261,10 @@ fn sources() -> Vec<(PathBuf, Vec<String>, String)> {
         for e in std::fs::read_dir(&dir).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
-                stack.push(p);
+                // `src/bin/`: the commands are crates of their own, on the public API.
+                if p != root.join("src").join("bin") {
+                    stack.push(p);
+                }
             } else if p.extension().is_some_and(|x| x == "rs") {
                 let me = module_of(&root, &p);
                 if me.is_empty() || me == ["lib"] {

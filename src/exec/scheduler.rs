@@ -1109,3 +1109,24 @@ fn uses_f64(kernel: &Kernel) -> bool {
         Kernel::Intrinsic(c) => wide(&c.dtype) || c.in_dtypes.iter().any(wide),
     }
 }
+
+/// Hook: executor `exec` finished `task`'s kernel, `host_ns` on the host's clock; `device_timed`:
+/// the device's own time follows (`crate::profile::device_time`). The profiler's record of a launch,
+/// made here, where tasks are known (the profiler sits in a layer below this one).
+pub(crate) fn profile_launch(task: &Task, exec: u32, host_ns: u64, device_timed: bool) {
+    let elements = match &*task.program.kernel {
+        Kernel::Fused(k) => k.domain.len(),
+        Kernel::Intrinsic(c) => c.out_shape.iter().product(),
+    } as u64;
+    crate::profile::emit(crate::profile::Event::Launch {
+        task: task.id,
+        kernel: task.program.kernel.clone(),
+        sites: task.program.sites.clone(),
+        exec,
+        elements,
+        bytes: task.bytes,
+        host_ns,
+        end: std::time::Instant::now(),
+        device_timed,
+    });
+}

@@ -75,6 +75,7 @@ pub(crate) fn start(dir: &Path, info: RunInfo) -> Result<(), String> {
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let tx = COLLECTOR.get_or_init(collector::spawn);
+    let _ = crate::error::ERROR_HOOK.set(error);
     let _ = tx.send(collector::Msg::Begin {
         dir: dir.to_path_buf(),
         info,
@@ -158,9 +159,8 @@ pub(crate) fn now() -> Option<Instant> {
     active().then(Instant::now)
 }
 
-/// Hook: an error reported at `site`.
-#[inline]
-pub(crate) fn error(site: Site) {
+/// Hook: an error reported at `site` (registered as `crate::error::ERROR_HOOK`).
+fn error(site: Site) {
     if active() {
         emit(Event::Error { site });
     }
@@ -184,27 +184,6 @@ pub(crate) fn runtime(
         bytes,
         thread: std::thread::current().name().unwrap_or("app").to_string(),
         site,
-    });
-}
-
-/// Hook: executor `exec` finished `task`'s kernel, `host_ns` on the host's clock; `device_timed`:
-/// the device's own time follows ([`device_time`]).
-pub(crate) fn launch(task: &crate::exec::Task, exec: u32, host_ns: u64, device_timed: bool) {
-    use crate::proggen::sequence::Kernel;
-    let elements = match &*task.program.kernel {
-        Kernel::Fused(k) => k.domain.len(),
-        Kernel::Intrinsic(c) => c.out_shape.iter().product(),
-    } as u64;
-    emit(Event::Launch {
-        task: task.id,
-        kernel: task.program.kernel.clone(),
-        sites: task.program.sites.clone(),
-        exec,
-        elements,
-        bytes: task.bytes,
-        host_ns,
-        end: Instant::now(),
-        device_timed,
     });
 }
 

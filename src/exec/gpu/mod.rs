@@ -578,7 +578,7 @@ impl<A: DeviceApi> GpuLoop<A> {
             && result.is_ok()
         {
             // The fallback ran on the CPU, on this thread: host time, the CPU's record.
-            crate::profile::launch(&task, 0, t0.elapsed().as_nanos() as u64, false);
+            crate::exec::scheduler::profile_launch(&task, 0, t0.elapsed().as_nanos() as u64, false);
             crate::profile::runtime(
                 "fallback",
                 "device -> cpu",
@@ -672,7 +672,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                     && err.is_none()
                 {
                     let host_ns = t0.elapsed().as_nanos() as u64;
-                    crate::profile::launch(&task, task.exec as u32, host_ns, timed);
+                    crate::exec::scheduler::profile_launch(&task, task.exec as u32, host_ns, timed);
                 }
                 if err.is_none() && words.iter().any(|w| w.load(Ordering::Relaxed) != 0) {
                     // A kernel faulted (integer division by zero, an index out of range): the
