@@ -83,48 +83,6 @@ void af_lu_init(__global const T *a, {b_arg}__global T *w, __global uint *st) {{
                 nn = n * n,
             );
         }
-        Entry::Panel if b.leaf() => {
-            let (fault_arg, on_zero) = if b.solves() {
-                (
-                    ", __global uint *af_fault",
-                    "if (lid == 0u) af_fault[0] = 1u;",
-                )
-            } else {
-                ("", "")
-            };
-            let piv_store = if lu {
-                format!(" m[(ulong)c * {ld}UL + {n}UL] = (T)p;")
-            } else {
-                String::new()
-            };
-            let names = leaf::Names {
-                w: "w",
-                keys: "lbv",
-                idx: "lbi",
-                prow: "lpr",
-                crow: "lcr",
-                on_pivot: format!("piv[g * {n}UL + c] = (int)p;{piv_store}"),
-                on_zero,
-            };
-            let _ = write!(
-                s,
-                "
-{ATTR}
-void af_lu_panel(__global T *w, __global int *piv, __global const uint *st{fault_arg}) {{
-  __local T lbv[{LOCAL}];
-  __local uint lbi[{LOCAL}];
-  __local T lpr[{LEAF_NB}];
-  __local T lcr[{LEAF_NB}];
-  const uint lid = get_local_id(0);
-  {panel}  for (ulong g = get_group_id(0); g < {count}UL; g += get_num_groups(0)) {{
-    __global T *m = w + g * {mat}UL;
-{body}  }}
-}}
-",
-                panel = panel(&c, false),
-                body = leaf::body(b, false, &names),
-            );
-        }
         Entry::Panel => {
             let (fault_arg, on_zero) = if b.solves() {
                 (
@@ -139,6 +97,36 @@ void af_lu_panel(__global T *w, __global int *piv, __global const uint *st{fault
             } else {
                 String::new()
             };
+            if b.leaf() {
+                let names = leaf::Names {
+                    w: "w",
+                    keys: "lbv",
+                    idx: "lbi",
+                    prow: "lpr",
+                    crow: "lcr",
+                    on_pivot: format!("piv[g * {n}UL + c] = (int)p; {piv_store}"),
+                    on_zero,
+                };
+                let _ = write!(
+                    s,
+                    "
+{ATTR}
+void af_lu_panel(__global T *w, __global int *piv, __global const uint *st{fault_arg}) {{
+  __local T lbv[{LOCAL}];
+  __local uint lbi[{LOCAL}];
+  __local T lpr[{LEAF_NB}];
+  __local T lcr[{LEAF_NB}];
+  const uint lid = get_local_id(0);
+  {panel}  for (ulong g = get_group_id(0); g < {count}UL; g += get_num_groups(0)) {{
+    __global T *m = w + g * {mat}UL;
+{body}  }}
+}}
+",
+                    panel = panel(&c, false),
+                    body = leaf::body(b, false, &names),
+                );
+                return s;
+            }
             let _ = write!(
                 s,
                 "

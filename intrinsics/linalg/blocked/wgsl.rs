@@ -121,48 +121,6 @@ fn af_lu_init({HEAD}) {{
                 nn = n * n,
             );
         }
-        Entry::Panel if b.leaf() => {
-            let mut list = vec![
-                ("pan_w", "read_write", "f32"),
-                ("pan_piv", "read_write", "u32"),
-                ("pan_st", "read", "u32"),
-            ];
-            let on_zero = if b.solves() {
-                list.push(("pan_fault", "read_write", "atomic<u32>"));
-                "if (lid == 0u) { atomicStore(&pan_fault[0], 1u); }"
-            } else {
-                ""
-            };
-            let piv_store = if lu {
-                format!(" pan_w[m + c * {ld}u + {n}u] = f32(p);")
-            } else {
-                String::new()
-            };
-            let names = leaf::Names {
-                w: "pan_w",
-                keys: "lu_bk",
-                idx: "lu_bi",
-                prow: "lu_pr",
-                crow: "lu_cr",
-                on_pivot: format!("pan_piv[g * {n}u + c] = p;{piv_store}"),
-                on_zero,
-            };
-            let _ = write!(
-                s,
-                "
-{binds}
-@compute @workgroup_size({LOCAL})
-fn af_lu_panel({HEAD}) {{
-  {panel}  for (var g = wid.x; g < {count}u; g += nwg.x) {{
-    let m = g * {mat}u;
-{body}  }}
-}}
-",
-                binds = binds(&list),
-                panel = panel(&c, "pan_st", false),
-                body = leaf::body(b, true, &names),
-            );
-        }
         Entry::Panel => {
             let mut list = vec![
                 ("pan_w", "read_write", "f32"),
@@ -180,6 +138,33 @@ fn af_lu_panel({HEAD}) {{
             } else {
                 String::new()
             };
+            if b.leaf() {
+                let names = leaf::Names {
+                    w: "pan_w",
+                    keys: "lu_bk",
+                    idx: "lu_bi",
+                    prow: "lu_pr",
+                    crow: "lu_cr",
+                    on_pivot: format!("pan_piv[g * {n}u + c] = p; {piv_store}"),
+                    on_zero,
+                };
+                let _ = write!(
+                    s,
+                    "
+{binds}
+@compute @workgroup_size({LOCAL})
+fn af_lu_panel({HEAD}) {{
+  {panel}  for (var g = wid.x; g < {count}u; g += nwg.x) {{
+    let m = g * {mat}u;
+{body}  }}
+}}
+",
+                    binds = binds(&list),
+                    panel = panel(&c, "pan_st", false),
+                    body = leaf::body(b, true, &names),
+                );
+                return s;
+            }
             let _ = write!(
                 s,
                 "
