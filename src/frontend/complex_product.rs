@@ -25,26 +25,14 @@
 //! fuse into the first level's pass. The fuzzer found the overflow case (`tests/fuzz/corpus.txt`).
 
 use super::Handle;
-use super::record::{SliceSpec, binary, cast, constant, reduce, select, shape_str, slice, unary};
+use super::record::{SliceSpec, binary, cast, constant, reduce, select, slice, unary};
 use crate::compile::Inner;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::ir::{BinaryOp, DType, ReduceOp, Scalar, Shape, Site, UnaryOp};
 
 /// The product of complex `a` over `axes` (the axes removed), in `a`'s element type.
 pub(super) fn complex_product(a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
-    let mut axes: Vec<usize> = axes.to_vec();
-    axes.sort_unstable();
-    axes.dedup();
-    if let Some(&bad) = axes.iter().find(|&&x| x >= a.shape.len()) {
-        return Err(Error::new(
-            ErrorKind::Argument,
-            format!(
-                "axis {bad} is out of range for shape {}",
-                shape_str(&a.shape)
-            ),
-        )
-        .at(site));
-    }
+    let axes = super::record::reduced_axes(a, axes, site)?;
     if axes.iter().any(|&x| a.shape[x] == 0) {
         // The empty product, as a constant (no kernel reduces an empty axis).
         let shape: Shape = (0..a.shape.len())

@@ -705,10 +705,8 @@ fn float_product(a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
     select(&any_zero, &zero_result, &product, site)
 }
 
-fn reduce_node(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
-    let out = op
-        .out_dtype(a.dtype)
-        .ok_or_else(|| unsupported(op.name(), a.dtype, site))?;
+/// `axes` sorted and deduplicated, each checked against `a`'s rank.
+pub(super) fn reduced_axes(a: &Handle, axes: &[usize], site: Site) -> Result<SmallVec<[usize; 4]>> {
     let mut axes: SmallVec<[usize; 4]> = axes.iter().copied().collect();
     axes.sort_unstable();
     axes.dedup();
@@ -722,6 +720,14 @@ fn reduce_node(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<H
         )
         .at(site));
     }
+    Ok(axes)
+}
+
+fn reduce_node(op: ReduceOp, a: &Handle, axes: &[usize], site: Site) -> Result<Handle> {
+    let out = op
+        .out_dtype(a.dtype)
+        .ok_or_else(|| unsupported(op.name(), a.dtype, site))?;
+    let axes = reduced_axes(a, axes, site)?;
     let n: usize = axes.iter().map(|&x| a.shape[x]).product();
     if n == 0 && !op.has_identity() {
         return Err(Error::new(

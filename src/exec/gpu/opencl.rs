@@ -526,7 +526,7 @@ impl DeviceApi for OpenClApi {
             // Timing mode: wait for the batch and read each kernel's start and end.
             let _ = self.queue.finish();
             // The profiler's device time per task: its passes summed.
-            let mut per_task: Vec<(u64, u64)> = Vec::new();
+            let mut per_task = super::timing::PerTask::default();
             for (event, label, task) in self.timed.drain(..) {
                 if let (Ok(a), Ok(b)) = (
                     event.profiling_command_start(),
@@ -536,16 +536,10 @@ impl DeviceApi for OpenClApi {
                     if super::timing::kernel_times() {
                         self.counters.time_kernel(label, ns);
                     }
-                    match (task, per_task.last_mut()) {
-                        (Some(t), Some(last)) if last.0 == t => last.1 += ns,
-                        (Some(t), _) => per_task.push((t, ns)),
-                        (None, _) => {}
-                    }
+                    per_task.add(task, ns);
                 }
             }
-            for (task, ns) in per_task {
-                crate::profile::device_time(task, ns);
-            }
+            per_task.report();
         }
     }
 

@@ -36,3 +36,26 @@ pub fn label(plan: &GpuPlan, pass: usize) -> String {
     let p = &plan.passes[pass];
     format!("{} [{:06x}] x{}", p.entry, h.finish() & 0xff_ffff, p.groups)
 }
+
+/// One submission's device time per task (its kernels' times summed, in launch order), for the
+/// profiler ([`PerTask::report`]).
+#[derive(Default)]
+pub(super) struct PerTask(Vec<(u64, u64)>);
+
+impl PerTask {
+    /// Adds a kernel's `ns` to its task (`None`: a kernel of no task).
+    pub(super) fn add(&mut self, task: Option<u64>, ns: u64) {
+        match (task, self.0.last_mut()) {
+            (Some(t), Some(last)) if last.0 == t => last.1 += ns,
+            (Some(t), _) => self.0.push((t, ns)),
+            (None, _) => {}
+        }
+    }
+
+    /// Hands every task's time to the profiler.
+    pub(super) fn report(self) {
+        for (task, ns) in self.0 {
+            crate::profile::device_time(task, ns);
+        }
+    }
+}

@@ -327,7 +327,7 @@ impl WgpuApi {
             // has finished (no barrier orders it), so a dispatch's time starts no earlier than
             // the previous dispatch's end: consecutive dependent kernels are not counted twice.
             let mut prev_end = 0u64;
-            let mut per_task: Vec<(u64, u64)> = Vec::new();
+            let mut per_task = super::timing::PerTask::default();
             for (i, (label, task)) in labels.into_iter().enumerate() {
                 let (begin, end) = (ticks[2 * i], ticks[2 * i + 1]);
                 let start = if i > 0 { begin.max(prev_end) } else { begin };
@@ -336,15 +336,9 @@ impl WgpuApi {
                 if super::timing::kernel_times() {
                     self.counters.time_kernel(label, ns);
                 }
-                match (task, per_task.last_mut()) {
-                    (Some(t), Some(last)) if last.0 == t => last.1 += ns,
-                    (Some(t), _) => per_task.push((t, ns)),
-                    (None, _) => {}
-                }
+                per_task.add(task, ns);
             }
-            for (task, ns) in per_task {
-                crate::profile::device_time(task, ns);
-            }
+            per_task.report();
         }
         t.read.unmap();
     }
