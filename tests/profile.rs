@@ -225,7 +225,9 @@ fn compute_report_ranks_three_call_sites_and_adds_up() {
             && page.contains("<svg")
             && page.contains(large.as_str())
     );
-    assert!(!page.contains("<script") && !page.contains("http://") && !page.contains("https://"));
+    // Self-contained: one inline script, nothing loaded from elsewhere.
+    assert!(page.matches("<script").count() == 1 && !page.contains(" src="));
+    assert!(!page.contains("http://") && !page.contains("https://"));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(copy.parent().unwrap());
 }

@@ -1,6 +1,8 @@
 //! A self-contained HTML report: inline SVG plots (estimated time per call site, a timeline of
-//! kernels and runtime events, cache hit rates) above the four text reports. No scripts, no
-//! external resources.
+//! kernels and runtime events, cache hit rates), a call-site table that sorts by any column when
+//! its header is clicked, and the four text reports. One small inline script (the sorting), no
+//! external resources. The script marks the page `data-ready` once it has run and records any
+//! script error in `data-errors`, which the headless-browser test (`tests/profile_html.rs`) reads.
 
 use super::{fmt_ns, runtime_stats, site_costs};
 use crate::profile::schema::Run;
@@ -106,6 +108,45 @@ fn timeline(run: &Run) -> String {
     s
 }
 
+/// The call-site table: one row per site with a cost, each cell carrying its sort key.
+fn site_table(run: &Run) -> String {
+    let mut s = String::from(
+        "<table id='sites'><thead><tr><th data-num='0'>call site</th><th data-num='1'>est. device time</th>\
+         <th data-num='1'>elements/s</th><th data-num='1'>kernels</th><th data-num='1'>API calls</th>\
+         <th data-num='1'>reads</th><th data-num='1'>writes</th><th data-num='1'>host time</th></tr></thead><tbody>",
+    );
+    for c in site_costs(run) {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td data-v='{}'>{}</td><td data-v='{}'>{:.3e}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-v='{}'>{}</td></tr>",
+            esc(&c.site),
+            c.est_ns,
+            esc(&fmt_ns(c.est_ns)),
+            c.rate(),
+            c.rate(),
+            c.kernels,
+            c.api_calls,
+            c.reads,
+            c.writes,
+            c.host_ns,
+            esc(&fmt_ns(c.host_ns as f64)),
+        );
+    }
+    s + "</tbody></table>"
+}
+
+/// Sorting for the call-site table (click a header; again to reverse), the error record and the
+/// ready mark.
+const SCRIPT: &str = "<script>\
+window.addEventListener('error',function(e){var b=document.body;b.dataset.errors=(b.dataset.errors||'')+e.message+';';});\
+(function(){var t=document.getElementById('sites');if(!t)return;var hs=t.tHead.rows[0].cells;\
+for(var i=0;i<hs.length;i++){(function(col,h){h.style.cursor='pointer';h.title='sort';h.addEventListener('click',function(){\
+var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),num=h.dataset.num==='1',asc=h.dataset.asc!=='1';\
+function key(r){var c=r.cells[col];var v=c.dataset.v!==undefined?c.dataset.v:c.textContent;return num?parseFloat(v):v;}\
+rows.sort(function(x,y){var a=key(x),c=key(y);var r=a<c?-1:a>c?1:0;return asc?r:-r;});\
+rows.forEach(function(r){b.appendChild(r);});h.dataset.asc=asc?'1':'0';});})(i,hs[i]);}})();\
+document.body.dataset.ready='1';</script>";
+
 /// The HTML report of `run`.
 pub fn html(run: &Run) -> String {
     let sites: Vec<(String, f64, String)> = site_costs(run)
@@ -128,7 +169,10 @@ pub fn html(run: &Run) -> String {
         .collect();
     let mut s = String::from(
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>arrayflow profile</title>\
-         <style>body{font-family:sans-serif;margin:20px}pre{background:#f6f6f6;padding:8px}</style>\
+         <style>body{font-family:sans-serif;margin:20px}pre{background:#f6f6f6;padding:8px}\
+         table{border-collapse:collapse;font-family:monospace;font-size:12px}\
+         td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td:first-child{text-align:left}\
+         th{background:#eee}</style>\
          </head><body><h1>arrayflow profile</h1>",
     );
     let m = &run.meta;
@@ -146,11 +190,16 @@ pub fn html(run: &Run) -> String {
         "<h2>Estimated device time per call site</h2>{}",
         bars(&sites, "#d9534f")
     );
+    let _ = write!(
+        s,
+        "<h2>Call sites</h2><p>Click a column to sort.</p>{}",
+        site_table(run)
+    );
     let _ = write!(s, "<h2>Timeline</h2>{}", timeline(run));
     let _ = write!(s, "<h2>Cache hit rates</h2>{}", bars(&caches, "#5cb85c"));
     let _ = write!(
         s,
-        "<h2>Reports</h2><pre>{}</pre></body></html>",
+        "<h2>Reports</h2><pre>{}</pre>{SCRIPT}</body></html>",
         esc(&super::full_report(run))
     );
     s
