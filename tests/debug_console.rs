@@ -70,13 +70,16 @@ fn prompts(pane: &str) -> usize {
     pane.matches(PROMPT).count()
 }
 
-/// The text a command printed: what follows the last prompt that shows `cmd`.
-fn answer<'a>(pane: &'a str, cmd: &str) -> &'a str {
-    let at = pane
-        .rfind(&format!("{PROMPT}{cmd}"))
-        .unwrap_or_else(|| panic!("`{cmd}` not in the pane:\n{pane}"));
-    let rest = &pane[at + PROMPT.len() + cmd.len()..];
-    &rest[..rest.find(PROMPT).unwrap_or(rest.len())]
+/// The text the command `cmd` printed: what follows the prompt line that shows it exactly, up to
+/// the next prompt (the last time it was typed).
+fn answer(pane: &str, cmd: &str) -> String {
+    pane.split(PROMPT)
+        .filter_map(|chunk| {
+            let (first, rest) = chunk.split_once('\n').unwrap_or((chunk, ""));
+            (first.trim_end() == cmd).then(|| rest.to_string())
+        })
+        .last()
+        .unwrap_or_else(|| panic!("`{cmd}` not in the pane:\n{pane}"))
 }
 
 #[test]
@@ -113,7 +116,7 @@ fn console_under_tmux() {
         socket: format!("af-dbg-{}-{}", std::process::id(), line),
     };
     let o = tmux.cmd(&[
-        "new-session", "-d", "-s", "demo", "-x", "200", "-y", "60", &command,
+        "new-session", "-d", "-s", "demo", "-x", "200", "-y", "60", command.as_str(),
     ]);
     assert!(o.status.success(), "tmux new-session: {o:?}");
 
@@ -171,14 +174,14 @@ fn console_under_tmux() {
             .map(|x| x.trim().trim_matches(['[', ']']).parse::<f32>().unwrap())
             .collect()
     };
-    assert_eq!(shown(answer(&pane, "print v")), v);
-    assert_eq!(shown(answer(&pane, "print v [0:3]")), v[..3]);
-    assert_eq!(shown(answer(&pane, "print $")), w);
+    assert_eq!(shown(&answer(&pane, "print v")), v);
+    assert_eq!(shown(&answer(&pane, "print v [0:3]")), v[..3]);
+    assert_eq!(shown(&answer(&pane, "print $")), w);
     assert!(answer(&pane, "stepi").contains("not yet available"));
     let info = answer(&pane, "info breakpoints");
     assert!(info.contains(&format!("debug_demo.rs:{line}")) && info.contains("hits 1"), "{info}");
     w[2] = 100.0;
-    assert_eq!(shown(answer(&pane, "set $[2] = 100")), w);
+    assert_eq!(shown(&answer(&pane, "set $[2] = 100")), w);
     assert!(answer(&pane, "print $ [2]").contains("100.0"));
     assert!(answer(&pane, "bogus").contains("unknown command"));
     assert!(answer(&pane, "help").contains("info breakpoints"));

@@ -322,7 +322,7 @@ fn conditions_ignore_counts_delete_and_disable() {
     for (nan_at, inf_at) in runs {
         run(nan_at, inf_at);
     }
-    let got: Vec<(u32, Vec<f64>)> = seen.lock().iter().map(|s| (s.0, s.1, s.3.clone())).map(|s| (s.0, s.2)).collect();
+    let got: Vec<(u32, Vec<f64>)> = seen.lock().iter().map(|s| (s.0, s.3.clone())).collect();
     let at = |line: u32, f: fn(f64) -> bool| -> Vec<usize> {
         got.iter()
             .filter(|s| s.0 == line)

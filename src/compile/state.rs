@@ -151,8 +151,6 @@ impl Inner {
             crate::exec::lifetime::register_exit(stop_at_exit);
         }
         tracing::debug!(target: "arrayflow::runtime", ?config, "runtime started");
-        // `ARRAYFLOW_DEBUG`: the debugger's console, attached for the life of the process.
-        crate::debug::breakpoints::attach_from_env();
         if let Some(dir) = crate::profile::env_dir()
             && let Err(e) = crate::profile::start(dir, Inner::profile_info(&sched))
         {

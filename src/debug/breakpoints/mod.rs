@@ -10,7 +10,9 @@
 //! the runtime cannot tell from any other: watch that with a breakpoint at its line.)
 //!
 //! **Off costs nothing measurable.** With no debugger attached each hook is one relaxed atomic
-//! load (`ACTIVE`); everything else is behind it.
+//! load (`STATE`); everything else is behind it. The first hook of the process (state `UNKNOWN`)
+//! attaches the console if `ARRAYFLOW_DEBUG` asks for it. The module sits in the API's layer: it
+//! shows and edits arrays, and the API calls its hooks.
 
 mod breakpoint;
 mod console;
@@ -28,7 +30,7 @@ use crate::runtime::Inner;
 use breakpoint::{Armed, Location};
 use parking_lot::Mutex;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// How the debugger obtains values at a stop, and what it does to the real work queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,8 +63,30 @@ pub(crate) struct Session {
     last_stop: Option<NodeId>,
 }
 
+/// `STATE`: the environment was not read yet (the first hook reads `ARRAYFLOW_DEBUG`).
+const UNKNOWN: u8 = 0;
+/// `STATE`: no debugger attached.
+const OFF: u8 = 1;
+/// `STATE`: a debugger is attached.
+const ON: u8 = 2;
 /// Whether a debugger is attached: the hooks' one check.
-static ACTIVE: AtomicBool = AtomicBool::new(false);
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// Whether a debugger is attached (reading `ARRAYFLOW_DEBUG` the first time).
+#[cold]
+fn attached() -> bool {
+    if STATE.load(Ordering::Relaxed) == UNKNOWN {
+        // The first hook: attach what the environment asks for, once.
+        static ENV: std::sync::Once = std::sync::Once::new();
+        ENV.call_once(|| {
+            let _ = STATE.compare_exchange(UNKNOWN, OFF, Ordering::Relaxed, Ordering::Relaxed);
+            if let Some(d) = Debugger::from_env() {
+                std::mem::forget(d.attach());
+            }
+        });
+    }
+    STATE.load(Ordering::Relaxed) == ON
+}
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
@@ -78,7 +102,7 @@ pub(crate) fn with_session<R>(f: impl FnOnce(&mut Session) -> R) -> Option<R> {
 /// The hook where an API call hands a result to the application.
 #[inline]
 pub(crate) fn on_result(h: &Handle) {
-    if ACTIVE.load(Ordering::Relaxed) {
+    if STATE.load(Ordering::Relaxed) != OFF && attached() {
         result_hit(h);
     }
 }
@@ -86,7 +110,7 @@ pub(crate) fn on_result(h: &Handle) {
 /// The hook where an in-place operation rebinds an array from node `old` to `new`.
 #[inline]
 pub(crate) fn on_rebind(old: &Handle, new: &Handle) {
-    if ACTIVE.load(Ordering::Relaxed) {
+    if STATE.load(Ordering::Relaxed) != OFF && attached() {
         rebind_hit(old.id, new);
     }
 }
@@ -286,7 +310,7 @@ pub(crate) fn breakpoints() -> Vec<BreakpointInfo> {
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let log = seen.clone();
 /// let a = Array::from_vec1(vec![1.0f32, 4.0, 9.0]);
-/// let line = line!() + 3; // the line of `sqrt` below
+/// let line = line!() + 4; // the line of `sqrt` below
 /// let d = Runtime::debug(Debugger::new().break_at(file!(), line).on_stop(move |stop| {
 ///     log.lock().unwrap().push((stop.reason().clone(), stop.values().unwrap().to_f64()));
 /// }));
@@ -402,7 +426,7 @@ impl Debugger {
             });
         }
         *SESSION.lock() = Some(s);
-        ACTIVE.store(true, Ordering::Relaxed);
+        STATE.store(ON, Ordering::Relaxed);
         DebugGuard { generation }
     }
 }
@@ -468,15 +492,8 @@ impl Drop for DebugGuard {
         let mut s = SESSION.lock();
         if s.as_ref().is_some_and(|s| s.generation == self.generation) {
             *s = None;
-            ACTIVE.store(false, Ordering::Relaxed);
+            STATE.store(OFF, Ordering::Relaxed);
         }
-    }
-}
-
-/// Attaches the debugger `ARRAYFLOW_DEBUG` asks for, for the life of the process (at start-up).
-pub(crate) fn attach_from_env() {
-    if let Some(d) = Debugger::from_env() {
-        std::mem::forget(d.attach());
     }
 }
 
@@ -485,7 +502,7 @@ impl<T: crate::Element> crate::Array<T> {
     /// [`Stop::find`]); the name follows it through in-place updates. Free when no debugger is
     /// attached.
     pub fn named(self, name: &str) -> Self {
-        if ACTIVE.load(Ordering::Relaxed) {
+        if STATE.load(Ordering::Relaxed) != OFF && attached() {
             with_session(|s| s.names.insert(self.h.id, name.to_string()));
         }
         self

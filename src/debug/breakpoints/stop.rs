@@ -157,8 +157,8 @@ impl Stop {
             .nodes
             .iter()
             .filter(|(id, n)| {
-                !n.released && !(matches!(n.op, Op::Const(_)) && n.shape.is_empty())
-                    || names.contains_key(id)
+                let operand = matches!(n.op, Op::Const(_)) && n.shape.is_empty();
+                !n.released && (!operand || names.contains_key(id))
             })
             .map(|(&id, n)| LiveArray {
                 id: ArrayId(id),
