@@ -116,7 +116,15 @@ fn console_under_tmux() {
         socket: format!("af-dbg-{}-{}", std::process::id(), line),
     };
     let o = tmux.cmd(&[
-        "new-session", "-d", "-s", "demo", "-x", "200", "-y", "60", command.as_str(),
+        "new-session",
+        "-d",
+        "-s",
+        "demo",
+        "-x",
+        "200",
+        "-y",
+        "60",
+        command.as_str(),
     ]);
     assert!(o.status.success(), "tmux new-session: {o:?}");
 
@@ -145,7 +153,10 @@ fn console_under_tmux() {
     // `step`: the next API call (w.sum() on the next line) stops.
     tmux.send("step");
     let pane = tmux.wait_for(|p| p.contains("(step)"), "the step's stop");
-    assert!(pane.contains(&format!("debug_demo.rs:{}", line + 1)), "{pane}");
+    assert!(
+        pane.contains(&format!("debug_demo.rs:{}", line + 1)),
+        "{pane}"
+    );
     tmux.wait_for(|p| prompts(p) >= script.len() + 2, "the prompt after step");
     tmux.send("continue");
     let pane = tmux.wait_for(|p| p.contains("DEMO-EXIT"), "the program's end");
@@ -162,7 +173,8 @@ fn console_under_tmux() {
     let list = answer(&pane, "list");
     for name in ["u", "v"] {
         assert!(
-            list.lines().any(|l| l.split_whitespace().nth(1) == Some(name) && l.contains("[8]")),
+            list.lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(name) && l.contains("[8]")),
             "`list` shows {name}:\n{list}"
         );
     }
@@ -179,7 +191,10 @@ fn console_under_tmux() {
     assert_eq!(shown(&answer(&pane, "print $")), w);
     assert!(answer(&pane, "stepi").contains("not yet available"));
     let info = answer(&pane, "info breakpoints");
-    assert!(info.contains(&format!("debug_demo.rs:{line}")) && info.contains("hits 1"), "{info}");
+    assert!(
+        info.contains(&format!("debug_demo.rs:{line}")) && info.contains("hits 1"),
+        "{info}"
+    );
     w[2] = 100.0;
     assert_eq!(shown(&answer(&pane, "set $[2] = 100")), w);
     assert!(answer(&pane, "print $ [2]").contains("100.0"));
@@ -194,6 +209,9 @@ fn console_under_tmux() {
         .trim()
         .parse()
         .unwrap();
-    assert!((printed - total).abs() <= 1e-5 * total, "{printed} vs {total}");
+    assert!(
+        (printed - total).abs() <= 1e-5 * total,
+        "{printed} vs {total}"
+    );
     assert!(pane.contains("DEMO-EXIT 0"), "{pane}");
 }

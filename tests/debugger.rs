@@ -6,10 +6,8 @@
 //! edits at a stop that the continuation uses. Tests run one at a time (the debugger and the
 //! statistics are process-wide).
 
-use arrayflow::{
-    ArrayId, Breakpoint, DebugMode, Debugger, Runtime, Stats, Stop, StopReason,
-};
 use arrayflow::Array;
+use arrayflow::{ArrayId, Breakpoint, DebugMode, Debugger, Runtime, Stats, Stop, StopReason};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -76,7 +74,11 @@ fn oracle(a: &[f32], b: &[f32]) -> [Vec<f64>; 5] {
         .zip(b)
         .map(|(&x, &y)| (x as f64 * y as f64 + 1.0).abs().sqrt())
         .collect();
-    let u: Vec<f64> = t.iter().zip(a).map(|(t, &x)| (t - x as f64).exp()).collect();
+    let u: Vec<f64> = t
+        .iter()
+        .zip(a)
+        .map(|(t, &x)| (t - x as f64).exp())
+        .collect();
     let s: Vec<f64> = (0..ROWS)
         .map(|i| u[i * COLS..(i + 1) * COLS].iter().sum())
         .collect();
@@ -226,7 +228,12 @@ fn intrusive_stops_split_the_kernel_and_keep_the_numbers() {
     let s3 = Runtime::stats();
     drop(d);
     check_outcome(&split, &want);
-    close(&f64s(&split.0), &f64s(&plain.0), 1e-6, "r intrusive vs plain");
+    close(
+        &f64s(&split.0),
+        &f64s(&plain.0),
+        1e-6,
+        "r intrusive vs plain",
+    );
     close(&last_at(&seen, l.u), &want[1], 1e-5, "u at its stop");
     let (p, q) = (delta(&s0, &s1), delta(&s2, &s3));
     // Two stops on u's line, each materialised: more flushes and more kernels.
@@ -246,8 +253,18 @@ fn reproducible_mode_runs_each_call_and_equals_the_normal_run() {
     let s1 = Runtime::stats();
     drop(d);
     check_outcome(&sync, &want);
-    close(&f64s(&sync.0), &f64s(&plain.0), 1e-6, "r reproducible vs plain");
-    close(&f64s(&sync.1), &f64s(&plain.1), 1e-6, "m reproducible vs plain");
+    close(
+        &f64s(&sync.0),
+        &f64s(&plain.0),
+        1e-6,
+        "r reproducible vs plain",
+    );
+    close(
+        &f64s(&sync.1),
+        &f64s(&plain.1),
+        1e-6,
+        "m reproducible vs plain",
+    );
     // Every computing call flushed on its own: at least the 13 calls that compute something
     // (t: 4, u: 2, s: 1, m: 2, r: 2, total: 3) less the folded ones.
     let d = delta(&s0, &s1);
@@ -391,10 +408,17 @@ fn live_arrays_print_and_edits_that_the_continuation_uses() {
         let live = stop.live();
         let a = stop.find("a").expect("a is named");
         let la = live.iter().find(|l| l.id == a).expect("a is live");
-        assert_eq!((la.shape.clone(), la.dtype), (vec![3, 4], arrayflow::DType::F32));
+        assert_eq!(
+            (la.shape.clone(), la.dtype),
+            (vec![3, 4], arrayflow::DType::F32)
+        );
         let here = stop.site().line();
-        assert!(live.iter().any(|l| l.id == stop.array() && l.site.line() == here));
-        log.lock().push(stop.print(stop.array(), "[1, 1:3]").unwrap());
+        assert!(
+            live.iter()
+                .any(|l| l.id == stop.array() && l.site.line() == here)
+        );
+        log.lock()
+            .push(stop.print(stop.array(), "[1, 1:3]").unwrap());
         // Edit: x[1, 2] = 100 and a's first row to 7; what follows must use them.
         stop.set_element(stop.array(), &[1, 2], 100.0f32).unwrap();
         let mut edited = stop.read::<f32>(a).unwrap();
@@ -411,7 +435,11 @@ fn live_arrays_print_and_edits_that_the_continuation_uses() {
     let got = y.to_vec().unwrap();
     drop(d);
     let mut ea: Vec<f64> = va.iter().map(|&v| v as f64).collect();
-    let mut ex: Vec<f64> = ea.iter().zip(&vb).map(|(a, &b)| a * 2.0 + b as f64).collect();
+    let mut ex: Vec<f64> = ea
+        .iter()
+        .zip(&vb)
+        .map(|(a, &b)| a * 2.0 + b as f64)
+        .collect();
     let printed = at_stop.lock()[0].clone();
     let expect = format!("[{:?}, {:?}]", ex[5] as f32, ex[6] as f32);
     assert_eq!(printed.replace(' ', ""), expect.replace(' ', ""));

@@ -30,12 +30,12 @@ mod slicing;
 mod sort;
 mod view;
 
-pub use crate::debug::{
-    CompareConfig, CompareMode, Mismatch, MismatchAction, OpSummary, Tolerance,
-};
 pub use crate::debug::breakpoints::{
     ArrayId, Breakpoint, BreakpointId, BreakpointInfo, DebugGuard, DebugMode, Debugger, LiveArray,
     Stop, StopReason, Values,
+};
+pub use crate::debug::{
+    CompareConfig, CompareMode, Mismatch, MismatchAction, OpSummary, Tolerance,
 };
 pub use crate::ir::DType;
 pub use array::Array;

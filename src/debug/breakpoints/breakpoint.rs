@@ -12,7 +12,7 @@ pub struct BreakpointId(pub u32);
 
 impl std::fmt::Display for BreakpointId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)
+        f.pad(&self.0.to_string())
     }
 }
 
@@ -118,7 +118,9 @@ impl Armed {
     /// Whether a result recorded at `site` is at this breakpoint's line.
     pub(crate) fn matches_site(&self, site: Site) -> bool {
         match &self.bp.location {
-            Location::Line { file, line } => *line == site.line() && file_matches(file, site.file()),
+            Location::Line { file, line } => {
+                *line == site.line() && file_matches(file, site.file())
+            }
             Location::Watch(_) => false,
         }
     }

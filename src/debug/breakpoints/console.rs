@@ -227,8 +227,10 @@ fn set(stop: &Stop, rest: &str) -> String {
     let n = current.len();
     let data = match (index, &values[..]) {
         (Some(index), [v]) => {
-            let idx: Result<Vec<usize>, _> =
-                index.split(',').map(|i| i.trim().parse::<usize>()).collect();
+            let idx: Result<Vec<usize>, _> = index
+                .split(',')
+                .map(|i| i.trim().parse::<usize>())
+                .collect();
             let Ok(idx) = idx else {
                 return format!("cannot read the index `[{index}]`");
             };
@@ -264,4 +266,3 @@ fn set(stop: &Stop, rest: &str) -> String {
         Err(e) => e.to_string(),
     }
 }
-

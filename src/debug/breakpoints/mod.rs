@@ -115,6 +115,21 @@ pub(crate) fn on_rebind(old: &Handle, new: &Handle) {
     }
 }
 
+/// Nanoseconds per hook with no debugger attached, over `iters` runs of the hooks' own check
+/// (`benches/debugger.rs`: the check compiled as the library is, not as the bench is).
+#[doc(hidden)]
+pub fn off_hook_ns(iters: u64) -> f64 {
+    let t0 = std::time::Instant::now();
+    let mut hits = 0u64;
+    for i in 0..iters {
+        if std::hint::black_box(&STATE).load(Ordering::Relaxed) != OFF && attached() {
+            hits += i;
+        }
+    }
+    std::hint::black_box(hits);
+    t0.elapsed().as_secs_f64() * 1e9 / iters.max(1) as f64
+}
+
 fn node_site(id: NodeId) -> Option<Site> {
     Inner::get().fe.lock().nodes.get(&id).map(|n| n.site)
 }
@@ -370,7 +385,10 @@ impl Debugger {
             Some("reproducible" | "sync") => d = d.mode(DebugMode::Reproducible),
             _ => {}
         }
-        for spec in std::env::var("ARRAYFLOW_BREAK").unwrap_or_default().split(',') {
+        for spec in std::env::var("ARRAYFLOW_BREAK")
+            .unwrap_or_default()
+            .split(',')
+        {
             match console::parse_location(spec.trim()) {
                 Some((file, line)) => d = d.break_at(&file, line),
                 None if spec.trim().is_empty() => {}
@@ -457,7 +475,11 @@ impl DebugGuard {
     }
     /// Adds a breakpoint.
     pub fn add(&self, bp: Breakpoint) -> BreakpointId {
-        if self.current() { add(bp) } else { BreakpointId(0) }
+        if self.current() {
+            add(bp)
+        } else {
+            BreakpointId(0)
+        }
     }
     /// Watches `a` (see [`Debugger::watch`]).
     pub fn watch<T: crate::Element>(&self, a: &crate::Array<T>) -> BreakpointId {

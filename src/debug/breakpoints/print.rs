@@ -10,7 +10,11 @@ use std::sync::Arc;
 
 /// Parses `[a:b:s, i, :]` (brackets optional, empty: everything).
 pub(crate) fn parse_slice(text: &str, site: Site) -> Result<Vec<SliceSpec>> {
-    let t = text.trim().trim_start_matches('[').trim_end_matches(']').trim();
+    let t = text
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim();
     if t.is_empty() {
         return Ok(Vec::new());
     }

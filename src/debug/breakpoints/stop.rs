@@ -25,7 +25,7 @@ impl ArrayId {
 
 impl std::fmt::Display for ArrayId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "#{}", self.0.0)
+        f.pad(&format!("#{}", self.0.0))
     }
 }
 
@@ -146,7 +146,9 @@ impl Stop {
     pub fn print(&self, id: ArrayId, slice: &str) -> Result<String> {
         let v = self.values_of(id)?;
         let spec = super::print::parse_slice(slice, self.site)?;
-        Ok(super::print::render(&super::print::slice(&v, &spec, self.site)?))
+        Ok(super::print::render(&super::print::slice(
+            &v, &spec, self.site,
+        )?))
     }
     /// The arrays the application holds now (not dropped), oldest first. Scalar constants that
     /// are operands of the call being recorded are left out.

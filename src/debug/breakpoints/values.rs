@@ -99,7 +99,11 @@ pub(crate) fn value_of(id: NodeId, source: Source, site: Site) -> Result<Values>
     let inner = Inner::get();
     let shape = {
         let fe = inner.fe.lock();
-        fe.nodes.get(&id).ok_or_else(|| gone(id, site))?.shape.to_vec()
+        fe.nodes
+            .get(&id)
+            .ok_or_else(|| gone(id, site))?
+            .shape
+            .to_vec()
     };
     let data = match source {
         Source::Materialise => inner.read_node(id, site)?,
@@ -204,7 +208,13 @@ pub(crate) fn set_value(id: NodeId, data: TypedVec, site: Site) -> Result<()> {
     }
     // Everything recorded so far runs with the old value; every live array is stored.
     inner.execute();
-    if inner.fe.lock().nodes.get(&id).is_some_and(|n| n.is_pending()) {
+    if inner
+        .fe
+        .lock()
+        .nodes
+        .get(&id)
+        .is_some_and(|n| n.is_pending())
+    {
         inner.read_node(id, site)?;
     }
     let old = {
