@@ -116,7 +116,7 @@ pub(crate) fn on_rebind(old: &Handle, new: &Handle) {
 }
 
 /// Nanoseconds per hook with no debugger attached, over `iters` runs of the hooks' own check
-/// (`benches/debugger.rs`: the check compiled as the library is, not as the bench is).
+/// (`benches/debug_hooks.rs`: the check compiled as the library is, not as the bench is).
 #[doc(hidden)]
 pub fn off_hook_ns(iters: u64) -> f64 {
     let t0 = std::time::Instant::now();

@@ -7,7 +7,7 @@
 //! off path (one relaxed atomic load and a branch) is timed apart, inside the library, and set
 //! against the measured time of one recorded call on the last line.
 //!
-//! Run with `cargo bench --bench debugger`.
+//! Run with `cargo bench --bench debug_hooks`.
 
 use arrayflow::{Array, Debugger, Runtime};
 use std::hint::black_box;
