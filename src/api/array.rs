@@ -45,7 +45,10 @@ pub struct Array<T: Element> {
 
 impl<T: Element> Clone for Array<T> {
     fn clone(&self) -> Self {
-        Array::wrap(self.h.clone())
+        Array {
+            h: self.h.clone(),
+            _t: PhantomData,
+        }
     }
 }
 
@@ -83,8 +86,10 @@ pub(crate) fn ok<T: Element>(r: Result<Array<T>>) -> Array<T> {
 }
 
 impl<T: Element> Array<T> {
+    /// A result handed to the application (the debugger's hook: one relaxed load when off).
     pub(crate) fn wrap(h: Handle) -> Self {
         debug_assert_eq!(h.dtype, T::DTYPE);
+        crate::debug::breakpoints::on_result(&h);
         Array { h, _t: PhantomData }
     }
 

@@ -31,7 +31,7 @@ fn shown(n: usize, summarise: bool) -> Vec<Option<usize>> {
 /// Renders `data` of `shape` NumPy style: nested brackets, elements right-aligned to one width,
 /// rows on their own lines (a blank line between blocks of higher rank), continuation lines
 /// indented by `indent` more spaces. `precision` formats floats with that many decimals.
-fn render<T: Element>(
+pub(crate) fn render<T: Element>(
     data: &[T],
     shape: &[usize],
     precision: Option<usize>,

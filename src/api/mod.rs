@@ -10,7 +10,7 @@ mod counting;
 mod dynarray;
 mod element;
 pub mod fft;
-mod inspect;
+pub(crate) mod inspect;
 pub mod linalg;
 mod math;
 mod matmul;
@@ -30,6 +30,10 @@ mod slicing;
 mod sort;
 mod view;
 
+pub use crate::debug::breakpoints::{
+    ArrayId, Breakpoint, BreakpointId, BreakpointInfo, DebugGuard, DebugMode, Debugger, LiveArray,
+    Stop, StopReason, Values,
+};
 pub use crate::debug::{
     CompareConfig, CompareMode, Mismatch, MismatchAction, OpSummary, Tolerance,
 };

@@ -131,19 +131,25 @@ macro_rules! binop {
         impl<T: $bound> ops::$atr<&Array<T>> for Array<T> {
             #[track_caller]
             fn $am(&mut self, rhs: &Array<T>) {
-                *self = self.bin($op, rhs);
+                let new = self.bin($op, rhs);
+                crate::debug::breakpoints::on_rebind(&self.h, &new.h);
+                *self = new;
             }
         }
         impl<T: $bound> ops::$atr<Array<T>> for Array<T> {
             #[track_caller]
             fn $am(&mut self, rhs: Array<T>) {
-                *self = self.bin($op, rhs);
+                let new = self.bin($op, rhs);
+                crate::debug::breakpoints::on_rebind(&self.h, &new.h);
+                *self = new;
             }
         }
         impl<T: $bound> ops::$atr<T> for Array<T> {
             #[track_caller]
             fn $am(&mut self, rhs: T) {
-                *self = self.bin($op, rhs);
+                let new = self.bin($op, rhs);
+                crate::debug::breakpoints::on_rebind(&self.h, &new.h);
+                *self = new;
             }
         }
         impl<T: $bound> Array<T> {

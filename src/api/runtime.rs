@@ -174,6 +174,13 @@ impl Runtime {
             written: None,
         })
     }
+    /// Attaches `debugger` until the returned guard is dropped (replacing one attached before):
+    /// breakpoints by call site, watchpoints, and a callback or the console at each stop. See
+    /// [`crate::Debugger`] for an example and README's "Debugging" for the modes.
+    pub fn debug(debugger: crate::Debugger) -> crate::DebugGuard {
+        Inner::get();
+        debugger.attach()
+    }
     /// Runs everything recorded so far and waits for it.
     pub fn execute() {
         Inner::get().execute();

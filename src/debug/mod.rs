@@ -4,7 +4,9 @@
 //! them by the rule in `compare`, either asynchronously after each program runs (every op's result
 //! is then stored, so every op is checked) or synchronously when a read copies data out.
 //! Mismatches are reported with the op, its call site, the element and both values.
+//! Breakpoints, watchpoints, the debugger's modes and its console are in `breakpoints`.
 
+pub mod breakpoints;
 pub mod checker;
 pub mod compare;
 pub mod conditioning;
