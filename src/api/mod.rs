@@ -28,8 +28,10 @@ mod scatter;
 pub mod signal;
 mod slicing;
 mod sort;
+mod step;
 mod view;
 
+pub use crate::debug::step::{Divergence, StepRecord, StepScope};
 pub use crate::debug::{
     CompareConfig, CompareMode, Mismatch, MismatchAction, OpSummary, Tolerance,
 };

@@ -3,13 +3,15 @@
 //! (`reference`), computed from its inputs' reference values; optimised results are compared with
 //! them by the rule in `compare`, either asynchronously after each program runs (every op's result
 //! is then stored, so every op is checked) or synchronously when a read copies data out.
-//! Mismatches are reported with the op, its call site, the element and both values.
+//! Mismatches are reported with the op, its call site, the element and both values. Stepping
+//! inside fused kernels and the first diverging op of a mismatch are in `step`.
 
 pub mod checker;
 pub mod compare;
 pub mod conditioning;
 mod hooks;
 pub mod reference;
+pub mod step;
 
 pub use compare::{Tolerance, Verdict};
 
