@@ -22,6 +22,8 @@ pub struct MicroStep {
     pub reduction: Option<usize>,
     /// The formal of its spill buffer.
     pub spill: FormalId,
+    /// The fused kernel's parameter slots its own slots take their values from, in order.
+    pub params: Vec<u32>,
     /// The operation's name.
     pub op: String,
     pub dtype: DType,
@@ -143,13 +145,7 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
                     .collect();
                 let n = distinct.len() as Reg;
                 let mut op = ins.clone();
-                op.set_regs(&|r| {
-                    if r == ins.dst() && !distinct.contains(&r) {
-                        n
-                    } else {
-                        distinct.iter().position(|&d| d == r).map_or(n, |p| p as Reg)
-                    }
-                });
+                op.set_regs(&|r| distinct.iter().position(|&d| d == r).map_or(n, |p| p as Reg));
                 // The destination may reuse an operand's register: set it last.
                 set_dst(&mut op, n);
                 instrs.push(op);
@@ -162,6 +158,8 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
             }
         };
         let dst = instrs.len() as Reg - 1;
+        let mut instrs = instrs;
+        let slots = own_params(instrs.last_mut().expect("a micro-kernel has an operation"));
         let mk = FusedKernel {
             domain: elementwise.clone(),
             inputs: in_dtypes,
@@ -174,12 +172,13 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
             }],
             reductions: Vec::new(),
             reg_dtypes,
-            params: k.params.clone(),
+            params: slots.iter().map(|&s| k.params[s as usize]).collect(),
         };
         let step = MicroStep {
             instr: Some(i),
             reduction: None,
             spill: 0,
+            params: slots,
             op: op_name(ins),
             dtype,
             site,
@@ -217,6 +216,7 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
             instr: None,
             reduction: Some(r),
             spill: 0,
+            params: Vec::new(),
             op: red.op.name().into(),
             dtype,
             site,
@@ -225,6 +225,34 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
         add(&mut seq, mk, inputs, k.domain.outer, step);
     }
     MicroPlan { seq, steps }
+}
+
+/// Renumbers the parameter slots `i` reads from 0 in order of use; returns the fused kernel's
+/// slots they stand for (a micro-kernel takes only its own operation's parameters, so its source
+/// depends on nothing else of the fused kernel).
+fn own_params(i: &mut Instr) -> Vec<u32> {
+    let mut slots = Vec::new();
+    let mut take = |s: &mut u32| {
+        slots.push(*s);
+        *s = slots.len() as u32 - 1;
+    };
+    match i {
+        Instr::Const { slot, .. } => take(slot),
+        Instr::Random {
+            key_slot,
+            counter_slot,
+            range_slot,
+            ..
+        } => {
+            take(key_slot);
+            take(counter_slot);
+            if let Some(r) = range_slot {
+                take(r);
+            }
+        }
+        _ => {}
+    }
+    slots
 }
 
 /// Sets an instruction's destination register.

@@ -73,7 +73,11 @@ impl Inner {
             bindings.push(self.sched.new_buffer());
         }
         let spills: Vec<_> = plan.steps.iter().map(|s| bindings[s.spill as usize]).collect();
-        let params = vec![capture.params.clone(); plan.seq.programs.len()];
+        let params = plan
+            .steps
+            .iter()
+            .map(|s| s.params.iter().map(|&p| capture.params[p as usize]).collect())
+            .collect();
         self.hand_off(Submission {
             origin: Origin::Debug,
             seq: Arc::new(plan.seq.clone()),
