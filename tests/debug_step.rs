@@ -172,7 +172,11 @@ fn random_program(rng: &mut Lcg, x: &Inputs) -> Program {
         }
         1 => {
             let oracle = (0..COLS)
-                .map(|col| (0..ROWS).map(|r| o[r * COLS + col]).fold(f64::MIN, f64::max))
+                .map(|col| {
+                    (0..ROWS)
+                        .map(|r| o[r * COLS + col])
+                        .fold(f64::MIN, f64::max)
+                })
                 .collect();
             Program {
                 result: v.max_axis(0),
@@ -200,7 +204,11 @@ fn stepping_equals_the_fused_kernel_on_random_programs() {
     let early = Array::from_slice(&[1.0f32, 2.0], &[2]).exp();
     let line = line!() + 1;
     let err = Runtime::step_kernel(&early, StepScope::All).unwrap_err();
-    assert_eq!(err.site.map(|s| (s.file(), s.line())), Some((file!(), line)), "{err}");
+    assert_eq!(
+        err.site.map(|s| (s.file(), s.line())),
+        Some((file!(), line)),
+        "{err}"
+    );
     Runtime::set_stepping(16);
 
     let mut rng = Lcg(0x5eed_0024);
@@ -221,6 +229,8 @@ fn stepping_equals_the_fused_kernel_on_random_programs() {
             );
         }
         let all = Runtime::step_kernel(&p.result, StepScope::All).unwrap();
+        let ops: Vec<&str> = all.iter().map(|r| r.op.as_str()).collect();
+        println!("program {program} on {}: {ops:?}", Runtime::executor());
         let last = all.last().unwrap();
         assert_eq!(last.op, p.last_op, "program {program}: {all:#?}");
         assert_eq!(last.stored, Some(0));
@@ -347,7 +357,10 @@ fn divergence_names_the_planted_op_on_every_executor() {
     // the planted corruption of it (2x + 1, rounded in f32).
     let j = d.element;
     let oracle = (xa[j] as f64 + xb[j % COLS] as f64).tanh() * xa[j] as f64;
-    assert!((d.reference - oracle).abs() <= 1e-6 * (1.0 + oracle.abs()), "{d}");
+    assert!(
+        (d.reference - oracle).abs() <= 1e-6 * (1.0 + oracle.abs()),
+        "{d}"
+    );
     assert!(
         (d.optimised - (2.0 * oracle + 1.0)).abs() <= 1e-5 * (1.0 + oracle.abs()),
         "{d}"
@@ -370,9 +383,13 @@ fn divergence_names_the_planted_op_on_every_executor() {
     // The reproducing program: Rust on the public API, the ops that feed `mul` at their call
     // sites, the inputs written out, nothing after the diverging op.
     let text = &d.program;
+    println!("on {}: {d}\n{text}", Runtime::executor());
     let at = |line: u32| format!("{}:{line}:", file!());
     assert!(text.starts_with("// Reproduces `mul`"), "{text}");
-    assert!(text.contains("fn main() -> arrayflow::Result<()> {"), "{text}");
+    assert!(
+        text.contains("fn main() -> arrayflow::Result<()> {"),
+        "{text}"
+    );
     for needle in [
         "use arrayflow::Array;",
         "Array::<f32>::from_slice(&[",

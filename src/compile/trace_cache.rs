@@ -113,7 +113,10 @@ impl CachedTrace {
                 .iter()
                 .map(|p| {
                     p.iter()
-                        .map(|m| m.as_ref().map(|(e, map)| (key.entries[*e as usize], map.clone())))
+                        .map(|m| {
+                            m.as_ref()
+                                .map(|(e, map)| (key.entries[*e as usize], map.clone()))
+                        })
                         .collect()
                 })
                 .collect(),

@@ -475,11 +475,14 @@ impl<'a> KernelBuilder<'a> {
         // numbered onto an earlier instruction) computes it: the stepper's member.
         let computes = !matches!(
             n.op,
-            Op::Broadcast | Op::Permute(_) | Op::Slice { .. } | Op::Fold { .. } | Op::Reshape | Op::Tile
+            Op::Broadcast
+                | Op::Permute(_)
+                | Op::Slice { .. }
+                | Op::Fold { .. }
+                | Op::Reshape
+                | Op::Tile
         );
-        if computes
-            && reg as usize + 1 == self.instrs.len()
-            && self.members[reg as usize].is_none()
+        if computes && reg as usize + 1 == self.instrs.len() && self.members[reg as usize].is_none()
         {
             self.members[reg as usize] = Some((id, pos.clone()));
         }
@@ -489,7 +492,15 @@ impl<'a> KernelBuilder<'a> {
     /// Finishes the kernel: allocates registers and returns it with its input nodes, output
     /// nodes, parameter nodes and members (see [`Member`]).
     #[allow(clippy::type_complexity)]
-    pub fn finish(self) -> (FusedKernel, Vec<NodeId>, Vec<NodeId>, Vec<NodeId>, Vec<Member>) {
+    pub fn finish(
+        self,
+    ) -> (
+        FusedKernel,
+        Vec<NodeId>,
+        Vec<NodeId>,
+        Vec<NodeId>,
+        Vec<Member>,
+    ) {
         let KernelBuilder {
             mut instrs,
             sites,
@@ -535,7 +546,9 @@ impl<'a> KernelBuilder<'a> {
         let param_nodes = params.into_iter().map(|(id, _)| id).collect();
         let members = members
             .into_iter()
-            .map(|m| m.map(|(id, pos)| (id, pos.to_linear(&nodes[&id].shape, &kernel.domain.shape))))
+            .map(|m| {
+                m.map(|(id, pos)| (id, pos.to_linear(&nodes[&id].shape, &kernel.domain.shape)))
+            })
             .collect();
         (kernel, inputs, outputs, param_nodes, members)
     }

@@ -46,7 +46,12 @@ pub fn any_fault() -> bool {
 /// type `ty`) was assigned `op`'s result: `None` unless `op` is the injected fault on a float type.
 /// Both GPU dialects spell it the same way (`2.0` is an f32 literal in WGSL; OpenCL C takes the
 /// `f` suffix for f32).
-pub fn planted(op: crate::ir::BinaryOp, ty: crate::ir::DType, dst: u32, opencl: bool) -> Option<String> {
+pub fn planted(
+    op: crate::ir::BinaryOp,
+    ty: crate::ir::DType,
+    dst: u32,
+    opencl: bool,
+) -> Option<String> {
     use crate::ir::DType;
     if !faulty(op) {
         return None;

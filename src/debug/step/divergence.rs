@@ -6,8 +6,8 @@
 //! searched in turn, while it is kept.
 
 use super::capture::KernelCapture;
-use super::repro;
 use super::report::Divergence;
+use super::repro;
 use super::run::map_at;
 use crate::compile::Inner;
 use crate::debug::{CompareConfig, CompareMode, Mismatch, check};
@@ -49,7 +49,9 @@ impl Inner {
             // The node the step computes and its element at each domain element.
             let (node, at): (NodeId, Vec<usize>) = match (step.instr, step.reduction) {
                 (Some(i), _) => match (&k.instrs[i], &capture.members[i]) {
-                    (_, Some((id, map))) => (*id, (0..len).map(|d| map_at(map, shape, d)).collect()),
+                    (_, Some((id, map))) => {
+                        (*id, (0..len).map(|d| map_at(map, shape, d)).collect())
+                    }
                     (Instr::Load { input, map, .. }, None) => (
                         capture.input_nodes[*input as usize],
                         (0..len).map(|d| map_at(map, shape, d)).collect(),
@@ -72,10 +74,11 @@ impl Inner {
                 continue;
             }
             let gathered = collect(reference.dtype(), at.len(), |d| reference.get(at[d]));
-            let magnitude: Option<Vec<f64>> = info
-                .magnitude
-                .as_ref()
-                .map(|mg| at.iter().map(|&j| mg.get(j).copied().unwrap_or(0.0)).collect());
+            let magnitude: Option<Vec<f64>> = info.magnitude.as_ref().map(|mg| {
+                at.iter()
+                    .map(|&j| mg.get(j).copied().unwrap_or(0.0))
+                    .collect()
+            });
             let tol = cfg.tolerance_for(info.tolerance_op, info.tolerance_dtype);
             let (fail, _, _) = check(
                 &step.op,
@@ -87,7 +90,9 @@ impl Inner {
                 tol,
             );
             let Some(f) = fail else { continue };
-            if step.instr.is_some_and(|i| matches!(k.instrs[i], Instr::Load { .. }))
+            if step
+                .instr
+                .is_some_and(|i| matches!(k.instrs[i], Instr::Load { .. }))
                 && depth < MAX_UPSTREAM
                 && let Some(up) = self.captures.lock().find(node)
                 && !Arc::ptr_eq(&up, &capture)
@@ -97,11 +102,9 @@ impl Inner {
             }
             let element = at[f.element];
             let inputs: AHashSet<NodeId> = capture.input_nodes.iter().copied().collect();
-            let value = |id: NodeId| {
-                match capture.input_nodes.iter().position(|&x| x == id) {
-                    Some(p) => self.sched.read(capture.inputs[p]).ok(),
-                    None => capture.nodes.get(&id).and_then(|n| n.reference.clone()),
-                }
+            let value = |id: NodeId| match capture.input_nodes.iter().position(|&x| x == id) {
+                Some(p) => self.sched.read(capture.inputs[p]).ok(),
+                None => capture.nodes.get(&id).and_then(|n| n.reference.clone()),
             };
             let target = repro::Target {
                 node,
@@ -112,7 +115,11 @@ impl Inner {
             let program = repro::program(&target, &capture.nodes, &inputs, &value);
             return Ok(Some(Divergence {
                 mismatch: m.clone(),
-                op: if step.op == "load" { "load".into() } else { info.op.name() },
+                op: if step.op == "load" {
+                    "load".into()
+                } else {
+                    info.op.name()
+                },
                 site: info.site,
                 element,
                 optimised: f.optimised,

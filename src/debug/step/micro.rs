@@ -145,7 +145,12 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
                     .collect();
                 let n = distinct.len() as Reg;
                 let mut op = ins.clone();
-                op.set_regs(&|r| distinct.iter().position(|&d| d == r).map_or(n, |p| p as Reg));
+                op.set_regs(&|r| {
+                    distinct
+                        .iter()
+                        .position(|&d| d == r)
+                        .map_or(n, |p| p as Reg)
+                });
                 // The destination may reuse an operand's register: set it last.
                 set_dst(&mut op, n);
                 instrs.push(op);

@@ -18,8 +18,8 @@
 pub mod capture;
 mod divergence;
 pub mod micro;
-pub mod repro;
 pub mod report;
+pub mod repro;
 mod run;
 
 pub use report::{Divergence, StepRecord, StepScope};

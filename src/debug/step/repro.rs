@@ -176,7 +176,8 @@ pub fn program(
         if is_leaf(id) {
             match value(id) {
                 Some(data) => {
-                    let items: Vec<String> = (0..data.len()).map(|i| literal(data.get(i))).collect();
+                    let items: Vec<String> =
+                        (0..data.len()).map(|i| literal(data.get(i))).collect();
                     let _ = writeln!(
                         s,
                         "    let {v} = Array::<{}>::from_slice(&[{}], &{:?}); // {what}",

@@ -27,8 +27,12 @@ pub fn map_at(map: &IndexMap, shape: &[usize], d: usize) -> usize {
     match map {
         IndexMap::Contiguous => d,
         IndexMap::Strided { offset, strides } => {
-            (offset + strides.iter().zip(&idx).map(|(s, &i)| s * i as isize).sum::<isize>())
-                as usize
+            (offset
+                + strides
+                    .iter()
+                    .zip(&idx)
+                    .map(|(s, &i)| s * i as isize)
+                    .sum::<isize>()) as usize
         }
         IndexMap::Folded { dims } => dims
             .iter()
@@ -72,11 +76,20 @@ impl Inner {
             debug_assert_eq!(f.role, FormalRole::Output);
             bindings.push(self.sched.new_buffer());
         }
-        let spills: Vec<_> = plan.steps.iter().map(|s| bindings[s.spill as usize]).collect();
+        let spills: Vec<_> = plan
+            .steps
+            .iter()
+            .map(|s| bindings[s.spill as usize])
+            .collect();
         let params = plan
             .steps
             .iter()
-            .map(|s| s.params.iter().map(|&p| capture.params[p as usize]).collect())
+            .map(|s| {
+                s.params
+                    .iter()
+                    .map(|&p| capture.params[p as usize])
+                    .collect()
+            })
             .collect();
         self.hand_off(Submission {
             origin: Origin::Debug,
@@ -135,16 +148,18 @@ impl Stepped {
             // The node the step computes, its elements, and whether the kernel stores it.
             let (node, at, elems, stored) = match (step.instr, step.reduction) {
                 (Some(i), _) => {
-                    let (node, at): (Option<NodeId>, Vec<usize>) = match (&k.instrs[i], &self.capture.members[i]) {
-                        (_, Some((id, map))) => {
-                            (Some(*id), elements.iter().map(|&d| map_at(map, shape, d)).collect())
-                        }
-                        (Instr::Load { input, map, .. }, None) => (
-                            Some(self.capture.input_nodes[*input as usize]),
-                            elements.iter().map(|&d| map_at(map, shape, d)).collect(),
-                        ),
-                        _ => (None, elements.clone()),
-                    };
+                    let (node, at): (Option<NodeId>, Vec<usize>) =
+                        match (&k.instrs[i], &self.capture.members[i]) {
+                            (_, Some((id, map))) => (
+                                Some(*id),
+                                elements.iter().map(|&d| map_at(map, shape, d)).collect(),
+                            ),
+                            (Instr::Load { input, map, .. }, None) => (
+                                Some(self.capture.input_nodes[*input as usize]),
+                                elements.iter().map(|&d| map_at(map, shape, d)).collect(),
+                            ),
+                            _ => (None, elements.clone()),
+                        };
                     let stored = k
                         .stores
                         .iter()
@@ -160,14 +175,25 @@ impl Stepped {
                     let mut results: Vec<usize> = elements.iter().map(|&d| d / inner).collect();
                     results.dedup();
                     let node = self.capture.outputs[red.output as usize];
-                    (Some(node), results.clone(), results, Some(red.output as usize))
+                    (
+                        Some(node),
+                        results.clone(),
+                        results,
+                        Some(red.output as usize),
+                    )
                 }
                 _ => unreachable!("a step is an instruction or a reduction"),
             };
             let info = node.and_then(|id| self.capture.nodes.get(&id));
             let reference = info.and_then(|n| n.reference.as_ref()).map(|r| {
                 at.iter()
-                    .map(|&j| if j < r.len() { r.get(j).as_f64() } else { f64::NAN })
+                    .map(|&j| {
+                        if j < r.len() {
+                            r.get(j).as_f64()
+                        } else {
+                            f64::NAN
+                        }
+                    })
                     .collect()
             });
             out.push(StepRecord {
