@@ -430,3 +430,38 @@ fn divergence_names_the_planted_op_on_every_executor() {
     let first = text.lines().find(|l| l.contains("from_slice")).unwrap();
     assert!(first.contains(&format!("{:?}", xa[0])) || first.contains(&format!("{:?}", xb[0])));
 }
+
+#[test]
+fn a_kernel_input_that_already_differed_is_traced_to_the_kernel_computing_it() {
+    let _s = scope();
+    let mut rng = Lcg(0x0be7_0024);
+    let (xa, xb) = (rng.values(N), rng.values(COLS));
+    let a = Array::from_slice(&xa, &[ROWS, COLS]);
+    let b = Array::from_slice(&xb, &[COLS]);
+    inject_fault(Some(BinaryOp::Mul));
+    // Two kernels: the first computes and stores `t2` (planted `mul`), the second reads it.
+    let t1 = (&a + &b).tanh();
+    let l_mul = line!() + 1;
+    let t2 = &t1 * &a;
+    Runtime::execute();
+    let l_sub = line!() + 1;
+    let t3 = t2.exp() - &b;
+    let _ = t3.to_vec().unwrap();
+    let ds = Runtime::divergences().unwrap();
+    let d = ds
+        .iter()
+        .find(|d| d.mismatch.site.line() == l_sub)
+        .unwrap_or_else(|| panic!("no divergence for the read: {ds:#?}"));
+    assert_eq!(
+        (d.op.as_str(), d.site.file(), d.site.line()),
+        ("mul", file!(), l_mul),
+        "{d}"
+    );
+    let j = d.element;
+    let oracle = (xa[j] as f64 + xb[j % COLS] as f64).tanh() * xa[j] as f64;
+    assert!(
+        (d.reference - oracle).abs() <= 1e-6 * (1.0 + oracle.abs()),
+        "{d}"
+    );
+    assert!(d.program.contains(".tanh()") && !d.program.contains(".exp()"));
+}

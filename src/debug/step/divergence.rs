@@ -90,14 +90,19 @@ impl Inner {
                 tol,
             );
             let Some(f) = fail else { continue };
-            if step
+            // A load that differs: the input already differed, so search the kernel that
+            // computed it (looked up first: the lock is not held while stepping).
+            let load = step
                 .instr
-                .is_some_and(|i| matches!(k.instrs[i], Instr::Load { .. }))
-                && depth < MAX_UPSTREAM
-                && let Some(up) = self.captures.lock().find(node)
+                .is_some_and(|i| matches!(k.instrs[i], Instr::Load { .. }));
+            let upstream = if load && depth < MAX_UPSTREAM {
+                self.captures.lock().find(node)
+            } else {
+                None
+            };
+            if let Some(up) = upstream
                 && !Arc::ptr_eq(&up, &capture)
             {
-                // The input already differed: search the kernel that computed it.
                 return self.narrow_in(up, m, depth + 1);
             }
             let element = at[f.element];
