@@ -195,7 +195,20 @@ fn console_under_tmux() {
     assert_eq!(shown(&answer(&pane, "print v")), v);
     assert_eq!(shown(&answer(&pane, "print v [0:3]")), v[..3]);
     assert_eq!(shown(&answer(&pane, "print $")), w);
-    assert!(answer(&pane, "stepi").contains("not yet available"));
+    // `stepi`: the kernel that computes `w` (with `v`) stepped one IR node at a time at element
+    // 0: the square root of `v` and the product `w`, each stored, with their values.
+    let steps = answer(&pane, "stepi");
+    let value_of = |op: &str| -> f64 {
+        let row = steps
+            .lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some(op))
+            .next_back()
+            .unwrap_or_else(|| panic!("no `{op}` step in:\n{steps}"));
+        row.split_whitespace().nth(3).unwrap().parse().unwrap()
+    };
+    assert_eq!(value_of("sqrt"), v[0] as f64, "{steps}");
+    assert_eq!(value_of("mul"), w[0] as f64, "{steps}");
+    assert!(steps.contains("(stored)"), "{steps}");
     let info = answer(&pane, "info breakpoints");
     assert!(
         info.contains(&format!("debug_demo.rs:{line}")) && info.contains("hits 1"),

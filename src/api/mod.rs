@@ -28,12 +28,14 @@ mod scatter;
 pub mod signal;
 mod slicing;
 mod sort;
+mod step;
 mod view;
 
 pub use crate::debug::breakpoints::{
     ArrayId, Breakpoint, BreakpointId, BreakpointInfo, DebugGuard, DebugMode, Debugger, LiveArray,
     Stop, StopReason, Values,
 };
+pub use crate::debug::step::{Divergence, StepRecord, StepScope};
 pub use crate::debug::{
     CompareConfig, CompareMode, Mismatch, MismatchAction, OpSummary, Tolerance,
 };

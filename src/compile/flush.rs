@@ -73,6 +73,11 @@ pub fn flush_into(
         .into_iter()
         .map(Arc::from)
         .collect();
+    // Stepping: keep the fused kernels with the nodes they compute, before the port table below
+    // drops the intermediates.
+    if rt.stepping() {
+        rt.capture_kernels(fe, &generated, &bindings, &params);
+    }
     // Comparison after computation: each stored result with a reference is checked once its
     // program has run (the read below keeps its buffer alive until then).
     let checks = match &compare {

@@ -28,6 +28,8 @@ pub enum Origin {
     Flush(FlushReason),
     /// A replay of a recorded code reuse section.
     Replay,
+    /// The debugger's micro-kernels (`debug::step`): a fused kernel re-run one op at a time.
+    Debug,
 }
 
 /// An instantiated program sequence, ready to run.

@@ -2,8 +2,10 @@
 //! (`state.rs`, `config.rs`), handles and releases (`handle.rs`), the work queue, when to flush
 //! (`triggers.rs`), the flush itself (`flush.rs`), section replays (`replay.rs`), and the one
 //! hand-off of program sequences to the execution scheduler (`handoff.rs`, with comparison
-//! mode's checks, `checks.rs`) — the hook point for a profiler or a debugger.
+//! mode's checks, `checks.rs`) — the hook point for a profiler or a debugger; the stepper keeps
+//! fused kernels there when stepping is on (`captures.rs`).
 
+mod captures;
 mod checks;
 pub mod config;
 mod flush;

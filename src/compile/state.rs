@@ -78,6 +78,10 @@ pub struct Inner {
     /// Whether comparison mode is on (the record path's cheap check).
     pub compare_on: std::sync::atomic::AtomicBool,
     pub report: Arc<crate::debug::checker::Report>,
+    /// Whether flushes keep their fused kernels for stepping (`Runtime::set_stepping`).
+    pub stepping_on: std::sync::atomic::AtomicBool,
+    /// The fused kernels kept for stepping and the divergences found (`debug::step`).
+    pub captures: Mutex<crate::debug::step::capture::Captures>,
     checker: OnceLock<crossbeam_channel::Sender<crate::debug::checker::CheckJob>>,
     /// The user's error handlers, oldest first (the seed's error-handler stack).
     pub error_handlers: Mutex<Vec<ErrorHandler>>,
@@ -172,6 +176,8 @@ impl Inner {
             ),
             compare: parking_lot::RwLock::new(crate::debug::CompareConfig::from_env()),
             report: Arc::new(Default::default()),
+            stepping_on: std::sync::atomic::AtomicBool::new(false),
+            captures: Mutex::new(Default::default()),
             checker: OnceLock::new(),
             error_handlers: Mutex::new(Vec::new()),
         }

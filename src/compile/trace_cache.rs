@@ -30,6 +30,8 @@ pub struct CachedTrace {
     params: Vec<Vec<u32>>,
     eliminated: usize,
     recomputed: Vec<u32>,
+    /// Each program's members (`Generated::members`), the nodes as entries of the key.
+    members: Vec<Vec<Option<(u32, crate::proggen::kernel::IndexMap)>>>,
 }
 
 impl CachedTrace {
@@ -61,6 +63,18 @@ impl CachedTrace {
                 .collect::<Option<_>>()?,
             eliminated: g.eliminated,
             recomputed: g.recomputed.iter().map(entry).collect::<Option<_>>()?,
+            members: g
+                .members
+                .iter()
+                .map(|p| {
+                    p.iter()
+                        .map(|m| match m {
+                            None => Some(None),
+                            Some((id, map)) => Some(Some((entry(id)?, map.clone()))),
+                        })
+                        .collect::<Option<_>>()
+                })
+                .collect::<Option<_>>()?,
         })
     }
 
@@ -93,6 +107,18 @@ impl CachedTrace {
                 .recomputed
                 .iter()
                 .map(|&e| key.entries[e as usize])
+                .collect(),
+            members: self
+                .members
+                .iter()
+                .map(|p| {
+                    p.iter()
+                        .map(|m| {
+                            m.as_ref()
+                                .map(|(e, map)| (key.entries[*e as usize], map.clone()))
+                        })
+                        .collect()
+                })
                 .collect(),
         }
     }

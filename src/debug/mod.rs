@@ -5,6 +5,7 @@
 //! is then stored, so every op is checked) or synchronously when a read copies data out.
 //! Mismatches are reported with the op, its call site, the element and both values.
 //! Breakpoints, watchpoints, the debugger's modes and its console are in `breakpoints`.
+//! Stepping inside fused kernels and the first diverging op of a mismatch are in `step`.
 
 pub mod breakpoints;
 pub mod checker;
@@ -12,6 +13,7 @@ pub mod compare;
 pub mod conditioning;
 mod hooks;
 pub mod reference;
+pub mod step;
 
 pub use compare::{Tolerance, Verdict};
 

@@ -75,6 +75,13 @@ pub(crate) enum SchedMsg {
         reply: Sender<Result<()>>,
     },
     Release(BufferId),
+    /// Keep (`true`) or stop keeping (`false`) a buffer past its release: a pin counts as a use,
+    /// so a released, pinned buffer is freed at its unpin (the debugger's stepper re-reads a
+    /// fused kernel's inputs after the flush that ran it).
+    Pin {
+        buf: BufferId,
+        pin: bool,
+    },
     /// Reply once everything submitted before has completed.
     Barrier(Sender<()>),
     /// An executor finished a task.
@@ -342,6 +349,10 @@ impl Scheduler {
     pub fn release(&self, buf: BufferId) {
         self.send(SchedMsg::Release(buf));
     }
+    /// Keeps `buf` past its release until the matching `pin(buf, false)` (see [`SchedMsg::Pin`]).
+    pub fn pin(&self, buf: BufferId, pin: bool) {
+        self.send(SchedMsg::Pin { buf, pin });
+    }
     /// Blocks until the buffer's value is computed, then returns it.
     pub fn read(&self, buf: BufferId) -> Result<Arc<TypedVec>> {
         let (reply, rx) = crossbeam_channel::bounded(1);
@@ -568,6 +579,18 @@ impl SchedulerLoop {
                 );
             }
             SchedMsg::Submit(inst) => self.submit(inst),
+            SchedMsg::Pin { buf, pin: true } => {
+                self.buffers
+                    .entry(buf)
+                    .or_insert_with(|| BufState::new(Status::Unwritten, 0))
+                    .uses += 1;
+            }
+            SchedMsg::Pin { buf, pin: false } => {
+                if let Some(s) = self.buffers.get_mut(&buf) {
+                    s.uses = s.uses.saturating_sub(1);
+                    self.maybe_free(buf);
+                }
+            }
             SchedMsg::Read { buf, reply } => self.read(buf, reply),
             SchedMsg::BindExternal { buf, ptr } => {
                 let mut s = BufState::new(Status::Unwritten, 0);

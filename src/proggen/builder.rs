@@ -74,6 +74,11 @@ impl ValueKey {
     }
 }
 
+/// The IR node an instruction of a fused kernel computes and where: the node's linear index at
+/// each domain element (`None` for a load of an input). The debugger's stepper compares each
+/// instruction's values with its node's reference through this map.
+pub type Member = Option<(NodeId, super::kernel::IndexMap)>;
+
 /// Why a root could not be added.
 #[derive(Debug)]
 pub struct DoesNotFit;
@@ -90,6 +95,8 @@ pub struct KernelBuilder<'a> {
     has_reduction: bool,
     instrs: Vec<Instr>,
     sites: Vec<Site>,
+    /// The node (and its position in the domain) each instruction computes; `None` for loads.
+    members: Vec<Option<(NodeId, Pos)>>,
     value_dtypes: Vec<DType>,
     memo: AHashMap<(NodeId, Pos), Reg>,
     journal: Vec<(NodeId, Pos)>,
@@ -126,6 +133,7 @@ impl<'a> KernelBuilder<'a> {
             has_reduction: false,
             instrs: Vec::new(),
             sites: Vec::new(),
+            members: Vec::new(),
             value_dtypes: Vec::new(),
             memo: AHashMap::new(),
             journal: Vec::new(),
@@ -217,6 +225,7 @@ impl<'a> KernelBuilder<'a> {
             Err(e) => {
                 self.instrs.truncate(mark.0);
                 self.sites.truncate(mark.0);
+                self.members.truncate(mark.0);
                 self.value_dtypes.truncate(mark.0);
                 for key in self.journal.drain(mark.1..) {
                     self.memo.remove(&key);
@@ -254,6 +263,7 @@ impl<'a> KernelBuilder<'a> {
         }
         self.instrs.push(instr);
         self.sites.push(site);
+        self.members.push(None);
         self.value_dtypes.push(dtype);
         reg
     }
@@ -461,16 +471,40 @@ impl<'a> KernelBuilder<'a> {
             }
             Op::Reduce { .. } | Op::Intrinsic(_) | Op::Source => return Err(DoesNotFit),
         };
+        // The instruction just emitted for this node (not a view of its input, a load or a value
+        // numbered onto an earlier instruction) computes it: the stepper's member.
+        let computes = !matches!(
+            n.op,
+            Op::Broadcast
+                | Op::Permute(_)
+                | Op::Slice { .. }
+                | Op::Fold { .. }
+                | Op::Reshape
+                | Op::Tile
+        );
+        if computes && reg as usize + 1 == self.instrs.len() && self.members[reg as usize].is_none()
+        {
+            self.members[reg as usize] = Some((id, pos.clone()));
+        }
         Ok(reg)
     }
 
-    /// Finishes the kernel: allocates registers and returns it with its input and output nodes.
-    /// Finishes the kernel; also returns its input nodes, output nodes and parameter nodes.
+    /// Finishes the kernel: allocates registers and returns it with its input nodes, output
+    /// nodes, parameter nodes and members (see [`Member`]).
     #[allow(clippy::type_complexity)]
-    pub fn finish(self) -> (FusedKernel, Vec<NodeId>, Vec<NodeId>, Vec<NodeId>) {
+    pub fn finish(
+        self,
+    ) -> (
+        FusedKernel,
+        Vec<NodeId>,
+        Vec<NodeId>,
+        Vec<NodeId>,
+        Vec<Member>,
+    ) {
         let KernelBuilder {
             mut instrs,
             sites,
+            members,
             value_dtypes,
             mut stores,
             mut reductions,
@@ -510,6 +544,12 @@ impl<'a> KernelBuilder<'a> {
             params: params.iter().map(|&(_, k)| k).collect(),
         };
         let param_nodes = params.into_iter().map(|(id, _)| id).collect();
-        (kernel, inputs, outputs, param_nodes)
+        let members = members
+            .into_iter()
+            .map(|m| {
+                m.map(|(id, pos)| (id, pos.to_linear(&nodes[&id].shape, &kernel.domain.shape)))
+            })
+            .collect();
+        (kernel, inputs, outputs, param_nodes, members)
     }
 }

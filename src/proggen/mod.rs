@@ -5,6 +5,7 @@
 
 pub mod builder;
 pub mod codegen;
+pub mod fault;
 pub mod kernel;
 pub mod liveness;
 pub mod pos;
@@ -58,6 +59,9 @@ pub struct Generated {
     /// Pending nodes the kernels compute without storing (see `liveness`: a later flush that
     /// needs one again stores it).
     pub recomputed: Vec<NodeId>,
+    /// For each program, the node each instruction of its fused kernel computes (empty for an
+    /// intrinsic), for the debugger's stepper (`debug::step`).
+    pub members: Vec<Vec<builder::Member>>,
 }
 
 /// Generates the program sequence for `entries`, all of which are taken from the queue.
@@ -73,6 +77,7 @@ pub fn generate(
     let mut inputs = Vec::new();
     let mut stored = Vec::new();
     let mut params: Vec<Vec<NodeId>> = Vec::new();
+    let mut members: Vec<Vec<builder::Member>> = Vec::new();
     let mut done: AHashSet<NodeId> = AHashSet::new();
 
     let mut formal = |seq: &mut ProgramSequence, id: NodeId| -> FormalId {
@@ -139,6 +144,7 @@ pub fn generate(
                     sites: vec![n.site],
                 });
                 params.push(Vec::new());
+                members.push(Vec::new());
                 done.insert(id);
                 remaining.remove(i);
                 progressed = true;
@@ -200,8 +206,9 @@ pub fn generate(
                 .map(|i| (nodes[i].op.clone(), nodes[i].state, nodes[i].queued))
                 .collect::<Vec<_>>()
         );
-        let (kernel, k_inputs, k_outputs, k_params) = kb.finish();
+        let (kernel, k_inputs, k_outputs, k_params, k_members) = kb.finish();
         params.push(k_params);
+        members.push(k_members);
         let ins: Vec<FormalId> = k_inputs.iter().map(|&i| formal(&mut seq, i)).collect();
         let outs: Vec<FormalId> = k_outputs.iter().map(|&o| formal(&mut seq, o)).collect();
         let len = kernel.domain.len();
@@ -234,5 +241,6 @@ pub fn generate(
         params,
         eliminated,
         recomputed: a.recomputed,
+        members,
     }
 }

@@ -17,7 +17,9 @@ commands at a stop:
   set <name|#id>[i,j] = v    set one element; `set <name|#id> = v` sets every element,
                              `set <name|#id> = v1, v2, ...` all of them in order
   step                       run to the next API call that records a result
-  stepi                      step inside a fused kernel (micro-kernels)
+  stepi [name|#id] [i]       step inside the fused kernel that computed the array (the
+                             stop's by default) one IR node at a time, showing element i
+                             (0 by default) of each node; computes a pending array first
   continue                   run to the next breakpoint (also: c)
   break <file:line>          add a breakpoint
   delete <n>                 delete breakpoint n
@@ -109,6 +111,48 @@ fn where_text(stop: &Stop) -> String {
     format!("stopped at {} ({why}): {what}", stop.site())
 }
 
+/// `stepi [name|#id] [i]`: the kernel's micro-kernel steps at element `i` of the array.
+fn stepi(stop: &Stop, rest: &str) -> String {
+    let mut words = rest.split_whitespace();
+    let (mut id, mut element) = (stop.array(), 0usize);
+    for w in words.by_ref() {
+        if let Ok(i) = w.parse::<usize>() {
+            element = i;
+        } else {
+            match stop.find(w) {
+                Some(found) => id = found,
+                None => return format!("stepi: no array `{w}` (try `list`)"),
+            }
+        }
+    }
+    match stop.step_kernel(id, crate::StepScope::Element(element)) {
+        Err(e) => format!("stepi: {e}"),
+        Ok(steps) => {
+            let mut s = format!(
+                "kernel of {id}, element {element}: {} steps\nstep  op         site                           value            reference",
+                steps.len()
+            );
+            for r in &steps {
+                let v = r.values.first().map_or("-".to_string(), |v| format!("{v}"));
+                let rf = r
+                    .reference
+                    .as_ref()
+                    .and_then(|x| x.first())
+                    .map_or("-".to_string(), |v| format!("{v}"));
+                let stored = if r.stored.is_some() { " (stored)" } else { "" };
+                s.push_str(&format!(
+                    "\n{:<5} {:<10} {:<30} {:<16} {rf}{stored}",
+                    r.step,
+                    r.op,
+                    r.site.to_string(),
+                    v
+                ));
+            }
+            s
+        }
+    }
+}
+
 fn command(stop: &mut Stop, line: &str) -> Flow {
     let (cmd, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let rest = rest.trim();
@@ -130,9 +174,7 @@ fn command(stop: &mut Stop, line: &str) -> Flow {
             stop.step();
             return Flow::Resume(String::new());
         }
-        "stepi" | "si" => "stepi: stepping inside a fused kernel (micro-kernels) is not yet \
-                           available in this build; use `step` to run one API call"
-            .to_string(),
+        "stepi" | "si" => stepi(stop, rest),
         "continue" | "c" | "cont" => return Flow::Resume(String::new()),
         "break" | "b" => match parse_location(rest) {
             Some((file, line)) => {

@@ -344,6 +344,8 @@ pub struct Debugger {
     mode: DebugMode,
     names: Vec<(NodeId, String)>,
     on_stop: Option<Callback>,
+    /// Fused kernels to keep for stepping while attached (0: leave the setting as it is).
+    keep_kernels: usize,
 }
 
 impl Default for Debugger {
@@ -360,12 +362,16 @@ impl Debugger {
             mode: DebugMode::NonIntrusive,
             names: Vec::new(),
             on_stop: None,
+            keep_kernels: 0,
         }
     }
     /// The console front end: at a stop it prompts on the terminal (stdin/stdout); `help` lists
-    /// its commands.
+    /// its commands. It keeps the last 8 fused kernels for `stepi`
+    /// ([`crate::Runtime::set_stepping`]) unless more are kept already.
     pub fn console() -> Debugger {
-        Debugger::new().on_stop(console::Console::new().into_callback())
+        let mut d = Debugger::new().on_stop(console::Console::new().into_callback());
+        d.keep_kernels = 8;
+        d
     }
     /// What `ARRAYFLOW_DEBUG` asks for (`console`, `console:intrusive`, `console:reproducible`),
     /// with the breakpoints of `ARRAYFLOW_BREAK=file:line,...`; `None` if it is unset.
@@ -424,6 +430,9 @@ impl Debugger {
     }
     /// Attaches it (what [`crate::Runtime::debug`] does): it replaces a debugger attached before.
     pub(crate) fn attach(self) -> DebugGuard {
+        if self.keep_kernels > crate::compile::Inner::get().captures.lock().keep {
+            crate::Runtime::set_stepping(self.keep_kernels);
+        }
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
         let mut s = Session {
             generation,

@@ -815,6 +815,11 @@ fn element_body(l: &Lowered, t: Target, access: Access) -> String {
             _ => rhs(step, t),
         };
         let _ = writeln!(s, "r{} = {value};", step.dst);
+        if let StepOp::Binary { op, .. } = step.op
+            && let Some(plant) = crate::proggen::fault::planted(op, step.ty, step.dst, true)
+        {
+            let _ = writeln!(s, "{plant}");
+        }
         if let Some(code) = step.fault {
             let _ = writeln!(s, "if (bad != 0u) {{ fault = {code}u; bad = 0u; }}");
         }

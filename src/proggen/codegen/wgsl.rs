@@ -608,6 +608,11 @@ fn body(l: &Lowered, pad: &str, access: Access) -> String {
             }
         };
         let _ = writeln!(e, "{pad}r{} = {rhs};", step.dst);
+        if let StepOp::Binary { op, .. } = step.op
+            && let Some(plant) = crate::proggen::fault::planted(op, step.ty, step.dst, false)
+        {
+            let _ = writeln!(e, "{pad}{plant}");
+        }
         if let Some(code) = step.fault {
             let _ = writeln!(
                 e,

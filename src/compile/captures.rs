@@ -1,0 +1,74 @@
+//! The debugger's stepping hook in the flush: with stepping on (`Runtime::set_stepping`), each
+//! fused kernel of the sequence is kept (`debug::step::capture`) with its parameter values, its
+//! input buffers (pinned in the scheduler until the capture is evicted) and the flush's nodes, so
+//! it can be re-run one operation at a time later. Off, this costs one atomic load per flush.
+
+use super::state::{FrontEnd, Inner};
+use crate::debug::step::capture::KernelCapture;
+use crate::exec::BufferId;
+use crate::ir::NodeId;
+use crate::proggen::Generated;
+use crate::proggen::sequence::Kernel;
+use ahash::AHashMap;
+use std::sync::Arc;
+
+impl Inner {
+    /// Whether fused kernels are kept for stepping.
+    pub(crate) fn stepping(&self) -> bool {
+        self.stepping_on.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Keeps the fused kernels of a flush about to be handed off (stepping on).
+    pub(crate) fn capture_kernels(
+        &self,
+        fe: &FrontEnd,
+        g: &Generated,
+        bindings: &[BufferId],
+        params: &[Arc<[u64]>],
+    ) {
+        let node_of: AHashMap<u32, NodeId> = g.inputs.iter().chain(&g.stored).copied().collect();
+        // The flush's nodes and the inputs they read, as recorded (before the port table drops
+        // the intermediates).
+        let mut nodes = AHashMap::new();
+        for id in &g.processed {
+            if let Some(n) = fe.nodes.get(id) {
+                for i in &n.inputs {
+                    if let Some(input) = fe.nodes.get(i) {
+                        nodes.entry(*i).or_insert_with(|| input.clone());
+                    }
+                }
+                nodes.insert(*id, n.clone());
+            }
+        }
+        for &(_, id) in &g.inputs {
+            if let Some(n) = fe.nodes.get(&id) {
+                nodes.entry(id).or_insert_with(|| n.clone());
+            }
+        }
+        let nodes = Arc::new(nodes);
+        let mut unpin = Vec::new();
+        for (pi, p) in g.sequence.programs.iter().enumerate() {
+            if !matches!(&*p.kernel, Kernel::Fused(_)) {
+                continue;
+            }
+            let inputs: Vec<BufferId> = p.inputs.iter().map(|&f| bindings[f as usize]).collect();
+            for &b in &inputs {
+                self.sched.pin(b, true);
+            }
+            let cap = KernelCapture {
+                kernel: p.kernel.clone(),
+                launch: p.launch.clone(),
+                params: params[pi].clone(),
+                input_nodes: p.inputs.iter().map(|f| node_of[f]).collect(),
+                outputs: p.outputs.iter().map(|f| node_of[f]).collect(),
+                inputs,
+                members: g.members[pi].clone(),
+                nodes: nodes.clone(),
+            };
+            unpin.extend(self.captures.lock().push(cap));
+        }
+        for b in unpin {
+            self.sched.pin(b, false);
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! What the stepper keeps of a fused kernel when stepping is on (`Runtime::set_stepping`): the
+//! kernel, its launch and parameter values, its input buffers (pinned in the scheduler, so they
+//! outlive their release), the IR node each instruction computes, and the nodes of the flush that
+//! ran it. The last few kernels are kept, most recent last; evicting one unpins its inputs.
+
+use super::report::Divergence;
+use crate::exec::BufferId;
+use crate::ir::{NodeId, NodeInfo};
+use crate::proggen::builder::Member;
+use crate::proggen::kernel::FusedKernel;
+use crate::proggen::sequence::{Kernel, LaunchSpec};
+use ahash::AHashMap;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// One fused kernel as it ran, kept for stepping.
+pub struct KernelCapture {
+    /// The program's kernel (always [`Kernel::Fused`]).
+    pub kernel: Arc<Kernel>,
+    pub launch: LaunchSpec,
+    /// Its parameter values (constants, random streams), by slot.
+    pub params: Arc<[u64]>,
+    /// The buffer bound to each kernel input (pinned while the capture is kept).
+    pub inputs: Vec<BufferId>,
+    /// The IR node of each kernel input.
+    pub input_nodes: Vec<NodeId>,
+    /// The IR node of each kernel output.
+    pub outputs: Vec<NodeId>,
+    /// The node each instruction computes (`None` for loads).
+    pub members: Vec<Member>,
+    /// The flush's nodes as they were recorded (ops, inputs, shapes, call sites, references):
+    /// the processed nodes and the kernel's inputs, for the reference values and the
+    /// reproducing program.
+    pub nodes: Arc<AHashMap<NodeId, NodeInfo>>,
+}
+
+impl KernelCapture {
+    /// The fused kernel.
+    pub fn fused(&self) -> &FusedKernel {
+        match &*self.kernel {
+            Kernel::Fused(k) => k,
+            Kernel::Intrinsic(_) => unreachable!("only fused kernels are captured"),
+        }
+    }
+}
+
+/// The kernels kept for stepping, and the divergences found so far.
+#[derive(Default)]
+pub struct Captures {
+    /// Kernels kept at most (0: stepping is off).
+    pub keep: usize,
+    kernels: VecDeque<Arc<KernelCapture>>,
+    /// First diverging ops found for comparison mode's mismatches, by the mismatch's order.
+    pub divergences: Vec<(u64, Option<Divergence>)>,
+}
+
+impl Captures {
+    /// Keeps `c`; returns the input buffers of the kernels it evicts, to unpin.
+    pub fn push(&mut self, c: KernelCapture) -> Vec<BufferId> {
+        self.kernels.push_back(Arc::new(c));
+        self.trim()
+    }
+
+    /// Keeps at most `keep` kernels from now on; returns the buffers to unpin.
+    pub fn set_keep(&mut self, keep: usize) -> Vec<BufferId> {
+        self.keep = keep;
+        self.trim()
+    }
+
+    fn trim(&mut self) -> Vec<BufferId> {
+        let mut unpin = Vec::new();
+        while self.kernels.len() > self.keep {
+            if let Some(c) = self.kernels.pop_front() {
+                unpin.extend(c.inputs.iter().copied());
+            }
+        }
+        unpin
+    }
+
+    /// The most recent kernel that stored `id`, else the most recent that computed it inside.
+    pub fn find(&self, id: NodeId) -> Option<Arc<KernelCapture>> {
+        let newest = || self.kernels.iter().rev();
+        newest()
+            .find(|c| c.outputs.contains(&id))
+            .or_else(|| newest().find(|c| c.members.iter().flatten().any(|(n, _)| *n == id)))
+            .cloned()
+    }
+}

@@ -1,0 +1,88 @@
+//! What stepping and the divergence search hand to the application: the scope a step covers
+//! ([`StepScope`]), each micro-kernel's values ([`StepRecord`]) and the first diverging op of a
+//! mismatch ([`Divergence`]).
+
+use crate::debug::Mismatch;
+use crate::ir::{DType, Site};
+
+/// Which elements of a fused kernel's domain a step reports.
+///
+/// The micro-kernels always run over the kernel's whole domain (no executor launches a kernel at
+/// an offset); the scope picks the elements whose values are read back into each
+/// [`StepRecord`]. For a reduction step it picks the results whose reduced elements meet the
+/// scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepScope {
+    /// One element of the domain (a work item): its row-major linear index.
+    Element(usize),
+    /// One work unit: the CPU's tile `g`, elements `g * tile .. (g + 1) * tile` of the domain
+    /// (the kernel's launch tile; a GPU's work-groups are cut differently).
+    Group(usize),
+    /// The domain elements in this range.
+    Range(std::ops::Range<usize>),
+    /// Every element.
+    All,
+}
+
+/// One micro-kernel's result: one instruction of the fused kernel (or its final reduction) run
+/// alone, its value spilled to a typed buffer and read back at the scope's elements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRecord {
+    /// The step's position: the instruction's index in the fused kernel, then its reductions.
+    pub step: usize,
+    /// The operation (`load`, `const`, `random`, a generator's name, an element-wise op's name
+    /// such as `add` or `exp`, `select`, `cast`, or a reduction such as `sum`).
+    pub op: String,
+    /// The user's call site of the IR node the step computes (for a load, of the loaded array).
+    pub site: Site,
+    /// The element type of the step's value.
+    pub dtype: DType,
+    /// The shape of the IR node the step computes (for a load, of the loaded array).
+    pub shape: Vec<usize>,
+    /// The kernel output it is stored to, if the fused kernel stores it.
+    pub stored: Option<usize>,
+    /// The domain elements reported (for a reduction step: the result indices).
+    pub elements: Vec<usize>,
+    /// The element of the node (its row-major linear index) each value belongs to.
+    pub at: Vec<usize>,
+    /// The values, as f64 (bools 0/1, complex numbers their real part).
+    pub values: Vec<f64>,
+    /// The values' exact bits (`f32` bits zero-extended, as kernel parameters carry them).
+    pub bits: Vec<u64>,
+    /// The node's reference values at `at`, when comparison mode recorded them.
+    pub reference: Option<Vec<f64>>,
+}
+
+/// The first IR node of a fused kernel whose value differs from its reference, found by
+/// stepping the kernel's micro-kernels on the executor that ran it (`Runtime::divergences`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Divergence {
+    /// The mismatch comparison mode reported (on the kernel's result).
+    pub mismatch: Mismatch,
+    /// The diverging op's name (`load` when the kernel's input already differed and the kernel
+    /// that computed it is no longer kept).
+    pub op: String,
+    /// Where the diverging op was recorded.
+    pub site: Site,
+    /// The first differing element of the op's result (row-major linear index).
+    pub element: usize,
+    /// The micro-kernel's value there.
+    pub optimised: f64,
+    /// The reference value there.
+    pub reference: f64,
+    /// Its step in the fused kernel (see [`StepRecord::step`]).
+    pub step: usize,
+    /// A minimal reproducing program: the ops that feed the diverging op, as Rust code on the
+    /// public API, its inputs written out as `Array::from_slice` of their values.
+    pub program: String,
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: `{}` is the first op that differs from its reference (step {} of the fused kernel) at element {}: optimised {}, reference {}",
+            self.site, self.op, self.step, self.element, self.optimised, self.reference
+        )
+    }
+}

@@ -1,0 +1,215 @@
+//! Running a kept fused kernel one operation at a time: its micro-kernels (`micro.rs`) go
+//! through the one hand-off as a program sequence of their own, so the scheduler routes them to
+//! the executor that ran the fused kernel and every executor runs them by its normal path; their
+//! spill buffers are read back, then released.
+
+use super::capture::KernelCapture;
+use super::micro::{self, MicroPlan};
+use super::report::{StepRecord, StepScope};
+use crate::compile::{Inner, Origin, Submission};
+use crate::error::{Error, ErrorKind, Result};
+use crate::exec::TypedVec;
+use crate::ir::{NodeId, Site};
+use crate::proggen::kernel::{IndexMap, Instr};
+use crate::proggen::sequence::FormalRole;
+use std::sync::Arc;
+
+/// A kept kernel run micro-kernel by micro-kernel: the plan and each step's spilled values.
+pub struct Stepped {
+    pub capture: Arc<KernelCapture>,
+    pub plan: MicroPlan,
+    pub values: Vec<Arc<TypedVec>>,
+}
+
+/// The linear index `map` selects at domain element `d` of a domain of `shape`.
+pub fn map_at(map: &IndexMap, shape: &[usize], d: usize) -> usize {
+    let idx = crate::ir::unravel(d, shape);
+    match map {
+        IndexMap::Contiguous => d,
+        IndexMap::Strided { offset, strides } => {
+            (offset
+                + strides
+                    .iter()
+                    .zip(&idx)
+                    .map(|(s, &i)| s * i as isize)
+                    .sum::<isize>()) as usize
+        }
+        IndexMap::Folded { dims } => dims
+            .iter()
+            .map(|f| f.at(&idx) * f.stride as isize)
+            .sum::<isize>() as usize,
+    }
+}
+
+impl Inner {
+    /// Computes node `id` if it is pending, then re-runs the kept fused kernel that computed it
+    /// as micro-kernels on the same executor.
+    pub fn step_node(&self, id: NodeId, site: Site) -> Result<Stepped> {
+        if self.front().nodes.get(&id).is_some_and(|n| n.is_pending()) {
+            self.read_node(id, site)?;
+        }
+        let capture = self.captures.lock().find(id).ok_or_else(|| {
+            let why = if self.stepping() {
+                "no kept fused kernel computed this array (it was computed by an intrinsic, by a replayed code reuse section, before stepping was switched on, or longer ago than the kept kernels)"
+            } else {
+                "stepping is off, so no fused kernel was kept"
+            };
+            Error::new(ErrorKind::Argument, why.to_string())
+                .at(site)
+                .hint("call Runtime::set_stepping(n) before the flush that computes the array; it keeps the last n fused kernels")
+        })?;
+        self.run_micro(capture)
+    }
+
+    /// Runs the micro-kernels of a kept kernel and reads their spill buffers.
+    pub fn run_micro(&self, capture: Arc<KernelCapture>) -> Result<Stepped> {
+        let k = capture.fused();
+        let lens: Vec<usize> = capture
+            .input_nodes
+            .iter()
+            .zip(&k.inputs)
+            .map(|(n, _)| capture.nodes.get(n).map_or(0, |n| n.len()))
+            .collect();
+        let plan = micro::plan(k, &lens, capture.launch.tile);
+        let mut bindings = capture.inputs.clone();
+        for f in &plan.seq.formals[bindings.len()..] {
+            debug_assert_eq!(f.role, FormalRole::Output);
+            bindings.push(self.sched.new_buffer());
+        }
+        let spills: Vec<_> = plan
+            .steps
+            .iter()
+            .map(|s| bindings[s.spill as usize])
+            .collect();
+        let params = plan
+            .steps
+            .iter()
+            .map(|s| {
+                s.params
+                    .iter()
+                    .map(|&p| capture.params[p as usize])
+                    .collect()
+            })
+            .collect();
+        self.hand_off(Submission {
+            origin: Origin::Debug,
+            seq: Arc::new(plan.seq.clone()),
+            bindings,
+            params,
+            checks: Vec::new(),
+            release: Vec::new(),
+            started: std::time::Instant::now(),
+        });
+        let values: Result<Vec<_>> = spills.iter().map(|&b| self.sched.read(b)).collect();
+        for b in spills {
+            self.sched.release(b);
+        }
+        Ok(Stepped {
+            capture,
+            plan,
+            values: values?,
+        })
+    }
+}
+
+impl Stepped {
+    /// The domain elements `scope` picks, checked against the domain; an error names `site`.
+    pub fn elements(&self, scope: &StepScope, site: Site) -> Result<Vec<usize>> {
+        let len = self.capture.fused().domain.len();
+        let tile = self.capture.launch.tile.max(1);
+        let range = match scope {
+            StepScope::All => 0..len,
+            StepScope::Element(e) => *e..e + 1,
+            StepScope::Group(g) => g * tile..((g + 1) * tile).min(len),
+            StepScope::Range(r) => r.clone(),
+        };
+        if range.start >= range.end || range.end > len {
+            return Err(Error::new(
+                ErrorKind::Argument,
+                format!("step scope {scope:?} is outside the kernel's domain of {len} elements"),
+            )
+            .at(site)
+            .hint(format!(
+                "elements are 0..{len} (row-major over the domain), groups 0..{} of {tile} elements",
+                len.div_ceil(tile)
+            )));
+        }
+        Ok(range.collect())
+    }
+
+    /// One record per step at the scope's elements.
+    pub fn records(&self, scope: &StepScope, site: Site) -> Result<Vec<StepRecord>> {
+        let elements = self.elements(scope, site)?;
+        let k = self.capture.fused();
+        let shape = &k.domain.shape;
+        let inner = k.domain.inner.max(1);
+        let mut out = Vec::new();
+        for (n, (step, values)) in self.plan.steps.iter().zip(&self.values).enumerate() {
+            // The node the step computes, its elements, and whether the kernel stores it.
+            let (node, at, elems, stored) = match (step.instr, step.reduction) {
+                (Some(i), _) => {
+                    let (node, at): (Option<NodeId>, Vec<usize>) =
+                        match (&k.instrs[i], &self.capture.members[i]) {
+                            (_, Some((id, map))) => (
+                                Some(*id),
+                                elements.iter().map(|&d| map_at(map, shape, d)).collect(),
+                            ),
+                            (Instr::Load { input, map, .. }, None) => (
+                                Some(self.capture.input_nodes[*input as usize]),
+                                elements.iter().map(|&d| map_at(map, shape, d)).collect(),
+                            ),
+                            _ => (None, elements.clone()),
+                        };
+                    let stored = k
+                        .stores
+                        .iter()
+                        .find(|s| {
+                            s.reg == k.instrs[i].dst()
+                                && k.instrs.iter().rposition(|x| x.dst() == s.reg) == Some(i)
+                        })
+                        .map(|s| s.output as usize);
+                    (node, at, elements.clone(), stored)
+                }
+                (None, Some(r)) => {
+                    let red = &k.reductions[r];
+                    let mut results: Vec<usize> = elements.iter().map(|&d| d / inner).collect();
+                    results.dedup();
+                    let node = self.capture.outputs[red.output as usize];
+                    (
+                        Some(node),
+                        results.clone(),
+                        results,
+                        Some(red.output as usize),
+                    )
+                }
+                _ => unreachable!("a step is an instruction or a reduction"),
+            };
+            let info = node.and_then(|id| self.capture.nodes.get(&id));
+            let reference = info.and_then(|n| n.reference.as_ref()).map(|r| {
+                at.iter()
+                    .map(|&j| {
+                        if j < r.len() {
+                            r.get(j).as_f64()
+                        } else {
+                            f64::NAN
+                        }
+                    })
+                    .collect()
+            });
+            out.push(StepRecord {
+                step: n,
+                op: step.op.clone(),
+                site: info.map_or(step.site, |n| n.site),
+                dtype: step.dtype,
+                shape: info.map_or_else(|| shape.to_vec(), |n| n.shape.to_vec()),
+                stored,
+                values: elems.iter().map(|&e| values.get(e).as_f64()).collect(),
+                bits: elems.iter().map(|&e| values.get(e).bits()).collect(),
+                elements: elems,
+                at,
+                reference,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,467 @@
+//! Stepping inside fused kernels (issue 24, seed 000) and the first diverging op, on whichever
+//! executor the environment picks (tile VM, native tier, PoCL, lavapipe):
+//!
+//! - random fused programs (element-wise chains with broadcasting, constants, selects, casts, and
+//!   a reduction at the end, along the last or the first axis) are stepped one micro-kernel per
+//!   IR node. Asserted: the result read from the fused kernel matches a plain f64 loop; every
+//!   step's values match the reference interpreter's value of its node within `1e-4 (1 + |r|)`;
+//!   the element-wise step the kernel stores is bit-identical to the fused result (no executor
+//!   here contracts or reorders an element-wise op), a reduction step within the rounding of its
+//!   sum; each scope (an element, a work unit, a range) reports the same values as the whole run
+//!   at its elements;
+//! - with one binary op planted wrong (test-only fault injection, in the tile VM and in the
+//!   OpenCL and WGSL renderers) in the middle of a fused chain, the divergence finder names it
+//!   (op and this file's line) on every executor, the ops before it pass, and its reproducing
+//!   program is Rust on the public API naming the ops that feed it.
+//!
+//! Tests run one at a time: fault injection and comparison mode are process-wide.
+
+use arrayflow::debug::inject_fault;
+use arrayflow::ir::BinaryOp;
+use arrayflow::{Array, CompareConfig, CompareMode, MismatchAction, Runtime, StepScope};
+use parking_lot::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const ROWS: usize = 40;
+const COLS: usize = 64;
+const N: usize = ROWS * COLS;
+
+/// A small deterministic generator (the data and the programs are fixed by the seed).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Uniform in [-2, 2).
+    fn value(&mut self) -> f32 {
+        (self.next() as f32 / (1u64 << 31) as f32) * 4.0 - 2.0
+    }
+    fn values(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.value()).collect()
+    }
+}
+
+/// Resets comparison mode, stepping and fault injection when a test ends (also by a failure).
+struct Scope {
+    _lock: parking_lot::MutexGuard<'static, ()>,
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        inject_fault(None);
+        Runtime::set_stepping(0);
+        Runtime::set_compare(None);
+        Runtime::clear_mismatches();
+    }
+}
+
+/// The test lock, with comparison mode on (copy-out, mismatches logged) and stepping on.
+fn scope() -> Scope {
+    let lock = SERIAL.lock();
+    inject_fault(None);
+    Runtime::set_compare(Some(
+        CompareConfig::new(CompareMode::OnCopyOut).action(MismatchAction::Log),
+    ));
+    Runtime::clear_mismatches();
+    Runtime::set_stepping(16);
+    Scope { _lock: lock }
+}
+
+/// The inputs of every program: `a` [ROWS, COLS], `b` [COLS] (broadcast along rows), `c` [ROWS, 1]
+/// (broadcast along columns).
+struct Inputs {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+}
+
+/// One random fused program: the array computed and the f64 oracle of every element (and, for a
+/// sum, the sum of its terms' sizes, which bounds its rounding).
+struct Program {
+    result: Array<f32>,
+    oracle: Vec<f64>,
+    scale: Vec<f64>,
+    last_op: &'static str,
+    reduced: bool,
+}
+
+/// A random chain; `end` 0: a sum along the last axis, 1: a maximum along the first (the
+/// reduced axis is not the innermost), else none.
+fn random_program(rng: &mut Lcg, x: &Inputs, end: usize) -> Program {
+    let a = Array::from_slice(&x.a, &[ROWS, COLS]);
+    let b = Array::from_slice(&x.b, &[COLS]);
+    let c = Array::from_slice(&x.c, &[ROWS, 1]);
+    let mut v = a.clone();
+    let mut o: Vec<f64> = x.a.iter().map(|&t| t as f64).collect();
+    let ops = 3 + rng.below(5);
+    let mut last_op = "";
+    for _ in 0..ops {
+        let (nv, name): (Array<f32>, &'static str) = match rng.below(9) {
+            0 => {
+                o.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, t)| *t += x.b[i % COLS] as f64);
+                (&v + &b, "add")
+            }
+            1 => {
+                o.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, t)| *t *= x.c[i / COLS] as f64);
+                (&v * &c, "mul")
+            }
+            2 => {
+                o.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, t)| *t -= x.a[i] as f64);
+                (&v - &a, "sub")
+            }
+            3 => {
+                o.iter_mut().for_each(|t| *t = (*t * 0.25).exp());
+                ((&v * 0.25f32).exp(), "exp")
+            }
+            4 => {
+                o.iter_mut().for_each(|t| *t = t.abs().sqrt());
+                (v.abs().sqrt(), "sqrt")
+            }
+            5 => {
+                o.iter_mut().for_each(|t| *t = t.tanh());
+                (v.tanh(), "tanh")
+            }
+            6 => {
+                o.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, t)| *t = if *t > 0.5 { *t } else { x.a[i] as f64 });
+                (v.gt(0.5f32).select(&v, &a), "select")
+            }
+            7 => {
+                o.iter_mut().for_each(|t| *t = (*t * 3.0).trunc());
+                ((&v * 3.0f32).cast::<i32>().cast::<f32>(), "cast")
+            }
+            _ => {
+                o.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, t)| *t = t.min(x.b[i % COLS] as f64));
+                (v.minimum(&b), "min")
+            }
+        };
+        v = nv;
+        last_op = name;
+    }
+    match end {
+        0 => {
+            let oracle = (0..ROWS)
+                .map(|r| o[r * COLS..(r + 1) * COLS].iter().sum())
+                .collect();
+            let scale = (0..ROWS)
+                .map(|r| o[r * COLS..(r + 1) * COLS].iter().map(|t| t.abs()).sum())
+                .collect();
+            Program {
+                result: v.sum_axis(1),
+                oracle,
+                scale,
+                last_op: "sum",
+                reduced: true,
+            }
+        }
+        1 => {
+            let oracle = (0..COLS)
+                .map(|col| {
+                    (0..ROWS)
+                        .map(|r| o[r * COLS + col])
+                        .fold(f64::MIN, f64::max)
+                })
+                .collect();
+            Program {
+                result: v.max_axis(0),
+                oracle,
+                scale: vec![0.0; COLS],
+                last_op: "max",
+                reduced: true,
+            }
+        }
+        _ => Program {
+            result: v,
+            scale: vec![0.0; N],
+            oracle: o,
+            last_op,
+            reduced: false,
+        },
+    }
+}
+
+#[test]
+fn stepping_equals_the_fused_kernel_on_random_programs() {
+    let _s = scope();
+    // Stepping off: a clear error at this line.
+    Runtime::set_stepping(0);
+    let early = Array::from_slice(&[1.0f32, 2.0], &[2]).exp();
+    let line = line!() + 1;
+    let err = Runtime::step_kernel(&early, StepScope::All).unwrap_err();
+    assert_eq!(
+        err.site.map(|s| (s.file(), s.line())),
+        Some((file!(), line)),
+        "{err}"
+    );
+    Runtime::set_stepping(16);
+
+    let mut rng = Lcg(0x5eed_0024);
+    let x = Inputs {
+        a: rng.values(N),
+        b: rng.values(COLS),
+        c: rng.values(ROWS),
+    };
+    for program in 0..6 {
+        let p = random_program(&mut rng, &x, program % 3);
+        let fused = p.result.to_vec().unwrap();
+        // The fused kernel against the f64 oracle.
+        for (i, (&f, &o)) in fused.iter().zip(&p.oracle).enumerate() {
+            let allowed = 2e-4 * (1.0 + o.abs() + p.scale[i]);
+            assert!(
+                (f as f64 - o).abs() <= allowed,
+                "program {program}: fused result {i}: {f} vs oracle {o}"
+            );
+        }
+        let all = Runtime::step_kernel(&p.result, StepScope::All).unwrap();
+        let ops: Vec<&str> = all.iter().map(|r| r.op.as_str()).collect();
+        println!("program {program} on {}: {ops:?}", Runtime::executor());
+        let last = all.last().unwrap();
+        assert_eq!(last.op, p.last_op, "program {program}: {all:#?}");
+        assert_eq!(last.stored, Some(0));
+        assert_eq!(last.site.file(), file!());
+        let stored: Vec<_> = all.iter().filter(|r| r.stored.is_some()).collect();
+        assert!(!stored.is_empty());
+        for r in &all {
+            // Every step against the reference interpreter's value of its node (the uploaded
+            // inputs and constants have none: they are exact).
+            let Some(reference) = r.reference.as_ref() else {
+                assert!(["load", "const"].contains(&r.op.as_str()), "{r:?}");
+                continue;
+            };
+            let reduction = p.reduced && r.stored.is_some();
+            for (k, (&v, &rf)) in r.values.iter().zip(reference).enumerate() {
+                let terms = if reduction { p.scale[r.at[k]] } else { 0.0 };
+                assert!(
+                    (v - rf).abs() <= 1e-4 * (1.0 + rf.abs() + terms),
+                    "program {program}: step {} `{}` at {}: {v} vs reference {rf}",
+                    r.step,
+                    r.op,
+                    r.at[k]
+                );
+            }
+        }
+        // The stored step against the fused kernel's output: bit for bit element-wise, within
+        // the rounding of the sum for a reduction.
+        for r in stored {
+            for (k, &j) in r.at.iter().enumerate() {
+                if p.reduced {
+                    let allowed = 1e-5 * (1.0 + p.scale[j] + fused[j].abs() as f64);
+                    assert!(
+                        (r.values[k] - fused[j] as f64).abs() <= allowed,
+                        "program {program}: stepped {} vs fused {} at {j}",
+                        r.values[k],
+                        fused[j]
+                    );
+                } else {
+                    assert_eq!(
+                        r.bits[k],
+                        fused[j].to_bits() as u64,
+                        "program {program}: stepped {} vs fused {} at {j}",
+                        r.values[k],
+                        fused[j]
+                    );
+                }
+            }
+        }
+        // Each scope reports the whole run's values at its elements.
+        let e = rng.below(N);
+        let scopes = [
+            (StepScope::Element(e), e..e + 1),
+            (StepScope::Group(1), 1024..2048),
+            (StepScope::Range(100..300), 100..300),
+        ];
+        for (scope, range) in scopes {
+            let part = Runtime::step_kernel(&p.result, scope.clone()).unwrap();
+            assert_eq!(part.len(), all.len());
+            for (r, w) in part.iter().zip(&all) {
+                assert_eq!((&r.op, r.step, r.site), (&w.op, w.step, w.site));
+                // A reduction step reports the results whose reduced elements meet the scope
+                // (the domain has the reduced axis last: `inner` elements per result).
+                let inner = if p.reduced && r.stored.is_some() {
+                    N / fused.len()
+                } else {
+                    1
+                };
+                let mut want: Vec<usize> = range.clone().map(|d| d / inner).collect();
+                want.dedup();
+                assert_eq!(r.elements, want, "{scope:?}: step {}", r.step);
+                for (k, &el) in r.elements.iter().enumerate() {
+                    // The whole run reports every element in order.
+                    assert_eq!(w.elements[el], el);
+                    assert_eq!(r.bits[k], w.bits[el], "{scope:?} step {}", r.step);
+                    assert_eq!(r.at[k], w.at[el]);
+                }
+            }
+        }
+    }
+    // A scope outside the domain is refused at this line.
+    let p = random_program(&mut rng, &x, 2);
+    let line = line!() + 1;
+    let err = Runtime::step_kernel(&p.result, StepScope::Range(N..N + 5)).unwrap_err();
+    assert_eq!(err.site.map(|s| s.line()), Some(line), "{err}");
+}
+
+#[test]
+fn divergence_names_the_planted_op_on_every_executor() {
+    let _s = scope();
+    let mut rng = Lcg(0xd1_7e29);
+    let (xa, xb) = (rng.values(N), rng.values(COLS));
+    let a = Array::from_slice(&xa, &[ROWS, COLS]);
+    let b = Array::from_slice(&xb, &[COLS]);
+    // The planted op: the chain's only multiplication, in its middle.
+    inject_fault(Some(BinaryOp::Mul));
+    let l_add = line!() + 1;
+    let t1 = &a + &b;
+    let l_tanh = line!() + 1;
+    let t2 = t1.tanh();
+    let l_mul = line!() + 1;
+    let t3 = &t2 * &a;
+    let t4 = t3.exp();
+    let l_sub = line!() + 1;
+    let t5 = &t4 - &b;
+    drop((t1, t2, t3, t4));
+    let _ = t5.to_vec().unwrap();
+    let ms = Runtime::mismatches();
+    assert!(
+        ms.iter()
+            .any(|m| m.op == "sub" && m.site.line() == l_sub && m.site.file() == file!()),
+        "the planted fault is caught on the chain's result: {ms:#?}"
+    );
+    let ds = Runtime::divergences().unwrap();
+    let d = ds
+        .iter()
+        .find(|d| d.mismatch.site.line() == l_sub)
+        .unwrap_or_else(|| panic!("no divergence for the chain: {ds:#?}"));
+    assert_eq!(
+        (d.op.as_str(), d.site.file(), d.site.line()),
+        ("mul", file!(), l_mul),
+        "{d}"
+    );
+    // Both values, against an f64 oracle: the reference is tanh(a + b) * a, the optimised value
+    // the planted corruption of it (2x + 1, rounded in f32).
+    let j = d.element;
+    let oracle = (xa[j] as f64 + xb[j % COLS] as f64).tanh() * xa[j] as f64;
+    assert!(
+        (d.reference - oracle).abs() <= 1e-6 * (1.0 + oracle.abs()),
+        "{d}"
+    );
+    assert!(
+        (d.optimised - (2.0 * oracle + 1.0)).abs() <= 1e-5 * (1.0 + oracle.abs()),
+        "{d}"
+    );
+    // The ops before it pass: their steps equal their references, the planted one does not.
+    let steps = Runtime::step_kernel(&t5, StepScope::Element(j)).unwrap();
+    let line_of = |op: &str| {
+        steps
+            .iter()
+            .find(|r| r.op == op && r.site.file() == file!())
+            .unwrap_or_else(|| panic!("no `{op}` step: {steps:#?}"))
+    };
+    for (op, line) in [("add", l_add), ("tanh", l_tanh), ("mul", l_mul)] {
+        let r = line_of(op);
+        assert_eq!(r.site.line(), line);
+        let (v, rf) = (r.values[0], r.reference.as_ref().unwrap()[0]);
+        let differs = (v - rf).abs() > 1e-5 * (1.0 + rf.abs());
+        assert_eq!(differs, op == "mul", "step `{op}`: {v} vs reference {rf}");
+    }
+    // The reproducing program: Rust on the public API, the ops that feed `mul` at their call
+    // sites, the inputs written out, nothing after the diverging op.
+    let text = &d.program;
+    println!("on {}: {d}\n{text}", Runtime::executor());
+    let at = |line: u32| format!("{}:{line}:", file!());
+    assert!(text.starts_with("// Reproduces `mul`"), "{text}");
+    assert!(
+        text.contains("fn main() -> arrayflow::Result<()> {"),
+        "{text}"
+    );
+    for needle in [
+        "use arrayflow::Array;",
+        "Array::<f32>::from_slice(&[",
+        ".tanh()",
+        " + &",
+        " * &",
+        ".to_vec()?",
+        &at(l_add),
+        &at(l_tanh),
+        &at(l_mul),
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
+    }
+    for absent in [".exp()", " - &", &at(l_sub)] {
+        assert!(!text.contains(absent), "`{absent}` in:\n{text}");
+    }
+    let (open, close) = (text.matches('{').count(), text.matches('}').count());
+    assert_eq!(open, close, "{text}");
+    let (po, pc) = (text.matches('(').count(), text.matches(')').count());
+    assert_eq!(po, pc, "{text}");
+    assert!(text.trim_end().ends_with('}'));
+    // Every statement binds one variable, each used after it is bound.
+    let lets: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("let "))
+        .collect();
+    // Inputs a and b, then add (with b's broadcast, if recorded as a node of its own), tanh and
+    // mul, each at its call site, then the values read.
+    assert!((6..=7).contains(&lets.len()), "{text}");
+    for l in &lets[2..lets.len() - 1] {
+        let sites = [at(l_add), at(l_tanh), at(l_mul)];
+        assert!(sites.iter().any(|s| l.contains(s.as_str())), "{l}");
+    }
+    assert!(lets[..2].iter().all(|l| l.contains("from_slice")), "{text}");
+    // The inputs are the whole arrays: a's and b's values.
+    let first = text.lines().find(|l| l.contains("from_slice")).unwrap();
+    assert!(first.contains(&format!("{:?}", xa[0])) || first.contains(&format!("{:?}", xb[0])));
+}
+
+#[test]
+fn a_kernel_input_that_already_differed_is_traced_to_the_kernel_computing_it() {
+    let _s = scope();
+    let mut rng = Lcg(0x0be7_0024);
+    let (xa, xb) = (rng.values(N), rng.values(COLS));
+    let a = Array::from_slice(&xa, &[ROWS, COLS]);
+    let b = Array::from_slice(&xb, &[COLS]);
+    inject_fault(Some(BinaryOp::Mul));
+    // Two kernels: the first computes and stores `t2` (planted `mul`), the second reads it.
+    let t1 = (&a + &b).tanh();
+    let l_mul = line!() + 1;
+    let t2 = &t1 * &a;
+    Runtime::execute();
+    let l_sub = line!() + 1;
+    let t3 = t2.exp() - &b;
+    let _ = t3.to_vec().unwrap();
+    let ds = Runtime::divergences().unwrap();
+    let d = ds
+        .iter()
+        .find(|d| d.mismatch.site.line() == l_sub)
+        .unwrap_or_else(|| panic!("no divergence for the read: {ds:#?}"));
+    assert_eq!(
+        (d.op.as_str(), d.site.file(), d.site.line()),
+        ("mul", file!(), l_mul),
+        "{d}"
+    );
+    let j = d.element;
+    let oracle = (xa[j] as f64 + xb[j % COLS] as f64).tanh() * xa[j] as f64;
+    assert!(
+        (d.reference - oracle).abs() <= 1e-6 * (1.0 + oracle.abs()),
+        "{d}"
+    );
+    assert!(d.program.contains(".tanh()") && !d.program.contains(".exp()"));
+}
