@@ -10,6 +10,7 @@ pub mod compare;
 pub mod conditioning;
 mod hooks;
 pub mod reference;
+pub mod trap;
 
 pub use compare::{Tolerance, Verdict};
 
