@@ -144,8 +144,14 @@ fn traps_on_and_nothing_failing_leave_results_bit_identical() {
     };
     let (off, listing_off) = run();
     Runtime::traps(TrapConfig::nan().inf());
+    let before = Runtime::stats();
     let (on, listing_on) = run();
     Runtime::traps(TrapConfig::off());
+    // On a device, the checked kernel ran there (it compiled, and nothing fell back).
+    if on_device() {
+        let d = Runtime::stats().device.since(&before.device);
+        assert!(d.kernels >= 1 && d.fallbacks == 0, "{d:?}");
+    }
     // Off, kernels carry no checks; on, they do.
     assert!(!listing_off.contains("trap if"), "{listing_off}");
     assert!(listing_on.contains("trap if"), "{listing_on}");
@@ -154,7 +160,10 @@ fn traps_on_and_nothing_failing_leave_results_bit_identical() {
         assert_eq!(a.to_bits(), b.to_bits(), "element {i}: {a} vs {b}");
     }
     for (i, (v, w)) in off.iter().zip(chain_oracle(&x, &y)).enumerate() {
-        assert!(((*v as f64) - w).abs() <= 1e-5 * w.abs(), "element {i}: {v} vs {w}");
+        assert!(
+            ((*v as f64) - w).abs() <= 1e-5 * w.abs(),
+            "element {i}: {v} vs {w}"
+        );
     }
 }
 
@@ -195,7 +204,10 @@ fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
     let e = y.to_vec().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Trap);
     let t = one_trap();
-    assert_eq!((t.kind, t.element, t.op.as_str()), (TrapKind::Nan, p1, "sqrt"));
+    assert_eq!(
+        (t.kind, t.element, t.op.as_str()),
+        (TrapKind::Nan, p1, "sqrt")
+    );
     assert_site(&t, line);
     assert_eq!(t.pass, Some((1, passes)));
     assert!(t.suspended);
@@ -226,12 +238,18 @@ fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
         if i == p1 || i == p2 {
             assert!(v.is_nan() && w.is_nan());
         } else {
-            assert!(((*v as f64) - w).abs() <= 1e-6 * w.abs(), "element {i}: {v} vs {w}");
+            assert!(
+                ((*v as f64) - w).abs() <= 1e-6 * w.abs(),
+                "element {i}: {v} vs {w}"
+            );
         }
     }
     let dv = dep.to_vec().unwrap();
     for i in (0..n).filter(|&i| i != p1 && i != p2) {
-        assert!(((dv[i] - (yv[i] - c[i])) as f64).abs() <= 1e-6, "element {i}");
+        assert!(
+            ((dv[i] - (yv[i] - c[i])) as f64).abs() <= 1e-6,
+            "element {i}"
+        );
     }
     assert_eq!(Runtime::resume().unwrap(), 0);
 }
@@ -254,11 +272,21 @@ fn assertions_trap_with_their_message_element_and_line() {
     let e = z.to_vec().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Trap);
     let t = one_trap();
-    assert_eq!((t.kind, t.op.as_str()), (TrapKind::Assertion, "assert"), "{t}");
+    assert_eq!(
+        (t.kind, t.op.as_str()),
+        (TrapKind::Assertion, "assert"),
+        "{t}"
+    );
     assert_site(&t, line);
-    assert_eq!((t.element, t.index.clone()), (first, vec![first / 50, first % 50]));
+    assert_eq!(
+        (t.element, t.index.clone()),
+        (first, vec![first / 50, first % 50])
+    );
     assert_eq!(t.value, 3.0);
-    assert!(t.message.as_deref().unwrap().contains("assert_in_range"), "{t}");
+    assert!(
+        t.message.as_deref().unwrap().contains("assert_in_range"),
+        "{t}"
+    );
 
     let line = line!() + 1;
     let m = a.lt(1.0f32).assert_true("a must stay below one");

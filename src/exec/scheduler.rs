@@ -362,12 +362,9 @@ impl Scheduler {
     pub fn resume(&self) -> Result<usize> {
         let (reply, rx) = crossbeam_channel::bounded(1);
         self.send(SchedMsg::Resume(reply));
-        self.spin.recv(&rx).map_err(|_| {
-            Error::new(
-                ErrorKind::Runtime,
-                "the execution scheduler stopped",
-            )
-        })
+        self.spin
+            .recv(&rx)
+            .map_err(|_| Error::new(ErrorKind::Runtime, "the execution scheduler stopped"))
     }
     /// Makes `buf` the application's memory at `ptr` (written in place, never stored).
     pub fn bind_external(&self, buf: BufferId, ptr: super::HostDest) {

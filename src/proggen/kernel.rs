@@ -397,7 +397,12 @@ impl FusedKernel {
             let _ = writeln!(s, "  out{} <- {}(r{})", r.output, r.op.name(), r.reg);
         }
         for t in &self.traps {
-            let _ = writeln!(s, "  trap if {:?}(r{})", t.pred, self.instrs[t.instr as usize].dst());
+            let _ = writeln!(
+                s,
+                "  trap if {:?}(r{})",
+                t.pred,
+                self.instrs[t.instr as usize].dst()
+            );
         }
         s
     }

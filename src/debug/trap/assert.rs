@@ -44,7 +44,13 @@ pub fn of(id: NodeId) -> Vec<Assertion> {
 #[track_caller]
 fn attach<T: Element>(a: &Array<T>, pred: TrapPred, message: Arc<str>) -> Array<T> {
     let site = std::panic::Location::caller();
-    let h = Inner::get().record(Op::Cast(T::DTYPE), &[&a.h], a.h.shape.clone(), T::DTYPE, site);
+    let h = Inner::get().record(
+        Op::Cast(T::DTYPE),
+        &[&a.h],
+        a.h.shape.clone(),
+        T::DTYPE,
+        site,
+    );
     ASSERTS
         .lock()
         .get_or_insert_with(AHashMap::new)

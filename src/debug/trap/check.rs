@@ -76,8 +76,7 @@ impl TrapPred {
     pub fn created(self, v: f64, mut operands: impl Iterator<Item = f64>) -> bool {
         let nan = v.is_nan() && matches!(self, TrapPred::Nan | TrapPred::NonFinite);
         let inf = v.is_infinite() && matches!(self, TrapPred::Inf | TrapPred::NonFinite);
-        (nan || inf)
-            && operands.all(|o| if nan { !o.is_nan() } else { o.is_finite() })
+        (nan || inf) && operands.all(|o| if nan { !o.is_nan() } else { o.is_finite() })
     }
 }
 

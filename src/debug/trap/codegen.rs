@@ -23,7 +23,13 @@ pub const TRAP_FAULT: u32 = u32::MAX;
 /// The statement testing register `r{reg}` of type `ty` against check `c`; `operands` are the
 /// instruction's operand registers and types (a NaN/Inf trap fires only where the op created the
 /// value: no operand NaN for a NaN, all operands finite for an infinity).
-pub fn statement(c: &TrapCheck, reg: u32, ty: DType, operands: &[(u32, DType)], d: Dialect) -> String {
+pub fn statement(
+    c: &TrapCheck,
+    reg: u32,
+    ty: DType,
+    operands: &[(u32, DType)],
+    d: Dialect,
+) -> String {
     let x = format!("r{reg}");
     let c = if c.on_created() {
         created(c.pred, &x, ty, operands, d)
@@ -65,9 +71,9 @@ fn created(pred: TrapPred, x: &str, ty: DType, operands: &[(u32, DType)], d: Dia
 /// The bits test `bits & mask OP inf` of a float register.
 fn float_bits(x: &str, ty: DType, d: Dialect, op: &str) -> String {
     match (ty, d) {
-        (DType::F64, _) => format!(
-            "((as_ulong({x}) & 0x7fffffffffffffffUL) {op} 0x7ff0000000000000UL)"
-        ),
+        (DType::F64, _) => {
+            format!("((as_ulong({x}) & 0x7fffffffffffffffUL) {op} 0x7ff0000000000000UL)")
+        }
         (_, Dialect::OpenCl) => format!("((as_uint({x}) & 0x7fffffffu) {op} 0x7f800000u)"),
         (_, Dialect::Wgsl) => format!("((bitcast<u32>({x}) & 0x7fffffffu) {op} 0x7f800000u)"),
     }
@@ -110,7 +116,11 @@ pub fn condition(pred: TrapPred, x: &str, ty: DType, d: Dialect) -> String {
             if lo > hi || lo > max || hi < min {
                 return "true".into();
             }
-            let sfx = if d == Dialect::OpenCl && sfx == "i" { "" } else { sfx };
+            let sfx = if d == Dialect::OpenCl && sfx == "i" {
+                ""
+            } else {
+                sfx
+            };
             let v = if ty == DType::Bool {
                 match d {
                     Dialect::OpenCl => format!("(uint){x}"),

@@ -93,7 +93,11 @@ impl TrapConfig {
     }
     /// Whether NaN/Inf traps check the results of op `name`.
     pub fn checks_op(&self, name: &str) -> bool {
-        (self.nan || self.inf) && self.ops.as_ref().is_none_or(|o| o.iter().any(|n| n == name))
+        (self.nan || self.inf)
+            && self
+                .ops
+                .as_ref()
+                .is_none_or(|o| o.iter().any(|n| n == name))
     }
     /// A word naming this configuration in the trace-cache key (0 when everything is off).
     pub fn fingerprint(&self) -> u64 {
@@ -102,7 +106,14 @@ impl TrapConfig {
             return 0;
         }
         let mut h = ahash::AHasher::default();
-        (self.nan, self.inf, self.index, &self.ops, self.pass_elements).hash(&mut h);
+        (
+            self.nan,
+            self.inf,
+            self.index,
+            &self.ops,
+            self.pass_elements,
+        )
+            .hash(&mut h);
         h.finish() | 1
     }
 }

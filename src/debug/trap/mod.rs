@@ -41,5 +41,5 @@ mod runtime;
 
 pub use check::{TrapCheck, TrapPred};
 pub use config::{TrapConfig, current, fingerprint, set};
-pub use report::{Trap, TrapKind, all, finish_index_trap, index_fault, record, take};
 pub(crate) use report::resumed;
+pub use report::{Trap, TrapKind, all, finish_index_trap, index_fault, record, take};

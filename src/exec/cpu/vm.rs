@@ -8,6 +8,8 @@
 use super::index::{for_each_index, for_each_row};
 use super::reduce::{self, Partials};
 use super::slices::{Dst, OutPtr, Src, copy};
+use crate::debug::trap::check::first_failing;
+use crate::debug::trap::passes::{Progress, TrapSink};
 use crate::error::{Error, ErrorKind};
 use crate::exec::TypedVec;
 use crate::ir::{GenKind, RandomDist, Scalar};
@@ -16,8 +18,6 @@ use crate::primitives::{
     binary_bool, binary_ceq, binary_cmp, binary_complex, binary_float, binary_int, binary_mkc,
     unary_bool, unary_complex, unary_cpart, unary_float, unary_int, unary_pred,
 };
-use crate::debug::trap::check::first_failing;
-use crate::debug::trap::passes::{Progress, TrapSink};
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, Reg};
 use num_complex::Complex;
 use rayon::prelude::*;
@@ -267,7 +267,10 @@ pub fn run_checked(
             .collect())
     };
     while progress.next_tile < tiles {
-        let (a, b) = (progress.next_tile, (progress.next_tile + per_pass).min(tiles));
+        let (a, b) = (
+            progress.next_tile,
+            (progress.next_tile + per_pass).min(tiles),
+        );
         let results: Result<Vec<_>, Fault> = if (b - a) * tile <= INLINE_MAX {
             let mut w = Worker::new(k, tile, params);
             (a..b).map(|t| run(&mut w, t)).collect()

@@ -812,7 +812,10 @@ pub fn lower<'k>(k: &'k FusedKernel, t: Target, p: &Policy) -> Lowered<'k> {
         }
         l.reductions.push(red);
     }
-    if l.steps.iter().any(|s| s.fault.is_some() || !s.traps.is_empty()) {
+    if l.steps
+        .iter()
+        .any(|s| s.fault.is_some() || !s.traps.is_empty())
+    {
         l.scratch.push(4);
         l.fault = Some(l.scratch.len() as u32 - 1);
     }

@@ -820,7 +820,11 @@ fn element_body(l: &Lowered, t: Target, access: Access) -> String {
         }
         for check in &step.traps {
             use crate::debug::trap::codegen::{Dialect, statement};
-            let _ = writeln!(s, "{}", statement(check, step.dst, step.ty, &step.operands, Dialect::OpenCl));
+            let _ = writeln!(
+                s,
+                "{}",
+                statement(check, step.dst, step.ty, &step.operands, Dialect::OpenCl)
+            );
         }
     }
     for st in &k.stores {
