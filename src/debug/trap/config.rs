@@ -29,7 +29,9 @@ pub struct TrapConfig {
     pub ops: Option<Vec<String>>,
     /// Cut CPU launches of kernels with checks into passes of about this many elements; a pass
     /// with a trap stops the launch, which stays suspended until `Runtime::resume` (`None`: one
-    /// pass, and a trap fails the launch).
+    /// pass, and a trap fails the launch). Checked kernels then run on the CPU. While a launch
+    /// is suspended, `Runtime::execute()` (which waits for all work) waits for it too: resume
+    /// first.
     pub pass_elements: Option<usize>,
 }
 
