@@ -20,6 +20,9 @@ pub enum ErrorKind {
     Runtime,
     /// Comparison mode: an optimised result differs from its reference result.
     Mismatch,
+    /// A trap fired (NaN, infinity, index out of range, failed assertion): see
+    /// `crate::debug::trap`.
+    Trap,
 }
 
 /// An error of the arrayflow runtime. Its `Display` starts with the user's `file:line`. Its

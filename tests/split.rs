@@ -534,6 +534,7 @@ fn random_kernel(rng: &mut Rand, size: usize, reduce: bool) -> (FusedKernel, Vec
         reductions,
         reg_dtypes,
         params,
+        traps: Vec::new(),
     };
     (k, input_lens)
 }
@@ -651,6 +652,7 @@ fn a_chain_with_a_reduction_splits_into_a_short_handover() {
         reductions,
         reg_dtypes,
         params: vec![ParamKind::Const(DType::F64)],
+        traps: Vec::new(),
     };
     let sp = split(&k).expect("a 43-instruction kernel splits");
     check_split(&k, &sp);
@@ -734,6 +736,7 @@ fn each_half_binds_only_the_inputs_it_loads() {
         reductions: Vec::new(),
         reg_dtypes,
         params: Vec::new(),
+        traps: Vec::new(),
     };
     let sp = split(&k).unwrap();
     check_split(&k, &sp);
@@ -766,6 +769,7 @@ fn tiny_kernels_do_not_split() {
         reductions: Vec::new(),
         reg_dtypes: vec![DType::F32],
         params: Vec::new(),
+        traps: Vec::new(),
     };
     assert!(split(&k).is_none());
     // Load + one op: the second half would re-load, no smaller than the whole.

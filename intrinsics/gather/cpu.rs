@@ -33,9 +33,17 @@ pub fn run(
             TypedVec::U32(v) => v[pos].to_string(),
             _ => unreachable!(),
         };
-        return Err(crate::intrinsics::cpu::exec_error(format!(
-            "gather index {shown} (at position {pos}) is out of bounds for axis {axis} of length {dim}"
-        )));
+        let value: f64 = shown.parse().unwrap_or(f64::NAN);
+        // With index traps on, a trap naming the position in the index array.
+        return Err(crate::debug::trap::index_fault(
+            "gather",
+            format!(
+                "gather index {shown} (at position {pos}) is out of bounds for axis {axis} of length {dim}"
+            ),
+            pos,
+            &call.in_shapes[1],
+            value,
+        ));
     }
     let ni = idx.len();
     macro_rules! go {

@@ -120,13 +120,15 @@ fn typed<I: Idx>(
         idx.iter().position(|i| i.at() >= dim)
     };
     if let Some(pos) = bad {
-        return Err(exec_error(out_of_range(
-            kind,
-            &idx[pos].to_string(),
+        let shown = idx[pos].to_string();
+        // With index traps on, a trap naming the position in the (flattened) index array.
+        return Err(crate::debug::trap::index_fault(
+            super::name_of(kind),
+            out_of_range(kind, &shown, pos, axis, dim),
             pos,
-            axis,
-            dim,
-        )));
+            &[idx.len()],
+            shown.parse().unwrap_or(f64::NAN),
+        ));
     }
     macro_rules! replace {
         ($d:expr, $v:expr, $o:expr) => {

@@ -261,6 +261,7 @@ mod tests {
             reductions: Vec::new(),
             reg_dtypes: vec![d],
             params: Vec::new(),
+            traps: Vec::new(),
         }
     }
 

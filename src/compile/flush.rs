@@ -257,13 +257,19 @@ fn generate_or_reuse(
         return g;
     }
     fe.traces.tick();
-    let enabled =
-        rt.trace_cache_on.load(Relaxed) && fe.key.first_site.is_some() && !fe.key.disabled;
+    // An assertion's bounds and message are not in the key: flushes skip the trace cache once
+    // assertions exist (`crate::debug::trap`).
+    let enabled = rt.trace_cache_on.load(Relaxed)
+        && fe.key.first_site.is_some()
+        && !fe.key.disabled
+        && !crate::debug::trap::assert::any();
     let generated = if enabled {
+        // Trap checks change kernels: the configuration's fingerprint (0 when off) is in the key.
         let key = fe.key.finish(
             &fe.nodes,
             target,
-            policy.all_live as u64 | (policy.all_nodes as u64) << 1,
+            (policy.all_live as u64 | (policy.all_nodes as u64) << 1)
+                ^ (crate::debug::trap::fingerprint() & !3),
         );
         let site = fe
             .key

@@ -220,7 +220,7 @@ impl Inner {
 /// Reads of at least this many elements go straight into the application's memory.
 const ZERO_COPY_MIN: usize = 1 << 16;
 
-/// The error a read returns for a result whose computation failed.
+/// The error a read returns for a result whose computation failed (a trap keeps its kind).
 fn invalid_read(e: Error, site: Site) -> Error {
     let message = match e.kind {
         ErrorKind::Execution | ErrorKind::InvalidResult => format!(
@@ -230,7 +230,11 @@ fn invalid_read(e: Error, site: Site) -> Error {
         _ => e.message,
     };
     Error {
-        kind: ErrorKind::InvalidResult,
+        // A trap stays a trap (`crate::debug::trap`): the read of a trapped result says so.
+        kind: match e.kind {
+            ErrorKind::Trap => ErrorKind::Trap,
+            _ => ErrorKind::InvalidResult,
+        },
         message,
         site: Some(site),
         origin: e.origin.or(e.site),

@@ -14,6 +14,7 @@ pub mod conditioning;
 mod hooks;
 pub mod reference;
 pub mod step;
+pub mod trap;
 
 pub use compare::{Tolerance, Verdict};
 

@@ -89,6 +89,8 @@ pub(crate) enum SchedMsg {
         task: u64,
         result: Result<()>,
     },
+    /// Resume the launches a trap suspended (`Runtime::resume`); the reply is how many.
+    Resume(Sender<usize>),
     /// An executor answered [`ExecMsg::Export`]: `buf`'s data, for executor `to`.
     Exported {
         buf: BufferId,
@@ -143,6 +145,9 @@ pub(crate) enum ExecMsg {
     /// A device kernel of this task faulted: run it on the CPU for the exact error (device
     /// executors send this to themselves).
     RerunOnCpu(Task),
+    /// Run the passes left of the launches a trap suspended (`crate::debug::trap`), then the
+    /// tasks that waited for them; reply how many launches were resumed (devices reply 0).
+    Resume(Sender<usize>),
     Shutdown,
 }
 
@@ -364,6 +369,14 @@ impl Scheduler {
             ))
         })
     }
+    /// Resumes the launches a trap suspended on the CPU executor; returns how many.
+    pub fn resume(&self) -> Result<usize> {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        self.send(SchedMsg::Resume(reply));
+        self.spin
+            .recv(&rx)
+            .map_err(|_| Error::new(ErrorKind::Runtime, "the execution scheduler stopped"))
+    }
     /// Makes `buf` the application's memory at `ptr` (written in place, never stored).
     pub fn bind_external(&self, buf: BufferId, ptr: super::HostDest) {
         self.send(SchedMsg::BindExternal { buf, ptr });
@@ -438,7 +451,10 @@ fn inline_size(seq: &ProgramSequence) -> usize {
 fn runs_tasks(msg: &ExecMsg) -> bool {
     matches!(
         msg,
-        ExecMsg::ComputeData(_) | ExecMsg::ComputeSequential(_) | ExecMsg::RerunOnCpu(_)
+        ExecMsg::ComputeData(_)
+            | ExecMsg::ComputeSequential(_)
+            | ExecMsg::RerunOnCpu(_)
+            | ExecMsg::Resume(_)
     )
 }
 
@@ -633,11 +649,14 @@ impl SchedulerLoop {
             }
             SchedMsg::Done { task, result } => {
                 if self.tasks.get(&task).is_some_and(|t| t.exec == 0) {
-                    self.cpu_thread_tasks -= 1;
+                    // Saturating: a task a trap suspended may have run on this thread (uncounted)
+                    // and finish on the executor's thread when it is resumed.
+                    self.cpu_thread_tasks = self.cpu_thread_tasks.saturating_sub(1);
                 }
                 self.done(task, result)
             }
             SchedMsg::Exported { buf, to, data } => self.arrived(buf, to, data),
+            SchedMsg::Resume(reply) => self.send_exec(0, ExecMsg::Resume(reply)),
             SchedMsg::Shutdown => self.stopped = true,
         }
     }
@@ -653,6 +672,14 @@ impl SchedulerLoop {
             Counters::add(&self.counters.device.f64_to_cpu, 1);
             tracing::debug!(target: "arrayflow::exec", device = %dev.name,
                 "an f64 program runs on the CPU: the device has no f64: {:?}", program.kernel);
+            return 0;
+        }
+        // Launches in passes (trap checks with `TrapConfig::passes`) run on the CPU tile VM,
+        // where a pass that traps can stay suspended.
+        if let Kernel::Fused(k) = &*program.kernel
+            && !k.traps.is_empty()
+            && crate::debug::trap::current().is_some_and(|c| c.pass_elements.is_some())
+        {
             return 0;
         }
         1
@@ -1111,6 +1138,7 @@ impl SchedulerLoop {
 /// a device then runs it again on the CPU, from its inputs. Intrinsics count as faulting.
 fn may_fault(program: &Program) -> bool {
     match &*program.kernel {
+        Kernel::Fused(k) if !k.traps.is_empty() => true,
         Kernel::Fused(k) => k.instrs.iter().any(|i| match i {
             crate::proggen::kernel::Instr::Binary { op, a, .. } => {
                 crate::proggen::codegen::lower::may_fault(*op, k.reg_dtypes[*a as usize])

@@ -114,6 +114,11 @@ pub struct KernelBuilder<'a> {
     reductions: Vec<ReduceStore>,
     current_root: Option<NodeId>,
     cost: u32,
+    /// Traps are on or assertions exist (`crate::debug::trap`): element-wise nodes computed at
+    /// the kernel's own positions are marked for checks.
+    traps_on: bool,
+    /// `(instruction, node)` of each value to check.
+    trap_marks: Vec<(usize, NodeId)>,
 }
 
 impl<'a> KernelBuilder<'a> {
@@ -147,6 +152,8 @@ impl<'a> KernelBuilder<'a> {
             reductions: Vec::new(),
             current_root: None,
             cost: 0,
+            traps_on: crate::debug::trap::fingerprint() != 0 || crate::debug::trap::assert::any(),
+            trap_marks: Vec::new(),
         }
     }
 
@@ -237,6 +244,7 @@ impl<'a> KernelBuilder<'a> {
                     self.values.remove(&key);
                 }
                 self.params.truncate(mark.5);
+                self.trap_marks.retain(|m| m.0 < mark.0);
                 self.cost = mark.3;
                 Err(e)
             }
@@ -336,12 +344,32 @@ impl<'a> KernelBuilder<'a> {
                 .map(|(c, cpos)| self.memo[&(*c, cpos.clone())])
                 .collect();
             let r = self.compute_op(f.id, n, &f.pos, &ins)?;
+            if self.traps_on {
+                self.mark_trap(f.id, n, &f.pos, r);
+            }
             if !f.force {
                 self.remember(f.id, f.pos, r);
             }
             top = Some(r);
         }
         top.ok_or(DoesNotFit)
+    }
+
+    /// Marks node `id`'s value in register `r` for trap checks when it is an element-wise result
+    /// computed at its own positions (its element `lin` is the kernel's element `lin`).
+    fn mark_trap(&mut self, id: NodeId, n: &NodeInfo, pos: &Pos, r: Reg) {
+        let elementwise = matches!(
+            n.op,
+            Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Cast(_)
+        );
+        if elementwise
+            && (r as usize) < self.instrs.len()
+            && n.shape == self.shape
+            && *pos == Pos::identity(self.shape.len())
+            && !self.trap_marks.contains(&(r as usize, id))
+        {
+            self.trap_marks.push((r as usize, id));
+        }
     }
 
     /// The parameter slot holding `what` of node `id` (one per node and kind).
@@ -512,6 +540,7 @@ impl<'a> KernelBuilder<'a> {
             outputs,
             nodes,
             params,
+            trap_marks,
             ..
         } = self;
         let mut out_regs: Vec<&mut Reg> = stores
@@ -542,7 +571,24 @@ impl<'a> KernelBuilder<'a> {
             reductions,
             reg_dtypes,
             params: params.iter().map(|&(_, k)| k).collect(),
+            traps: Vec::new(),
         };
+        let mut traps = Vec::new();
+        if !trap_marks.is_empty() {
+            let cfg = crate::debug::trap::current();
+            for &(i, id) in &trap_marks {
+                let asserts = crate::debug::trap::assert::of(id);
+                traps.extend(crate::debug::trap::check::checks_for(
+                    i as u32,
+                    &nodes[&id],
+                    &asserts,
+                    cfg.as_ref(),
+                    &kernel.domain.shape,
+                ));
+            }
+            traps.sort_by_key(|t| t.instr);
+        }
+        let kernel = FusedKernel { traps, ..kernel };
         let param_nodes = params.into_iter().map(|(id, _)| id).collect();
         let members = members
             .into_iter()

@@ -270,6 +270,9 @@ pub struct FusedKernel {
     pub reg_dtypes: Vec<DType>,
     /// What each parameter slot holds (values come with each launch).
     pub params: Vec<ParamKind>,
+    /// Trap checks on instruction results (`crate::debug::trap`); empty unless traps are on or
+    /// an assertion was recorded, so kernels and their code are unchanged otherwise.
+    pub traps: Vec<crate::debug::trap::TrapCheck>,
 }
 
 /// What a kernel parameter holds; its value travels with the launch as 64 raw bits.
@@ -392,6 +395,14 @@ impl FusedKernel {
         }
         for r in &self.reductions {
             let _ = writeln!(s, "  out{} <- {}(r{})", r.output, r.op.name(), r.reg);
+        }
+        for t in &self.traps {
+            let _ = writeln!(
+                s,
+                "  trap if {:?}(r{})",
+                t.pred,
+                self.instrs[t.instr as usize].dst()
+            );
         }
         s
     }

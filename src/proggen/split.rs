@@ -434,5 +434,7 @@ fn assemble(
         reductions,
         reg_dtypes,
         params: k.params.clone(),
+        // A split kernel's halves run without the checks (their instructions are renumbered).
+        traps: Vec::new(),
     }
 }

@@ -50,6 +50,7 @@ impl Kb {
             reductions: Vec::new(),
             reg_dtypes: Vec::new(),
             params: Vec::new(),
+            traps: Vec::new(),
         })
     }
     /// Appends the instruction `f(dst)` writing a new register of type `d`.

@@ -9,6 +9,7 @@ mod index;
 pub mod native;
 pub(crate) mod reduce;
 mod rows;
+mod suspend;
 pub use reduce::BLOCK as REDUCE_BLOCK;
 pub mod slices;
 pub mod vm;
@@ -76,6 +77,7 @@ impl CpuExecutor {
                 external: AHashMap::new(),
                 foreign: Default::default(),
                 pool: BufferPool::new(POOL_LIMIT),
+                suspend: Default::default(),
             }),
         });
         let thread_shared = shared.clone();
@@ -119,6 +121,8 @@ pub(crate) struct CpuLoop {
     /// pooling them kept every upload's data until the pool's limit (GitHub issue 18).
     foreign: ahash::AHashSet<BufferId>,
     pool: BufferPool,
+    /// Launches a trap suspended, and the tasks waiting for them (`suspend.rs`).
+    suspend: suspend::Suspensions,
 }
 
 impl CpuLoop {
@@ -174,6 +178,10 @@ impl CpuLoop {
                     .insert(buf, slices::OutPtr::from_raw(ptr.dtype, ptr.ptr));
             }
             ExecMsg::Free(buf) => self.free(buf),
+            ExecMsg::Resume(reply) => {
+                let n = self.resume(done);
+                let _ = reply.send(n);
+            }
             ExecMsg::Shutdown => return false,
         }
         true
@@ -190,6 +198,10 @@ impl CpuLoop {
 
     /// Forgets buffer `buf`; its memory goes to the pool unless someone else still holds it.
     fn free(&mut self, buf: BufferId) {
+        if self.suspend.any() && self.suspend.needs(buf) {
+            self.suspend.frees.push(buf);
+            return;
+        }
         self.failed.remove(&buf);
         self.external.remove(&buf);
         let foreign = self.foreign.remove(&buf);
@@ -203,7 +215,11 @@ impl CpuLoop {
 
     fn compute(&mut self, task: Task, done: &mut dyn FnMut(u64, Result<(), Error>)) {
         let t0 = crate::profile::now().map(|t| (t, crate::profile::excluded()));
-        let result = self.run_task(&task);
+        let result = match self.run_task(&task) {
+            // Suspended by a trap, or waiting for a suspended launch: reported when resumed.
+            Ok(false) => return,
+            r => r.map(|_| ()),
+        };
         if let Some((t0, ex)) = t0
             && result.is_ok()
         {
@@ -220,7 +236,21 @@ impl CpuLoop {
         done(task.id, result);
     }
 
-    fn run_task(&mut self, task: &Task) -> Result<(), Error> {
+    /// Runs a task; `Ok(false)` when it did not finish: a trap suspended it, or it waits for a
+    /// suspended launch's results.
+    fn run_task(&mut self, task: &Task) -> Result<bool, Error> {
+        if self.suspend.any()
+            && let Some(&b) = task.inputs.iter().find(|&&b| self.suspend.pending(b))
+        {
+            // Reads of its results return the suspension's error until it runs.
+            if let Some(e) = self.failed.get(&b).cloned() {
+                for &o in &task.outputs {
+                    self.failed.insert(o, e.clone());
+                }
+            }
+            self.suspend.waiting.push(task.clone());
+            return Ok(false);
+        }
         let mut inputs = Vec::with_capacity(task.inputs.len());
         for b in &task.inputs {
             if let Some(e) = self.failed.get(b) {
@@ -257,18 +287,69 @@ impl CpuLoop {
             })
             .collect();
         let refs: Vec<&TypedVec> = inputs.iter().map(|a| &**a).collect();
-        let result = run_program(task, &refs, &mut outputs, &external);
-        if result.is_ok() {
-            for ((&b, v), ext) in task.outputs.iter().zip(outputs).zip(&external) {
-                if ext.is_none() {
+        let result = match passes(task) {
+            Some(pass) => {
+                let Kernel::Fused(k) = &*task.program.kernel else {
+                    unreachable!("passes are for fused kernels")
+                };
+                let r = vm::run_checked(
+                    k,
+                    task.program.launch.tile,
+                    &refs,
+                    &mut outputs,
+                    &external,
+                    &task.params,
+                    Default::default(),
+                    Some(pass),
+                );
+                match r {
+                    Ok(vm::Checked::Done) => Ok(()),
+                    Ok(vm::Checked::Trapped(e, Some(progress))) => {
+                        drop(refs);
+                        for &b in &task.outputs {
+                            self.failed.insert(b, e.clone());
+                        }
+                        self.suspend.launches.push(suspend::Suspended {
+                            task: task.clone(),
+                            inputs,
+                            outputs,
+                            progress,
+                        });
+                        return Ok(false);
+                    }
+                    Ok(vm::Checked::Trapped(e, None)) | Err(e) => Err(e),
+                }
+            }
+            None => run_program(task, &refs, &mut outputs, &external),
+        };
+        self.finish_outputs(task, outputs, result.is_ok());
+        result.map(|()| true)
+    }
+
+    /// Stores a finished task's outputs (`ok`), or gives them back to the pool.
+    fn finish_outputs(&mut self, task: &Task, outputs: Vec<TypedVec>, ok: bool) {
+        if ok {
+            for (&b, v) in task.outputs.iter().zip(outputs) {
+                if !self.external.contains_key(&b) {
                     self.foreign.remove(&b);
+                    self.failed.remove(&b);
                     self.store.insert(b, Arc::new(v));
                 }
             }
         } else {
             outputs.into_iter().for_each(|v| self.pool.give(v));
         }
-        result
+    }
+}
+
+/// The pass size a task's launch runs in: for a fused kernel with trap checks while passes are
+/// configured (`crate::debug::trap`); `None` for one launch.
+fn passes(task: &Task) -> Option<usize> {
+    match &*task.program.kernel {
+        Kernel::Fused(k) if !k.traps.is_empty() => {
+            crate::debug::trap::current().and_then(|c| c.pass_elements)
+        }
+        _ => None,
     }
 }
 
@@ -308,6 +389,22 @@ pub(crate) fn run_program(
                 let kr = rows.as_ref().map_or(k, |g| &g.kernel);
                 let tile = task.program.launch.tile;
                 let p = &task.params;
+                if !k.traps.is_empty() {
+                    // Trap checks run on the tile VM (the native tier stands aside).
+                    return match vm::run_checked(
+                        k,
+                        tile,
+                        refs,
+                        outputs,
+                        external,
+                        p,
+                        Default::default(),
+                        None,
+                    )? {
+                        vm::Checked::Done => Ok(()),
+                        vm::Checked::Trapped(e, _) => Err(e),
+                    };
+                }
                 match (native::lookup(&task.program.kernel, kr), &rows) {
                     (Ok(Some(nk)), Some(g)) => native::run_rows(&nk, g, refs, outputs, external, p),
                     (Ok(Some(nk)), None) => native::run(&nk, k, refs, outputs, external, p),
@@ -318,8 +415,10 @@ pub(crate) fn run_program(
             }
             Kernel::Intrinsic(c) => {
                 crate::intrinsics::cpu::run_all(c, refs, outputs).map_err(|e| {
-                    match task.program.sites.first() {
-                        Some(&s) => e.origin(s),
+                    let site = task.program.sites.first().copied();
+                    let e = crate::debug::trap::finish_index_trap(e, site);
+                    match site {
+                        Some(s) => e.origin(s),
                         None => e,
                     }
                 })

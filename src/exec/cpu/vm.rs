@@ -8,6 +8,8 @@
 use super::index::{for_each_index, for_each_row};
 use super::reduce::{self, Partials};
 use super::slices::{Dst, OutPtr, Src, copy};
+use crate::debug::trap::check::first_failing;
+use crate::debug::trap::passes::{Progress, TrapSink};
 use crate::error::{Error, ErrorKind};
 use crate::exec::TypedVec;
 use crate::ir::{GenKind, RandomDist, Scalar};
@@ -57,6 +59,8 @@ enum Loc {
 struct Plan {
     targets: Vec<Target>,
     copies: Vec<(Reg, u32)>,
+    /// Per instruction, the trap checks on its result (empty when the kernel has none).
+    checks: Vec<Vec<usize>>,
 }
 
 impl Plan {
@@ -85,7 +89,18 @@ impl Plan {
                 _ => copies.push((s.reg, s.output)),
             }
         }
-        Plan { targets, copies }
+        let mut checks = Vec::new();
+        if !k.traps.is_empty() {
+            checks = vec![Vec::new(); k.instrs.len()];
+            for (c, t) in k.traps.iter().enumerate() {
+                checks[t.instr as usize].push(c);
+            }
+        }
+        Plan {
+            targets,
+            copies,
+            checks,
+        }
     }
 }
 
@@ -158,7 +173,7 @@ pub fn run_fused(
     let run = |w: &mut Worker, t: usize| -> Result<TaskPartials, Fault> {
         let t0 = t * tile;
         let n = tile.min(len - t0);
-        run_tile(k, &plan, inputs, &outs, params, w, t0, n)?;
+        run_tile(k, &plan, inputs, &outs, params, w, t0, n, None)?;
         for &(r, o) in &plan.copies {
             // SAFETY: tile t owns elements t0..t0+n of every output, which has `len` elements.
             copy(src(r, w, inputs, &outs, t0, n), unsafe {
@@ -191,6 +206,106 @@ pub fn run_fused(
     finish(k, results, outputs)
 }
 
+/// How a launch with trap checks ended.
+pub enum Checked {
+    /// Every tile ran and nothing trapped (reductions finished).
+    Done,
+    /// A check failed: the error naming the first failing element. With passes, the launch
+    /// stopped after the pass that trapped and `Progress` says where it resumes.
+    Trapped(Error, Option<Progress>),
+}
+
+/// Runs a kernel with trap checks ([`FusedKernel::traps`]) from `progress` on: tiles in passes
+/// of about `pass_elements` elements (one pass when `None`), the checks' first failing element
+/// looked at after each pass. The tiles and the reductions' partials are those of
+/// [`run_fused`], in the same order, so results are bit-identical to it however the launch is
+/// cut. Checks only read registers.
+#[allow(clippy::too_many_arguments)]
+pub fn run_checked(
+    k: &FusedKernel,
+    tile: usize,
+    inputs: &[&TypedVec],
+    outputs: &mut [TypedVec],
+    external: &[Option<OutPtr>],
+    params: &[u64],
+    mut progress: Progress,
+    pass_elements: Option<usize>,
+) -> Result<Checked, Error> {
+    let len = k.domain.len();
+    let tile = tile.min(len).max(1);
+    let tiles = len.div_ceil(tile);
+    let per_pass = pass_elements.map_or(tiles, |p| p.div_ceil(tile)).max(1);
+    let passes = tiles.div_ceil(per_pass);
+    let outs: Vec<OutPtr> = outputs
+        .iter_mut()
+        .zip(external)
+        .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
+        .collect();
+    let plan = Plan::new(k);
+    let sink = TrapSink::default();
+    let run = |w: &mut Worker, t: usize| -> Result<TaskPartials, Fault> {
+        let t0 = t * tile;
+        let n = tile.min(len - t0);
+        run_tile(k, &plan, inputs, &outs, params, w, t0, n, Some(&sink))?;
+        for &(r, o) in &plan.copies {
+            // SAFETY: tile t owns elements t0..t0+n of every output, which has `len` elements.
+            copy(src(r, w, inputs, &outs, t0, n), unsafe {
+                outs[o as usize].dst(t0, n)
+            });
+        }
+        Ok(k.reductions
+            .iter()
+            .map(|r| {
+                reduce::partials(
+                    r.op,
+                    src(r.reg, w, inputs, &outs, t0, n),
+                    t0,
+                    k.domain.inner,
+                    outs[r.output as usize],
+                )
+            })
+            .collect())
+    };
+    while progress.next_tile < tiles {
+        let (a, b) = (
+            progress.next_tile,
+            (progress.next_tile + per_pass).min(tiles),
+        );
+        let results: Result<Vec<_>, Fault> = if (b - a) * tile <= INLINE_MAX {
+            let mut w = Worker::new(k, tile, params);
+            (a..b).map(|t| run(&mut w, t)).collect()
+        } else {
+            (a..b)
+                .into_par_iter()
+                .with_min_len((MIN_TASK_ELEMENTS / tile).max(1))
+                .map_init(|| Worker::new(k, tile, params), |w, t| run(w, t))
+                .collect()
+        };
+        let results = results.map_err(|f| {
+            Error::new(
+                ErrorKind::Execution,
+                format!("{} in this operation", f.message),
+            )
+            .origin(k.instr_sites[f.instr])
+        })?;
+        progress.partials.extend(results);
+        progress.next_tile = b;
+        if let Some((lin, c, value)) = sink.first() {
+            let check = &k.traps[c];
+            let mut t = crate::debug::trap::Trap::of_check(check, lin, value);
+            let resumable = pass_elements.is_some();
+            if resumable {
+                t.pass = Some((lin / (per_pass * tile), passes));
+                t.suspended = true;
+            }
+            let e = crate::debug::trap::record(t);
+            return Ok(Checked::Trapped(e, resumable.then_some(progress)));
+        }
+    }
+    finish(k, Ok(std::mem::take(&mut progress.partials)), outputs)?;
+    Ok(Checked::Done)
+}
+
 /// The least tile of a row-order reduction.
 const ROW_TILE: usize = 4096;
 
@@ -219,7 +334,7 @@ pub fn run_rows(
         tile,
         || Worker::new(k, tile, params),
         |w, t0, n, sink| {
-            run_tile(k, &plan, inputs, &outs, params, w, t0, n)?;
+            run_tile(k, &plan, inputs, &outs, params, w, t0, n, None)?;
             for (ri, r) in k.reductions.iter().enumerate() {
                 sink(ri, src(r.reg, w, inputs, &outs, t0, n));
             }
@@ -299,6 +414,7 @@ fn run_tile(
     w: &mut Worker,
     t0: usize,
     n: usize,
+    sink: Option<&TrapSink>,
 ) -> Result<(), Fault> {
     let shape = &k.domain.shape;
     for (i, ins) in k.instrs.iter().enumerate() {
@@ -385,6 +501,19 @@ fn run_tile(
             _ => Loc::Reg,
         };
         result.map_err(|message| Fault { instr: i, message })?;
+        if let (Some(sink), Some(cs)) = (sink, plan.checks.get(i)) {
+            for &c in cs {
+                let v = src(r as Reg, w, inputs, outs, t0, n);
+                let operands: Vec<_> = ins
+                    .srcs()
+                    .iter()
+                    .map(|&x| src(x, w, inputs, outs, t0, n))
+                    .collect();
+                if let Some((j, value)) = first_failing(&k.traps[c], v, &operands) {
+                    sink.offer(t0 + j, c, value);
+                }
+            }
+        }
     }
     Ok(())
 }

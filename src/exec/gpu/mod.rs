@@ -323,6 +323,10 @@ impl<A: DeviceApi> GpuLoop<A> {
                     self.submit();
                 }
                 ExecMsg::Free(buf) => self.free(buf),
+                // Launches suspended by a trap live on the CPU executor only.
+                ExecMsg::Resume(reply) => {
+                    let _ = reply.send(0);
+                }
                 ExecMsg::Shutdown => break,
             }
         }

@@ -274,6 +274,10 @@ pub struct Step {
     /// For an instruction that may fault (integer division): the fault word's value, `1 + i`
     /// for instruction `i`.
     pub fault: Option<u32>,
+    /// Trap checks on `dst` (`crate::debug::trap`): a failing value raises the fault word.
+    pub traps: Vec<crate::debug::trap::TrapCheck>,
+    /// The instruction's operand registers and types (what a NaN/Inf trap looks at).
+    pub operands: Vec<(Reg, DType)>,
 }
 
 /// What a [`Step`] computes.
@@ -534,6 +538,13 @@ fn steps(k: &FusedKernel) -> Vec<Step> {
                 ty: ty(ins.dst()),
                 op,
                 fault,
+                traps: k
+                    .traps
+                    .iter()
+                    .filter(|t| t.instr as usize == i)
+                    .cloned()
+                    .collect(),
+                operands: ins.srcs().iter().map(|&r| (r, ty(r))).collect(),
             }
         })
         .collect()
@@ -801,7 +812,10 @@ pub fn lower<'k>(k: &'k FusedKernel, t: Target, p: &Policy) -> Lowered<'k> {
         }
         l.reductions.push(red);
     }
-    if l.steps.iter().any(|s| s.fault.is_some()) {
+    if l.steps
+        .iter()
+        .any(|s| s.fault.is_some() || !s.traps.is_empty())
+    {
         l.scratch.push(4);
         l.fault = Some(l.scratch.len() as u32 - 1);
     }
@@ -963,6 +977,7 @@ mod tests {
                 output: 0,
             }],
             params: Vec::new(),
+            traps: Vec::new(),
         }
     }
 

@@ -823,6 +823,14 @@ fn element_body(l: &Lowered, t: Target, access: Access) -> String {
         if let Some(code) = step.fault {
             let _ = writeln!(s, "if (bad != 0u) {{ fault = {code}u; bad = 0u; }}");
         }
+        for check in &step.traps {
+            use crate::debug::trap::codegen::{Dialect, statement};
+            let _ = writeln!(
+                s,
+                "{}",
+                statement(check, step.dst, step.ty, &step.operands, Dialect::OpenCl)
+            );
+        }
     }
     for st in &k.stores {
         let _ = match access {

@@ -619,6 +619,14 @@ fn body(l: &Lowered, pad: &str, access: Access) -> String {
                 "{pad}if (bad != 0u) {{ atomicStore(&fault[0], {code}u); bad = 0u; }}"
             );
         }
+        for check in &step.traps {
+            use crate::debug::trap::codegen::{Dialect, statement};
+            let _ = writeln!(
+                e,
+                "{pad}{}",
+                statement(check, step.dst, step.ty, &step.operands, Dialect::Wgsl)
+            );
+        }
     }
     for st in &k.stores {
         let v = if t(st.reg) == DType::Bool {

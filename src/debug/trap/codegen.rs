@@ -1,0 +1,150 @@
+//! A trap check as device code: the predicate of a [`TrapCheck`] over a register, in OpenCL C or
+//! WGSL, and the statement that raises the kernel's fault word when it fails. The GPU printers
+//! call [`statement`] after the step that writes the checked register; a raised fault word makes
+//! the device executor run the task again on the CPU tile VM, which finds the first failing
+//! element with its value (`exec/gpu/mod.rs`, the fault path). Floats are tested through their
+//! bits, so fast-math assumptions of a shader compiler cannot drop the test.
+
+use super::check::{TrapCheck, TrapPred};
+use crate::ir::DType;
+
+/// The device language a check is printed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// OpenCL C (`fault` is the kernel's local fault code).
+    OpenCl,
+    /// WGSL (`fault` is the storage fault word, set atomically).
+    Wgsl,
+}
+
+/// The fault code a failed trap check writes (any non-zero code sends the task to the CPU).
+pub const TRAP_FAULT: u32 = u32::MAX;
+
+/// The statement testing register `r{reg}` of type `ty` against check `c`; `operands` are the
+/// instruction's operand registers and types (a NaN/Inf trap fires only where the op created the
+/// value: no operand NaN for a NaN, all operands finite for an infinity).
+pub fn statement(
+    c: &TrapCheck,
+    reg: u32,
+    ty: DType,
+    operands: &[(u32, DType)],
+    d: Dialect,
+) -> String {
+    let x = format!("r{reg}");
+    let c = if c.on_created() {
+        created(c.pred, &x, ty, operands, d)
+    } else {
+        condition(c.pred, &x, ty, d)
+    };
+    match d {
+        Dialect::OpenCl => format!("if ({c}) fault = {TRAP_FAULT}u;"),
+        Dialect::Wgsl => format!("if ({c}) {{ atomicStore(&fault[0], {TRAP_FAULT}u); }}"),
+    }
+}
+
+/// The condition under which `x` is a NaN or infinity that the op created (see
+/// [`TrapPred::created`]).
+fn created(pred: TrapPred, x: &str, ty: DType, operands: &[(u32, DType)], d: Dialect) -> String {
+    if !matches!(ty, DType::F32 | DType::F64) {
+        return "false".into();
+    }
+    let floats: Vec<(String, DType)> = operands
+        .iter()
+        .filter(|(_, t)| matches!(t, DType::F32 | DType::F64))
+        .map(|&(r, t)| (format!("r{r}"), t))
+        .collect();
+    let all = |op: &str| -> String {
+        floats
+            .iter()
+            .map(|(r, t)| format!(" && !{}", float_bits(r, *t, d, op)))
+            .collect()
+    };
+    let nan = format!("({}{})", float_bits(x, ty, d, ">"), all(">"));
+    let inf = format!("({}{})", float_bits(x, ty, d, "=="), all(">="));
+    match pred {
+        TrapPred::Nan => nan,
+        TrapPred::Inf => inf,
+        _ => format!("({nan} || {inf})"),
+    }
+}
+
+/// The bits test `bits & mask OP inf` of a float register.
+fn float_bits(x: &str, ty: DType, d: Dialect, op: &str) -> String {
+    match (ty, d) {
+        (DType::F64, _) => {
+            format!("((as_ulong({x}) & 0x7fffffffffffffffUL) {op} 0x7ff0000000000000UL)")
+        }
+        (_, Dialect::OpenCl) => format!("((as_uint({x}) & 0x7fffffffu) {op} 0x7f800000u)"),
+        (_, Dialect::Wgsl) => format!("((bitcast<u32>({x}) & 0x7fffffffu) {op} 0x7f800000u)"),
+    }
+}
+
+/// A float bound as a literal of `ty`.
+fn float_literal(v: f64, ty: DType, d: Dialect) -> String {
+    match (ty, d) {
+        (DType::F64, _) => format!("{v:?}"),
+        (_, Dialect::OpenCl) => format!("{:?}f", v as f32),
+        (_, Dialect::Wgsl) => format!("{:?}f", v as f32),
+    }
+}
+
+/// The condition under which `x` of type `ty` fails `pred`.
+pub fn condition(pred: TrapPred, x: &str, ty: DType, d: Dialect) -> String {
+    let float = matches!(ty, DType::F32 | DType::F64);
+    match pred {
+        TrapPred::Nan | TrapPred::Inf | TrapPred::NonFinite if !float => "false".into(),
+        TrapPred::Nan => float_bits(x, ty, d, ">"),
+        TrapPred::Inf => float_bits(x, ty, d, "=="),
+        TrapPred::NonFinite => float_bits(x, ty, d, ">="),
+        TrapPred::OutOfRange { lo, hi } if float => {
+            let mut c = vec![float_bits(x, ty, d, ">")];
+            if lo.is_finite() {
+                c.push(format!("({x} < {})", float_literal(lo, ty, d)));
+            }
+            if hi.is_finite() {
+                c.push(format!("({x} > {})", float_literal(hi, ty, d)));
+            }
+            format!("({})", c.join(" || "))
+        }
+        TrapPred::OutOfRange { lo, hi } => {
+            let (min, max, sfx) = match ty {
+                DType::I32 => (-(i32::MAX as f64), i32::MAX as f64, "i"),
+                DType::U32 => (0.0, u32::MAX as f64, "u"),
+                _ => (0.0, 1.0, "u"),
+            };
+            let (lo, hi) = (lo.ceil(), hi.floor());
+            if lo > hi || lo > max || hi < min {
+                return "true".into();
+            }
+            let sfx = if d == Dialect::OpenCl && sfx == "i" {
+                ""
+            } else {
+                sfx
+            };
+            let v = if ty == DType::Bool {
+                match d {
+                    Dialect::OpenCl => format!("(uint){x}"),
+                    Dialect::Wgsl => format!("select(0u, 1u, {x})"),
+                }
+            } else {
+                x.to_string()
+            };
+            let mut c = Vec::new();
+            if lo > min {
+                c.push(format!("({v} < {}{sfx})", lo as i64));
+            }
+            if hi < max {
+                c.push(format!("({v} > {}{sfx})", hi as i64));
+            }
+            if c.is_empty() {
+                return "false".into();
+            }
+            format!("({})", c.join(" || "))
+        }
+        TrapPred::False => match (ty, d) {
+            (DType::Bool, Dialect::Wgsl) => format!("(!{x})"),
+            (DType::F32 | DType::F64, _) => format!("({x} == 0.0)"),
+            _ => format!("({x} == 0)"),
+        },
+    }
+}

@@ -1,0 +1,45 @@
+//! Traps (issue 24, the secondary seed 001's software traps): predicate checks compiled into the
+//! kernel that computes the data, on the executor that runs it, stopping at the first failing
+//! element with its index, value and call site.
+//!
+//! - **NaN and infinity traps** ([`TrapConfig`], `Runtime::traps`, `ARRAYFLOW_TRAP=nan,inf`):
+//!   every float result of an element-wise op (or of the ops named with `ops=`) is tested, and
+//!   a trap fires where an op *creates* a NaN (from operands none of which is NaN) or an infinity
+//!   (from finite operands), as IEEE's invalid-operation, overflow and division-by-zero traps
+//!   do: the op named is where the bad value started, not one it flowed through.
+//! - **Index traps** (`index`): a gather, scatter or bincount index out of range is reported as
+//!   a trap naming the first bad position (lowest linear index) and its multi-dimensional index.
+//! - **Assertions** (`assert.rs`): `a.assert_finite()`, `a.assert_in_range(lo, hi)`,
+//!   `mask.assert_true("message")`, recorded lazily and checked where the array is computed.
+//! - **Passes** (`pass=N`, [`TrapConfig::passes`]): the CPU tile VM runs a checked launch in
+//!   passes of about N elements; the pass that traps stops the launch, which stays suspended
+//!   while other work goes on, and `Runtime::resume` finishes it.
+//!
+//! Where checks run: the program generator attaches [`check::TrapCheck`]s to a fused kernel
+//! (`proggen/builder.rs`; a check tests the result of one instruction, at the kernel's own
+//! positions, so only values computed at their array's own index are checked). The tile VM tests
+//! each tile after the instruction runs and keeps the lowest failing element ([`passes::TrapSink`]);
+//! the native tier stands aside for kernels with checks. The OpenCL and WGSL printers compile the
+//! same predicates into the kernel (`codegen.rs`): a failure raises the kernel's fault word, and the
+//! device executor runs the task again on the tile VM, which finds the element and its value
+//! exactly (the device keeps its results only when nothing failed). A trap fails the launch with
+//! an [`crate::ErrorKind::Trap`] error that every read of its results, and of results computed
+//! from them, returns; [`Trap`] records are kept for `Runtime::trapped()`.
+//!
+//! Off, traps cost one relaxed atomic load per generated kernel, and kernels are unchanged: the
+//! checks (and so the generated code and its caches' keys) exist only while traps are on or an
+//! assertion was recorded. With traps on and nothing failing, results are bit-identical to a run
+//! without them (the checks only read registers).
+
+pub mod assert;
+pub mod check;
+pub mod codegen;
+mod config;
+pub mod passes;
+mod report;
+mod runtime;
+
+pub use check::{TrapCheck, TrapPred};
+pub use config::{TrapConfig, current, fingerprint, set};
+pub(crate) use report::resumed;
+pub use report::{Trap, TrapKind, all, finish_index_trap, index_fault, record, take};

@@ -1,0 +1,336 @@
+//! Traps and passes (issue 24, `arrayflow::debug::trap`): NaN, infinity and index traps and user
+//! assertions on random data with bad values planted at random positions. Each trap must name the
+//! first bad element (the planted position with the lowest index, found by a plain loop), its
+//! value and the op's call site, on whichever executor runs the kernel; traps on and nothing
+//! failing leave results bit-identical; a launch in passes stops after the pass with the first
+//! bad element, lets independent work run, and resumes to the one-launch result.
+//!
+//! The trap configuration is process-wide, so the tests take turns (`lock`).
+
+mod common;
+
+use arrayflow::debug::trap::{Trap, TrapConfig, TrapKind};
+use arrayflow::{Array, ErrorKind, Runtime};
+use common::{on_device, rand_f32, rng};
+use rand::RngExt;
+use std::sync::{Mutex, MutexGuard};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn lock() -> MutexGuard<'static, ()> {
+    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    Runtime::traps(TrapConfig::off());
+    // A launch a failed test left suspended.
+    let _ = Runtime::resume();
+    Runtime::take_traps();
+    g
+}
+
+/// `count` distinct random positions below `n`, and the lowest.
+fn plant(r: &mut impl RngExt, n: usize, count: usize) -> (Vec<usize>, usize) {
+    let mut ps: Vec<usize> = Vec::new();
+    while ps.len() < count {
+        let p = r.random_range(0..n);
+        if !ps.contains(&p) {
+            ps.push(p);
+        }
+    }
+    let first = *ps.iter().min().unwrap();
+    (ps, first)
+}
+
+/// The single trap recorded since the test's start.
+#[track_caller]
+fn one_trap() -> Trap {
+    let mut ts = Runtime::take_traps();
+    assert_eq!(ts.len(), 1, "traps: {ts:#?}");
+    ts.pop().unwrap()
+}
+
+fn assert_site(t: &Trap, line: u32) {
+    assert!(t.site.file().ends_with("debug_trap.rs"), "{t}");
+    assert_eq!(t.site.line(), line, "{t}");
+}
+
+/// On a device the check ran in the device's kernel: its fault word sent the task to the CPU,
+/// which named the element.
+fn device_detected(before: &arrayflow::Stats) {
+    if on_device() {
+        let d = Runtime::stats().device.since(&before.device);
+        assert!(d.kernels >= 1 && d.fallbacks >= 1, "{d:?}");
+    }
+}
+
+#[test]
+fn nan_trap_names_the_first_nan_its_op_and_line() {
+    let _g = lock();
+    let mut r = rng(0x7a1);
+    let shape = [48, 40];
+    let n = 48 * 40;
+    let mut x = rand_f32(&mut r, n, 0.5, 4.0);
+    let (ps, first) = plant(&mut r, n, 3);
+    for &p in &ps {
+        x[p] = -r.random_range(0.5f32..2.0);
+    }
+    Runtime::traps(TrapConfig::nan());
+    let before = Runtime::stats();
+    let a = Array::from_slice(&x, &shape);
+    let line = line!() + 1;
+    let s = a.sqrt();
+    let y = &(&s * 2.0) + 1.0;
+    let e = y.to_vec().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Trap, "{e}");
+    let t = one_trap();
+    assert_eq!((t.kind, t.op.as_str()), (TrapKind::Nan, "sqrt"), "{t}");
+    assert_site(&t, line);
+    assert_eq!(t.element, first);
+    assert_eq!(t.index, vec![first / 40, first % 40]);
+    assert!(t.value.is_nan());
+    assert_eq!(e.origin, Some(t.site), "{e}");
+    assert!(e.to_string().contains(&format!("element {first}")), "{e}");
+    // A result computed from the trapped one reads as the same trap.
+    let z = &y * 3.0;
+    assert_eq!(z.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+    device_detected(&before);
+    Runtime::traps(TrapConfig::off());
+}
+
+#[test]
+fn inf_trap_names_the_first_division_by_zero() {
+    let _g = lock();
+    let mut r = rng(0x1f0);
+    let n = 1500;
+    let a = rand_f32(&mut r, n, 1.0, 2.0);
+    let mut b = rand_f32(&mut r, n, 1.0, 2.0);
+    let (ps, first) = plant(&mut r, n, 4);
+    for &p in &ps {
+        b[p] = 0.0;
+    }
+    Runtime::traps(TrapConfig::nan().inf());
+    let before = Runtime::stats();
+    let (a, b) = (Array::from_slice(&a, &[n]), Array::from_slice(&b, &[n]));
+    let line = line!() + 1;
+    let q = &a / &b;
+    let y = &q - 3.0;
+    assert_eq!(y.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+    let t = one_trap();
+    assert_eq!((t.kind, t.op.as_str()), (TrapKind::Inf, "div"), "{t}");
+    assert_site(&t, line);
+    assert_eq!((t.element, t.index.clone()), (first, vec![first]));
+    assert_eq!(t.value, f64::INFINITY);
+    device_detected(&before);
+    Runtime::traps(TrapConfig::off());
+}
+
+/// `((sqrt(x) * 3 + y) / y)` by plain loops in f64.
+fn chain_oracle(x: &[f32], y: &[f32]) -> Vec<f64> {
+    x.iter()
+        .zip(y)
+        .map(|(&x, &y)| ((x as f64).sqrt() * 3.0 + y as f64) / y as f64)
+        .collect()
+}
+
+#[test]
+fn traps_on_and_nothing_failing_leave_results_bit_identical() {
+    let _g = lock();
+    let mut r = rng(0xb17);
+    let n = 2500;
+    let x = rand_f32(&mut r, n, 0.5, 4.0);
+    let y = rand_f32(&mut r, n, 1.0, 2.0);
+    let run = || {
+        let (a, b) = (Array::from_slice(&x, &[n]), Array::from_slice(&y, &[n]));
+        let v = ((&a.sqrt() * 3.0 + &b) / &b).to_vec().unwrap();
+        (v, Runtime::last_flush_listing())
+    };
+    let (off, listing_off) = run();
+    Runtime::traps(TrapConfig::nan().inf());
+    let before = Runtime::stats();
+    let (on, listing_on) = run();
+    Runtime::traps(TrapConfig::off());
+    // On a device, the checked kernel ran there (it compiled, and nothing fell back).
+    if on_device() {
+        let d = Runtime::stats().device.since(&before.device);
+        assert!(d.kernels >= 1 && d.fallbacks == 0, "{d:?}");
+    }
+    // Off, kernels carry no checks; on, they do.
+    assert!(!listing_off.contains("trap if"), "{listing_off}");
+    assert!(listing_on.contains("trap if"), "{listing_on}");
+    assert!(Runtime::take_traps().is_empty());
+    for (i, (a, b)) in off.iter().zip(&on).enumerate() {
+        assert_eq!(a.to_bits(), b.to_bits(), "element {i}: {a} vs {b}");
+    }
+    for (i, (v, w)) in off.iter().zip(chain_oracle(&x, &y)).enumerate() {
+        assert!(
+            ((*v as f64) - w).abs() <= 1e-5 * w.abs(),
+            "element {i}: {v} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
+    let _g = lock();
+    let mut r = rng(0x9a55);
+    let n = 20_000;
+    let pass: usize = 4096;
+    let tile = Runtime::config().tile.min(n);
+    let per = pass.div_ceil(tile) * tile;
+    let passes = n.div_ceil(per);
+    let mut x = rand_f32(&mut r, n, 0.5, 4.0);
+    let c = rand_f32(&mut r, n, -1.0, 1.0);
+    // One bad element in the second pass, one in the fourth.
+    let p1 = r.random_range(per..2 * per);
+    let p2 = r.random_range(3 * per..4 * per);
+    x[p1] = -1.5;
+    x[p2] = -0.25;
+    let oracle: Vec<f64> = x.iter().map(|&v| (v as f64).sqrt() * 2.0 + 1.0).collect();
+
+    // The one-launch result: one pass, which traps (stopping after it) and resumes to the end.
+    Runtime::traps(TrapConfig::nan().passes(1 << 30));
+    let a = Array::from_slice(&x, &[n]);
+    let y1 = &(&a.sqrt() * 2.0) + 1.0;
+    assert_eq!(y1.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+    let t = one_trap();
+    assert_eq!((t.element, t.pass, t.suspended), (p1, Some((0, 1)), true));
+    assert_eq!(Runtime::resume().unwrap(), 1);
+    let whole = y1.to_vec().unwrap();
+    assert!(Runtime::take_traps().is_empty());
+
+    Runtime::traps(TrapConfig::nan().passes(pass));
+    let a = Array::from_slice(&x, &[n]);
+    let line = line!() + 1;
+    let s = a.sqrt();
+    let y = &(&s * 2.0) + 1.0;
+    let e = y.to_vec().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Trap);
+    let t = one_trap();
+    assert_eq!(
+        (t.kind, t.element, t.op.as_str()),
+        (TrapKind::Nan, p1, "sqrt")
+    );
+    assert_site(&t, line);
+    assert_eq!(t.pass, Some((1, passes)));
+    assert!(t.suspended);
+
+    // Independent work goes on while the launch is suspended.
+    let cc = Array::from_slice(&c, &[n]);
+    let ind = (&cc * 2.0).to_vec().unwrap();
+    for (i, (v, w)) in ind.iter().zip(&c).enumerate() {
+        assert_eq!(*v, w * 2.0, "element {i}");
+    }
+    // Work that reads the suspended result waits (and reads as the trap meanwhile).
+    let dep = &y - &cc;
+    assert_eq!(dep.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+
+    // Resuming runs on to the pass of the next bad element ...
+    assert_eq!(Runtime::resume().unwrap(), 1);
+    assert_eq!(y.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+    let t = one_trap();
+    assert_eq!((t.element, t.pass), (p2, Some((3, passes))));
+    // ... and then to the end: the same bits as one launch, and the waiting work done.
+    assert_eq!(Runtime::resume().unwrap(), 1);
+    Runtime::traps(TrapConfig::off());
+    let yv = y.to_vec().unwrap();
+    for (i, (v, w)) in yv.iter().zip(&whole).enumerate() {
+        assert_eq!(v.to_bits(), w.to_bits(), "element {i}: {v} vs {w}");
+    }
+    for (i, (v, w)) in yv.iter().zip(&oracle).enumerate() {
+        if i == p1 || i == p2 {
+            assert!(v.is_nan() && w.is_nan());
+        } else {
+            assert!(
+                ((*v as f64) - w).abs() <= 1e-6 * w.abs(),
+                "element {i}: {v} vs {w}"
+            );
+        }
+    }
+    let dv = dep.to_vec().unwrap();
+    for i in (0..n).filter(|&i| i != p1 && i != p2) {
+        assert!(
+            ((dv[i] - (yv[i] - c[i])) as f64).abs() <= 1e-6,
+            "element {i}"
+        );
+    }
+    assert_eq!(Runtime::resume().unwrap(), 0);
+}
+
+#[test]
+fn assertions_trap_with_their_message_element_and_line() {
+    let _g = lock();
+    let mut r = rng(0xa55e);
+    let shape = [30, 50];
+    let n = 1500;
+    let mut x = rand_f32(&mut r, n, 0.0, 1.0);
+    let (ps, first) = plant(&mut r, n, 3);
+    for &p in &ps {
+        x[p] = 1.5;
+    }
+    let a = Array::from_slice(&x, &shape);
+    let line = line!() + 1;
+    let y = (&a * 2.0).assert_in_range(0.0, 2.0);
+    let z = &y + 1.0;
+    let e = z.to_vec().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Trap);
+    let t = one_trap();
+    assert_eq!(
+        (t.kind, t.op.as_str()),
+        (TrapKind::Assertion, "assert"),
+        "{t}"
+    );
+    assert_site(&t, line);
+    assert_eq!(
+        (t.element, t.index.clone()),
+        (first, vec![first / 50, first % 50])
+    );
+    assert_eq!(t.value, 3.0);
+    assert!(
+        t.message.as_deref().unwrap().contains("assert_in_range"),
+        "{t}"
+    );
+
+    let line = line!() + 1;
+    let m = a.lt(1.0f32).assert_true("a must stay below one");
+    let e = m.to_vec().unwrap_err();
+    let t = one_trap();
+    assert!(e.to_string().contains("a must stay below one"), "{e}");
+    assert_site(&t, line);
+    assert_eq!((t.element, t.value), (first, 0.0));
+
+    // Passing assertions change nothing.
+    let w = rand_f32(&mut r, n, -1.0, 1.0);
+    let b = Array::from_slice(&w, &shape);
+    let v = (&b * 2.0).assert_finite().to_vec().unwrap();
+    assert!(Runtime::take_traps().is_empty());
+    for (i, (v, w)) in v.iter().zip(&w).enumerate() {
+        assert_eq!(*v, w * 2.0, "element {i}");
+    }
+}
+
+#[test]
+fn index_trap_names_the_first_bad_gather_index() {
+    let _g = lock();
+    let mut r = rng(0x1dc5);
+    let data = rand_f32(&mut r, 50, 0.0, 1.0);
+    let mut idx: Vec<i32> = (0..300).map(|_| r.random_range(0..50)).collect();
+    let (ps, first) = plant(&mut r, 300, 3);
+    for &p in &ps {
+        idx[p] = r.random_range(50..90);
+    }
+    let d = Array::from_slice(&data, &[50]);
+    let ix = Array::from_slice(&idx, &[300]);
+    // Off: the execution error it always was.
+    let e = d.gather(&ix, 0).to_vec().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidResult, "{e}");
+    assert!(Runtime::take_traps().is_empty());
+
+    Runtime::traps(TrapConfig::nan().index());
+    let line = line!() + 1;
+    let g = d.gather(&ix, 0);
+    let e = g.to_vec().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Trap, "{e}");
+    let t = one_trap();
+    assert_eq!((t.kind, t.op.as_str()), (TrapKind::Index, "gather"), "{t}");
+    assert_site(&t, line);
+    assert_eq!((t.element, t.value), (first, idx[first] as f64));
+    Runtime::traps(TrapConfig::off());
+}
