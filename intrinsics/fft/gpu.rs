@@ -71,6 +71,22 @@ pub enum Load {
     /// with `w = exp(2 pi i k / nf)`, from the first `h + 1` coefficients (the imaginary parts
     /// of `X[0]` and `X[h]` ignored).
     Tangle { nf: usize },
+    /// Nothing read: point `n` of Bluestein's filter of `nf` points zero-padded to `len`,
+    /// `w_n` for `n < nf`, `w_(len - n)` for `len - n < nf`, else zero, with `w` the
+    /// [`Chirp`] of `nf` points in direction `inverse` (`bluestein.rs`).
+    Chirp {
+        nf: usize,
+        len: usize,
+        inverse: bool,
+    },
+}
+
+/// Bluestein's chirp of `nf` points: `w_k = exp(-+ pi i k^2 / nf)` (`+` for `inverse`), the
+/// angle from the exact integer `k^2 mod 2 nf` (`kernel.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chirp {
+    pub nf: usize,
+    pub inverse: bool,
 }
 
 /// How a line pass writes a point.
@@ -114,6 +130,12 @@ pub struct LinePass {
     /// Twiddle at the load for a global pass of span `s`: point `j` of line `m` times
     /// `exp(-+2 pi i (m mod s) j / (s len))`.
     pub twiddle: Option<usize>,
+    /// Bluestein's premultiply at the load: axis element `n` times the chirp's `w_n`, zero
+    /// from `n = nf` on.
+    pub chirp_in: Option<Chirp>,
+    /// Bluestein's filter at the load: axis element `n` times element `n` of this one-line
+    /// array (a third buffer the pass binds).
+    pub table: Option<Arr>,
     pub dst: Arr,
     pub store: Store,
     /// Output axis index of point `k` of line `m`: `(m / os) * ok + m mod os + k * kk`,
@@ -122,6 +144,8 @@ pub struct LinePass {
     pub ok: usize,
     pub kk: usize,
     pub limit: usize,
+    /// Bluestein's postmultiply at the store: output element `n` times the chirp's `w_n`.
+    pub chirp_out: Option<Chirp>,
     pub scale: f64,
     /// Lines per work-group, threads per work-group, work-groups.
     pub batch: usize,
@@ -129,6 +153,9 @@ pub struct LinePass {
     pub groups: usize,
     /// Threads walk a block's points line-fastest (its lines are neighbours in memory).
     pub across: bool,
+    /// The pass transforms one line, whatever the call's batch (Bluestein's filter): it runs
+    /// over [`Plan::one_line`]'s geometry.
+    pub single: bool,
 }
 
 impl LinePass {
@@ -170,6 +197,35 @@ pub enum Step {
 }
 
 impl Step {
+    /// The buffers the pass binds, in order: source, destination, and a line pass's
+    /// [`LinePass::table`].
+    pub fn buffers(&self) -> Vec<crate::proggen::codegen::gpu::BufArg> {
+        match self {
+            Step::Lines(p) => [p.src.buf, p.dst.buf]
+                .into_iter()
+                .chain(p.table.map(|t| t.buf))
+                .collect(),
+            Step::R2cPost { src, dst, .. } => vec![src.buf, dst.buf],
+        }
+    }
+    /// The plan whose lines geometry the pass runs over: `g`, or one line for a
+    /// [`LinePass::single`] pass.
+    pub fn geometry(&self, g: &Plan) -> Plan {
+        match self {
+            Step::Lines(p) if p.single => Plan {
+                pre: 1,
+                post: 1,
+                steps: Vec::new(),
+                scratch: Vec::new(),
+                ..*g
+            },
+            _ => Plan {
+                steps: Vec::new(),
+                scratch: Vec::new(),
+                ..*g
+            },
+        }
+    }
     /// Work-groups and threads of the pass.
     pub fn launch(&self, g: &Plan) -> (usize, usize) {
         match self {
@@ -212,27 +268,58 @@ pub fn radices(len: usize) -> Option<Vec<usize>> {
 }
 
 /// Builds the chain of passes.
-struct Builder {
-    pre: usize,
-    post: usize,
-    lmax: usize,
-    scratch: Vec<usize>,
-    steps: Vec<Step>,
+pub(super) struct Builder {
+    pub(super) pre: usize,
+    pub(super) post: usize,
+    pub(super) lmax: usize,
+    pub(super) scratch: Vec<usize>,
+    pub(super) steps: Vec<Step>,
 }
 
-/// Where the transform of a chain reads and writes.
-struct Ends {
-    src: Arr,
-    load: Load,
-    copy: usize,
-    dst: Arr,
-    store: Store,
-    limit: usize,
-    scale: f64,
+/// Where the transform of a chain reads and writes, and Bluestein's factors at its first
+/// load and last store (see [`LinePass`]).
+pub(super) struct Ends {
+    pub(super) src: Arr,
+    pub(super) load: Load,
+    pub(super) copy: usize,
+    pub(super) dst: Arr,
+    pub(super) store: Store,
+    pub(super) limit: usize,
+    pub(super) scale: f64,
+    pub(super) chirp_in: Option<Chirp>,
+    pub(super) table: Option<Arr>,
+    pub(super) chirp_out: Option<Chirp>,
+}
+
+impl Ends {
+    /// A plain transform from `src` to `dst`, no Bluestein factors.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn plain(
+        src: Arr,
+        load: Load,
+        copy: usize,
+        dst: Arr,
+        store: Store,
+        limit: usize,
+        scale: f64,
+    ) -> Ends {
+        Ends {
+            src,
+            load,
+            copy,
+            dst,
+            store,
+            limit,
+            scale,
+            chirp_in: None,
+            table: None,
+            chirp_out: None,
+        }
+    }
 }
 
 impl Builder {
-    fn scratch(&mut self, len: usize) -> Arr {
+    pub(super) fn scratch(&mut self, len: usize) -> Arr {
         self.scratch.push(self.pre * len * self.post);
         Arr {
             buf: BufArg::Scratch(self.scratch.len() as u32 - 1),
@@ -270,22 +357,26 @@ impl Builder {
             mk: from.mk,
             jk: from.jk,
             twiddle: from.twiddle,
+            chirp_in: from.chirp_in,
+            table: from.table,
             dst: to.arr,
             store: to.store,
             os: to.os,
             ok: to.ok,
             kk: to.kk,
             limit: to.limit,
+            chirp_out: to.chirp_out,
             scale,
             batch,
             local,
             groups,
             across,
+            single: false,
         }));
     }
 
     /// Whether a transform of `n` points takes one line pass.
-    fn one_pass(&self, n: usize) -> bool {
+    pub(super) fn one_pass(&self, n: usize) -> bool {
         n <= if self.post > 1 {
             STRIDED_ONE.min(self.lmax)
         } else {
@@ -294,12 +385,15 @@ impl Builder {
     }
 
     /// The transform of `n` points from `e.src` to `e.dst`: one line pass, or global Stockham
-    /// passes.
-    fn transform(&mut self, n: usize, inverse: bool, e: Ends) -> Result<(), Unsupported> {
+    /// passes; Bluestein's algorithm (`bluestein.rs`) where `n` has a prime factor above 7.
+    pub(super) fn transform(
+        &mut self,
+        n: usize,
+        inverse: bool,
+        e: Ends,
+    ) -> Result<(), Unsupported> {
         if radices(n).is_none() {
-            return Err(Unsupported(format!(
-                "fft of {n} points: a prime factor above 7 (the CPU runs it)"
-            )));
+            return self.bluestein(n, inverse, e);
         }
         if self.one_pass(n) {
             let from = From {
@@ -309,6 +403,8 @@ impl Builder {
                 mk: 0,
                 jk: 1,
                 twiddle: None,
+                chirp_in: e.chirp_in,
+                table: e.table,
             };
             let to = To {
                 arr: e.dst,
@@ -317,6 +413,7 @@ impl Builder {
                 ok: 0,
                 kk: 1,
                 limit: e.limit,
+                chirp_out: e.chirp_out,
             };
             self.line(n, inverse, 1, from, to, e.scale);
             return Ok(());
@@ -338,7 +435,7 @@ impl Builder {
         let (mut arr, mut load, mut copy) = (e.src, e.load, e.copy);
         let mut span = 1;
         for (p, &r) in factors.iter().enumerate() {
-            let last = p + 1 == factors.len();
+            let (first, last) = (p == 0, p + 1 == factors.len());
             let from = From {
                 arr,
                 load,
@@ -346,6 +443,8 @@ impl Builder {
                 mk: 1,
                 jk: n / r,
                 twiddle: (span > 1).then_some(span),
+                chirp_in: e.chirp_in.filter(|_| first),
+                table: e.table.filter(|_| first),
             };
             let dst = if last { e.dst } else { mids[p % 2] };
             let to = To {
@@ -355,6 +454,7 @@ impl Builder {
                 ok: span * r,
                 kk: span,
                 limit: if last { e.limit } else { n },
+                chirp_out: e.chirp_out.filter(|_| last),
             };
             self.line(
                 r,
@@ -380,6 +480,8 @@ struct From {
     mk: usize,
     jk: usize,
     twiddle: Option<usize>,
+    chirp_in: Option<Chirp>,
+    table: Option<Arr>,
 }
 
 /// Where a line pass writes (see [`LinePass`]).
@@ -390,6 +492,7 @@ struct To {
     ok: usize,
     kk: usize,
     limit: usize,
+    chirp_out: Option<Chirp>,
 }
 
 /// `n` as the fewest factors of at most `cap` points (its prime factors dealt largest first to
@@ -444,52 +547,56 @@ pub fn plan(call: &IntrinsicCall, local_bytes: usize) -> Result<Plan, Unsupporte
         len: spec.out_len(),
     };
     let complex_in = call.in_dtypes[0].is_complex();
+    // Real transforms of a length with a prime factor above 7 run Bluestein's complex
+    // transform of `n` points, as odd lengths do (real input promoted; a Hermitian spectrum
+    // extended while loading).
+    let halved = n % 2 == 0 && radices(n).is_some();
     match spec.kind {
         Kind::C2c { inverse } => b.transform(
             n,
             inverse,
-            Ends {
-                src: input,
-                load: if complex_in {
+            Ends::plain(
+                input,
+                if complex_in {
                     Load::Complex
                 } else {
                     Load::Real
                 },
-                copy: m.min(n),
-                dst: output,
-                store: Store::Complex,
-                limit: n,
-                scale: s,
-            },
+                m.min(n),
+                output,
+                Store::Complex,
+                n,
+                s,
+            ),
         )?,
-        Kind::R2c if n % 2 == 0 && b.one_pass(n / 2) => b.transform(
+        Kind::R2c if halved && b.one_pass(n / 2) => b.transform(
             n / 2,
             false,
-            Ends {
-                src: input,
-                load: Load::RealPairs,
-                copy: m.min(n),
-                dst: output,
-                store: Store::Untangle { nf: n },
-                limit: n / 2 + 1,
-                scale: s,
-            },
+            Ends::plain(
+                input,
+                Load::RealPairs,
+                m.min(n),
+                output,
+                Store::Untangle { nf: n },
+                n / 2 + 1,
+                s,
+            ),
         )?,
-        Kind::R2c if n % 2 == 0 => {
+        Kind::R2c if halved => {
             let h = n / 2;
             let mid = b.scratch(h);
             b.transform(
                 h,
                 false,
-                Ends {
-                    src: input,
-                    load: Load::RealPairs,
-                    copy: m.min(n),
-                    dst: mid,
-                    store: Store::Complex,
-                    limit: h,
-                    scale: 1.0,
-                },
+                Ends::plain(
+                    input,
+                    Load::RealPairs,
+                    m.min(n),
+                    mid,
+                    Store::Complex,
+                    h,
+                    1.0,
+                ),
             )?;
             b.steps.push(Step::R2cPost {
                 src: mid,
@@ -502,41 +609,41 @@ pub fn plan(call: &IntrinsicCall, local_bytes: usize) -> Result<Plan, Unsupporte
         Kind::R2c => b.transform(
             n,
             false,
-            Ends {
-                src: input,
-                load: Load::Real,
-                copy: m.min(n),
-                dst: output,
-                store: Store::Complex,
-                limit: spec.half(),
-                scale: s,
-            },
+            Ends::plain(
+                input,
+                Load::Real,
+                m.min(n),
+                output,
+                Store::Complex,
+                spec.half(),
+                s,
+            ),
         )?,
-        Kind::C2r if n % 2 == 0 => b.transform(
+        Kind::C2r if halved => b.transform(
             n / 2,
             true,
-            Ends {
-                src: input,
-                load: Load::Tangle { nf: n },
-                copy: m.min(n / 2 + 1),
-                dst: output,
-                store: Store::RealPairs,
-                limit: n / 2,
-                scale: s,
-            },
+            Ends::plain(
+                input,
+                Load::Tangle { nf: n },
+                m.min(n / 2 + 1),
+                output,
+                Store::RealPairs,
+                n / 2,
+                s,
+            ),
         )?,
         Kind::C2r => b.transform(
             n,
             true,
-            Ends {
-                src: input,
-                load: Load::Hermitian { nf: n },
-                copy: m.min(spec.half()),
-                dst: output,
-                store: Store::Real,
-                limit: n,
-                scale: s,
-            },
+            Ends::plain(
+                input,
+                Load::Hermitian { nf: n },
+                m.min(spec.half()),
+                output,
+                Store::Real,
+                n,
+                s,
+            ),
         )?,
     }
     let in_elems = r.numel();

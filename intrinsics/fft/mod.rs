@@ -35,6 +35,7 @@
 //! 1-norm bounds the 2-norm, and carries the inputs' own magnitudes `m_j` as a sum does);
 //! an `irfft` line counts its coefficients twice (the mirrored half of the spectrum).
 
+mod bluestein;
 mod butterfly;
 mod cpu;
 mod gpu;

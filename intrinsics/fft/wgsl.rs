@@ -31,10 +31,10 @@ pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> 
     for (k, step) in plan.steps.iter().enumerate() {
         let (src, dst) = ends(step);
         let (groups, local) = step.launch(&plan);
-        entries.push_str(&entry(&d, &plan, step, k, src, dst, call));
+        entries.push_str(&entry(&d, &step.geometry(&plan), step, k, src, dst, call));
         passes.push(Pass {
             entry: format!("af_fft_p{k}"),
-            buffers: vec![src, dst],
+            buffers: step.buffers(),
             params: false,
             groups: groups as u32,
             local: local as u32,
@@ -71,6 +71,7 @@ fn entry(
     let ty = |b: BufArg| if is_real(b, call) { "f32" } else { "vec2<f32>" };
     let (_, local) = step.launch(g);
     let (sv, dv, shv) = (format!("src{k}"), format!("dst{k}"), format!("sh{k}"));
+    let tv = format!("tab{k}");
     let mut s = format!(
         "@group(0) @binding(0) var<storage, read> {sv}: array<{}>;
 @group(0) @binding(1) var<storage, read_write> {dv}: array<{}>;
@@ -78,6 +79,14 @@ fn entry(
         ty(src),
         ty(dst)
     );
+    if let Step::Lines(p) = step
+        && p.table.is_some()
+    {
+        let _ = writeln!(
+            s,
+            "@group(0) @binding(2) var<storage, read> {tv}: array<vec2<f32>>;"
+        );
+    }
     match step {
         Step::Lines(p) => {
             let _ = writeln!(
@@ -90,7 +99,7 @@ fn af_fft_p{k}(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
 }}",
                 p.shared(),
                 d.u(p.blocks(g)),
-                line_body(d, g, p, &sv, &dv, &shv)
+                line_body(d, g, p, &sv, &dv, &tv, &shv)
             );
         }
         _ => {
