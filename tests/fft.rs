@@ -1170,7 +1170,15 @@ fn bluestein_lengths<F: Prec>() {
             let rf = fft::rfft(&xr, Some(n), 0, norm);
             (read_c::<F>(&rf), rf)
         });
-        assert_lines(&got, &oracle_r2c(&zr, n, norm), &[n / 2 + 1], 0, n, F::EPS, &what);
+        assert_lines(
+            &got,
+            &oracle_r2c(&zr, n, norm),
+            &[n / 2 + 1],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
         let what = format!("{} irfft n={n} {norm:?}", F::name());
         let got = device::<F, _>(n, &what, || read_r::<F>(&fft::irfft(&rf, Some(n), 0, norm)));
         let zc = fit(&zr, n);
@@ -1215,7 +1223,10 @@ fn bluestein_lengths<F: Prec>() {
     });
     assert_all(&got, &z, 13 * 12, 2.0 * F::EPS, &what);
     if std::env::var("FFT_WORST").is_ok() {
-        eprintln!("{} Bluestein: worst error / allowance {worst:.3}", F::name());
+        eprintln!(
+            "{} Bluestein: worst error / allowance {worst:.3}",
+            F::name()
+        );
     }
 }
 

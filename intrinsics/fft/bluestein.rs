@@ -43,7 +43,12 @@ pub fn inner_len(n: usize, cap: usize, fits: impl Fn(usize) -> bool) -> usize {
 impl Builder {
     /// The transform of `n` points (a prime factor above 7) from `e.src` to `e.dst` by
     /// Bluestein's algorithm (see the module comment).
-    pub(super) fn bluestein(&mut self, n: usize, inverse: bool, e: Ends) -> Result<(), Unsupported> {
+    pub(super) fn bluestein(
+        &mut self,
+        n: usize,
+        inverse: bool,
+        e: Ends,
+    ) -> Result<(), Unsupported> {
         if n > MAX_N {
             return Err(Unsupported(format!(
                 "fft of {n} points: Bluestein's chirp over 2^23 points (the CPU runs it)"

@@ -3,7 +3,7 @@
 //! from `kernel.rs`. `Complex<f32>` only (`vec2<f32>`): WGSL has no f64, so `Complex<f64>`
 //! calls run on the CPU executor.
 
-use super::gpu::{self, Plan, Step, WGSL_LOCAL_BYTES};
+use super::gpu::{self, Load, Plan, Step, WGSL_LOCAL_BYTES};
 use super::kernel::{Dialect, elem_body, elem_count, line_body};
 use super::opencl::{ends, is_real};
 use super::twiddle;
@@ -89,12 +89,19 @@ fn entry(
     }
     match step {
         Step::Lines(p) => {
+            // A pass that reads nothing (Bluestein's filter) still binds its source: the
+            // layout derived from the shader keeps only the bindings an entry uses.
+            let used = if matches!(p.load, Load::Chirp { .. }) {
+                format!("  _ = arrayLength(&{sv});\n")
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
                 "var<workgroup> {shv}: array<vec2<f32>, {}>;
 @compute @workgroup_size({local})
 fn af_fft_p{k}(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
-  for (var gb = wid.x; gb < {}; gb += nwg.x) {{
+{used}  for (var gb = wid.x; gb < {}; gb += nwg.x) {{
 {}  }}
 }}",
                 p.shared(),
