@@ -187,8 +187,10 @@ impl LinePass {
 /// spread over all of them, with no memory spent.
 pub const SWIZZLE: usize = 16;
 
-/// One pass of the chain.
+/// One pass of the chain (a chain holds a few, built once per program: no need to box the
+/// line pass).
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Step {
     Lines(LinePass),
     /// An even `rfft`'s untangling where the transform takes several passes: `src` holds the
