@@ -25,8 +25,10 @@
 //! 0.5). Then issue 22's target shapes (`FFT_TARGETS=0` skips them): `fft` of
 //! 2^`FFT_TARGET_LOG2` (24), `fft2` of `FFT_TARGET_2D`² (4096²) and `rfft` of
 //! `FFT_GPU_BATCH` x `FFT_TARGET_ROW` (16384 x 4096), each checked the same way (the `fft2`
-//! on 8 sampled columns of the host's row transforms). `benches/peers/fft.py` times
-//! `torch.fft` on all these sizes (cuFFT).
+//! on 8 sampled columns of the host's row transforms). Then a prime length (Bluestein's
+//! algorithm, `intrinsics/fft/bluestein.rs`; `FFT_PRIME=0` skips it): `fft` of
+//! `FFT_PRIME_BATCH` x `FFT_PRIME` rows (default 64 x 100003) along the last axis.
+//! `benches/peers/fft.py` times `torch.fft` on all these sizes (cuFFT).
 //!
 //! `ARRAYFLOW_KERNEL_TIMES=1` prints each GPU case's kernels by device time.
 //!
@@ -346,6 +348,10 @@ fn gpu_main(repeats: usize) {
     if env_usize("FFT_TARGETS", 1) != 0 {
         target_rows(repeats, &mut rows, rows_n);
     }
+    let prime = env_usize("FFT_PRIME", 100_003);
+    if prime != 0 {
+        prime_rows(repeats, &mut rows, env_usize("FFT_PRIME_BATCH", 64), prime);
+    }
     let d = Runtime::stats().device.since(&before);
     assert_eq!(d.fallbacks, 0, "an FFT ran on the CPU fallback: {d:?}");
     print_peer_rows("fft", "\"gpu\":true,", &rows);
@@ -443,4 +449,33 @@ fn target_rows(repeats: usize, rows: &mut Vec<PeerRow>, rows_n: usize) {
             peer_name: copy_name,
         });
     }
+}
+
+/// `fft` of `batch` rows of a prime length `n` (Bluestein's algorithm on the device), checked
+/// against rustfft on every row, against a device copy of the input's bytes.
+fn prime_rows(repeats: usize, rows: &mut Vec<PeerRow>, batch: usize, n: usize) {
+    let b = Norm::Backward;
+    let x = complex_data(batch * n, 29);
+    let a = Array::from_slice(&x, &[batch, n]);
+    let plan = rustfft::FftPlanner::<f32>::new().plan_fft_forward(n);
+    let mut want = x.clone();
+    want.chunks_exact_mut(n).for_each(|l| plan.process(l));
+    check(
+        "prime fft",
+        &fft::fft(&a, None, 1, b).to_vec().expect("fft"),
+        &want,
+    );
+    let af = median_prepared(
+        repeats,
+        || (),
+        |()| fft::fft(&a, None, 1, b).eval().expect("fft"),
+    );
+    print_kernel_times("fft c64 prime batch");
+    rows.push(PeerRow {
+        name: "fft c64".into(),
+        size: format!("[{batch}, {n}]"),
+        af,
+        peer: device_copy(repeats, 8 * batch * n),
+        peer_name: "device copy of the input's bytes",
+    });
 }

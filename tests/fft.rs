@@ -15,9 +15,10 @@
 //!
 //! On a GPU executor (`ARRAYFLOW_DEVICE=opencl|wgpu`) every transform whose length the generated
 //! Stockham kernels take (`intrinsics/fft/gpu.rs`: factors 2, 3, 5, 7, one local-memory pass or
-//! global passes) is checked to have run there (`Runtime::stats()`: a device kernel, no CPU fallback),
-//! and lengths with a larger prime factor to have run through the CPU fallback; `Complex<f64>`
-//! on wgpu runs on the CPU executor. Stats are process-wide: the tests run one at a time.
+//! global passes; a larger prime factor by Bluestein's algorithm, `intrinsics/fft/bluestein.rs`)
+//! is checked to have run there (`Runtime::stats()`: a device kernel, no CPU fallback);
+//! `Complex<f64>` on wgpu runs on the CPU executor. Stats are process-wide: the tests run one
+//! at a time.
 
 mod common;
 
@@ -912,7 +913,8 @@ fn device_line_points<F: Prec>() -> Option<usize> {
 
 /// Whether the generated kernels take a complex transform of `n` points (factors 2, 3, 5, 7;
 /// one local-memory pass, or up to four global passes of at most 256 points: every such
-/// length below 2^24 here) of precision `F` on this process's executor.
+/// length below 2^24 here; other lengths up to 2^23 by Bluestein's algorithm) of precision
+/// `F` on this process's executor.
 fn on_device<F: Prec>(n: usize) -> bool {
     if device_line_points::<F>().is_none() {
         return false;
@@ -923,7 +925,7 @@ fn on_device<F: Prec>(n: usize) -> bool {
             left /= p;
         }
     }
-    left == 1 && n <= 1 << 24
+    (left == 1 && n <= 1 << 24) || n <= 1 << 23
 }
 
 /// The complex transform length of a call: `n` for `fft` and odd real transforms, `n / 2` for
@@ -1104,23 +1106,135 @@ fn gpu_kernels_run_every_supported_length_on_the_device() {
     device_lengths::<f64>();
 }
 
-#[test]
-fn lengths_with_a_prime_factor_above_7_run_through_the_cpu_fallback() {
-    let _g = serial();
-    use arrayflow::{Backend, Runtime};
-    let mut r = rng(0x6b0);
-    for n in [11, 997] {
-        Runtime::execute();
-        let before = Runtime::stats();
-        let (x, z) = rand_c::<f32>(&mut r, n);
-        let y = read_c::<f32>(&fft::fft(&x, None, 0, Norm::Backward));
-        let want = oracle_c2c(&z, n, false, Norm::Backward);
-        assert_lines(&y, &want, &[n], 0, n, f32::EPS, "fft on this executor");
-        let d = Runtime::stats().since(&before).device;
-        if Runtime::backend() != Backend::Cpu {
-            assert!(d.fallbacks > 0, "no CPU fallback ran: {d:?}");
+/// Lengths with a prime factor above 7 (Bluestein's algorithm on the GPU executors), checked
+/// against the oracle with the device kernels really running: primes and a mixed length, both
+/// directions and every norm, a batch of lines, a strided axis (one local-memory pass, and
+/// global passes), a 2-D transform with a prime side, the real transforms of a prime and of
+/// an even length. Few distinct plans: each is a program PoCL compiles cold.
+fn bluestein_lengths<F: Prec>() {
+    let mut r = rng(0xb1e);
+    let norms = [Norm::Backward, Norm::Ortho, Norm::Forward];
+    let wide = std::mem::size_of::<F>() == 8;
+    let lengths: &[usize] = if wide {
+        &[13, 1009, 65537]
+    } else {
+        &[11, 13, 17, 97, 101, 1009, 66, 8191, 65537, 100_003]
+    };
+    let mut worst: f64 = 0.0;
+    for (t, &n) in lengths.iter().enumerate() {
+        if comparison_mode() && n > 1 << 14 {
+            continue;
+        }
+        let norm = norms[t % 3];
+        let (x, z) = rand_c::<F>(&mut r, n);
+        let what = format!("{} fft n={n} {norm:?}", F::name());
+        let (got, y) = device::<F, _>(n, &what, || {
+            let y = fft::fft(&x, None, 0, norm);
+            (read_c::<F>(&y), y)
+        });
+        worst = worst.max(assert_lines(
+            &got,
+            &oracle_c2c(&z, n, false, norm),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        ));
+        if n > DIRECT {
+            assert_bins(&got, &z, false, scale(norm, n, false), F::EPS, &what);
+        }
+        // ifft against its own oracle, and back to x.
+        let what = format!("{} ifft n={n} {norm:?}", F::name());
+        let got = device::<F, _>(n, &what, || read_c::<F>(&fft::ifft(&x, None, 0, norm)));
+        worst = worst.max(assert_lines(
+            &got,
+            &oracle_c2c(&z, n, true, norm),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        ));
+        let what = format!("{} ifft(fft) n={n} {norm:?}", F::name());
+        let got = device::<F, _>(n, &what, || read_c::<F>(&fft::ifft(&y, None, 0, norm)));
+        assert_lines(&got, &z, &[n], 0, n, 2.0 * F::EPS, &what);
+    }
+    // The real transforms of a prime and of an even length (2 * 11: the complex path, not
+    // half-length pairs), cropped and padded.
+    for (n, m) in [(17, 17), (22, 20), (1009, 1100)] {
+        let norm = norms[n % 3];
+        let (xr, zr) = rand_r::<F>(&mut r, m);
+        let what = format!("{} rfft m={m} n={n} {norm:?}", F::name());
+        let (got, rf) = device::<F, _>(n, &what, || {
+            let rf = fft::rfft(&xr, Some(n), 0, norm);
+            (read_c::<F>(&rf), rf)
+        });
+        assert_lines(
+            &got,
+            &oracle_r2c(&zr, n, norm),
+            &[n / 2 + 1],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
+        let what = format!("{} irfft n={n} {norm:?}", F::name());
+        let got = device::<F, _>(n, &what, || read_r::<F>(&fft::irfft(&rf, Some(n), 0, norm)));
+        let zc = fit(&zr, n);
+        assert_lines(&got, &zc, &[n], 0, n, 2.0 * F::EPS, &what);
+    }
+    // A batch of lines; strided axes: 97 points (one pass) and 1009 (global passes).
+    let cases: [(&[usize], usize); 3] = [(&[5, 101], 1), (&[97, 6], 0), (&[1009, 3], 0)];
+    for (t, (shape, axis)) in cases.into_iter().enumerate() {
+        let len: usize = shape.iter().product();
+        let (x, z) = rand_c::<F>(&mut r, len);
+        let x = x.reshape(shape);
+        let n = shape[axis];
+        let norm = norms[t % 3];
+        for inverse in [false, true] {
+            let what = format!("{} fft {shape:?} axis {axis} inverse={inverse}", F::name());
+            let got = device::<F, _>(n, &what, || {
+                let y = if inverse {
+                    fft::ifft(&x, None, axis, norm)
+                } else {
+                    fft::fft(&x, None, axis, norm)
+                };
+                read_c::<F>(&y)
+            });
+            let (want, ws) = along(&z, shape, axis, |l| oracle_c2c(l, n, inverse, norm));
+            assert_lines(&got, &want, &ws, axis, n, F::EPS, &what);
         }
     }
+    // fft2 with a prime side (13 along the strided axis) and its inverse.
+    let shape = [13usize, 12];
+    let (x, z) = rand_c::<F>(&mut r, 13 * 12);
+    let x = x.reshape(&shape);
+    let what = format!("{} fft2 {shape:?}", F::name());
+    let (got, y) = device::<F, _>(13, &what, || {
+        let y = fft::fft2(&x, None, Norm::Ortho);
+        (read_c::<F>(&y), y)
+    });
+    let (want, _) = oracle_nd(&z, &shape, &[13, 12], &[0, 1], false, Norm::Ortho);
+    assert_all(&got, &want, 13 * 12, F::EPS, &what);
+    let what = format!("{} ifft2(fft2) {shape:?}", F::name());
+    let got = device::<F, _>(13, &what, || {
+        read_c::<F>(&fft::ifft2(&y, None, Norm::Ortho))
+    });
+    assert_all(&got, &z, 13 * 12, 2.0 * F::EPS, &what);
+    if std::env::var("FFT_WORST").is_ok() {
+        eprintln!(
+            "{} Bluestein: worst error / allowance {worst:.3}",
+            F::name()
+        );
+    }
+}
+
+#[test]
+fn lengths_with_a_prime_factor_above_7_run_on_the_device_by_bluestein() {
+    let _g = serial();
+    bluestein_lengths::<f32>();
+    bluestein_lengths::<f64>();
 }
 
 #[test]

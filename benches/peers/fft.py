@@ -6,6 +6,7 @@
 - rfft f32 [FFT_GPU_BATCH, FFT_ROW]: torch.fft.rfft along the last axis
 - the issue-22 targets too: fft c64 [2^24], fft2 c64 [4096, 4096], rfft f32 [16384, 4096]
   (FFT_TARGETS=0 skips them)
+- a prime length: fft c64 [FFT_PRIME_BATCH, FFT_PRIME] (default 64 x 100003; FFT_PRIME=0 skips it)
 
 Each result is first checked against numpy.fft in f64 on 4 sampled lines (the error's 2-norm
 within 4 log2(n) 2^-23 of the line's). Timing: a warm-up, then 7 loops of K calls timed with
@@ -105,6 +106,9 @@ def main():
             ("fft2 c64", "[4096, 4096]", cdata((4096, 4096), 23), torch.fft.fft2, None),
             ("rfft f32", "[16384, 4096]", rdata((16384, 4096), 25), torch.fft.rfft, np.fft.rfft),
         ]
+    p, pb = env_int("FFT_PRIME", 100003), env_int("FFT_PRIME_BATCH", 64)
+    if p != 0:
+        cases.append(("fft c64", f"[{pb}, {p}]", cdata((pb, p), 29), torch.fft.fft, np.fft.fft))
     for name, shape, x, op, ref in cases:
         y = op(x)
         if ref is not None:

@@ -8,7 +8,7 @@
 //! `butterfly.rs`'s.
 
 use super::butterfly;
-use super::gpu::{Arr, LinePass, Load, Plan, Step, Store};
+use super::gpu::{Arr, Chirp, LinePass, Load, Plan, Step, Store};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -174,7 +174,50 @@ fn load(d: &Dialect, g: &Plan, src: &str, a: Arr, how: Load, copy: usize) -> Str
                 ),
             )
         }
+        Load::Chirp { nf, len, inverse } => format!(
+            "{{ {} if (n > {}) {{ ck = {} - n; }} if (ck < {}) {{ {} v = {}; }} }}",
+            d.var_u("ck", "n"),
+            d.u(len - nf),
+            d.u(len),
+            d.u(nf),
+            chirp_angle(d, "ck", nf),
+            d.tw("ce", 2 * nf, inverse)
+        ),
     }
+}
+
+/// Statements setting `ce` to `k^2 mod 2 nf` for the index expression `k < nf <= 2^23`,
+/// exactly in 32-bit integers: `k * k` where it fits, else Horner over the bytes of the second
+/// factor, every product and sum below `2^32` (`ce < 2 nf <= 2^24`).
+fn chirp_angle(d: &Dialect, k: &str, nf: usize) -> String {
+    let m2 = d.u(2 * nf);
+    if nf <= 1 << 15 {
+        return d.let_u("ce", &format!("({k} * {k}) % {m2}"));
+    }
+    let byte = |shift: u32| {
+        format!(
+            "(({k}) * ((({k}) >> {}) & {})) % {m2}",
+            d.u(shift as usize),
+            d.u(255)
+        )
+    };
+    format!(
+        "{} ce = ((ce * {b}) % {m2} + {}) % {m2}; ce = ((ce * {b}) % {m2} + {}) % {m2};",
+        d.var_u("ce", &format!("(({k}) * (({k}) >> {})) % {m2}", d.u(16))),
+        byte(8),
+        byte(0),
+        b = d.u(256),
+    )
+}
+
+/// A block multiplying `v` by the chirp's `w_k` (`gpu.rs`'s [`Chirp`]) for the index
+/// expression `k < nf`.
+fn chirp_mul(d: &Dialect, k: &str, c: Chirp) -> String {
+    format!(
+        "{{ {} v = cmul(v, {}); }}",
+        chirp_angle(d, k, c.nf),
+        d.tw("ce", 2 * c.nf, c.inverse)
+    )
 }
 
 /// Statements writing the complex `v` as point `n` of line `(o, i)`.
@@ -207,9 +250,18 @@ fn point(d: &Dialect, p: &LinePass, len: usize) -> String {
     format!("{} {}", d.let_u("bl", &bl), d.let_u("j", &j))
 }
 
-/// The body of a line pass for block `gb` of lines, with local array `sh`, source `src` and
-/// destination `dst`, run by thread `lid`.
-pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: &str) -> String {
+/// The body of a line pass for block `gb` of lines, with local array `sh`, source `src`,
+/// destination `dst` and (for a [`LinePass::table`]) the one-line array `tab`, run by thread
+/// `lid`. `g` is the pass's geometry ([`Step::geometry`]).
+pub fn line_body(
+    d: &Dialect,
+    g: &Plan,
+    p: &LinePass,
+    src: &str,
+    dst: &str,
+    tab: &str,
+    sh: &str,
+) -> String {
     let (len, batch, local) = (p.len, p.batch, p.local);
     let total = batch * len;
     let lines = p.lines(g);
@@ -253,10 +305,24 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
             );
         }
     }
+    // Bluestein's factors at the load (`gpu.rs`'s `LinePass`): by the axis element `n`.
+    let mut factors = String::new();
+    if let Some(c) = p.chirp_in {
+        let _ = write!(
+            factors,
+            " if (n < {}) {} else {{ v = {}; }}",
+            d.u(c.nf),
+            chirp_mul(d, "n", c),
+            d.zero()
+        );
+    }
+    if p.table.is_some() {
+        let _ = write!(factors, " v = cmul(v, {tab}[n]);");
+    }
     s.push_str(&open);
     let _ = writeln!(
         s,
-        "    {} {{ {} {} {} if (ln < {}) {{ {} {} {}{twiddle} }} {sh}[{}] = v;{next} }}",
+        "    {} {{ {} {} {} if (ln < {}) {{ {} {} {}{factors}{twiddle} }} {sh}[{}] = v;{next} }}",
         d.for_u("e", "lid", total, local),
         point(d, p, len),
         d.let_u("ln", &format!("gb * {} + bl", d.u(batch))),
@@ -336,6 +402,9 @@ pub fn line_body(d: &Dialect, g: &Plan, p: &LinePass, src: &str, dst: &str, sh: 
     }
     // Store.
     let mut post = String::new();
+    if let Some(c) = p.chirp_out {
+        let _ = write!(post, " {}", chirp_mul(d, "n", c));
+    }
     if p.scale != 1.0 {
         let _ = write!(post, " v = v * {};", d.f(p.scale));
     }

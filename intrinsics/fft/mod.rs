@@ -16,7 +16,8 @@
 //!   f64 and on WGSL, 512 along a strided axis; beyond, two to four global Stockham passes of
 //!   at most 256 points, each reading and writing runs of neighbouring lines), the real
 //!   transforms as half-length complex ones untangled in the same pass (even `n`) or promoted
-//!   (odd `n`);
+//!   (odd `n`); `bluestein.rs`: lengths with a prime factor above 7 as a convolution of a
+//!   2-3-5-7 length (Bluestein's algorithm);
 //! - `kernel.rs`: the passes' bodies over a small dialect; `butterfly.rs`: the radix
 //!   butterflies; `twiddle.rs`: the twiddle functions (exact integer angles, polynomials,
 //!   about an ulp on every device; one per butterfly, its powers by products); `opencl.rs`,
@@ -24,9 +25,10 @@
 //!
 //! **On the GPU**: `Complex<f32>` on OpenCL and WGSL, `Complex<f64>` on OpenCL devices with
 //! fp64 (WGSL has none: the scheduler gives those calls to the CPU executor), any axis (lines
-//! read at their stride, several neighbouring lines per work-group), any batch. Lengths with a
-//! prime factor above 7, or longer than four global passes take (2^32), keep `Unsupported`:
-//! the GPU executor runs the CPU entry from host copies (its CPU fallback); no Bluestein yet.
+//! read at their stride, several neighbouring lines per work-group), any batch; lengths with
+//! factors 2, 3, 5, 7 up to what four global passes take (2^32), others up to 2^23 points by
+//! Bluestein's algorithm. Longer ones keep `Unsupported`: the GPU executor runs the CPU entry
+//! from host copies (its CPU fallback).
 //! `ARRAYFLOW_FFT_GPU=off` keeps every transform on the fallback.
 //!
 //! **Comparison tolerance** ([`FftDef::magnitudes`]): a transform of length `n` rounds by about
@@ -35,6 +37,7 @@
 //! 1-norm bounds the 2-norm, and carries the inputs' own magnitudes `m_j` as a sum does);
 //! an `irfft` line counts its coefficients twice (the mirrored half of the spectrum).
 
+mod bluestein;
 mod butterfly;
 mod cpu;
 mod gpu;

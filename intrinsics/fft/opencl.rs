@@ -25,10 +25,10 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     for (k, step) in plan.steps.iter().enumerate() {
         let (src, dst) = ends(step);
         let (groups, local) = step.launch(&plan);
-        entries.push_str(&entry(&d, &plan, step, k, src, dst, call));
+        entries.push_str(&entry(&d, &step.geometry(&plan), step, k, src, dst, call));
         passes.push(Pass {
             entry: format!("af_fft_p{k}"),
-            buffers: vec![src, dst],
+            buffers: step.buffers(),
             params: false,
             groups: groups as u32,
             local: local as u32,
@@ -48,7 +48,7 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     })
 }
 
-/// The buffers a pass reads and writes.
+/// The buffers a pass reads and writes (a line pass's filter table aside).
 pub(super) fn ends(step: &Step) -> (BufArg, BufArg) {
     match step {
         Step::Lines(p) => (p.src.buf, p.dst.buf),
@@ -95,11 +95,15 @@ fn entry(
 ) -> String {
     let ty = |b: BufArg| if is_real(b, call) { "T" } else { "T2" };
     let (_, local) = step.launch(g);
+    let tab = match step {
+        Step::Lines(p) if p.table.is_some() => ", __global const T2 *tab",
+        _ => "",
+    };
     let mut s = String::new();
     let _ = writeln!(
         s,
         "__kernel __attribute__((reqd_work_group_size({local}, 1, 1)))
-void af_fft_p{k}(__global const {} *src, __global {} *dst) {{
+void af_fft_p{k}(__global const {} *src, __global {} *dst{tab}) {{
   const IX lid = (IX)get_local_id(0);",
         ty(src),
         ty(dst)
@@ -114,7 +118,7 @@ void af_fft_p{k}(__global const {} *src, __global {} *dst) {{
 {}  }}",
                 p.shared(),
                 d.u(p.blocks(g)),
-                line_body(d, g, p, "src", "dst", "sh")
+                line_body(d, g, p, "src", "dst", "tab", "sh")
             );
         }
         _ => {

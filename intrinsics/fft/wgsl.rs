@@ -3,7 +3,7 @@
 //! from `kernel.rs`. `Complex<f32>` only (`vec2<f32>`): WGSL has no f64, so `Complex<f64>`
 //! calls run on the CPU executor.
 
-use super::gpu::{self, Plan, Step, WGSL_LOCAL_BYTES};
+use super::gpu::{self, Load, Plan, Step, WGSL_LOCAL_BYTES};
 use super::kernel::{Dialect, elem_body, elem_count, line_body};
 use super::opencl::{ends, is_real};
 use super::twiddle;
@@ -31,10 +31,10 @@ pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> 
     for (k, step) in plan.steps.iter().enumerate() {
         let (src, dst) = ends(step);
         let (groups, local) = step.launch(&plan);
-        entries.push_str(&entry(&d, &plan, step, k, src, dst, call));
+        entries.push_str(&entry(&d, &step.geometry(&plan), step, k, src, dst, call));
         passes.push(Pass {
             entry: format!("af_fft_p{k}"),
-            buffers: vec![src, dst],
+            buffers: step.buffers(),
             params: false,
             groups: groups as u32,
             local: local as u32,
@@ -71,6 +71,7 @@ fn entry(
     let ty = |b: BufArg| if is_real(b, call) { "f32" } else { "vec2<f32>" };
     let (_, local) = step.launch(g);
     let (sv, dv, shv) = (format!("src{k}"), format!("dst{k}"), format!("sh{k}"));
+    let tv = format!("tab{k}");
     let mut s = format!(
         "@group(0) @binding(0) var<storage, read> {sv}: array<{}>;
 @group(0) @binding(1) var<storage, read_write> {dv}: array<{}>;
@@ -78,19 +79,34 @@ fn entry(
         ty(src),
         ty(dst)
     );
+    if let Step::Lines(p) = step
+        && p.table.is_some()
+    {
+        let _ = writeln!(
+            s,
+            "@group(0) @binding(2) var<storage, read> {tv}: array<vec2<f32>>;"
+        );
+    }
     match step {
         Step::Lines(p) => {
+            // A pass that reads nothing (Bluestein's filter) still binds its source: the
+            // layout derived from the shader keeps only the bindings an entry uses.
+            let used = if matches!(p.load, Load::Chirp { .. }) {
+                format!("  _ = arrayLength(&{sv});\n")
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
                 "var<workgroup> {shv}: array<vec2<f32>, {}>;
 @compute @workgroup_size({local})
 fn af_fft_p{k}(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
-  for (var gb = wid.x; gb < {}; gb += nwg.x) {{
+{used}  for (var gb = wid.x; gb < {}; gb += nwg.x) {{
 {}  }}
 }}",
                 p.shared(),
                 d.u(p.blocks(g)),
-                line_body(d, g, p, &sv, &dv, &shv)
+                line_body(d, g, p, &sv, &dv, &tv, &shv)
             );
         }
         _ => {
