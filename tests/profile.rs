@@ -319,3 +319,59 @@ fn a_second_profiler_is_refused_and_errors_are_counted_at_their_site() {
     assert!(!arrayflow::profile::active());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Specialisation: one line computed on two shapes ends up in two kernels, another line in one,
+/// however many times each runs; the compute report counts distinct kernels, not launches.
+#[test]
+fn specialisations_count_the_distinct_kernels_of_a_site() {
+    let _t = turn();
+    let mut r = common::rng(31);
+    let (n, m) = (3000, 5000);
+    let x = common::rand_f32(&mut r, n, 0.5, 2.0);
+    let z = common::rand_f32(&mut r, m, 0.5, 2.0);
+    let (a, b) = (Array::from_slice(&x, &[n]), Array::from_slice(&z, &[m]));
+    let dir = scratch("spec");
+    let guard = Runtime::profile(&dir).expect("start");
+    let l = line!();
+    let twice = |v: &Array<f32>| v * 2.0f32;
+    let mut sites = Vec::new();
+    for _ in 0..3 {
+        let p = twice(&a).sqrt();
+        let q = twice(&b) + 1.0f32;
+        let (pv, qv) = (p.to_vec().expect("read"), q.to_vec().expect("read"));
+        for (i, (&g, &v)) in pv.iter().zip(&x).enumerate() {
+            let w = (v as f64 * 2.0).sqrt();
+            assert!(((g as f64) - w).abs() <= 1e-6 * w, "{i}: {g} vs {w}");
+        }
+        for (i, (&g, &v)) in qv.iter().zip(&z).enumerate() {
+            let w = v as f64 * 2.0 + 1.0;
+            assert!(((g as f64) - w).abs() <= 1e-6 * w, "{i}: {g} vs {w}");
+        }
+        sites = [l + 1, l + 4, l + 5].map(|k| format!("{}:{k}", file!())).to_vec();
+    }
+    guard.finish().expect("written");
+    let run = db::read(&dir).expect("read");
+    let costs = report::site_costs(&run);
+    let spec = |s: &str| {
+        costs
+            .iter()
+            .find(|c| c.site == s)
+            .unwrap_or_else(|| panic!("{s} missing from\n{}", report::compute_report(&run)))
+            .kernels
+    };
+    let listing = report::compute_report(&run);
+    // `twice` (both shapes): two kernels; `sqrt` and `+ 1` one each.
+    assert_eq!(spec(&sites[0]), 2, "{listing}");
+    assert_eq!(spec(&sites[1]), 1, "{listing}");
+    assert_eq!(spec(&sites[2]), 1, "{listing}");
+    // Each of the two kernels ran three times (on whichever executors).
+    let launches: u64 = run
+        .cks
+        .iter()
+        .filter(|c| c.sites.iter().any(|s| s.site == sites[0]))
+        .map(|c| c.launches)
+        .sum();
+    assert_eq!(launches, 6, "{listing}");
+    assert!(listing.contains("specialisations"), "{listing}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

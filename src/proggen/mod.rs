@@ -136,7 +136,7 @@ pub fn generate(
                         final_stage: false,
                     },
                     executor: ExecutorKind::Cpu,
-                    sites: vec![n.site],
+                    sites: Arc::from([n.site]),
                 });
                 params.push(Vec::new());
                 done.insert(id);
@@ -219,7 +219,7 @@ pub fn generate(
             inputs: ins,
             outputs: outs,
             executor: ExecutorKind::Cpu,
-            sites,
+            sites: sites.into(),
         });
         remaining.retain(|id| !added.contains(id));
         done.extend(added);
