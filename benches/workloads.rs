@@ -126,7 +126,12 @@ struct Overhead {
 /// Times `af` in `rounds` rounds of profiler off, then on (each about `target / rounds`);
 /// returns the overhead and the call count of the first round's off half (for launches per
 /// call).
-fn overhead<A>(target: Duration, rounds: usize, dir: &std::path::Path, mut af: impl FnMut() -> A) -> Overhead {
+fn overhead<A>(
+    target: Duration,
+    rounds: usize,
+    dir: &std::path::Path,
+    mut af: impl FnMut() -> A,
+) -> Overhead {
     let per = target / rounds as u32;
     let (mut offs, mut ons, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
@@ -688,14 +693,22 @@ fn tour_work() -> bool {
     let (call_sum, put_sum) = (call.sum(), put.sum());
     let call_v = call.to_vec().expect("read");
     let put_v = put.to_vec().expect("read");
-    let sums = (call_sum.item().expect("read"), put_sum.item().expect("read"));
+    let sums = (
+        call_sum.item().expect("read"),
+        put_sum.item().expect("read"),
+    );
     let bs_ok = sums.0 > 0.0 && sums.1 > 0.0 && call_v.len() == put_v.len();
 
     let points = tour::PI_POINTS;
     let mut rng = Rng::new(7);
     let x = rng.uniform::<f32>(&[points]);
     let y = rng.uniform::<f32>(&[points]);
-    let count = (&x * &x + &y * &y).lt(1.0).cast::<u32>().sum().item().expect("read");
+    let count = (&x * &x + &y * &y)
+        .lt(1.0)
+        .cast::<u32>()
+        .sum()
+        .item()
+        .expect("read");
     let b = points / tour::PI_BATCHES;
     let mut rng = Rng::new(7);
     let batched = Runtime::block(|| {
@@ -730,7 +743,9 @@ fn print_table(suite: &Suite, startup: Duration) {
             "\nProfiler overhead ({rounds} alternating rounds of off and on; medians; {}):",
             arrayflow::profile::Sampling::current().describe()
         );
-        println!("\n| workload | size | launches/iter | off | on | on/off (median of rounds) | rounds' range |");
+        println!(
+            "\n| workload | size | launches/iter | off | on | on/off (median of rounds) | rounds' range |"
+        );
         println!("| --- | --- | --- | --- | --- | --- | --- |");
         for r in &suite.rows {
             let Some(o) = &r.overhead else { continue };

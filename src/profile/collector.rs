@@ -1,7 +1,7 @@
 //! The collector (the seed's 811): a thread that receives the runtime's profiling events over a
 //! channel and aggregates them into one run's records: PC records by call site, CK records by
 //! kernel and executor (a launch's device time paired with its launch by task id; launches that
-//! sampling left untimed estimated at the mean of the kernel's timed ones), launches and runtime
+//! sampling left untimed estimated at the mean of the kernel's launches timed before them), launches and runtime
 //! events; at the run's end it writes them (`db.rs`). It keeps kernels by address and strings
 //! as they came until then, so an event costs it no allocation.
 
@@ -165,9 +165,10 @@ struct CkAcc {
     /// Of the measured time, what the device timed.
     device_measured: u64,
     device_ns: u64,
-    /// Launches not timed (sampling), and their host times (used only if none was timed).
+    /// Launches not timed (sampling), and their estimated time: each the mean of the kernel's
+    /// launches timed before it, capped at the host's view of that launch.
     estimated: u64,
-    estimated_host_ns: u64,
+    estimated_ns: u64,
     /// Which clocks timed the measured launches (bit 0: device, bit 1: host).
     sources: u8,
 }
@@ -395,14 +396,12 @@ impl RunState {
             ..CkAcc::default()
         });
         let host = p.host_ns.max(1);
-        let (ns, source) = match timed {
+        let (ns, source) = match (timed, ck.mean()) {
             // A device time is never longer than the host's view of the same work.
-            Timed::Device(d) if d > 0 => (d.min(host), "device"),
-            Timed::Device(_) | Timed::Host => (host, "host"),
-            Timed::Estimated => {
-                let mean = ck.mean().map_or(host, |m| (m.round() as u64).clamp(1, host));
-                (mean, "estimated")
-            }
+            (Timed::Device(d), _) if d > 0 => (d.min(host), "device"),
+            (Timed::Estimated, Some(mean)) => ((mean.round() as u64).clamp(1, host), "estimated"),
+            // No timed launch of the kernel yet to estimate from: the host's view.
+            _ => (host, "host"),
         };
         match source {
             "device" => {
@@ -419,7 +418,7 @@ impl RunState {
             }
             _ => {
                 ck.estimated += 1;
-                ck.estimated_host_ns += host;
+                ck.estimated_ns += ns;
             }
         }
         ck.bytes[0] += p.bytes[0];
@@ -510,28 +509,18 @@ enum Timed {
     Estimated,
 }
 
-/// The CK record of a kernel on one executor: the timed launches' time, plus the estimated
-/// launches at the timed ones' mean.
+/// The CK record of a kernel on one executor: the timed launches' time plus the estimated
+/// ones' (the sum of its launches' durations in `launches.jsonl`).
 fn ck_record(k: &KernelInfo, a: &CkAcc) -> CkRecord {
-    let (estimated_ns, estimated) = match a.mean() {
-        Some(m) => ((m * a.estimated as f64).round() as u64, a.estimated),
-        // Nothing was timed: the host's view of the untimed launches, as measured.
-        None => (a.estimated_host_ns, 0),
-    };
-    let sources = if a.mean().is_none() && a.estimated > 0 {
-        a.sources | 2
-    } else {
-        a.sources
-    };
     CkRecord {
         kernel: k.id.clone(),
         kind: k.kind.clone(),
         executor: a.exec,
         launches: a.measured + a.estimated,
-        measured: a.measured + a.estimated - estimated,
-        estimated,
-        device_ns: a.measured_ns + estimated_ns,
-        time_source: match sources {
+        measured: a.measured,
+        estimated: a.estimated,
+        device_ns: a.measured_ns + a.estimated_ns,
+        time_source: match a.sources {
             1 => "device",
             2 => "host",
             _ => "mixed",

@@ -26,8 +26,8 @@
 //! OpenCL event, about 1.5 µs of device time per launch on NVIDIA's driver; a wgpu query resolve
 //! and map per submission), which is more than 3% of a small kernel. So the profiler times, for
 //! each kernel and executor, the first [`Sampling::DEFAULT`]`.first` launches (8) and then one in
-//! [`Sampling::DEFAULT`]`.every` (32); the other launches are *estimated* at the mean of the timed
-//! ones of the same kernel. A CK record says how many of its launches were measured and how many
+//! [`Sampling::DEFAULT`]`.every` (32); the other launches are *estimated* at the mean of the same
+//! kernel's launches timed before them (capped at the host's view of the launch). A CK record says how many of its launches were measured and how many
 //! estimated. `ARRAYFLOW_PROFILE_SAMPLE=all` times every launch; `ARRAYFLOW_PROFILE_SAMPLE=N/K`
 //! the first N, then one in K. Setting it also arms the device timers at start-up (for a
 //! profiler started later with [`crate::Runtime::profile`]). `ARRAYFLOW_KERNEL_TIMES` times every
@@ -44,13 +44,13 @@ use crate::ir::Site;
 pub(crate) use collector::{Event, LaunchTiming};
 use crossbeam_channel::Sender;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-pub(crate) use api::{api_call, send_api_calls};
 use api::drop_api_calls;
+pub(crate) use api::{api_call, send_api_calls};
 
 pub use weights::kernel_weights;
 
@@ -325,7 +325,11 @@ impl Sampler {
         // The run in the top 24 bits, the launches in the rest.
         let run = RUN.load(Ordering::Relaxed) & 0xff_ffff;
         let v = self.0.load(Ordering::Relaxed);
-        let n = if v >> 40 == run { v & ((1 << 40) - 1) } else { 0 };
+        let n = if v >> 40 == run {
+            v & ((1 << 40) - 1)
+        } else {
+            0
+        };
         self.0.store(run << 40 | (n + 1), Ordering::Relaxed);
         Sampling::current().takes(n)
     }

@@ -93,7 +93,8 @@ pub struct CkRecord {
     /// Of the launches, those timed (by the device or the host).
     #[serde(default)]
     pub measured: u64,
-    /// Of the launches, those not timed (sampling): each counted at the timed ones' mean.
+    /// Of the launches, those not timed (sampling): each counted at the mean of the kernel's
+    /// launches timed before it.
     #[serde(default)]
     pub estimated: u64,
     /// Device time summed over the launches (the timed ones' time plus the estimated ones').

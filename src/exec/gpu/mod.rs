@@ -587,7 +587,12 @@ impl<A: DeviceApi> GpuLoop<A> {
         {
             // The fallback ran on the CPU, on this thread: host time, the CPU's record.
             let ns = t0.elapsed().as_nanos() as u64;
-            crate::exec::scheduler::profile_launch(&task, 0, ns, crate::profile::LaunchTiming::Host);
+            crate::exec::scheduler::profile_launch(
+                &task,
+                0,
+                ns,
+                crate::profile::LaunchTiming::Host,
+            );
             crate::profile::runtime(
                 "fallback",
                 "device -> cpu",
@@ -626,7 +631,8 @@ impl<A: DeviceApi> GpuLoop<A> {
             let sampled = profiled.is_some() && dplan.sampler.take();
             timing::Timing {
                 on: sampled || timing::kernel_times(),
-                task: (profiled.is_some() && (sampled || timing::kernel_times())).then_some(task.id),
+                task: (profiled.is_some() && (sampled || timing::kernel_times()))
+                    .then_some(task.id),
             }
         } else {
             timing::Timing::default()

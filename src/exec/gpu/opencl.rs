@@ -213,8 +213,8 @@ impl OpenClApi {
         let done = std::mem::take(&mut self.unmarked);
         let keep = std::mem::take(&mut self.uploading);
         let timed = std::mem::take(&mut self.timed);
-        let counters = (!timed.is_empty() && super::timing::kernel_times())
-            .then(|| self.counters.clone());
+        let counters =
+            (!timed.is_empty() && super::timing::kernel_times()).then(|| self.counters.clone());
         let all: Completion = Box::new(move |r: Result<(), String>| {
             drop(keep);
             if r.is_ok() && !timed.is_empty() {

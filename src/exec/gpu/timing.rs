@@ -50,8 +50,11 @@ pub fn kept_label(plan: &GpuPlan, pass: usize) -> Option<String> {
     kernel_times().then(|| label(plan, pass))
 }
 
-/// One submission's timed dispatches, read once their work has finished: each one's label (with
-/// `ARRAYFLOW_KERNEL_TIMES`) and task, and its time as the API reads it.
+/// A timed dispatch waiting for its time: its [`kept_label`] and the profiler's task.
+pub(super) type Pending = (Option<String>, Option<u64>);
+
+/// The device time of the timed dispatches read together, per task (its kernels' times summed,
+/// in launch order), for the profiler ([`PerTask::report`]).
 #[derive(Default)]
 pub(super) struct PerTask(Vec<(u64, u64)>);
 

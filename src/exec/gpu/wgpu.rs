@@ -108,7 +108,7 @@ pub struct WgpuApi {
 struct Timer {
     /// The query set the current encoder's timed dispatches write, with each dispatch's label
     /// (`ARRAYFLOW_KERNEL_TIMES`) and profiler task (queries `2i`, `2i + 1`).
-    current: Option<(TimerSet, Vec<(Option<String>, Option<u64>)>)>,
+    current: Option<(TimerSet, Vec<super::timing::Pending>)>,
     /// Query sets whose timestamps have been read (shared with the map callbacks).
     free: Arc<parking_lot::Mutex<Vec<TimerSet>>>,
     /// How the dispatches being enqueued are timed.
@@ -352,7 +352,7 @@ impl WgpuApi {
     /// set's read buffer is mapped with `map_async` (registered now, ahead of the submission's
     /// other completions, so a task's time is in before it is reported done), and the callback
     /// hands the times on and frees the set.
-    fn read_times(&mut self, set: TimerSet, labels: Vec<(Option<String>, Option<u64>)>) {
+    fn read_times(&mut self, set: TimerSet, labels: Vec<super::timing::Pending>) {
         let Some(t) = self.timer.as_ref() else {
             return;
         };
@@ -373,7 +373,9 @@ impl WgpuApi {
         }));
         mapped
             .slice(..bytes)
-            .map_async(wgpu::MapMode::Read, move |r| done(r.map_err(|e| e.to_string())));
+            .map_async(wgpu::MapMode::Read, move |r| {
+                done(r.map_err(|e| e.to_string()))
+            });
     }
 
     fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
@@ -461,7 +463,7 @@ impl WgpuApi {
 /// consecutive dependent kernels are not counted twice.
 fn dispatch_times(
     ticks: &[u64],
-    labels: Vec<(Option<String>, Option<u64>)>,
+    labels: Vec<super::timing::Pending>,
     period: f64,
     counters: Option<&Counters>,
 ) {
