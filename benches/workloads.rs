@@ -14,6 +14,13 @@
 //! On a GPU machine: `WORKLOADS_GPU=1` uses sizes for a GPU and skips the CPU peers (the peers are
 //! PyTorch eager and `torch.compile`: `benches/peers/workloads.py`, which reads the JSON lines this
 //! binary writes to `WORKLOADS_JSON` and runs the same programs at the same sizes).
+//!
+//! The profiler's overhead (issue 23): `WORKLOADS_PROFILE=1` times arrayflow alone, with the
+//! profiler off and on (`Runtime::profile`) in alternating rounds (`WORKLOADS_PROFILE_ROUNDS`,
+//! default 5) in this one process, on the workloads and on the tour's work (`tour` row: its
+//! Black-Scholes and Monte-Carlo pi, without its f64 oracle), and prints the ratios. It arms the
+//! device timers with the profiler's default sampling (`ARRAYFLOW_PROFILE_SAMPLE=default`, unless
+//! set), so both halves run on the same queues.
 
 #[path = "workloads/af.rs"]
 mod af;
@@ -22,6 +29,9 @@ mod common;
 mod params;
 #[path = "workloads/peers.rs"]
 mod peers;
+#[allow(dead_code)]
+#[path = "../examples/tour.rs"]
+mod tour;
 
 use arrayflow::Runtime;
 use common::{cpu_model, fmt_time};
@@ -98,6 +108,54 @@ struct Row {
     /// Kernels and intrinsics arrayflow launched per steady iteration.
     launches: f64,
     matmul: bool,
+    /// `WORKLOADS_PROFILE`: the profiler's overhead.
+    overhead: Option<Overhead>,
+}
+
+/// Arrayflow's time with the profiler off and on, from alternating rounds.
+struct Overhead {
+    /// Medians over every round's calls.
+    off: Duration,
+    on: Duration,
+    /// Median over the rounds of each round's on/off ratio, and the rounds' smallest and largest.
+    ratio: f64,
+    lo: f64,
+    hi: f64,
+}
+
+/// Times `af` in `rounds` rounds of profiler off, then on (each about `target / rounds`);
+/// returns the overhead and the call count of the first round's off half (for launches per
+/// call).
+fn overhead<A>(
+    target: Duration,
+    rounds: usize,
+    dir: &std::path::Path,
+    mut af: impl FnMut() -> A,
+) -> Overhead {
+    let per = target / rounds as u32;
+    let (mut offs, mut ons, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let off = time(per, &mut af);
+        let guard = Runtime::profile(dir).expect("start the profiler");
+        let on = time(per, &mut af);
+        guard.finish().expect("profile written");
+        let _ = std::fs::remove_dir_all(dir);
+        ratios.push(on.steady.as_secs_f64() / off.steady.as_secs_f64());
+        offs.push(off.steady);
+        ons.push(on.steady);
+    }
+    let med = |v: &mut Vec<Duration>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    ratios.sort_by(f64::total_cmp);
+    Overhead {
+        off: med(&mut offs),
+        on: med(&mut ons),
+        ratio: ratios[ratios.len() / 2],
+        lo: ratios[0],
+        hi: ratios[ratios.len() - 1],
+    }
 }
 
 struct Suite {
@@ -109,6 +167,8 @@ struct Suite {
     json: Vec<String>,
     only: Option<Vec<String>>,
     rows: Vec<Row>,
+    /// `WORKLOADS_PROFILE`: rounds of profiler off and on, and where the runs go.
+    profile: Option<(usize, std::path::PathBuf)>,
 }
 
 impl Suite {
@@ -137,6 +197,10 @@ impl Suite {
         let mut af_cell = time(self.target, &mut af);
         af_cell.first = first;
         let steady = Runtime::stats().since(&mid);
+        let overhead = self
+            .profile
+            .as_ref()
+            .map(|(rounds, dir)| overhead(self.target, *rounds, dir, &mut af));
         common::print_kernel_times(name);
         // `time` runs one warm-up call before its repetitions.
         let launches = (steady.kernels_launched + steady.intrinsics_launched) as f64
@@ -146,7 +210,7 @@ impl Suite {
             steady: Duration::ZERO,
             reps: 0,
         };
-        let (plain, rayon, nd) = if self.peers {
+        let (plain, rayon, nd) = if self.peers && overhead.is_none() {
             (
                 time(self.target, plain),
                 time(self.target, rayon),
@@ -169,6 +233,7 @@ impl Suite {
             nd,
             launches,
             matmul,
+            overhead,
         });
         let r = self.rows.last().unwrap();
         let calls = (r.af.reps + 1) as f64;
@@ -202,6 +267,12 @@ fn main() {
             eprintln!("cold start: removed {}", d.display());
         }
     }
+    if env("WORKLOADS_PROFILE").is_some_and(|v| v == "1")
+        && env("ARRAYFLOW_PROFILE_SAMPLE").is_none()
+    {
+        // SAFETY: before the runtime starts, on the only thread.
+        unsafe { std::env::set_var("ARRAYFLOW_PROFILE_SAMPLE", "default") };
+    }
     let t = Instant::now();
     // `WORKLOADS_TRACE=<filter>` (e.g. `arrayflow::exec::source=trace`): the runtime's logs on
     // stderr.
@@ -215,6 +286,14 @@ fn main() {
     let startup = t.elapsed();
     let small = env("WORKLOADS_SMALL").is_some_and(|v| v == "1");
     let gpu = env("WORKLOADS_GPU").is_some_and(|v| v == "1");
+    let profile = env("WORKLOADS_PROFILE").is_some_and(|v| v == "1").then(|| {
+        let rounds = env("WORKLOADS_PROFILE_ROUNDS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5usize)
+            .max(1);
+        let dir = std::env::temp_dir().join(format!("af-workloads-profile-{}", std::process::id()));
+        (rounds, dir)
+    });
     let mut suite = Suite {
         target: Duration::from_secs_f64(
             env("WORKLOADS_SECONDS")
@@ -226,6 +305,7 @@ fn main() {
         json: Vec::new(),
         only: env("WORKLOADS_ONLY").map(|s| s.split(',').map(str::to_string).collect()),
         rows: Vec::new(),
+        profile,
     };
     eprintln!(
         "workloads on {} ({} threads), executor {}",
@@ -574,10 +654,78 @@ fn main() {
         );
     }
 
+    // The tour's work (`examples/tour.rs`), under the profiler's overhead mode only.
+    if suite.profile.is_some() && suite.wants("tour") {
+        let (ok, first) = timed(tour_work);
+        assert!(ok, "the tour's checks failed");
+        suite.run(
+            "tour",
+            "Black-Scholes 1M, pi 16M".into(),
+            "{}".into(),
+            false,
+            first,
+            tour_work,
+            || (),
+            || (),
+            || (),
+        );
+    }
+
     if let Some(path) = env("WORKLOADS_JSON") {
         std::fs::write(&path, suite.json.join("\n") + "\n").expect("write WORKLOADS_JSON");
     }
     print_table(&suite, startup);
+}
+
+/// The tour's arrayflow work (`examples/tour.rs`): Black-Scholes on 1M options with its reads,
+/// and the Monte-Carlo pi count in one go and in batches in a block (the tour's f64 oracle and
+/// printing left out); `true` when its checks hold.
+fn tour_work() -> bool {
+    use arrayflow::{Array, Rng};
+    let mut rng = Rng::new(2024);
+    let n = [tour::OPTIONS];
+    let spot = rng.uniform::<f32>(&n) * 90.0 + 10.0;
+    let strike = &spot * (rng.uniform::<f32>(&n) * 0.6 + 0.7);
+    let time = rng.uniform::<f32>(&n) * 2.95 + 0.05;
+    let rate = rng.uniform::<f32>(&n) * 0.08;
+    let vol = rng.uniform::<f32>(&n) * 0.6 + 0.05;
+    let (call, put) = tour::black_scholes(&spot, &strike, &time, &rate, &vol);
+    let (call_sum, put_sum) = (call.sum(), put.sum());
+    let call_v = call.to_vec().expect("read");
+    let put_v = put.to_vec().expect("read");
+    let sums = (
+        call_sum.item().expect("read"),
+        put_sum.item().expect("read"),
+    );
+    let bs_ok = sums.0 > 0.0 && sums.1 > 0.0 && call_v.len() == put_v.len();
+
+    let points = tour::PI_POINTS;
+    let mut rng = Rng::new(7);
+    let x = rng.uniform::<f32>(&[points]);
+    let y = rng.uniform::<f32>(&[points]);
+    let count = (&x * &x + &y * &y)
+        .lt(1.0)
+        .cast::<u32>()
+        .sum()
+        .item()
+        .expect("read");
+    let b = points / tour::PI_BATCHES;
+    let mut rng = Rng::new(7);
+    let batched = Runtime::block(|| {
+        let mut total = Array::<u32>::scalar(0);
+        for i in 0..tour::PI_BATCHES {
+            rng.seek((i * b) as u64);
+            let x = rng.uniform::<f32>(&[b]);
+            rng.seek((points + i * b) as u64);
+            let y = rng.uniform::<f32>(&[b]);
+            total += (&x * &x + &y * &y).lt(1.0).cast::<u32>().sum();
+        }
+        total
+    })
+    .item()
+    .expect("read");
+    let pi = 4.0 * count as f64 / points as f64;
+    bs_ok && batched == count && (pi - std::f64::consts::PI).abs() < 0.01
 }
 
 fn print_table(suite: &Suite, startup: Duration) {
@@ -589,6 +737,32 @@ fn print_table(suite: &Suite, startup: Duration) {
         fmt_time(startup),
         if suite.small { " (small sizes)" } else { "" }
     );
+    if suite.profile.is_some() {
+        let rounds = suite.profile.as_ref().map_or(0, |p| p.0);
+        println!(
+            "\nProfiler overhead ({rounds} alternating rounds of off and on; medians; {}):",
+            arrayflow::profile::Sampling::current().describe()
+        );
+        println!(
+            "\n| workload | size | launches/iter | off | on | on/off (median of rounds) | rounds' range |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        for r in &suite.rows {
+            let Some(o) = &r.overhead else { continue };
+            println!(
+                "| {} | {} | {:.0} | {} | {} | {:+.1}% | {:+.1}% .. {:+.1}% |",
+                r.name,
+                r.size,
+                r.launches,
+                fmt_time(o.off),
+                fmt_time(o.on),
+                100.0 * (o.ratio - 1.0),
+                100.0 * (o.lo - 1.0),
+                100.0 * (o.hi - 1.0)
+            );
+        }
+        return;
+    }
     if !suite.peers {
         println!("\n| workload | size | arrayflow first | arrayflow | launches/iter |");
         println!("| --- | --- | --- | --- | --- |");

@@ -21,11 +21,11 @@ use std::time::Instant;
 use tracing_subscriber::EnvFilter;
 
 /// Options priced.
-const OPTIONS: usize = 1_000_000;
+pub const OPTIONS: usize = 1_000_000;
 /// Points for the Monte-Carlo estimate of pi.
-const PI_POINTS: usize = 16 * 1024 * 1024;
+pub const PI_POINTS: usize = 16 * 1024 * 1024;
 /// Batches of the second pi run (must divide `PI_POINTS`).
-const PI_BATCHES: usize = 8;
+pub const PI_BATCHES: usize = 8;
 
 /// Largest Black-Scholes error accepted, relative to the price scale (the largest spot or strike).
 /// Single precision plus the CND polynomial (absolute error about 7.5e-8) give about 1e-6.
@@ -103,7 +103,7 @@ fn cnd(d: &Array<f32>) -> Array<f32> {
 }
 
 /// Prices with arrayflow: returns (call, put). Nothing runs here; the ops are only recorded.
-fn black_scholes(
+pub fn black_scholes(
     s: &Array<f32>,
     k: &Array<f32>,
     t: &Array<f32>,

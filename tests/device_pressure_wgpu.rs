@@ -25,3 +25,10 @@ fn big_kernels_are_split() {
         pressure::big_kernels_are_split();
     }
 }
+
+#[test]
+fn profiled_swaps_carry_bytes_and_time() {
+    if let Some(_one_at_a_time) = pressure::start(Backend::Wgpu) {
+        pressure::profiled_swaps_carry_bytes_and_time();
+    }
+}

@@ -321,3 +321,138 @@ fn a_second_profiler_is_refused_and_errors_are_counted_at_their_site() {
     assert!(!arrayflow::profile::active());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Specialisation: one line computed on two shapes ends up in two kernels, another line in one,
+/// however many times each runs; the compute report counts distinct kernels, not launches.
+#[test]
+fn specialisations_count_the_distinct_kernels_of_a_site() {
+    let _t = turn();
+    let mut r = common::rng(31);
+    let (n, m) = (3000, 5000);
+    let x = common::rand_f32(&mut r, n, 0.5, 2.0);
+    let z = common::rand_f32(&mut r, m, 0.5, 2.0);
+    let (a, b) = (Array::from_slice(&x, &[n]), Array::from_slice(&z, &[m]));
+    let dir = scratch("spec");
+    let guard = Runtime::profile(&dir).expect("start");
+    let l = line!();
+    let twice = |v: &Array<f32>| v * 2.0f32;
+    let mut sites = Vec::new();
+    for _ in 0..3 {
+        let p = twice(&a).sqrt();
+        let q = twice(&b) + 1.0f32;
+        let (pv, qv) = (p.to_vec().expect("read"), q.to_vec().expect("read"));
+        for (i, (&g, &v)) in pv.iter().zip(&x).enumerate() {
+            let w = (v as f64 * 2.0).sqrt();
+            assert!(((g as f64) - w).abs() <= 1e-6 * w, "{i}: {g} vs {w}");
+        }
+        for (i, (&g, &v)) in qv.iter().zip(&z).enumerate() {
+            let w = v as f64 * 2.0 + 1.0;
+            assert!(((g as f64) - w).abs() <= 1e-6 * w, "{i}: {g} vs {w}");
+        }
+        sites = [l + 1, l + 4, l + 5]
+            .map(|k| format!("{}:{k}", file!()))
+            .to_vec();
+    }
+    guard.finish().expect("written");
+    let run = db::read(&dir).expect("read");
+    let costs = report::site_costs(&run);
+    let spec = |s: &str| {
+        costs
+            .iter()
+            .find(|c| c.site == s)
+            .unwrap_or_else(|| panic!("{s} missing from\n{}", report::compute_report(&run)))
+            .kernels
+    };
+    let listing = report::compute_report(&run);
+    // `twice` (both shapes): two kernels; `sqrt` and `+ 1` one each.
+    assert_eq!(spec(&sites[0]), 2, "{listing}");
+    assert_eq!(spec(&sites[1]), 1, "{listing}");
+    assert_eq!(spec(&sites[2]), 1, "{listing}");
+    // Each of the two kernels ran three times (on whichever executors).
+    let launches: u64 = run
+        .cks
+        .iter()
+        .filter(|c| c.sites.iter().any(|s| s.site == sites[0]))
+        .map(|c| c.launches)
+        .sum();
+    assert_eq!(launches, 6, "{listing}");
+    assert!(listing.contains("specialisations"), "{listing}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A run that compiles its native kernels (a fresh kernel cache, the native tier compiling every
+/// kernel before it runs, unless `ARRAYFLOW_NATIVE=off`): the compile is the runtime's time, not
+/// the kernel's, so kernel and compile times fit in the run's wall time together, and the line
+/// of `work` on 2^18 elements and 8 steps still costs many times what it costs on 2^14 and 1 (a
+/// cold compile once made them come out alike, issue 23).
+#[test]
+fn a_cold_native_compile_stays_out_of_the_kernel_time() {
+    use arrayflow::exec::cpu::native::{self, NativeMode};
+    let _t = turn();
+    let x = common::rand_f32(&mut common::rng(6), 1 << 18, 0.0, 3.0);
+    Runtime::execute();
+    let mode = native::mode();
+    let cold = scratch("cold-cache");
+    let before = std::env::var_os("ARRAYFLOW_CACHE_DIR");
+    // SAFETY: under `TURN`, with the runtime idle (everything executed above): no other thread
+    // reads the environment now.
+    unsafe { std::env::set_var("ARRAYFLOW_CACHE_DIR", &cold) };
+    native::forget_loaded();
+    if mode != NativeMode::Off {
+        native::set_mode(NativeMode::Always);
+    }
+    let mut runs = Vec::new();
+    for (len, reps) in [(1 << 14, 1), (1 << 18, 8)] {
+        let dir = scratch(&format!("cold-{reps}"));
+        let guard = Runtime::profile(&dir).expect("start");
+        let (y, _) = work(&x[..len], reps);
+        guard.finish().expect("written");
+        for (i, (&g, &v)) in y.iter().zip(&x[..len]).enumerate() {
+            let w = (0..reps).fold(v as f64, |a, _| (a.sqrt() + 1.0).exp().sqrt());
+            assert!(((g as f64) - w).abs() <= 1e-5 * w, "{i}: {g} vs {w}");
+        }
+        runs.push(db::read(&dir).expect("read"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    native::set_mode(mode);
+    Runtime::execute();
+    // SAFETY: as above.
+    unsafe {
+        match before {
+            Some(d) => std::env::set_var("ARRAYFLOW_CACHE_DIR", d),
+            None => std::env::remove_var("ARRAYFLOW_CACHE_DIR"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cold);
+    let kernel_ns = |r: &Run| r.cks.iter().map(|c| c.device_ns).sum::<u64>();
+    for r in &runs {
+        let compile_ns: u64 = r
+            .runtime
+            .iter()
+            .filter(|e| e.kind == "compile" || e.kind == "program_cache")
+            .map(|e| e.dur_ns)
+            .sum();
+        let compiles = r.runtime.iter().filter(|e| e.kind == "compile").count();
+        if !common::on_device() && mode != NativeMode::Off {
+            assert!(
+                compiles > 0,
+                "a cold cache compiles:\n{}",
+                report::full_report(r)
+            );
+        }
+        assert!(
+            kernel_ns(r) + compile_ns <= r.meta.wall_ns,
+            "kernel {} + compile {compile_ns} ns over the wall time {}:\n{}",
+            kernel_ns(r),
+            r.meta.wall_ns,
+            report::full_report(r)
+        );
+    }
+    let ratio = kernel_ns(&runs[1]) as f64 / kernel_ns(&runs[0]) as f64;
+    assert!(
+        ratio > 8.0,
+        "128 times the work took {ratio:.1} times the kernel time:\n{}\n{}",
+        report::compute_report(&runs[0]),
+        report::compute_report(&runs[1])
+    );
+}

@@ -199,6 +199,13 @@ impl Inner {
         crate::profile::RunInfo {
             executors,
             device_timing,
+            sampling: if device_timing == "host" {
+                "every launch timed on the host".into()
+            } else if crate::exec::gpu::timing::kernel_times() {
+                crate::profile::Sampling::ALL.describe()
+            } else {
+                crate::profile::Sampling::current().describe()
+            },
         }
     }
 

@@ -1161,10 +1161,16 @@ fn uses_f64(kernel: &Kernel) -> bool {
     }
 }
 
-/// Hook: executor `exec` finished `task`'s kernel, `host_ns` on the host's clock; `device_timed`:
-/// the device's own time follows (`crate::profile::device_time`). The profiler's record of a launch,
-/// made here, where tasks are known (the profiler sits in a layer below this one).
-pub(crate) fn profile_launch(task: &Task, exec: u32, host_ns: u64, device_timed: bool) {
+/// Hook: executor `exec` finished `task`'s kernel, `host_ns` on the host's clock; `timing` says
+/// whether the device's own time follows (`crate::profile::device_time`) or sampling left the
+/// launch untimed. The profiler's record of a launch, made here, where tasks are known (the
+/// profiler sits in a layer below this one).
+pub(crate) fn profile_launch(
+    task: &Task,
+    exec: u32,
+    host_ns: u64,
+    timing: crate::profile::LaunchTiming,
+) {
     let elements = match &*task.program.kernel {
         Kernel::Fused(k) => k.domain.len(),
         Kernel::Intrinsic(c) => c.out_shape.iter().product(),
@@ -1178,6 +1184,6 @@ pub(crate) fn profile_launch(task: &Task, exec: u32, host_ns: u64, device_timed:
         bytes: task.bytes,
         host_ns,
         end: std::time::Instant::now(),
-        device_timed,
+        timing,
     });
 }

@@ -1,7 +1,9 @@
 //! The collector (the seed's 811): a thread that receives the runtime's profiling events over a
 //! channel and aggregates them into one run's records: PC records by call site, CK records by
-//! kernel and executor (a launch's device time paired with its launch by task id), launches and
-//! runtime events; at the run's end it writes them (`db.rs`).
+//! kernel and executor (a launch's device time paired with its launch by task id; launches that
+//! sampling left untimed estimated at the mean of the kernel's launches timed before them), launches and runtime
+//! events; at the run's end it writes them (`db.rs`). It keeps kernels by address and strings
+//! as they came until then, so an event costs it no allocation.
 
 use super::RunInfo;
 use super::schema::{CkRecord, Launch, Meta, PcRecord, Run, RuntimeEvent, SCHEMA_VERSION};
@@ -10,6 +12,7 @@ use crate::ir::Site;
 use crate::proggen::sequence::Kernel;
 use ahash::AHashMap;
 use crossbeam_channel::{Receiver, Sender, unbounded};
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,10 +20,21 @@ use std::time::{Duration, Instant};
 /// Launches and runtime events kept per run (the records themselves are never capped).
 const MAX_EVENTS: usize = 1 << 20;
 
+/// How a launch was timed, as its executor reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LaunchTiming {
+    /// On the host's clock (the CPU executor, a device without timers).
+    Host,
+    /// By the device: a [`Event::DeviceTime`] for the task follows (or came first).
+    Device,
+    /// Not timed (sampling, `super::Sampling`): estimated from the kernel's timed launches.
+    Estimated,
+}
+
 /// A profiling event from one of the runtime's components.
 pub(crate) enum Event {
-    /// An array operation recorded at `site` in `ns` of host time.
-    Api { site: Site, ns: u64 },
+    /// Array operations recorded on one thread: each one's call site and host time.
+    Api(Vec<(Site, u64)>),
     /// The application wrote `bytes` into the runtime at `site`.
     Write {
         site: Site,
@@ -39,29 +53,29 @@ pub(crate) enum Event {
     /// An error reported at `site`.
     Error { site: Site },
     /// A task's kernel finished on executor `exec`; `host_ns` on the host's clock, ending at
-    /// `end`. `device_timed`: a [`Event::DeviceTime`] for the task follows (or came first).
+    /// `end`.
     Launch {
         task: u64,
         kernel: Arc<Kernel>,
-        sites: Vec<Site>,
+        sites: Arc<[Site]>,
         exec: u32,
         elements: u64,
         bytes: [u64; 2],
         host_ns: u64,
         end: Instant,
-        device_timed: bool,
+        timing: LaunchTiming,
     },
     /// The device's own time for task `task`'s kernels.
     DeviceTime { task: u64, ns: u64 },
     /// Anything else the runtime did (see [`super::schema::RuntimeEvent`]).
     Runtime {
         kind: &'static str,
-        detail: String,
+        detail: Cow<'static, str>,
         hit: Option<bool>,
         at: Instant,
         dur_ns: u64,
         bytes: u64,
-        thread: String,
+        thread: Arc<str>,
         site: Option<Site>,
     },
 }
@@ -118,6 +132,8 @@ fn run(rx: Receiver<Msg>) {
 
 /// What the collector knows of one kernel.
 struct KernelInfo {
+    /// A hash of the listing, and its hex form (the records' kernel id).
+    hash: u64,
     id: String,
     kind: String,
     listing: String,
@@ -136,6 +152,61 @@ struct Pending {
     end: Instant,
 }
 
+/// A CK record in the making: its launches' times, measured and estimated.
+#[derive(Default)]
+struct CkAcc {
+    kernel: usize,
+    exec: u32,
+    elements: u64,
+    bytes: [u64; 2],
+    /// Launches timed (by the device or the host) and their time.
+    measured: u64,
+    measured_ns: u64,
+    /// Of the measured time, what the device timed.
+    device_measured: u64,
+    device_ns: u64,
+    /// Launches not timed (sampling), and their estimated time: each the mean of the kernel's
+    /// launches timed before it, capped at the host's view of that launch.
+    estimated: u64,
+    estimated_ns: u64,
+    /// Which clocks timed the measured launches (bit 0: device, bit 1: host).
+    sources: u8,
+}
+
+impl CkAcc {
+    /// The mean time of a timed launch (the device's where it timed some), if any.
+    fn mean(&self) -> Option<f64> {
+        if self.device_measured > 0 {
+            Some(self.device_ns as f64 / self.device_measured as f64)
+        } else if self.measured > 0 {
+            Some(self.measured_ns as f64 / self.measured as f64)
+        } else {
+            None
+        }
+    }
+}
+
+/// A launch for the timeline: the kernel (its address), executor, end, duration and source.
+struct LaunchAcc {
+    kernel: usize,
+    exec: u32,
+    end_ns: u64,
+    dur_ns: u64,
+    source: &'static str,
+}
+
+/// A runtime event as it came (converted to the schema's strings when the run is written).
+struct RuntimeAcc {
+    kind: &'static str,
+    detail: Cow<'static, str>,
+    hit: Option<bool>,
+    t_ns: u64,
+    dur_ns: u64,
+    bytes: u64,
+    thread: Arc<str>,
+    site: Option<Site>,
+}
+
 struct RunState {
     dir: PathBuf,
     info: RunInfo,
@@ -143,11 +214,15 @@ struct RunState {
     started_unix_ms: u64,
     pcs: AHashMap<(&'static str, u32), PcRecord>,
     kernels: AHashMap<usize, KernelInfo>,
-    cks: AHashMap<(String, u32), CkRecord>,
+    /// By kernel identity ([`KernelInfo::hash`]: equal kernels of different generations are one
+    /// record) and executor.
+    cks: AHashMap<(u64, u32), CkAcc>,
     pending: AHashMap<u64, Pending>,
     device_times: AHashMap<u64, u64>,
-    launches: Vec<Launch>,
-    runtime: Vec<RuntimeEvent>,
+    launches: Vec<LaunchAcc>,
+    runtime: Vec<RuntimeAcc>,
+    /// The thread name of the application's events.
+    app: Arc<str>,
 }
 
 impl RunState {
@@ -167,6 +242,7 @@ impl RunState {
             device_times: AHashMap::new(),
             launches: Vec::new(),
             runtime: Vec::new(),
+            app: Arc::from("app"),
         }
     }
 
@@ -187,10 +263,12 @@ impl RunState {
 
     fn add(&mut self, e: Event) {
         match e {
-            Event::Api { site, ns } => {
-                let p = self.pc(site);
-                p.api_calls += 1;
-                p.record_ns += ns;
+            Event::Api(calls) => {
+                for (site, ns) in calls {
+                    let p = self.pc(site);
+                    p.api_calls += 1;
+                    p.record_ns += ns;
+                }
             }
             Event::Write {
                 site,
@@ -202,7 +280,7 @@ impl RunState {
                 p.writes += 1;
                 p.write_bytes += bytes;
                 p.write_ns += ns;
-                self.push_runtime("write", String::new(), at, ns, bytes, site);
+                self.push_runtime("write", Cow::Borrowed(""), at, ns, bytes, site);
             }
             Event::Read {
                 site,
@@ -216,7 +294,7 @@ impl RunState {
                 p.read_bytes += bytes;
                 p.read_ns += ns;
                 p.read_wait_ns += wait_ns;
-                self.push_runtime("read", String::new(), at, ns, bytes, site);
+                self.push_runtime("read", Cow::Borrowed(""), at, ns, bytes, site);
             }
             Event::Error { site } => self.pc(site).errors += 1,
             Event::Launch {
@@ -228,7 +306,7 @@ impl RunState {
                 bytes,
                 host_ns,
                 end,
-                device_timed,
+                timing,
             } => {
                 let key = Arc::as_ptr(&kernel) as usize;
                 self.kernels
@@ -242,16 +320,19 @@ impl RunState {
                     host_ns,
                     end,
                 };
-                if !device_timed {
-                    self.finish_launch(p, None);
-                } else if let Some(ns) = self.device_times.remove(&task) {
-                    self.finish_launch(p, Some(ns));
-                } else {
-                    self.pending.insert(task, p);
+                match timing {
+                    LaunchTiming::Host => self.finish_launch(p, Timed::Host),
+                    LaunchTiming::Estimated => self.finish_launch(p, Timed::Estimated),
+                    LaunchTiming::Device => match self.device_times.remove(&task) {
+                        Some(ns) => self.finish_launch(p, Timed::Device(ns)),
+                        None => {
+                            self.pending.insert(task, p);
+                        }
+                    },
                 }
             }
             Event::DeviceTime { task, ns } => match self.pending.remove(&task) {
-                Some(p) => self.finish_launch(p, Some(ns)),
+                Some(p) => self.finish_launch(p, Timed::Device(ns)),
                 None => *self.device_times.entry(task).or_default() += ns,
             },
             Event::Runtime {
@@ -266,15 +347,15 @@ impl RunState {
             } => {
                 if self.runtime.len() < MAX_EVENTS {
                     let t_ns = self.t(at);
-                    self.runtime.push(RuntimeEvent {
-                        kind: kind.into(),
+                    self.runtime.push(RuntimeAcc {
+                        kind,
                         detail,
                         hit,
                         t_ns,
                         dur_ns,
                         bytes,
                         thread,
-                        site: site.map(site_key),
+                        site,
                     });
                 }
             }
@@ -283,8 +364,8 @@ impl RunState {
 
     fn push_runtime(
         &mut self,
-        kind: &str,
-        detail: String,
+        kind: &'static str,
+        detail: Cow<'static, str>,
         at: Instant,
         ns: u64,
         bytes: u64,
@@ -292,66 +373,64 @@ impl RunState {
     ) {
         if self.runtime.len() < MAX_EVENTS {
             let t_ns = self.t(at);
-            self.runtime.push(RuntimeEvent {
-                kind: kind.into(),
+            self.runtime.push(RuntimeAcc {
+                kind,
                 detail,
                 hit: None,
                 t_ns,
                 dur_ns: ns,
                 bytes,
-                thread: "app".into(),
-                site: Some(site_key(site)),
+                thread: Arc::clone(&self.app),
+                site: Some(site),
             });
         }
     }
 
-    /// Adds a launch to its CK record, timed by the device (`device_ns`) or the host.
-    fn finish_launch(&mut self, p: Pending, device_ns: Option<u64>) {
-        let k = &self.kernels[&p.kernel];
-        let (ns, source) = match device_ns {
+    /// Adds a launch to its CK record: timed by the device, by the host, or estimated.
+    fn finish_launch(&mut self, p: Pending, timed: Timed) {
+        let hash = self.kernels[&p.kernel].hash;
+        let ck = self.cks.entry((hash, p.exec)).or_insert_with(|| CkAcc {
+            kernel: p.kernel,
+            exec: p.exec,
+            elements: p.elements,
+            ..CkAcc::default()
+        });
+        let host = p.host_ns.max(1);
+        let (ns, source) = match (timed, ck.mean()) {
             // A device time is never longer than the host's view of the same work.
-            Some(d) if d > 0 => (d.min(p.host_ns.max(1)), "device"),
-            _ => (p.host_ns.max(1), "host"),
+            (Timed::Device(d), _) if d > 0 => (d.min(host), "device"),
+            (Timed::Estimated, Some(mean)) => ((mean.round() as u64).clamp(1, host), "estimated"),
+            // No timed launch of the kernel yet to estimate from: the host's view.
+            _ => (host, "host"),
         };
-        let ck = self
-            .cks
-            .entry((k.id.clone(), p.exec))
-            .or_insert_with(|| CkRecord {
-                kernel: k.id.clone(),
-                kind: k.kind.clone(),
-                executor: p.exec,
-                launches: 0,
-                device_ns: 0,
-                time_source: source.into(),
-                elements: p.elements,
-                bytes_read: 0,
-                bytes_written: 0,
-                instructions: k.instructions,
-                sites: k
-                    .weights
-                    .iter()
-                    .map(|(s, w)| super::schema::SiteWeight {
-                        site: s.clone(),
-                        weight: *w,
-                    })
-                    .collect(),
-                listing: k.listing.clone(),
-            });
-        ck.launches += 1;
-        ck.device_ns += ns;
-        ck.bytes_read += p.bytes[0];
-        ck.bytes_written += p.bytes[1];
-        if ck.time_source != source {
-            ck.time_source = "mixed".into();
+        match source {
+            "device" => {
+                ck.measured += 1;
+                ck.measured_ns += ns;
+                ck.device_measured += 1;
+                ck.device_ns += ns;
+                ck.sources |= 1;
+            }
+            "host" => {
+                ck.measured += 1;
+                ck.measured_ns += ns;
+                ck.sources |= 2;
+            }
+            _ => {
+                ck.estimated += 1;
+                ck.estimated_ns += ns;
+            }
         }
+        ck.bytes[0] += p.bytes[0];
+        ck.bytes[1] += p.bytes[1];
         if self.launches.len() < MAX_EVENTS {
-            let end = self.t(p.end);
-            self.launches.push(Launch {
-                kernel: k.id.clone(),
-                executor: p.exec,
-                t_ns: end.saturating_sub(ns),
+            let end_ns = self.t(p.end);
+            self.launches.push(LaunchAcc {
+                kernel: p.kernel,
+                exec: p.exec,
+                end_ns,
                 dur_ns: ns,
-                time_source: source.into(),
+                source,
             });
         }
     }
@@ -360,15 +439,45 @@ impl RunState {
     fn finish(mut self, wall_ns: u64) -> Result<PathBuf, String> {
         let pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
         for p in pending {
-            self.finish_launch(p, None);
+            self.finish_launch(p, Timed::Host);
         }
         let pid = std::process::id();
         let mut pcs: Vec<PcRecord> = self.pcs.into_values().collect();
         pcs.sort_by(|a, b| a.file.cmp(&b.file).then(a.line.cmp(&b.line)));
-        let mut cks: Vec<CkRecord> = self.cks.into_values().collect();
+        let kernels = &self.kernels;
+        let mut cks: Vec<CkRecord> = self
+            .cks
+            .into_values()
+            .map(|a| ck_record(&kernels[&a.kernel], &a))
+            .collect();
         cks.sort_by(|a, b| b.device_ns.cmp(&a.device_ns).then(a.kernel.cmp(&b.kernel)));
-        self.launches.sort_by_key(|l| l.t_ns);
-        self.runtime.sort_by_key(|e| e.t_ns);
+        let mut launches: Vec<Launch> = self
+            .launches
+            .iter()
+            .map(|l| Launch {
+                kernel: kernels[&l.kernel].id.clone(),
+                executor: l.exec,
+                t_ns: l.end_ns.saturating_sub(l.dur_ns),
+                dur_ns: l.dur_ns,
+                time_source: l.source.into(),
+            })
+            .collect();
+        launches.sort_by_key(|l| l.t_ns);
+        let mut runtime: Vec<RuntimeEvent> = self
+            .runtime
+            .into_iter()
+            .map(|e| RuntimeEvent {
+                kind: e.kind.into(),
+                detail: e.detail.into_owned(),
+                hit: e.hit,
+                t_ns: e.t_ns,
+                dur_ns: e.dur_ns,
+                bytes: e.bytes,
+                thread: e.thread.to_string(),
+                site: e.site.map(site_key),
+            })
+            .collect();
+        runtime.sort_by_key(|e| e.t_ns);
         let run = Run {
             meta: Meta {
                 schema_version: SCHEMA_VERSION,
@@ -379,16 +488,57 @@ impl RunState {
                 platform: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
                 executors: self.info.executors,
                 device_timing: self.info.device_timing.into(),
+                sampling: self.info.sampling,
                 command: std::env::args().collect(),
             },
             pcs,
             cks,
-            launches: self.launches,
-            runtime: self.runtime,
+            launches,
+            runtime,
         };
         let folder = self.dir.join(format!("run-{}-{pid}", self.started_unix_ms));
         super::db::write(&folder, &run).map_err(|e| format!("{}: {e}", folder.display()))?;
         Ok(folder)
+    }
+}
+
+/// How one launch's time is known.
+enum Timed {
+    Host,
+    Device(u64),
+    Estimated,
+}
+
+/// The CK record of a kernel on one executor: the timed launches' time plus the estimated
+/// ones' (the sum of its launches' durations in `launches.jsonl`).
+fn ck_record(k: &KernelInfo, a: &CkAcc) -> CkRecord {
+    CkRecord {
+        kernel: k.id.clone(),
+        kind: k.kind.clone(),
+        executor: a.exec,
+        launches: a.measured + a.estimated,
+        measured: a.measured,
+        estimated: a.estimated,
+        device_ns: a.measured_ns + a.estimated_ns,
+        time_source: match a.sources {
+            1 => "device",
+            2 => "host",
+            _ => "mixed",
+        }
+        .into(),
+        elements: a.elements,
+        bytes_read: a.bytes[0],
+        bytes_written: a.bytes[1],
+        instructions: k.instructions,
+        sites: k
+            .weights
+            .iter()
+            .map(|(s, w)| super::schema::SiteWeight {
+                site: s.clone(),
+                weight: *w,
+            })
+            .collect(),
+        listing: k.listing.clone(),
     }
 }
 
@@ -417,8 +567,10 @@ fn kernel_info(kernel: Arc<Kernel>, sites: &[Site]) -> KernelInfo {
     // A stable hash (the listing names call sites by file:line:column, which stay put).
     let mut h = std::hash::DefaultHasher::new();
     listing.hash(&mut h);
+    let hash = h.finish();
     KernelInfo {
-        id: format!("{:016x}", h.finish()),
+        hash,
+        id: format!("{hash:016x}"),
         kind,
         listing,
         instructions,

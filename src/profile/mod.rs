@@ -8,13 +8,32 @@
 //! hook first loads one relaxed atomic ([`active`]); off, nothing is allocated or sent. On, hooks
 //! send events down a crossbeam channel (no locks on the application's or executors' paths) to
 //! the collector thread, which aggregates them and writes one folder per run,
-//! `<dir>/run-<unix-ms>-<pid>/`.
+//! `<dir>/run-<unix-ms>-<pid>/`. Array operations are not sent one by one: each thread gathers
+//! its operations' call sites and host times in a buffer of its own (`api.rs`) and sends it
+//! whole when it fills, when the thread flushes the queue, and when it stops the profiler (what
+//! another thread recorded after its last flush is not counted).
 //!
 //! **Device time.** GPU kernels are timed on the device (OpenCL profiling events, wgpu timestamp
 //! queries where the adapter has them) when the device timers were armed at start-up
-//! (`ARRAYFLOW_PROFILE` or `ARRAYFLOW_KERNEL_TIMES` set: `exec/gpu/timing.rs`); otherwise, and
-//! on the CPU executor, the host's clock measures them. Each record says which.
+//! (`ARRAYFLOW_PROFILE`, `ARRAYFLOW_PROFILE_SAMPLE` or `ARRAYFLOW_KERNEL_TIMES` set:
+//! `exec/gpu/timing.rs`); otherwise, and on the CPU executor, the host's clock measures them. Each
+//! record says which. The executor never waits for a timing: OpenCL reads each timed kernel's
+//! start and end once the marker after it has completed (the completion it already watches),
+//! and wgpu resolves a submission's timestamps into a buffer mapped with `map_async` alongside
+//! the submission's other completions.
+//!
+//! **Sampling.** A device timer still costs the device and the host something per kernel (an
+//! OpenCL event, about 1.5 µs of device time per launch on NVIDIA's driver; a wgpu query resolve
+//! and map per submission), which is more than 3% of a small kernel. So the profiler times, for
+//! each kernel and executor, the first [`Sampling::DEFAULT`]`.first` launches (8) and then one in
+//! [`Sampling::DEFAULT`]`.every` (32); the other launches are *estimated* at the mean of the same
+//! kernel's launches timed before them (capped at the host's view of the launch). A CK record says how many of its launches were measured and how many
+//! estimated. `ARRAYFLOW_PROFILE_SAMPLE=all` times every launch; `ARRAYFLOW_PROFILE_SAMPLE=N/K`
+//! the first N, then one in K. Setting it also arms the device timers at start-up (for a
+//! profiler started later with [`crate::Runtime::profile`]). `ARRAYFLOW_KERNEL_TIMES` times every
+//! launch too. The CPU executor's host timings cost two clock reads and are never sampled.
 
+mod api;
 mod collector;
 pub mod db;
 pub mod report;
@@ -22,12 +41,16 @@ pub mod schema;
 mod weights;
 
 use crate::ir::Site;
-pub(crate) use collector::Event;
+pub(crate) use collector::{Event, LaunchTiming};
 use crossbeam_channel::Sender;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
+
+use api::drop_api_calls;
+pub(crate) use api::{api_call, send_api_calls};
 
 pub use weights::kernel_weights;
 
@@ -65,6 +88,8 @@ pub fn env_dir() -> Option<&'static Path> {
 pub(crate) struct RunInfo {
     pub executors: Vec<String>,
     pub device_timing: &'static str,
+    /// How device timings are sampled ([`Sampling::describe`]).
+    pub sampling: String,
 }
 
 /// Starts a run writing under `dir`; an error if one is already running.
@@ -76,6 +101,8 @@ pub(crate) fn start(dir: &Path, info: RunInfo) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let tx = COLLECTOR.get_or_init(collector::spawn);
     let _ = crate::error::ERROR_HOOK.set(error);
+    RUN.fetch_add(1, Ordering::Relaxed);
+    drop_api_calls();
     let _ = tx.send(collector::Msg::Begin {
         dir: dir.to_path_buf(),
         info,
@@ -92,6 +119,7 @@ pub(crate) fn stop() -> Option<Result<PathBuf, String>> {
         return None;
     }
     ACTIVE.store(false, Ordering::Release);
+    send_api_calls();
     let tx = COLLECTOR.get()?;
     let (reply, rx) = crossbeam_channel::bounded(1);
     let _ = tx.send(collector::Msg::End(reply));
@@ -141,17 +169,6 @@ impl Drop for ProfileGuard {
     }
 }
 
-/// Hook: an array operation recorded at `site`, taking `ns` of host time.
-#[inline]
-pub(crate) fn api_call(site: Site, since: Option<Instant>) {
-    if let Some(t) = since {
-        emit(Event::Api {
-            site,
-            ns: t.elapsed().as_nanos() as u64,
-        });
-    }
-}
-
 /// `Some(now)` when profiling (for hooks that time something), else `None` without reading the
 /// clock.
 #[inline]
@@ -169,7 +186,7 @@ fn error(site: Site) {
 /// Hook: a runtime event of `kind` that began at `at` (see [`schema::RuntimeEvent`]).
 pub(crate) fn runtime(
     kind: &'static str,
-    detail: impl Into<String>,
+    detail: impl Into<std::borrow::Cow<'static, str>>,
     hit: Option<bool>,
     at: Instant,
     bytes: u64,
@@ -182,7 +199,7 @@ pub(crate) fn runtime(
         at,
         dur_ns: at.elapsed().as_nanos() as u64,
         bytes,
-        thread: std::thread::current().name().unwrap_or("app").to_string(),
+        thread: thread_name(),
         site,
     });
 }
@@ -193,6 +210,8 @@ pub(crate) fn device_time(task: u64, ns: u64) {
 }
 
 thread_local! {
+    /// This thread's name, as runtime events carry it (looked up once per thread).
+    static THREAD: Arc<str> = Arc::from(std::thread::current().name().unwrap_or("app"));
     /// Host time this thread spent compiling while it ran a kernel (left out of the kernel's time).
     static EXCLUDED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -205,4 +224,113 @@ pub(crate) fn exclude(ns: u64) {
 /// This thread's compile time so far ([`exclude`]).
 pub(crate) fn excluded() -> u64 {
     EXCLUDED_NS.with(|c| c.get())
+}
+
+/// This thread's name (`app` for an unnamed one), shared.
+fn thread_name() -> Arc<str> {
+    THREAD.with(Arc::clone)
+}
+
+/// Profiling runs started in this process (a [`Sampler`] starts over in each).
+static RUN: AtomicU64 = AtomicU64::new(0);
+
+/// How device timings are sampled (`ARRAYFLOW_PROFILE_SAMPLE`): each kernel's first `first`
+/// launches on an executor are timed, then one in `every`; the rest are estimated from the timed
+/// ones' mean (see the module comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampling {
+    /// Launches of each kernel timed from the start.
+    pub first: u64,
+    /// After those, one launch in this many is timed.
+    pub every: u64,
+}
+
+impl Sampling {
+    /// The default: the first 8 launches, then one in 32.
+    pub const DEFAULT: Sampling = Sampling {
+        first: 8,
+        every: 32,
+    };
+    /// Every launch timed (`ARRAYFLOW_PROFILE_SAMPLE=all`).
+    pub const ALL: Sampling = Sampling {
+        first: u64::MAX,
+        every: 1,
+    };
+
+    /// `all`, `N/K` (the first N, then one in K; K at least 1) or `default`; `None` otherwise.
+    pub fn parse(s: &str) -> Option<Sampling> {
+        match s.trim() {
+            "all" => Some(Sampling::ALL),
+            "default" | "" => Some(Sampling::DEFAULT),
+            v => {
+                let (n, k) = v.split_once('/')?;
+                let (first, every) = (n.trim().parse().ok()?, k.trim().parse().ok()?);
+                (every >= 1).then_some(Sampling { first, every })
+            }
+        }
+    }
+
+    /// The process's sampling: `ARRAYFLOW_PROFILE_SAMPLE` (a value that does not parse is
+    /// reported once and the default used), read once.
+    pub fn current() -> Sampling {
+        static S: std::sync::OnceLock<Sampling> = std::sync::OnceLock::new();
+        *S.get_or_init(|| match sample_env() {
+            None => Sampling::DEFAULT,
+            Some(v) => Sampling::parse(v).unwrap_or_else(|| {
+                tracing::warn!(target: "arrayflow::profile",
+                    "ARRAYFLOW_PROFILE_SAMPLE={v:?} is not `all`, `default` or `N/K`: the default is used");
+                Sampling::DEFAULT
+            }),
+        })
+    }
+
+    /// Whether launch `n` (counting from 0) of a kernel is timed.
+    pub fn takes(&self, n: u64) -> bool {
+        n < self.first || (n - self.first).is_multiple_of(self.every)
+    }
+
+    /// How the run's records say it (`meta.json`'s `sampling`).
+    pub fn describe(&self) -> String {
+        if *self == Sampling::ALL || self.every == 1 {
+            "every launch timed".into()
+        } else {
+            format!(
+                "first {} launches of each kernel timed, then 1 in {}",
+                self.first, self.every
+            )
+        }
+    }
+}
+
+/// `ARRAYFLOW_PROFILE_SAMPLE`, if set (read once).
+fn sample_env() -> Option<&'static str> {
+    static V: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    V.get_or_init(|| std::env::var("ARRAYFLOW_PROFILE_SAMPLE").ok())
+        .as_deref()
+}
+
+/// Whether `ARRAYFLOW_PROFILE_SAMPLE` is set (it arms the device timers).
+pub fn sample_env_set() -> bool {
+    sample_env().is_some()
+}
+
+/// One kernel's launch count on one executor, for [`Sampling`]: kept beside the kernel's
+/// compiled plan, so deciding costs no look-up. Counts start over with each profiling run.
+#[derive(Debug, Default)]
+pub(crate) struct Sampler(AtomicU64);
+
+impl Sampler {
+    /// Counts a profiled launch; whether it is to be timed. Called from one executor thread.
+    pub(crate) fn take(&self) -> bool {
+        // The run in the top 24 bits, the launches in the rest.
+        let run = RUN.load(Ordering::Relaxed) & 0xff_ffff;
+        let v = self.0.load(Ordering::Relaxed);
+        let n = if v >> 40 == run {
+            v & ((1 << 40) - 1)
+        } else {
+            0
+        };
+        self.0.store(run << 40 | (n + 1), Ordering::Relaxed);
+        Sampling::current().takes(n)
+    }
 }

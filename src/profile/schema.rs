@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The version of the files' layout; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// `meta.json`: the run as a whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +28,10 @@ pub struct Meta {
     /// How device kernels were timed: `device` (OpenCL profiling events, wgpu timestamp queries)
     /// or `host` (the host's clock around the work: no device timers were armed at start-up).
     pub device_timing: String,
+    /// How device timings were sampled, e.g. `first 8 launches of each kernel timed, then 1 in
+    /// 32` (`ARRAYFLOW_PROFILE_SAMPLE`); the untimed launches are estimated.
+    #[serde(default)]
+    pub sampling: String,
     /// The program's command line.
     pub command: Vec<String>,
 }
@@ -86,9 +90,17 @@ pub struct CkRecord {
     pub executor: u32,
     /// Launches.
     pub launches: u64,
-    /// Device time summed over the launches.
+    /// Of the launches, those timed (by the device or the host).
+    #[serde(default)]
+    pub measured: u64,
+    /// Of the launches, those not timed (sampling): each counted at the mean of the kernel's
+    /// launches timed before it.
+    #[serde(default)]
+    pub estimated: u64,
+    /// Device time summed over the launches (the timed ones' time plus the estimated ones').
     pub device_ns: u64,
-    /// `device` (the device's own timers), `host` (the host clock around the kernel) or `mixed`.
+    /// How the timed launches were timed: `device` (the device's own timers), `host` (the host
+    /// clock around the kernel) or `mixed`.
     pub time_source: String,
     /// Domain elements per launch.
     pub elements: u64,
@@ -115,12 +127,16 @@ pub struct Launch {
     pub t_ns: u64,
     /// Their time in all.
     pub dur_ns: u64,
-    /// `device` or `host`.
+    /// `device`, `host` or `estimated` (not timed: the mean of the kernel's timed launches so
+    /// far).
     pub time_source: String,
 }
 
 /// `runtime.jsonl`: one event of the runtime itself: a flush, a cache look-up, a compile, a
-/// transfer, a wait.
+/// transfer, a wait. Moves between executors (`move`: from the request to the data's arrival)
+/// and swaps between a device and its host backing store (`swap`, detail `out`: the download,
+/// waited for; `in`: staging and enqueueing the upload, which then overlaps the device's work)
+/// carry their bytes and duration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeEvent {
     /// What happened: `flush`, `generate`, `trace_lookup`, `macro_lookup`, `program_cache`,

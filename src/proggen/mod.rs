@@ -141,7 +141,7 @@ pub fn generate(
                         final_stage: false,
                     },
                     executor: ExecutorKind::Cpu,
-                    sites: vec![n.site],
+                    sites: Arc::from([n.site]),
                 });
                 params.push(Vec::new());
                 members.push(Vec::new());
@@ -226,7 +226,7 @@ pub fn generate(
             inputs: ins,
             outputs: outs,
             executor: ExecutorKind::Cpu,
-            sites,
+            sites: sites.into(),
         });
         remaining.retain(|id| !added.contains(id));
         done.extend(added);

@@ -67,8 +67,9 @@ pub struct Program {
     pub outputs: Vec<FormalId>,
     pub launch: LaunchSpec,
     pub executor: ExecutorKind,
-    /// The user's call sites of the IR nodes this program computes.
-    pub sites: Vec<Site>,
+    /// The user's call sites of the IR nodes this program computes (shared: every task of the
+    /// program carries them).
+    pub sites: Arc<[Site]>,
 }
 
 /// The result of program generation for one flush.

@@ -97,6 +97,66 @@ pub fn swapping_keeps_values() {
     );
 }
 
+/// The profiler records each swap with its direction, bytes and duration (as many as the
+/// runtime's counters saw; every buffer here is 256 KiB), and the I/O report lists them.
+pub fn profiled_swaps_carry_bytes_and_time() {
+    use arrayflow::profile::{db, report};
+    let dir = std::env::temp_dir().join(format!("af-pressure-profile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let n = 64 * 1024;
+    let inputs: Vec<Vec<f32>> = (0..12).map(|k| data(n, 100 + k)).collect();
+    let arrays: Vec<Array<f32>> = inputs
+        .iter()
+        .map(|v| Array::from_vec(v.clone(), &[n]))
+        .collect();
+    Runtime::execute();
+    let before = Runtime::stats();
+    let guard = Runtime::profile(&dir).expect("start the profiler");
+    let wall = std::time::Instant::now();
+    let results: Vec<Array<f32>> = arrays.iter().map(|a| a * 2.0 + 1.0).collect();
+    for r in &results {
+        r.eval().unwrap();
+    }
+    for (k, r) in results.iter().enumerate() {
+        let got = (r - 1.0).to_vec().unwrap();
+        for (i, (&g, &x)) in got.iter().zip(&inputs[k]).enumerate() {
+            let w = x as f64 * 2.0;
+            assert!(
+                (g as f64 - w).abs() <= 1e-5 * w.abs().max(1.0),
+                "{k}[{i}]: {g} vs {w}"
+            );
+        }
+    }
+    let wall_ns = wall.elapsed().as_nanos() as u64;
+    let folder = guard.finish().expect("profile written");
+    let st = Runtime::stats().since(&before).device;
+    let run = db::read(&folder).expect("read the run");
+    let swaps = |d: &str| {
+        run.runtime
+            .iter()
+            .filter(|e| e.kind == "swap" && e.detail == d)
+            .collect::<Vec<_>>()
+    };
+    let (out, back) = (swaps("out"), swaps("in"));
+    assert!(st.swapped_out > 0 && st.swapped_in > 0, "{st:?}");
+    assert_eq!(out.len() as u64, st.swapped_out, "{st:?}");
+    assert_eq!(back.len() as u64, st.swapped_in, "{st:?}");
+    for e in out.iter().chain(&back) {
+        assert_eq!(e.bytes, 4 * n as u64, "{e:?}");
+        assert!(
+            e.dur_ns > 0 && e.dur_ns <= wall_ns,
+            "{e:?} vs wall {wall_ns}"
+        );
+    }
+    let io = report::io_report(&run);
+    let line = io
+        .lines()
+        .find(|l| l.starts_with("swap") && l.contains(" out "))
+        .unwrap_or_else(|| panic!("{io}"));
+    assert!(line.contains(&st.swapped_out.to_string()), "{io}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// One task whose buffers cannot fit in 1 MiB even after swapping runs on the CPU instead.
 pub fn too_big_runs_on_the_cpu() {
     let n = 1 << 19; // 2 MiB per array

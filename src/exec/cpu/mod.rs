@@ -226,7 +226,12 @@ impl CpuLoop {
             // A native compile on the way is the runtime's time, not the kernel's.
             let compiling = crate::profile::excluded() - ex;
             let ns = (t0.elapsed().as_nanos() as u64).saturating_sub(compiling);
-            crate::exec::scheduler::profile_launch(&task, 0, ns, false);
+            crate::exec::scheduler::profile_launch(
+                &task,
+                0,
+                ns,
+                crate::profile::LaunchTiming::Host,
+            );
         }
         if let Err(e) = &result {
             for &b in &task.outputs {

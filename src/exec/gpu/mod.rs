@@ -73,11 +73,11 @@ pub(crate) trait DeviceApi: Send + 'static {
     fn download(&mut self, buf: &Self::Buf, out: HostSlice, done: Completion);
     /// Calls `done` once all work enqueued so far has finished.
     fn on_done(&mut self, done: Completion);
-    /// The task whose kernels the next dispatches enqueue, while the profiler runs (`None`
-    /// after): a timed dispatch reports its device time under it.
-    fn profile_task(&mut self, _task: Option<u64>) {}
-    /// Whether the dispatches enqueued now are timed on the device.
-    fn device_timed(&self) -> bool {
+    /// How the dispatches enqueued from now on are timed (the default, after a task's: not).
+    fn set_timing(&mut self, _timing: timing::Timing) {}
+    /// Whether this device has armed timers ([`timing::armed`], and for wgpu an adapter with
+    /// timestamp queries).
+    fn timers(&self) -> bool {
         false
     }
     /// Submits what was enqueued (wgpu batches dispatches into one submission until then, and
@@ -490,6 +490,7 @@ impl<A: DeviceApi> GpuLoop<A> {
     }
 
     fn swap_out(&mut self, buf: BufferId) -> Result<(), String> {
+        let t0 = crate::profile::now();
         if self.store.host(buf).is_none() {
             let (dtype, len) = self.store.shape(buf).expect("victims are known");
             let mut out = Box::new(TypedVec::zeros(dtype, len));
@@ -510,9 +511,10 @@ impl<A: DeviceApi> GpuLoop<A> {
         }
         self.store.drop_device(buf);
         Counters::add(&self.counters.device.swapped_out, 1);
-        if crate::profile::active() {
+        if let Some(t0) = t0 {
+            // The download, waited for (nothing when the host copy was still there).
             let bytes = self.store.host(buf).map_or(0, |h| h.bytes() as u64);
-            crate::profile::runtime("swap", "out", None, std::time::Instant::now(), bytes, None);
+            crate::profile::runtime("swap", "out", None, t0, bytes, None);
         }
         Ok(())
     }
@@ -529,10 +531,16 @@ impl<A: DeviceApi> GpuLoop<A> {
             .ok_or("input buffer missing on the device executor")?;
         let bytes = self.dev_bytes(data.dtype(), data.len());
         let mut b = self.alloc(bytes, keep, false)?;
+        // The profiler times the staging and enqueueing of the upload (not a swap-out that made
+        // room for it, which has its own record); the copy then overlaps the device's work.
+        let t0 = crate::profile::now();
         self.api.upload(&mut b, &data)?;
         self.store
             .set_device(buf, b, bytes, data.dtype(), data.len());
         Counters::add(&self.counters.device.swapped_in, 1);
+        if let Some(t0) = t0 {
+            crate::profile::runtime("swap", "in", None, t0, data.bytes() as u64, None);
+        }
         Ok(())
     }
 
@@ -582,7 +590,13 @@ impl<A: DeviceApi> GpuLoop<A> {
             && result.is_ok()
         {
             // The fallback ran on the CPU, on this thread: host time, the CPU's record.
-            crate::exec::scheduler::profile_launch(&task, 0, t0.elapsed().as_nanos() as u64, false);
+            let ns = t0.elapsed().as_nanos() as u64;
+            crate::exec::scheduler::profile_launch(
+                &task,
+                0,
+                ns,
+                crate::profile::LaunchTiming::Host,
+            );
             crate::profile::runtime(
                 "fallback",
                 "device -> cpu",
@@ -615,14 +629,33 @@ impl<A: DeviceApi> GpuLoop<A> {
             return Err(e);
         }
         // The profiler: the host's clock from the enqueue to the report, and the device's own
-        // time where its timers are armed.
-        let profiled = crate::profile::now().map(|t| (t, self.api.device_timed()));
-        if profiled.is_some() {
-            self.api.profile_task(Some(task.id));
+        // time where its timers are armed and sampling picks this launch (else it is estimated).
+        let profiled = crate::profile::now();
+        let timing = if self.api.timers() {
+            let sampled = profiled.is_some() && dplan.sampler.take();
+            timing::Timing {
+                on: sampled || timing::kernel_times(),
+                task: (profiled.is_some() && (sampled || timing::kernel_times()))
+                    .then_some(task.id),
+            }
+        } else {
+            timing::Timing::default()
+        };
+        let profiled = profiled.map(|t| {
+            use crate::profile::LaunchTiming as L;
+            let how = match (timing.task, self.api.timers()) {
+                (Some(_), _) => L::Device,
+                (None, true) => L::Estimated,
+                (None, false) => L::Host,
+            };
+            (t, how)
+        });
+        if timing.on {
+            self.api.set_timing(timing);
         }
         let enqueued = self.enqueue(task, dplan, &held);
-        if profiled.is_some() {
-            self.api.profile_task(None);
+        if timing.on {
+            self.api.set_timing(timing::Timing::default());
         }
         if let Err(e) = enqueued {
             self.give_back(held);
@@ -672,11 +705,11 @@ impl<A: DeviceApi> GpuLoop<A> {
             move |err: Option<String>| {
                 let ns = task.started.elapsed().as_nanos() as u64;
                 Counters::add(&counters.device.done_ns, ns);
-                if let Some((t0, timed)) = profiled
+                if let Some((t0, how)) = profiled
                     && err.is_none()
                 {
                     let host_ns = t0.elapsed().as_nanos() as u64;
-                    crate::exec::scheduler::profile_launch(&task, task.exec as u32, host_ns, timed);
+                    crate::exec::scheduler::profile_launch(&task, task.exec as u32, host_ns, how);
                 }
                 if err.is_none() && words.iter().any(|w| w.load(Ordering::Relaxed) != 0) {
                     // A kernel faulted (integer division by zero, an index out of range): the

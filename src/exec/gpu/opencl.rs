@@ -17,6 +17,11 @@
 //! Uploads are written without a wait: the host data is kept alive until the marker after the
 //! write completes, so an upload never stalls the executor behind the work already queued.
 //!
+//! Timed kernels (`timing.rs`: `ARRAYFLOW_KERNEL_TIMES`, or the launches the profiler samples)
+//! are enqueued with an event, kept until the next marker, and read in that marker's completion:
+//! the marker completes after them, so their profiling start and end are there to read, and the
+//! executor never waits for them.
+//!
 //! Completion: when the runtime's threads spin (a GPU on a host with spare cores, `exec/wait.rs`)
 //! the executor's own thread polls the submitted events between messages and runs their
 //! completions (`DeviceApi::poll`), so every driver call comes from that one thread: on NVIDIA's
@@ -82,11 +87,11 @@ pub struct OpenClApi {
     pinned: PinnedPool,
     /// Completions one marker covers at most while the device is busy (`ARRAYFLOW_OPENCL_DEFER`).
     defer: usize,
-    /// Kernels enqueued since the last submission with their events, when kernels are timed
-    /// (`timing.rs`).
-    timed: Vec<(Event, String, Option<u64>)>,
-    /// The task whose kernels are being enqueued, while the profiler runs.
-    profile_task: Option<u64>,
+    /// Timed kernels enqueued since the last marker, with their events, labels and tasks
+    /// (`timing.rs`): the next marker's completion reads their times.
+    timed: Vec<(Event, Option<String>, Option<u64>)>,
+    /// How the kernels being enqueued are timed.
+    timing: super::timing::Timing,
 }
 
 /// What a write reads from until its marker completes.
@@ -193,19 +198,28 @@ impl OpenClApi {
             pinned: PinnedPool::new(),
             defer: defer.unwrap_or(DEFER).max(1),
             timed: Vec::new(),
-            profile_task: None,
+            timing: Default::default(),
         })
     }
 
-    /// Enqueues one marker for the completions and upload data waiting for one.
+    /// Enqueues one marker for the completions, upload data and timed kernels waiting for one.
+    /// On the in-order queue the marker completes after them, so its completion reads the
+    /// kernels' times (before it runs the others: a task's time is in before it is reported
+    /// done) without any wait of its own.
     fn mark(&mut self) {
-        if self.unmarked.is_empty() && self.uploading.is_empty() {
+        if self.unmarked.is_empty() && self.uploading.is_empty() && self.timed.is_empty() {
             return;
         }
         let done = std::mem::take(&mut self.unmarked);
         let keep = std::mem::take(&mut self.uploading);
+        let timed = std::mem::take(&mut self.timed);
+        let counters =
+            (!timed.is_empty() && super::timing::kernel_times()).then(|| self.counters.clone());
         let all: Completion = Box::new(move |r: Result<(), String>| {
             drop(keep);
+            if r.is_ok() && !timed.is_empty() {
+                read_times(timed, counters.as_deref());
+            }
             for d in done {
                 d(r.clone());
             }
@@ -236,6 +250,21 @@ impl OpenClApi {
             }
         }
     }
+}
+
+/// Reads finished kernels' start and end (their events are complete: a marker after them has
+/// completed) and hands the times on (`timing.rs`).
+fn read_times(timed: Vec<(Event, Option<String>, Option<u64>)>, counters: Option<&Counters>) {
+    let mut per_task = super::timing::PerTask::default();
+    for (event, label, task) in timed {
+        if let (Ok(a), Ok(b)) = (
+            event.profiling_command_start(),
+            event.profiling_command_end(),
+        ) {
+            super::timing::record(counters, &mut per_task, label, task, b.saturating_sub(a));
+        }
+    }
+    per_task.report();
 }
 
 /// Copies a download's bytes (the device's layout: bool as one byte) into `out`.
@@ -274,12 +303,12 @@ fn bytes_of(data: &TypedVec) -> &[u8] {
 }
 
 impl DeviceApi for OpenClApi {
-    fn profile_task(&mut self, task: Option<u64>) {
-        self.profile_task = task;
+    fn set_timing(&mut self, timing: super::timing::Timing) {
+        self.timing = timing;
     }
 
-    fn device_timed(&self) -> bool {
-        super::timing::enabled() && super::timing::armed()
+    fn timers(&self) -> bool {
+        super::timing::armed()
     }
 
     type Buf = Buffer<u8>;
@@ -428,7 +457,7 @@ impl DeviceApi for OpenClApi {
             let global = p.groups as usize * p.local as usize;
             let local = p.local as usize;
             let mut event: opencl3::types::cl_event = std::ptr::null_mut();
-            let timed = super::timing::enabled();
+            let timed = self.timing.on;
             let status = self.cl.clEnqueueNDRangeKernel(
                 self.queue.get(),
                 k.get(),
@@ -448,8 +477,8 @@ impl DeviceApi for OpenClApi {
                 Some(opencl3::error_codes::CL_SUCCESS) if timed && !event.is_null() => {
                     self.timed.push((
                         Event::new(event),
-                        super::timing::label(plan, pass),
-                        self.profile_task,
+                        super::timing::kept_label(plan, pass),
+                        self.timing.task,
                     ));
                 }
                 Some(opencl3::error_codes::CL_SUCCESS) => {}
@@ -522,25 +551,6 @@ impl DeviceApi for OpenClApi {
         }
         self.hand_over();
         Counters::add(&self.counters.device.submissions, 1);
-        if !self.timed.is_empty() {
-            // Timing mode: wait for the batch and read each kernel's start and end.
-            let _ = self.queue.finish();
-            // The profiler's device time per task: its passes summed.
-            let mut per_task = super::timing::PerTask::default();
-            for (event, label, task) in self.timed.drain(..) {
-                if let (Ok(a), Ok(b)) = (
-                    event.profiling_command_start(),
-                    event.profiling_command_end(),
-                ) {
-                    let ns = b.saturating_sub(a);
-                    if super::timing::kernel_times() {
-                        self.counters.time_kernel(label, ns);
-                    }
-                    per_task.add(task, ns);
-                }
-            }
-            per_task.report();
-        }
     }
 
     fn poll(&mut self) -> bool {

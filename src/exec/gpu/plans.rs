@@ -45,6 +45,8 @@ pub struct DevicePlan<P> {
     /// The fused kernel runs as a hand-written intrinsic a pattern recognised (see
     /// `IntrinsicDef::recognise`); counted in `DeviceStats::intrinsics`.
     pub intrinsic: bool,
+    /// The profiler's launch count of this kernel here, which picks the launches it times.
+    pub sampler: crate::profile::Sampler,
 }
 
 pub enum Runnable<P> {
@@ -112,6 +114,7 @@ fn build<A: DeviceApi>(
         steps: Vec::new(),
         temps: Vec::new(),
         intrinsic: false,
+        sampler: Default::default(),
     };
     match kernel {
         Kernel::Fused(k) => {

@@ -17,6 +17,11 @@
 //! creating one; the cache is emptied when an allocation fails, so it never holds memory the
 //! executor needs.
 //!
+//! Timed dispatches (`timing.rs`) write timestamps at the beginning and end of their compute
+//! pass into a query set of the encoder's; the submission resolves them into a buffer that is
+//! mapped with `map_async` and read in its callback (fired by the same polls as the submission's
+//! other completions), so timing adds no wait. Query sets are reused once read.
+//!
 //! Kernel parameters travel as immediate data (push constants, `set_immediates`) when the adapter
 //! offers `IMMEDIATES` with at least [`IMMEDIATE_BYTES`] (the target says so, and the WGSL renderer
 //! declares them so when they fit): a dispatch then allocates nothing but its bind group.
@@ -91,30 +96,68 @@ pub struct WgpuApi {
     held: bool,
     /// Bind groups of dispatches without a parameter buffer, by layout and bound buffers.
     groups: lru::LruCache<GroupKey, wgpu::BindGroup>,
-    /// Timestamp queries of the dispatches of the current encoder, when kernels are timed
+    /// Timestamp queries of the dispatches of the current encoder, when the timers are armed
     /// (`timing.rs`) and the adapter has `TIMESTAMP_QUERY`.
     timer: Option<Timer>,
 }
 
-/// Timestamps of up to [`Timer::CAP`] dispatches per submission.
+/// Timestamps of timed dispatches: the current encoder's (in one query set), and query sets
+/// free for the next. A submission's timestamps are resolved into a buffer that is mapped with
+/// `map_async` once the submission has run, read in that callback, and the set goes back to
+/// the free ones: nothing waits for them.
 struct Timer {
-    set: wgpu::QuerySet,
-    /// Where the queries resolve, and its host-readable copy.
-    resolve: wgpu::Buffer,
-    read: wgpu::Buffer,
-    /// The label of each timed dispatch of the current encoder (queries `2i`, `2i + 1`), with
-    /// the profiler's task.
-    labels: Vec<(String, Option<u64>)>,
-    /// The task whose kernels are being enqueued, while the profiler runs.
-    task: Option<u64>,
+    /// The query set the current encoder's timed dispatches write, with each dispatch's label
+    /// (`ARRAYFLOW_KERNEL_TIMES`) and profiler task (queries `2i`, `2i + 1`).
+    current: Option<(TimerSet, Vec<super::timing::Pending>)>,
+    /// Query sets whose timestamps have been read (shared with the map callbacks).
+    free: Arc<parking_lot::Mutex<Vec<TimerSet>>>,
+    /// How the dispatches being enqueued are timed.
+    timing: super::timing::Timing,
     /// Nanoseconds per timestamp tick.
     period: f64,
+}
+
+/// A query set for up to [`Timer::CAP`] dispatches, the buffer its queries resolve into and
+/// that buffer's host-readable copy.
+struct TimerSet {
+    set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    read: wgpu::Buffer,
 }
 
 impl Timer {
     const CAP: u32 = 512;
 
-    fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Timer {
+    fn new(queue: &wgpu::Queue) -> Timer {
+        Timer {
+            current: None,
+            free: Arc::new(parking_lot::Mutex::new(Vec::new())),
+            timing: Default::default(),
+            period: queue.get_timestamp_period() as f64,
+        }
+    }
+
+    /// The query index pair of a new timed dispatch in the current encoder (a set taken from
+    /// the free ones, or made, for the first).
+    fn slot(&mut self, device: &wgpu::Device, label: Option<String>) -> u32 {
+        let task = self.timing.task;
+        let free = &self.free;
+        let (_, labels) = self.current.get_or_insert_with(|| {
+            let set = free.lock().pop().unwrap_or_else(|| TimerSet::new(device));
+            (set, Vec::new())
+        });
+        labels.push((label, task));
+        labels.len() as u32 - 1
+    }
+
+    /// Dispatches timed in the current encoder.
+    fn pending(&self) -> u32 {
+        self.current.as_ref().map_or(0, |(_, l)| l.len() as u32)
+    }
+}
+
+impl TimerSet {
+    fn new(device: &wgpu::Device) -> TimerSet {
         let bytes = 2 * Timer::CAP as u64 * wgpu::QUERY_SIZE as u64;
         let buffer = |usage| {
             device.create_buffer(&wgpu::BufferDescriptor {
@@ -124,7 +167,7 @@ impl Timer {
                 mapped_at_creation: false,
             })
         };
-        Timer {
+        TimerSet {
             set: device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("arrayflow timestamps"),
                 ty: wgpu::QueryType::Timestamp,
@@ -132,9 +175,6 @@ impl Timer {
             }),
             resolve: buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
             read: buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
-            labels: Vec::new(),
-            task: None,
-            period: queue.get_timestamp_period() as f64,
         }
     }
 }
@@ -273,7 +313,7 @@ impl WgpuApi {
             hold_at: hold.unwrap_or(0),
             held: false,
             groups: lru::LruCache::new(std::num::NonZeroUsize::new(BIND_GROUPS).expect("non-zero")),
-            timer: timed.then(|| Timer::new(&device, &queue)),
+            timer: timed.then(|| Timer::new(&queue)),
             device,
             queue,
         })
@@ -282,18 +322,17 @@ impl WgpuApi {
     /// Hands the recorded work to the device (one submission), then registers what waits for it.
     fn flush(&mut self) {
         self.held = false;
-        let timed = self.timer.as_ref().map_or(0, |t| t.labels.len() as u64);
-        if timed > 0
-            && let (Some(t), Some(enc)) = (self.timer.as_ref(), self.encoder.as_mut())
-        {
-            enc.resolve_query_set(&t.set, 0..2 * timed as u32, &t.resolve, 0);
-            enc.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, 16 * timed);
+        let timed = self.timer.as_mut().and_then(|t| t.current.take());
+        if let (Some((t, labels)), Some(enc)) = (&timed, self.encoder.as_mut()) {
+            let n = labels.len() as u64;
+            enc.resolve_query_set(&t.set, 0..2 * n as u32, &t.resolve, 0);
+            enc.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, 16 * n);
         }
         let cmd = self.encoder.take().map(|e| e.finish());
-        let index = self.queue.submit(cmd);
+        self.queue.submit(cmd);
         Counters::add(&self.counters.device.submissions, 1);
-        if timed > 0 {
-            self.read_times(index, timed);
+        if let Some((set, labels)) = timed {
+            self.read_times(set, labels);
         }
         // Submissions in flight are counted only when work may be held back for them.
         if self.hold_at > 0 {
@@ -309,38 +348,34 @@ impl WgpuApi {
         }
     }
 
-    /// Timing mode: waits for submission `index` and adds its `n` dispatches' times.
-    fn read_times(&mut self, index: wgpu::SubmissionIndex, n: u64) {
-        let Some(t) = self.timer.as_mut() else {
+    /// Reads the times of a submitted encoder's timed dispatches once it has run: its query
+    /// set's read buffer is mapped with `map_async` (registered now, ahead of the submission's
+    /// other completions, so a task's time is in before it is reported done), and the callback
+    /// hands the times on and frees the set.
+    fn read_times(&mut self, set: TimerSet, labels: Vec<super::timing::Pending>) {
+        let Some(t) = self.timer.as_ref() else {
             return;
         };
-        let labels = std::mem::take(&mut t.labels);
-        let slice = t.read.slice(..16 * n);
-        slice.map_async(wgpu::MapMode::Read, |_| {});
-        let _ = self.device.poll(wgpu::PollType::Wait {
-            submission_index: Some(index),
-            timeout: None,
-        });
-        if let Ok(data) = slice.get_mapped_range() {
-            let ticks: &[u64] = bytemuck::cast_slice(&data);
-            // A pass's beginning timestamp may be written before the work recorded ahead of it
-            // has finished (no barrier orders it), so a dispatch's time starts no earlier than
-            // the previous dispatch's end: consecutive dependent kernels are not counted twice.
-            let mut prev_end = 0u64;
-            let mut per_task = super::timing::PerTask::default();
-            for (i, (label, task)) in labels.into_iter().enumerate() {
-                let (begin, end) = (ticks[2 * i], ticks[2 * i + 1]);
-                let start = if i > 0 { begin.max(prev_end) } else { begin };
-                prev_end = end;
-                let ns = (end.saturating_sub(start) as f64 * t.period) as u64;
-                if super::timing::kernel_times() {
-                    self.counters.time_kernel(label, ns);
+        let (free, period) = (t.free.clone(), t.period);
+        let counters = super::timing::kernel_times().then(|| self.counters.clone());
+        let bytes = 16 * labels.len() as u64;
+        let read = set.read.clone();
+        let mapped = set.read.clone();
+        let done = self.counted(Box::new(move |r: Result<(), String>| {
+            if r.is_ok() {
+                if let Ok(data) = read.get_mapped_range(..bytes) {
+                    let ticks: &[u64] = bytemuck::cast_slice(&data);
+                    dispatch_times(ticks, labels, period, counters.as_deref());
                 }
-                per_task.add(task, ns);
+                read.unmap();
             }
-            per_task.report();
-        }
-        t.read.unmap();
+            free.lock().push(set);
+        }));
+        mapped
+            .slice(..bytes)
+            .map_async(wgpu::MapMode::Read, move |r| {
+                done(r.map_err(|e| e.to_string()))
+            });
     }
 
     fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
@@ -422,6 +457,28 @@ impl WgpuApi {
     }
 }
 
+/// Each timed dispatch's time from its pair of timestamps, handed on (`timing.rs`). A pass's
+/// beginning timestamp may be written before the work recorded ahead of it has finished (no
+/// barrier orders it), so a dispatch's time starts no earlier than the previous dispatch's end:
+/// consecutive dependent kernels are not counted twice.
+fn dispatch_times(
+    ticks: &[u64],
+    labels: Vec<super::timing::Pending>,
+    period: f64,
+    counters: Option<&Counters>,
+) {
+    let mut prev_end = 0u64;
+    let mut per_task = super::timing::PerTask::default();
+    for (i, (label, task)) in labels.into_iter().enumerate() {
+        let (begin, end) = (ticks[2 * i], ticks[2 * i + 1]);
+        let start = if i > 0 { begin.max(prev_end) } else { begin };
+        prev_end = end;
+        let ns = (end.saturating_sub(start) as f64 * period) as u64;
+        super::timing::record(counters, &mut per_task, label, task, ns);
+    }
+    per_task.report();
+}
+
 /// A diagnostic switch, on unless the variable is `0` (`ARRAYFLOW_WGPU_DIV_CHECKS`: naga's
 /// checks around integer division; `ARRAYFLOW_WGPU_ZERO_WORKGROUP`: workgroup memory zeroed
 /// before each work-group runs). Off, a kernel that reads workgroup memory it did not write
@@ -469,14 +526,14 @@ fn copy_out(src: &[u8], out: HostSlice) {
 }
 
 impl DeviceApi for WgpuApi {
-    fn profile_task(&mut self, task: Option<u64>) {
+    fn set_timing(&mut self, timing: super::timing::Timing) {
         if let Some(t) = self.timer.as_mut() {
-            t.task = task;
+            t.timing = timing;
         }
     }
 
-    fn device_timed(&self) -> bool {
-        self.timer.is_some() && super::timing::enabled()
+    fn timers(&self) -> bool {
+        self.timer.is_some()
     }
 
     type Buf = wgpu::Buffer;
@@ -529,9 +586,10 @@ impl DeviceApi for WgpuApi {
         // that may still read a pooled buffer's previous contents) the data goes through a
         // host-visible staging buffer copied in the encoder, in order.
         let len = bytes.len() as u64;
-        // Large arrays go through the staging pool (outside timing mode, where uploads run
-        // apart): a copy recorded in order, from a buffer kept for the next upload.
-        if self.staging.takes(len) && self.timer.is_none() {
+        // Large arrays go through the staging pool (outside `ARRAYFLOW_KERNEL_TIMES`, where
+        // uploads run apart): a copy recorded in order, from a buffer kept for the next upload.
+        let apart = super::timing::kernel_times() && self.timer.is_some();
+        if self.staging.takes(len) && !apart {
             let staging = self.staging.upload(&bytes)?;
             self.encoder()
                 .copy_buffer_to_buffer(&staging, 0, buf, 0, len);
@@ -542,9 +600,12 @@ impl DeviceApi for WgpuApi {
         }
         if self.encoder.is_none() {
             self.queue.write_buffer(buf, 0, &bytes);
-            // Timing mode: the copy runs and finishes in a submission of its own, so the next
-            // dispatch's timestamps do not take it in.
-            if self.timer.is_some() {
+            // `ARRAYFLOW_KERNEL_TIMES`: the copy runs and finishes in a submission of its own,
+            // so the next dispatch's timestamps do not take it in (a diagnostic mode, which may
+            // wait; the profiler's sampled timings do not: the first timed dispatch after an
+            // upload may take in part of its copy, and the collector caps every device time at
+            // the host's view of the same work).
+            if apart {
                 let index = self.queue.submit([]);
                 let _ = self.device.poll(wgpu::PollType::Wait {
                     submission_index: Some(index),
@@ -668,26 +729,24 @@ impl DeviceApi for WgpuApi {
             }
         }
         let group = self.bind_group(&prog.layouts[pass], bufs, param_buf.as_ref());
-        if self
-            .timer
-            .as_ref()
-            .is_some_and(|t| t.labels.len() as u32 == Timer::CAP)
+        let timed = self.timer.as_ref().is_some_and(|t| t.timing.on);
+        if timed
+            && self
+                .timer
+                .as_ref()
+                .is_some_and(|t| t.pending() == Timer::CAP)
         {
             self.flush();
         }
-        let slot = self
-            .timer
-            .as_mut()
-            .filter(|_| super::timing::enabled())
-            .map(|t| {
-                t.labels.push((super::timing::label(plan, pass), t.task));
-                t.labels.len() as u32 - 1
-            });
+        let slot = match self.timer.as_mut() {
+            Some(t) if timed => Some(t.slot(&self.device, super::timing::kept_label(plan, pass))),
+            _ => None,
+        };
         self.encoder();
         let enc = self.encoder.as_mut().expect("made above");
         let writes = slot
-            .zip(self.timer.as_ref())
-            .map(|(i, t)| wgpu::ComputePassTimestampWrites {
+            .zip(self.timer.as_ref().and_then(|t| t.current.as_ref()))
+            .map(|(i, (t, _))| wgpu::ComputePassTimestampWrites {
                 query_set: &t.set,
                 beginning_of_pass_write_index: Some(2 * i),
                 end_of_pass_write_index: Some(2 * i + 1),

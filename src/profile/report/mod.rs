@@ -25,7 +25,8 @@ pub struct SiteCost {
     pub est_ns: f64,
     /// Elements the kernels holding the site computed (domain elements × launches).
     pub elements: u64,
-    /// Distinct kernels the site ended up in (the seed's specialisations).
+    /// Distinct kernels the site ended up in (the seed's specialisations): kernels of different
+    /// code or shape, whatever their executors and launches.
     pub kernels: usize,
     /// Operations recorded, reads and writes at the site.
     pub api_calls: u64,
@@ -118,8 +119,10 @@ pub struct Totals {
     pub write_bytes: u64,
     /// Host time writing.
     pub write_ns: u64,
-    /// Data moved between executors and swapped, and its time.
+    /// Data moved between executors and swapped between a device and its backing store.
     pub moved_bytes: u64,
+    /// The time of those moves and swaps.
+    pub moved_ns: u64,
     /// Runtime overheads: flushes (host), compiles, cache look-ups, flow-control waits.
     pub flush_ns: u64,
     /// C and device compiles.
@@ -158,7 +161,10 @@ pub fn totals(run: &Run) -> Totals {
             "compile" => t.compile_ns += e.dur_ns,
             "trace_lookup" | "macro_lookup" | "program_cache" => t.lookup_ns += e.dur_ns,
             "flow_wait" => t.flow_wait_ns += e.dur_ns,
-            "move" | "swap" => t.moved_bytes += e.bytes,
+            "move" | "swap" => {
+                t.moved_bytes += e.bytes;
+                t.moved_ns += e.dur_ns;
+            }
             _ => {}
         }
     }

@@ -48,6 +48,7 @@ pub fn summary_report(run: &Run) -> String {
         ("compute (kernels)", t.kernel_ns),
         ("I/O: reads", t.read_ns),
         ("I/O: writes", t.write_ns),
+        ("I/O: moves and swaps", t.moved_ns),
         ("runtime: flushes", t.flush_ns),
         ("runtime: compiles", t.compile_ns),
         ("runtime: cache look-ups", t.lookup_ns),
@@ -81,6 +82,10 @@ pub fn compute_report(run: &Run) -> String {
     let _ = writeln!(s, "== compute (per call site, by estimated device time) ==");
     let _ = writeln!(
         s,
+        "(kernels: the distinct kernels the call site ended up in, its specialisations)"
+    );
+    let _ = writeln!(
+        s,
         "{:>12} {:>6} {:>12} {:>6} {:>6} {:>7} {:>7}  call site",
         "est. time", "share", "Melem/s", "reads", "writes", "calls", "kernels"
     );
@@ -101,8 +106,8 @@ pub fn compute_report(run: &Run) -> String {
     let _ = writeln!(s, "-- per kernel --");
     let _ = writeln!(
         s,
-        "{:>12} {:>8} {:>10} {:>10} {:>10} {:>6}  kernel (exec, timing): call sites",
-        "time", "launches", "elements", "read", "written", "instr"
+        "{:>12} {:>8} {:>8} {:>10} {:>10} {:>10} {:>6}  kernel (exec, timing): call sites",
+        "time", "launches", "timed", "elements", "read", "written", "instr"
     );
     for ck in &run.cks {
         let sites: Vec<String> = ck
@@ -112,9 +117,10 @@ pub fn compute_report(run: &Run) -> String {
             .collect();
         let _ = writeln!(
             s,
-            "{:>12} {:>8} {:>10} {:>10} {:>10} {:>6}  {} {} ({}, {}): {}",
+            "{:>12} {:>8} {:>8} {:>10} {:>10} {:>10} {:>6}  {} {} ({}, {}): {}",
             fmt_ns(ck.device_ns as f64),
             ck.launches,
+            ck.measured,
             ck.elements,
             fmt_bytes(ck.bytes_read),
             fmt_bytes(ck.bytes_written),
@@ -158,20 +164,40 @@ pub fn io_report(run: &Run) -> String {
             p.site
         );
     }
-    let _ = writeln!(s, "-- transfers between executors and paging --");
+    let _ = writeln!(
+        s,
+        "-- transfers between executors (move) and paging to the host backing store (swap) --"
+    );
+    let _ = writeln!(
+        s,
+        "{:<6} {:<16} {:>7} {:>10} {:>12} {:>9}",
+        "kind", "direction", "count", "bytes", "time", "GB/s"
+    );
     for k in runtime_stats(run)
         .iter()
         .filter(|k| k.kind == "move" || k.kind == "swap")
     {
+        let rate = if k.dur_ns > 0 {
+            format!("{:.2}", k.bytes as f64 / k.dur_ns as f64)
+        } else {
+            "-".into()
+        };
         let _ = writeln!(
             s,
-            "{:<6} {:<24} {:>6} x {:>10}",
+            "{:<6} {:<16} {:>7} {:>10} {:>12} {:>9}",
             k.kind,
             k.detail,
             k.count,
-            fmt_bytes(k.bytes)
+            fmt_bytes(k.bytes),
+            fmt_ns(k.dur_ns as f64),
+            rate
         );
     }
+    let _ = writeln!(
+        s,
+        "(move: from the request to the data's arrival; swap out: the download, waited for; swap \
+         in: staging and enqueueing the upload)"
+    );
     s
 }
 
