@@ -5,7 +5,8 @@
 //! is then stored, so every op is checked) or synchronously when a read copies data out.
 //! Mismatches are reported with the op, its call site, the element and both values.
 //! Breakpoints, watchpoints, the debugger's modes and its console are in `breakpoints`.
-//! Stepping inside fused kernels and the first diverging op of a mismatch are in `step`.
+//! Stepping inside fused kernels and the first diverging op of a mismatch are in `step`; traps
+//! (predicate checks compiled into kernels) and resumable passes in `trap`.
 
 pub mod breakpoints;
 pub mod checker;
