@@ -201,8 +201,7 @@ fn console_under_tmux() {
     let value_of = |op: &str| -> f64 {
         let row = steps
             .lines()
-            .filter(|l| l.split_whitespace().nth(1) == Some(op))
-            .next_back()
+            .rfind(|l| l.split_whitespace().nth(1) == Some(op))
             .unwrap_or_else(|| panic!("no `{op}` step in:\n{steps}"));
         row.split_whitespace().nth(3).unwrap().parse().unwrap()
     };

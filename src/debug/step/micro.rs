@@ -105,7 +105,7 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
                 final_stage: reduces,
             },
             executor: ExecutorKind::Cpu,
-            sites: vec![step.site],
+            sites: vec![step.site].into(),
         });
         steps.push(MicroStep { spill, ..step });
         spill
@@ -166,6 +166,8 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
         let mut instrs = instrs;
         let slots = own_params(instrs.last_mut().expect("a micro-kernel has an operation"));
         let mk = FusedKernel {
+            // Micro-kernels show values; traps stay with the fused kernel.
+            traps: Vec::new(),
             domain: elementwise.clone(),
             inputs: in_dtypes,
             outputs: vec![dtype],
@@ -199,6 +201,8 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
             .rposition(|i| i.dst() == red.reg)
             .map_or(k.instr_sites[0], |i| k.instr_sites[i]);
         let mk = FusedKernel {
+            // Micro-kernels show values; traps stay with the fused kernel.
+            traps: Vec::new(),
             domain: k.domain.clone(),
             inputs: vec![value],
             outputs: vec![dtype],
