@@ -9,8 +9,8 @@
 
 mod common;
 
-use arrayflow::debug::trap::{Trap, TrapConfig, TrapKind};
 use arrayflow::{Array, ErrorKind, Runtime};
+use arrayflow::{Trap, TrapConfig, TrapKind};
 use common::{on_device, rand_f32, rng};
 use rand::RngExt;
 use std::sync::{Mutex, MutexGuard};

@@ -35,7 +35,7 @@ pub fn run(
         };
         let value: f64 = shown.parse().unwrap_or(f64::NAN);
         // With index traps on, a trap naming the position in the index array.
-        return Err(crate::debug::trap::index_fault(
+        return Err(crate::debug::trap::report::index_fault(
             "gather",
             format!(
                 "gather index {shown} (at position {pos}) is out of bounds for axis {axis} of length {dim}"

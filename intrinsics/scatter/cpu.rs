@@ -122,7 +122,7 @@ fn typed<I: Idx>(
     if let Some(pos) = bad {
         let shown = idx[pos].to_string();
         // With index traps on, a trap naming the position in the (flattened) index array.
-        return Err(crate::debug::trap::index_fault(
+        return Err(crate::debug::trap::report::index_fault(
             super::name_of(kind),
             out_of_range(kind, &shown, pos, axis, dim),
             pos,

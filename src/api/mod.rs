@@ -36,6 +36,8 @@ pub use crate::debug::breakpoints::{
     Stop, StopReason, Values,
 };
 pub use crate::debug::step::{Divergence, StepRecord, StepScope};
+pub use crate::debug::trap::TrapConfig;
+pub use crate::debug::trap::report::{Trap, TrapKind};
 pub use crate::debug::{
     CompareConfig, CompareMode, Mismatch, MismatchAction, OpSummary, Tolerance,
 };

@@ -263,7 +263,7 @@ fn generate_or_reuse(
     let enabled = rt.trace_cache_on.load(Relaxed)
         && fe.key.first_site.is_some()
         && !fe.key.disabled
-        && !crate::debug::trap::assert::any();
+        && !crate::debug::trap::assertions::any();
     let generated = if enabled {
         // Trap checks change kernels: the configuration's fingerprint (0 when off) is in the key.
         let key = fe.key.finish(

@@ -152,7 +152,8 @@ impl<'a> KernelBuilder<'a> {
             reductions: Vec::new(),
             current_root: None,
             cost: 0,
-            traps_on: crate::debug::trap::fingerprint() != 0 || crate::debug::trap::assert::any(),
+            traps_on: crate::debug::trap::fingerprint() != 0
+                || crate::debug::trap::assertions::any(),
             trap_marks: Vec::new(),
         }
     }
@@ -577,7 +578,7 @@ impl<'a> KernelBuilder<'a> {
         if !trap_marks.is_empty() {
             let cfg = crate::debug::trap::current();
             for &(i, id) in &trap_marks {
-                let asserts = crate::debug::trap::assert::of(id);
+                let asserts = crate::debug::trap::assertions::of(id);
                 traps.extend(crate::debug::trap::check::checks_for(
                     i as u32,
                     &nodes[&id],

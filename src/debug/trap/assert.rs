@@ -4,42 +4,12 @@
 //! computes the returned array, on whichever executor runs it; a failing element traps like a NaN
 //! trap does (`ErrorKind::Trap`, the assertion's call site, element, value and message).
 
+use super::assertions::Assertion;
 use super::check::TrapPred;
 use crate::api::{Array, Element};
-use crate::ir::{DType, NodeId, Op};
+use crate::ir::{DType, Op};
 use crate::runtime::Inner;
-use ahash::AHashMap;
-use parking_lot::Mutex;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// One assertion attached to a node.
-#[derive(Debug, Clone)]
-pub struct Assertion {
-    /// The test.
-    pub pred: TrapPred,
-    /// What the user said (or what the predicate is, for the built-in assertions).
-    pub message: Arc<str>,
-}
-
-static ASSERTS: Mutex<Option<AHashMap<NodeId, Vec<Assertion>>>> = Mutex::new(None);
-static ANY: AtomicBool = AtomicBool::new(false);
-
-/// Whether any assertion was ever recorded (the program generator looks them up only then, and
-/// flushes skip the trace cache: an assertion's bounds and message are not in its key).
-#[inline]
-pub fn any() -> bool {
-    ANY.load(Ordering::Relaxed)
-}
-
-/// The assertions attached to node `id`.
-pub fn of(id: NodeId) -> Vec<Assertion> {
-    ASSERTS
-        .lock()
-        .as_ref()
-        .and_then(|m| m.get(&id).cloned())
-        .unwrap_or_default()
-}
 
 #[track_caller]
 fn attach<T: Element>(a: &Array<T>, pred: TrapPred, message: Arc<str>) -> Array<T> {
@@ -51,13 +21,7 @@ fn attach<T: Element>(a: &Array<T>, pred: TrapPred, message: Arc<str>) -> Array<
         T::DTYPE,
         site,
     );
-    ASSERTS
-        .lock()
-        .get_or_insert_with(AHashMap::new)
-        .entry(h.id)
-        .or_default()
-        .push(Assertion { pred, message });
-    ANY.store(true, Ordering::Relaxed);
+    super::assertions::register(h.id, Assertion { pred, message });
     Array::wrap(h)
 }
 

@@ -1,10 +1,9 @@
 //! The predicate checks a fused kernel carries when traps are on ([`TrapCheck`]): which
 //! instruction's result is tested, by which predicate ([`TrapPred`]), and for whom (op name,
 //! assertion message, the checked array's shape). The CPU tile VM tests a tile at a time
-//! ([`first_failing`]); the GPU printers compile the same predicate into the kernel
+//! ([`super::passes::first_failing`]); the GPU printers compile the same predicate into the kernel
 //! (`codegen.rs`). A leaf module: it needs only `ir` and the CPU executor's tile slices.
 
-use crate::exec::cpu::slices::Src;
 use crate::ir::{DType, NodeInfo, Shape};
 use std::sync::Arc;
 
@@ -88,44 +87,6 @@ impl TrapCheck {
     }
 }
 
-/// Element `i` of a tile as f64 (complex values as 0).
-fn at(s: &Src, i: usize) -> f64 {
-    match s {
-        Src::F32(v) => v[i] as f64,
-        Src::F64(v) => v[i],
-        Src::I32(v) => v[i] as f64,
-        Src::U32(v) => v[i] as f64,
-        Src::Bool(v) => v[i] as u8 as f64,
-        Src::C64(_) | Src::C128(_) => 0.0,
-    }
-}
-
-fn tile_len(s: &Src) -> usize {
-    match s {
-        Src::F32(v) => v.len(),
-        Src::F64(v) => v.len(),
-        Src::I32(v) => v.len(),
-        Src::U32(v) => v.len(),
-        Src::Bool(v) => v.len(),
-        Src::C64(_) | Src::C128(_) => 0,
-    }
-}
-
-/// The first element of a tile `v` that fails check `c`, with its value as f64; `operands` are
-/// the instruction's operand tiles (a NaN/Inf trap fires only where the op created the value).
-/// Complex values are not checked.
-pub fn first_failing(c: &TrapCheck, v: Src, operands: &[Src]) -> Option<(usize, f64)> {
-    (0..tile_len(&v)).find_map(|i| {
-        let x = at(&v, i);
-        let fails = if c.on_created() {
-            c.pred.created(x, operands.iter().map(|o| at(o, i)))
-        } else {
-            c.pred.fails(x)
-        };
-        fails.then_some((i, x))
-    })
-}
-
 /// Row-major coordinates of linear index `lin` in `shape`.
 pub fn unravel(mut lin: usize, shape: &[usize]) -> Vec<usize> {
     let mut idx = vec![0; shape.len()];
@@ -143,7 +104,7 @@ pub fn unravel(mut lin: usize, shape: &[usize]) -> Vec<usize> {
 pub fn checks_for(
     instr: u32,
     n: &NodeInfo,
-    asserts: &[super::assert::Assertion],
+    asserts: &[super::assertions::Assertion],
     cfg: Option<&super::TrapConfig>,
     shape: &Shape,
 ) -> Vec<TrapCheck> {

@@ -24,7 +24,7 @@
 //! device executor runs the task again on the tile VM, which finds the element and its value
 //! exactly (the device keeps its results only when nothing failed). A trap fails the launch with
 //! an [`crate::ErrorKind::Trap`] error that every read of its results, and of results computed
-//! from them, returns; [`Trap`] records are kept for `Runtime::trapped()`.
+//! from them, returns; [`report::Trap`] records are kept for `Runtime::trapped()`.
 //!
 //! Off, traps cost one relaxed atomic load per generated kernel, and kernels are unchanged: the
 //! checks (and so the generated code and its caches' keys) exist only while traps are on or an
@@ -32,14 +32,13 @@
 //! without them (the checks only read registers).
 
 pub mod assert;
+pub mod assertions;
 pub mod check;
 pub mod codegen;
 mod config;
 pub mod passes;
-mod report;
+pub mod report;
 mod runtime;
 
 pub use check::{TrapCheck, TrapPred};
 pub use config::{TrapConfig, current, fingerprint, set};
-pub(crate) use report::resumed;
-pub use report::{Trap, TrapKind, all, finish_index_trap, index_fault, record, take};

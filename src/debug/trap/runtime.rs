@@ -1,7 +1,8 @@
 //! The runtime's trap controls: `Runtime::traps`, `Runtime::trapped`, `Runtime::take_traps` and
 //! `Runtime::resume`.
 
-use super::{Trap, TrapConfig};
+use super::TrapConfig;
+use super::report::Trap;
 use crate::api::Runtime;
 use crate::runtime::Inner;
 
@@ -29,11 +30,11 @@ impl Runtime {
     }
     /// Every trap recorded since the last [`Runtime::take_traps`], oldest first.
     pub fn trapped() -> Vec<Trap> {
-        super::all()
+        super::report::all()
     }
     /// Every trap recorded, oldest first; the list is emptied.
     pub fn take_traps() -> Vec<Trap> {
-        super::take()
+        super::report::take()
     }
     /// Runs the passes left of every launch a trap suspended (see [`TrapConfig::passes`]), then
     /// the work that waited for them; returns how many launches were resumed. A launch that traps

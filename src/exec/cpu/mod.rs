@@ -421,7 +421,7 @@ pub(crate) fn run_program(
             Kernel::Intrinsic(c) => {
                 crate::intrinsics::cpu::run_all(c, refs, outputs).map_err(|e| {
                     let site = task.program.sites.first().copied();
-                    let e = crate::debug::trap::finish_index_trap(e, site);
+                    let e = crate::debug::trap::report::finish_index_trap(e, site);
                     match site {
                         Some(s) => e.origin(s),
                         None => e,

@@ -50,7 +50,7 @@ impl CpuLoop {
     pub(crate) fn resume(&mut self, done: &mut dyn FnMut(u64, Result<(), Error>)) -> usize {
         let launches = std::mem::take(&mut self.suspend.launches);
         let n = launches.len();
-        crate::debug::trap::resumed();
+        crate::debug::trap::report::resumed();
         for mut s in launches {
             let crate::proggen::sequence::Kernel::Fused(k) = &*s.task.program.kernel else {
                 unreachable!("only fused kernels run in passes")

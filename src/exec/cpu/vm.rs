@@ -8,7 +8,7 @@
 use super::index::{for_each_index, for_each_row};
 use super::reduce::{self, Partials};
 use super::slices::{Dst, OutPtr, Src, copy};
-use crate::debug::trap::check::first_failing;
+use crate::debug::trap::passes::first_failing;
 use crate::debug::trap::passes::{Progress, TrapSink};
 use crate::error::{Error, ErrorKind};
 use crate::exec::TypedVec;
@@ -292,13 +292,13 @@ pub fn run_checked(
         progress.next_tile = b;
         if let Some((lin, c, value)) = sink.first() {
             let check = &k.traps[c];
-            let mut t = crate::debug::trap::Trap::of_check(check, lin, value);
+            let mut t = crate::debug::trap::report::Trap::of_check(check, lin, value);
             let resumable = pass_elements.is_some();
             if resumable {
                 t.pass = Some((lin / (per_pass * tile), passes));
                 t.suspended = true;
             }
-            let e = crate::debug::trap::record(t);
+            let e = crate::debug::trap::report::record(t);
             return Ok(Checked::Trapped(e, resumable.then_some(progress)));
         }
     }
