@@ -2,7 +2,7 @@
 //! instruction's result is tested, by which predicate ([`TrapPred`]), and for whom (op name,
 //! assertion message, the checked array's shape). The CPU tile VM tests a tile at a time
 //! ([`super::passes::first_failing`]); the GPU printers compile the same predicate into the kernel
-//! (`codegen.rs`). A leaf module: it needs only `ir` and the CPU executor's tile slices.
+//! (`codegen.rs`). A leaf module: it needs only `ir`.
 
 use crate::ir::{DType, NodeInfo, Shape};
 use std::sync::Arc;
