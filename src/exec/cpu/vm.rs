@@ -170,28 +170,8 @@ pub fn run_fused(
         .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
         .collect();
     let plan = Plan::new(k);
-    let run = |w: &mut Worker, t: usize| -> Result<TaskPartials, Fault> {
-        let t0 = t * tile;
-        let n = tile.min(len - t0);
-        run_tile(k, &plan, inputs, &outs, params, w, t0, n, None)?;
-        for &(r, o) in &plan.copies {
-            // SAFETY: tile t owns elements t0..t0+n of every output, which has `len` elements.
-            copy(src(r, w, inputs, &outs, t0, n), unsafe {
-                outs[o as usize].dst(t0, n)
-            });
-        }
-        Ok(k.reductions
-            .iter()
-            .map(|r| {
-                reduce::partials(
-                    r.op,
-                    src(r.reg, w, inputs, &outs, t0, n),
-                    t0,
-                    k.domain.inner,
-                    outs[r.output as usize],
-                )
-            })
-            .collect())
+    let run = |w: &mut Worker, t: usize| {
+        tile_task(k, &plan, inputs, &outs, params, w, t * tile, tile, None)
     };
     let results: Result<Vec<_>, Fault> = if len <= INLINE_MAX {
         let mut w = Worker::new(k, tile, params);
@@ -243,28 +223,18 @@ pub fn run_checked(
         .collect();
     let plan = Plan::new(k);
     let sink = TrapSink::default();
-    let run = |w: &mut Worker, t: usize| -> Result<TaskPartials, Fault> {
-        let t0 = t * tile;
-        let n = tile.min(len - t0);
-        run_tile(k, &plan, inputs, &outs, params, w, t0, n, Some(&sink))?;
-        for &(r, o) in &plan.copies {
-            // SAFETY: tile t owns elements t0..t0+n of every output, which has `len` elements.
-            copy(src(r, w, inputs, &outs, t0, n), unsafe {
-                outs[o as usize].dst(t0, n)
-            });
-        }
-        Ok(k.reductions
-            .iter()
-            .map(|r| {
-                reduce::partials(
-                    r.op,
-                    src(r.reg, w, inputs, &outs, t0, n),
-                    t0,
-                    k.domain.inner,
-                    outs[r.output as usize],
-                )
-            })
-            .collect())
+    let run = |w: &mut Worker, t: usize| {
+        tile_task(
+            k,
+            &plan,
+            inputs,
+            &outs,
+            params,
+            w,
+            t * tile,
+            tile,
+            Some(&sink),
+        )
     };
     while progress.next_tile < tiles {
         let (a, b) = (
@@ -404,6 +374,42 @@ fn fill(r: &mut TypedVec, v: Scalar) {
 }
 
 /// Runs every instruction of `k` for domain elements `t0 .. t0 + n`.
+/// One tile's task: the tile starting at `t0` (at most `tile` elements) run, its copies stored
+/// and its reductions' partials returned.
+#[allow(clippy::too_many_arguments)]
+fn tile_task(
+    k: &FusedKernel,
+    plan: &Plan,
+    inputs: &[&TypedVec],
+    outs: &[OutPtr],
+    params: &[u64],
+    w: &mut Worker,
+    t0: usize,
+    tile: usize,
+    sink: Option<&TrapSink>,
+) -> Result<TaskPartials, Fault> {
+    let n = tile.min(k.domain.len() - t0);
+    run_tile(k, plan, inputs, outs, params, w, t0, n, sink)?;
+    for &(r, o) in &plan.copies {
+        // SAFETY: tile t owns elements t0..t0+n of every output, which has `len` elements.
+        copy(src(r, w, inputs, outs, t0, n), unsafe {
+            outs[o as usize].dst(t0, n)
+        });
+    }
+    Ok(k.reductions
+        .iter()
+        .map(|r| {
+            reduce::partials(
+                r.op,
+                src(r.reg, w, inputs, outs, t0, n),
+                t0,
+                k.domain.inner,
+                outs[r.output as usize],
+            )
+        })
+        .collect())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_tile(
     k: &FusedKernel,
