@@ -190,6 +190,20 @@ impl Instr {
         }
     }
 
+    /// The destination register, to change (what the stepper's micro-kernels renumber).
+    pub fn dst_mut(&mut self) -> &mut Reg {
+        match self {
+            Instr::Load { dst, .. }
+            | Instr::Const { dst, .. }
+            | Instr::Gen { dst, .. }
+            | Instr::Random { dst, .. }
+            | Instr::Unary { dst, .. }
+            | Instr::Binary { dst, .. }
+            | Instr::Select { dst, .. }
+            | Instr::Cast { dst, .. } => dst,
+        }
+    }
+
     pub fn dst(&self) -> Reg {
         match self {
             Instr::Load { dst, .. }

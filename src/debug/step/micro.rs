@@ -152,7 +152,7 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
                         .map_or(n, |p| p as Reg)
                 });
                 // The destination may reuse an operand's register: set it last.
-                set_dst(&mut op, n);
+                *op.dst_mut() = n;
                 instrs.push(op);
                 let in_dtypes: Vec<DType> =
                     distinct.iter().map(|&r| k.reg_dtypes[r as usize]).collect();
@@ -262,18 +262,4 @@ fn own_params(i: &mut Instr) -> Vec<u32> {
         _ => {}
     }
     slots
-}
-
-/// Sets an instruction's destination register.
-fn set_dst(i: &mut Instr, r: Reg) {
-    match i {
-        Instr::Load { dst, .. }
-        | Instr::Const { dst, .. }
-        | Instr::Gen { dst, .. }
-        | Instr::Random { dst, .. }
-        | Instr::Unary { dst, .. }
-        | Instr::Binary { dst, .. }
-        | Instr::Select { dst, .. }
-        | Instr::Cast { dst, .. } => *dst = r,
-    }
 }

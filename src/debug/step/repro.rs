@@ -189,8 +189,12 @@ pub fn program(
                 None => {
                     let _ = writeln!(
                         s,
-                        "    let {v}: Array<{}> = todo!(\"the values of {what} were not kept\");",
-                        rust_type(n.dtype)
+                        "    // The values of {what} were not kept: fill in its {} values, or the
+    // program stops here with a shape error.
+    let {v} = Array::<{}>::from_slice(&[], &{:?});",
+                        n.shape.iter().product::<usize>(),
+                        rust_type(n.dtype),
+                        &n.shape[..]
                     );
                 }
             }

@@ -150,6 +150,26 @@ fn src<'a>(
     }
 }
 
+/// What a launch of `k` needs: its length, the tile (a domain shorter than the tile is one tile
+/// of its length: the same single tile, without registers of the full tile's size; a long
+/// kernel on a few elements zeroed megabytes), the tile count, the output pointers (external
+/// ones where given) and the register plan.
+fn launch(
+    k: &FusedKernel,
+    tile: usize,
+    outputs: &mut [TypedVec],
+    external: &[Option<OutPtr>],
+) -> (usize, usize, usize, Vec<OutPtr>, Plan) {
+    let len = k.domain.len();
+    let tile = tile.min(len).max(1);
+    let outs = outputs
+        .iter_mut()
+        .zip(external)
+        .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
+        .collect();
+    (len, tile, len.div_ceil(tile), outs, Plan::new(k))
+}
+
 /// Runs `k` over its whole domain. `outputs` are allocated with the right type and length.
 pub fn run_fused(
     k: &FusedKernel,
@@ -159,17 +179,7 @@ pub fn run_fused(
     external: &[Option<OutPtr>],
     params: &[u64],
 ) -> Result<(), Error> {
-    let len = k.domain.len();
-    // A domain shorter than the tile is one tile of its length: the same single tile, without
-    // registers of the full tile's size (a long kernel on a few elements zeroed megabytes).
-    let tile = tile.min(len).max(1);
-    let tiles = len.div_ceil(tile);
-    let outs: Vec<OutPtr> = outputs
-        .iter_mut()
-        .zip(external)
-        .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
-        .collect();
-    let plan = Plan::new(k);
+    let (len, tile, tiles, outs, plan) = launch(k, tile, outputs, external);
     let run = |w: &mut Worker, t: usize| {
         tile_task(k, &plan, inputs, &outs, params, w, t * tile, tile, None)
     };
@@ -211,17 +221,9 @@ pub fn run_checked(
     mut progress: Progress,
     pass_elements: Option<usize>,
 ) -> Result<Checked, Error> {
-    let len = k.domain.len();
-    let tile = tile.min(len).max(1);
-    let tiles = len.div_ceil(tile);
+    let (_, tile, tiles, outs, plan) = launch(k, tile, outputs, external);
     let per_pass = pass_elements.map_or(tiles, |p| p.div_ceil(tile)).max(1);
     let passes = tiles.div_ceil(per_pass);
-    let outs: Vec<OutPtr> = outputs
-        .iter_mut()
-        .zip(external)
-        .map(|(v, e)| e.unwrap_or_else(|| OutPtr::of(v)))
-        .collect();
-    let plan = Plan::new(k);
     let sink = TrapSink::default();
     let run = |w: &mut Worker, t: usize| {
         tile_task(
