@@ -233,6 +233,16 @@ fn load(path: &Path) -> Result<NativeKernel, String> {
     // SAFETY: the library is one this module compiled from generated C; loading runs no
     // initialisers of its own, and the symbol has the signature `render` emits.
     unsafe {
+        // Symbols (libm's) bound now, in the load the profiler counts as compile time, not lazily
+        // in the kernel's first launch.
+        #[cfg(unix)]
+        let lib: libloading::Library = libloading::os::unix::Library::open(
+            Some(path),
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL,
+        )
+        .map_err(|e| e.to_string())?
+        .into();
+        #[cfg(not(unix))]
         let lib = libloading::Library::new(path).map_err(|e| e.to_string())?;
         let f: KernelFn = *lib
             .get::<KernelFn>(b"af_kernel\0")
