@@ -5,6 +5,9 @@
 use crate::ir::FlushReason;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+/// Most executors one runtime runs (the CPU and up to fifteen devices).
+pub const MAX_EXECUTORS: usize = 16;
+
 /// Live counters (atomics, updated from every thread).
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -40,6 +43,12 @@ pub struct Counters {
     pub macro_lookup_ns: AtomicU64,
     pub flush_ns: AtomicU64,
     pub device: DeviceCounters,
+    /// Programs the scheduler routed to each executor (index 0 the CPU).
+    pub exec_tasks: [AtomicU64; MAX_EXECUTORS],
+    /// Bytes moved into each executor from another.
+    pub exec_bytes_in: [AtomicU64; MAX_EXECUTORS],
+    /// Bytes moved out of each executor to another.
+    pub exec_bytes_out: [AtomicU64; MAX_EXECUTORS],
     /// Device time per kernel label (`ARRAYFLOW_KERNEL_TIMES=1`, `exec/gpu/timing.rs`):
     /// launches and nanoseconds.
     pub kernel_times: parking_lot::Mutex<ahash::AHashMap<String, (u64, u64)>>,

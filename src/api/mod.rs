@@ -19,6 +19,7 @@ mod movement;
 mod ndarray_interop;
 mod ops;
 mod permute;
+mod placement;
 mod random;
 mod reduce;
 mod reuse;
@@ -50,11 +51,12 @@ pub use math::{max, min, select};
 pub use movement::Pad;
 pub use num_complex::Complex;
 pub use ops::Operand;
+pub use placement::{Device, PlacementScope};
 pub use random::{Rng, RngAlgorithm, RngState};
 pub use reduce::Bool;
 pub use runtime::{
     Backend, CacheStats, DeviceChoice, DeviceInfo, DeviceKind, DeviceLimits, ErrorHandling,
-    FlushCounts, NativeMode, Runtime, RuntimeBuilder, SMALL_MATMUL_LIMIT, Stats,
+    ExecutorStats, FlushCounts, NativeMode, Runtime, RuntimeBuilder, SMALL_MATMUL_LIMIT, Stats,
 };
 pub use slicing::{AxisArg, RangeArg, SliceInt};
 pub use sort::Side;

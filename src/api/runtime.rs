@@ -5,7 +5,7 @@ pub use crate::exec::cpu::native::NativeMode;
 pub use crate::exec::device::{Backend, DeviceChoice, DeviceInfo, DeviceKind};
 pub use crate::exec::gpu::Limits as DeviceLimits;
 pub use crate::runtime::ErrorHandling;
-pub use crate::runtime::stats::{CacheStats, FlushCounts, KernelTime, Stats};
+pub use crate::runtime::stats::{CacheStats, ExecutorStats, FlushCounts, KernelTime, Stats};
 use crate::runtime::{Config, Inner};
 
 /// The process-wide runtime. It starts itself on first use; call [`Runtime::builder`] first to

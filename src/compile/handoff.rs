@@ -102,6 +102,10 @@ impl Inner {
                 params: s.params,
                 started: s.started,
                 release: with_seq,
+                pin: match self.pin.load(std::sync::atomic::Ordering::Relaxed) {
+                    usize::MAX => None,
+                    e => Some(e),
+                },
             };
             self.sched.submit_small(inst, inline);
         }

@@ -85,6 +85,9 @@ pub struct Inner {
     checker: OnceLock<crossbeam_channel::Sender<crate::debug::checker::CheckJob>>,
     /// The user's error handlers, oldest first (the seed's error-handler stack).
     pub error_handlers: Mutex<Vec<ErrorHandler>>,
+    /// The executor a placement scope pins flushed work to (`Runtime::place_on`); `usize::MAX`
+    /// when none.
+    pub pin: std::sync::atomic::AtomicUsize,
 }
 
 /// What an error handler decides.
@@ -137,10 +140,12 @@ impl Inner {
         crate::exec::program_cache::set_limit_mb(config.cache_limit_mb);
         let counters = Arc::new(Counters::default());
         let flow = Arc::new(FlowControl::new(config.max_outstanding));
+        let (devices, cpu_candidate) = config.device.resolve_all();
         let sched = Scheduler::start(
             counters.clone(),
             flow.clone(),
-            config.device.resolve(),
+            &devices,
+            cpu_candidate,
             config.device_limits,
         );
         let gen_config = GenConfig {
@@ -180,6 +185,7 @@ impl Inner {
             captures: Mutex::new(Default::default()),
             checker: OnceLock::new(),
             error_handlers: Mutex::new(Vec::new()),
+            pin: std::sync::atomic::AtomicUsize::new(usize::MAX),
         }
     }
 
@@ -190,7 +196,7 @@ impl Inner {
             rayon::current_num_threads(),
             crate::exec::cpu::native::mode()
         )];
-        executors.extend(sched.device().map(|d| d.to_string()));
+        executors.extend(sched.devices().iter().map(|d| d.to_string()));
         let device_timing = if crate::exec::gpu::timing::armed() && sched.device().is_some() {
             "device"
         } else {

@@ -166,6 +166,47 @@ impl Inner {
         }
     }
 
+    /// Flushes the queue without waiting (a placement scope's edges: what was recorded before
+    /// runs where it would have, what is recorded inside runs where the scope says).
+    pub fn flush_now(&self) {
+        let mut fe = self.front();
+        if fe.sections.is_empty() && !fe.queue.is_empty() {
+            flush(self, &mut fe, FlushReason::Execute, None);
+        }
+    }
+
+    /// Computes `h` if needed (without waiting) and moves its value to executor `exec` once it
+    /// exists (`Array::to_device`).
+    pub fn place(&self, h: &Handle, exec: usize, site: Site) -> Result<()> {
+        let buf = {
+            let mut fe = self.front();
+            if let Some(e) = self.section_violation(&mut fe, "a placement", site) {
+                return Err(e);
+            }
+            if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
+                enqueue_leaf(&mut fe, h.id);
+                fe.queue.push(Entry::HintRead(h.id));
+                {
+                    let f = &mut *fe;
+                    f.key.push_hint(&f.nodes, h.id);
+                }
+                flush(self, &mut fe, FlushReason::Hint, Some(h.id));
+            }
+            fe.nodes.get(&h.id).and_then(|n| n.buffer())
+        };
+        if let Some(b) = buf {
+            self.sched.place(b, exec);
+        }
+        Ok(())
+    }
+
+    /// The executors holding `h`'s value once it is computed (bit `i` for executor `i`); 0 while
+    /// it is pending or when it is a constant.
+    pub fn holders(&self, h: &Handle) -> u32 {
+        let buf = self.front().nodes.get(&h.id).and_then(|n| n.buffer());
+        buf.map_or(0, |b| self.sched.holders(b))
+    }
+
     /// Flushes the queue and waits until everything recorded so far has run.
     pub fn execute(&self) {
         {

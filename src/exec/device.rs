@@ -80,8 +80,10 @@ impl fmt::Display for DeviceInfo {
     }
 }
 
-/// Which executor programs go to first (the CPU executor always runs beside it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which executors run programs (the CPU executor always runs beside them). One device: programs
+/// go to it first, and to the CPU where it cannot run them. Several (`All`, `List`): each program
+/// goes where the scheduler's cost model places it (`exec::placement`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum DeviceChoice {
     /// A discrete GPU when there is one (OpenCL first), else the CPU.
     #[default]
@@ -94,11 +96,30 @@ pub enum DeviceChoice {
     /// The wgpu adapter of that index (without one: a discrete GPU first, then integrated, then
     /// any other).
     Wgpu(Option<usize>),
+    /// Every usable device at once, and the CPU: a physical device that both backends offer
+    /// (the same name) runs once, through OpenCL.
+    All,
+    /// These executors at once (`opencl:1,opencl:2,cpu`); the CPU takes programs of its own only
+    /// when the list names it.
+    List(Vec<DeviceChoice>),
 }
 
 impl std::str::FromStr for DeviceChoice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        if s.contains(',') {
+            let list = s
+                .split(',')
+                .map(|p| match p.trim().parse()? {
+                    DeviceChoice::All | DeviceChoice::List(_) | DeviceChoice::Auto => Err(format!(
+                        "`{}` cannot be part of a list: name cpu, opencl[:N] or wgpu[:N]",
+                        p.trim()
+                    )),
+                    c => Ok(c),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(DeviceChoice::List(list));
+        }
         let (name, index) = match s.split_once(':') {
             Some((n, i)) => (
                 n,
@@ -112,10 +133,12 @@ impl std::str::FromStr for DeviceChoice {
         match (name.trim().to_ascii_lowercase().as_str(), index) {
             ("auto", None) => Ok(DeviceChoice::Auto),
             ("cpu", None) => Ok(DeviceChoice::Cpu),
+            ("all", None) => Ok(DeviceChoice::All),
             ("opencl", i) => Ok(DeviceChoice::OpenCl(i)),
             ("wgpu", i) => Ok(DeviceChoice::Wgpu(i)),
             _ => Err(format!(
-                "`{s}` is not a device: use cpu, opencl[:N], wgpu[:N] or auto"
+                "`{s}` is not a device: use cpu, opencl[:N], wgpu[:N], auto, all, or a list such \
+                 as opencl:0,wgpu:0,cpu"
             )),
         }
     }
@@ -133,8 +156,43 @@ impl DeviceChoice {
         }
     }
 
-    /// The device this choice names in the inventory, or `None` for the CPU executor alone.
+    /// The devices this choice starts, in executor order (executor 1 first), and whether the
+    /// CPU executor is placed on like a device (`All`, or a list naming `cpu`).
+    pub fn resolve_all(&self) -> (Vec<&'static DeviceInfo>, bool) {
+        match self {
+            DeviceChoice::All => {
+                let mut out: Vec<&'static DeviceInfo> = Vec::new();
+                let mut devices: Vec<&'static DeviceInfo> = inventory().iter().collect();
+                // OpenCL first, so a device both backends offer runs through OpenCL.
+                devices.sort_by_key(|d| d.backend != Backend::OpenCl);
+                for d in devices {
+                    if !out.iter().any(|o| o.name == d.name) {
+                        out.push(d);
+                    }
+                }
+                (out, true)
+            }
+            DeviceChoice::List(list) => {
+                let mut out: Vec<&'static DeviceInfo> = Vec::new();
+                for c in list {
+                    if let Some(d) = c.clone().resolve()
+                        && !out.contains(&d)
+                    {
+                        out.push(d);
+                    }
+                }
+                (out, list.contains(&DeviceChoice::Cpu))
+            }
+            c => (c.clone().resolve().into_iter().collect(), false),
+        }
+    }
+
+    /// The device this choice names in the inventory, or `None` for the CPU executor alone (for
+    /// `All` and `List`, their first device).
     pub fn resolve(self) -> Option<&'static DeviceInfo> {
+        if let DeviceChoice::All | DeviceChoice::List(_) = self {
+            return self.resolve_all().0.first().copied();
+        }
         if self == DeviceChoice::Cpu {
             return None; // the GPU drivers are not touched at all
         }
@@ -167,6 +225,7 @@ impl DeviceChoice {
             DeviceChoice::OpenCl(i) => pick(Backend::OpenCl, i),
             DeviceChoice::Wgpu(i) => pick(Backend::Wgpu, i),
             DeviceChoice::Auto => inv.iter().find(|d| d.kind == DeviceKind::Discrete),
+            DeviceChoice::All | DeviceChoice::List(_) => None,
         }
     }
 }

@@ -9,10 +9,12 @@ mod flow;
 pub mod gpu;
 pub mod host_memory;
 pub(crate) mod lifetime;
+pub mod placement;
 pub mod program_cache;
 mod scheduler;
 pub(crate) mod wait;
 
+pub use crate::counters::MAX_EXECUTORS;
 pub use crate::ir::{BufferId, TypedVec};
 pub use buffer::BufferPool;
 pub use device::{Backend, DeviceInfo, DeviceKind};

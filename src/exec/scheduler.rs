@@ -45,6 +45,9 @@ pub struct Instance {
     /// Buffers the application has released as of this sequence (dropped arrays, temporaries):
     /// each is freed as soon as nothing needs it, a temporary right after its last reader.
     pub release: Vec<BufferId>,
+    /// The executor a placement scope pins this sequence's programs to (`Runtime::place_on`),
+    /// where it can run them.
+    pub pin: Option<usize>,
 }
 
 /// Messages to the scheduler thread.
@@ -91,6 +94,17 @@ pub(crate) enum SchedMsg {
     },
     /// Resume the launches a trap suspended (`Runtime::resume`); the reply is how many.
     Resume(Sender<usize>),
+    /// Move `buf` to executor `exec` once it is written (`Array::to_device`).
+    Place {
+        buf: BufferId,
+        exec: usize,
+    },
+    /// Reply with the executors that hold `buf`'s value once it is written (bit `i` for executor
+    /// `i`; where its program runs, while it is computed).
+    Where {
+        buf: BufferId,
+        reply: Sender<u32>,
+    },
     /// An executor answered [`ExecMsg::Export`]: `buf`'s data, for executor `to`.
     Exported {
         buf: BufferId,
@@ -228,39 +242,51 @@ pub struct Scheduler {
     sync: bool,
     next_buffer: AtomicU64,
     thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
-    device: Option<super::device::DeviceInfo>,
+    /// The live devices, executor 1 first.
+    devices: Vec<super::device::DeviceInfo>,
+    /// Every executor's short name (`cpu`, `opencl:0`, ...), by index.
+    names: Vec<String>,
     /// How long the application's waits spin before blocking (`exec/wait.rs`).
     spin: Spin,
 }
 
 impl Scheduler {
-    /// Starts the scheduler thread with the CPU executor and, when `device` names one, a device
-    /// executor (executor 1) that programs go to first.
+    /// Starts the scheduler thread with the CPU executor (executor 0) and an executor for each of
+    /// `devices` (executors 1, 2, ...). With one device, programs go to it first; with several,
+    /// or with the CPU among the candidates (`cpu_candidate`), where `exec::placement` says.
     pub(crate) fn start(
         counters: Arc<Counters>,
         flow: Arc<FlowControl>,
-        device: Option<&super::device::DeviceInfo>,
+        devices: &[&super::device::DeviceInfo],
+        cpu_candidate: bool,
         limits: super::gpu::Limits,
     ) -> Scheduler {
         let (tx, rx) = unbounded();
         let (cpu_handle, cpu) = super::cpu::CpuExecutor::start(tx.clone(), counters.clone());
         let mut executors = vec![cpu_handle];
-        let mut started = None;
+        let mut started = Vec::new();
         // The device executor's threads, the scheduler and the application's waits spin before
         // blocking only while a device executor runs.
         let mut spin = Spin::OFF;
-        if let Some(d) = device {
+        for d in devices {
+            if executors.len() >= super::MAX_EXECUTORS {
+                tracing::warn!(target: "arrayflow::exec",
+                    "{} left out: at most {} executors", d.name, super::MAX_EXECUTORS);
+                break;
+            }
             let device_spin = Spin::for_device(Some(d.kind), limits.spin);
             match super::gpu::start(d, limits, device_spin, tx.clone(), counters.clone()) {
                 Ok(h) => {
                     // The runtime's view of the device is what its executor computes: a wgpu
                     // adapter may offer f64 (`SHADER_F64`) where the WGSL renderer has none, and
                     // the front end chooses f64 accumulation (`short_sum`) by this.
-                    let mut info = d.clone();
+                    let mut info = (*d).clone();
                     info.fp64 = h.caps.fp64;
                     executors.push(h);
-                    started = Some(info);
-                    spin = device_spin;
+                    started.push(info);
+                    if spin == Spin::OFF {
+                        spin = device_spin;
+                    }
                 }
                 Err(e) => {
                     super::device::missing_backend(&format!(
@@ -271,9 +297,27 @@ impl Scheduler {
             }
         }
         let sync = executors.len() == 1;
+        let placement = (started.len() >= 2 || (cpu_candidate && !started.is_empty())).then(|| {
+            let mut profiles = vec![super::placement::Profile::cpu(rayon::current_num_threads())];
+            profiles.extend(started.iter().map(super::placement::Profile::device));
+            super::placement::Placement::new(
+                super::placement::Policy::from_env(),
+                profiles,
+                cpu_candidate,
+            )
+        });
+        let names = std::iter::once("cpu".to_string())
+            .chain(started.iter().map(|d| format!("{}:{}", d.backend, d.index)))
+            .collect::<Vec<_>>();
         let shared = Arc::new(Shared {
             rx,
-            state: parking_lot::Mutex::new(SchedulerLoop::new(executors, counters, flow)),
+            state: parking_lot::Mutex::new(SchedulerLoop::new(
+                executors,
+                counters,
+                flow,
+                placement,
+                names.clone(),
+            )),
             cpu,
         });
         let thread_shared = shared.clone();
@@ -287,13 +331,41 @@ impl Scheduler {
             spin,
             next_buffer: AtomicU64::new(1),
             thread: parking_lot::Mutex::new(Some(thread)),
-            device: started,
+            devices: started,
+            names,
         }
     }
 
-    /// The device executor's device, when one runs.
+    /// The first device executor's device, when one runs.
     pub fn device(&self) -> Option<&super::device::DeviceInfo> {
-        self.device.as_ref()
+        self.devices.first()
+    }
+
+    /// Every live device, executor 1 first.
+    pub fn devices(&self) -> &[super::device::DeviceInfo] {
+        &self.devices
+    }
+
+    /// Every executor's short name (`cpu`, `opencl:0`, `wgpu:0`), by executor index.
+    pub fn executor_names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Every live device computes f64 (the front end then accumulates sums in f64).
+    pub fn fp64_everywhere(&self) -> bool {
+        self.devices.iter().all(|d| d.fp64)
+    }
+
+    /// Moves `buf` to executor `exec` once it is written.
+    pub fn place(&self, buf: BufferId, exec: usize) {
+        self.send(SchedMsg::Place { buf, exec });
+    }
+
+    /// The executors holding `buf` once it is written (bit `i` for executor `i`).
+    pub fn holders(&self, buf: BufferId) -> u32 {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        self.send(SchedMsg::Where { buf, reply });
+        self.spin.recv(&rx).unwrap_or(0)
     }
 
     pub fn new_buffer(&self) -> BufferId {
@@ -490,11 +562,29 @@ struct SchedulerLoop {
     barriers: Vec<Sender<()>>,
     /// When each move between executors began (only while profiling).
     move_started: AHashMap<(BufferId, usize), std::time::Instant>,
+    /// The executor each move in flight takes its data from.
+    move_from: AHashMap<(BufferId, usize), usize>,
+    /// The cost model, with several executors to choose from.
+    placement: Option<super::placement::Placement>,
+    /// Moves asked for by `Array::to_device` of buffers not yet written.
+    places: AHashMap<BufferId, u32>,
+    /// Every executor's short name, by index.
+    names: Vec<String>,
 }
 
 impl SchedulerLoop {
-    fn new(execs: Vec<ExecHandle>, counters: Arc<Counters>, flow: Arc<FlowControl>) -> Self {
+    fn new(
+        execs: Vec<ExecHandle>,
+        counters: Arc<Counters>,
+        flow: Arc<FlowControl>,
+        placement: Option<super::placement::Placement>,
+        names: Vec<String>,
+    ) -> Self {
         SchedulerLoop {
+            move_from: AHashMap::new(),
+            placement,
+            places: AHashMap::new(),
+            names,
             execs,
             local: None,
             cpu_thread_tasks: 0,
@@ -586,6 +676,9 @@ impl SchedulerLoop {
                 Counters::add(&self.counters.bytes_uploaded, data.bytes() as u64);
                 self.buffers
                     .insert(buf, BufState::new(Status::Ready, bit(0)));
+                if let Some(p) = &mut self.placement {
+                    p.uploaded(buf);
+                }
                 self.send_exec(
                     0,
                     ExecMsg::MoveDataIn {
@@ -607,7 +700,24 @@ impl SchedulerLoop {
                     self.maybe_free(buf);
                 }
             }
-            SchedMsg::Read { buf, reply } => self.read(buf, reply),
+            SchedMsg::Read { buf, reply } => {
+                if let Some(p) = &mut self.placement {
+                    p.read(buf);
+                }
+                self.read(buf, reply)
+            }
+            SchedMsg::Place { buf, exec } => self.place(buf, exec),
+            SchedMsg::Where { buf, reply } => {
+                let on = match self.buffers.get(&buf) {
+                    Some(s) => match s.status {
+                        Status::InFlight(e) => bit(e),
+                        Status::Ready => s.on | s.moving,
+                        _ => s.on,
+                    },
+                    None => 0,
+                };
+                let _ = reply.send(on | self.places.get(&buf).copied().unwrap_or(0));
+            }
             SchedMsg::BindExternal { buf, ptr } => {
                 let mut s = BufState::new(Status::Unwritten, 0);
                 s.external = Some(ptr);
@@ -641,7 +751,7 @@ impl SchedulerLoop {
                 self.maybe_free(buf);
             }
             SchedMsg::Barrier(reply) => {
-                if self.tasks.is_empty() {
+                if self.idle() {
                     let _ = reply.send(());
                 } else {
                     self.barriers.push(reply);
@@ -661,28 +771,86 @@ impl SchedulerLoop {
         }
     }
 
-    /// The executor a program runs on: the device when there is one and it computes the program's
-    /// element types, else the CPU.
-    fn route(&self, program: &Program) -> usize {
-        if self.execs.len() < 2 {
-            return 0;
-        }
-        let dev = &self.execs[1];
-        if !dev.caps.fp64 && uses_f64(&program.kernel) {
-            Counters::add(&self.counters.device.f64_to_cpu, 1);
-            tracing::debug!(target: "arrayflow::exec", device = %dev.name,
-                "an f64 program runs on the CPU: the device has no f64: {:?}", program.kernel);
-            return 0;
-        }
-        // Launches in passes (trap checks with `TrapConfig::passes`) run on the CPU tile VM,
-        // where a pass that traps can stay suspended.
+    /// The executors that can run `program` (bit `i` for executor `i`): the CPU always, a device
+    /// when it computes the program's element types. Launches in passes (trap checks with
+    /// `TrapConfig::passes`) run on the CPU tile VM alone, where a pass that traps can stay
+    /// suspended.
+    fn allowed(&self, program: &Program) -> u32 {
         if let Kernel::Fused(k) = &*program.kernel
             && !k.traps.is_empty()
             && crate::debug::trap::current().is_some_and(|c| c.pass_elements.is_some())
         {
+            return bit(0);
+        }
+        let f64s = uses_f64(&program.kernel);
+        let mut allowed = bit(0);
+        for (e, dev) in self.execs.iter().enumerate().skip(1) {
+            if dev.caps.fp64 || !f64s {
+                allowed |= bit(e);
+            } else {
+                Counters::add(&self.counters.device.f64_to_cpu, 1);
+                tracing::debug!(target: "arrayflow::exec", device = %dev.name,
+                    "an f64 program does not run on a device without f64: {:?}", program.kernel);
+            }
+        }
+        allowed
+    }
+
+    /// The executor `task`'s program runs on: with one device, the device when it can run the
+    /// program, else the CPU; with several executors to choose from, where the cost model (or a
+    /// placement scope's pin) says.
+    fn route(
+        &mut self,
+        task: &Task,
+        pin: Option<usize>,
+        input_bytes: &[u64],
+        output_bytes: u64,
+    ) -> usize {
+        if self.execs.len() < 2 {
             return 0;
         }
-        1
+        let allowed = self.allowed(&task.program);
+        let exec = match &mut self.placement {
+            Some(p) => {
+                let inputs: Vec<super::placement::Input> = task
+                    .inputs
+                    .iter()
+                    .zip(input_bytes)
+                    .map(|(&buf, &bytes)| super::placement::Input { buf, bytes })
+                    .collect();
+                let bytes = input_bytes.iter().sum::<u64>() + output_bytes;
+                p.choose(&task.program, &inputs, &task.outputs, bytes, allowed, pin)
+            }
+            None => match pin.filter(|&e| e < self.execs.len() && allowed & bit(e) != 0) {
+                Some(e) => e,
+                None if allowed & bit(1) != 0 => 1,
+                None => 0,
+            },
+        };
+        Counters::add(&self.counters.exec_tasks[exec], 1);
+        exec
+    }
+
+    /// `Array::to_device`: moves `buf` to `exec` now if it is written, else once it is.
+    fn place(&mut self, buf: BufferId, exec: usize) {
+        if exec >= self.execs.len() {
+            return;
+        }
+        if let Some(p) = &mut self.placement {
+            p.placed(buf, exec);
+        }
+        let Some(s) = self.buffers.get(&buf) else {
+            return;
+        };
+        match s.status {
+            Status::Ready if s.on & bit(exec) == 0 && s.moving & bit(exec) == 0 => {
+                self.start_move(buf, exec)
+            }
+            Status::Unwritten | Status::InFlight(_) => {
+                *self.places.entry(buf).or_default() |= bit(exec);
+            }
+            _ => {}
+        }
     }
 
     fn submit(&mut self, inst: Instance) {
@@ -700,9 +868,9 @@ impl SchedulerLoop {
         for (pi, program) in inst.seq.programs.iter().enumerate() {
             let id = self.next_task;
             self.next_task += 1;
-            let task = Task {
+            let mut task = Task {
                 id,
-                exec: self.route(program),
+                exec: 0,
                 started: inst.started,
                 program: program.clone(),
                 params: inst.params[pi].clone(),
@@ -726,6 +894,17 @@ impl SchedulerLoop {
                     [0, 0]
                 },
             };
+            let input_bytes: Vec<u64> = if self.placement.is_some() {
+                program.inputs.iter().map(|&f| formal_bytes(&[f])).collect()
+            } else {
+                Vec::new()
+            };
+            task.exec = self.route(
+                &task,
+                inst.pin,
+                &input_bytes,
+                formal_bytes(&program.outputs),
+            );
             for &b in task.inputs.iter().chain(&task.outputs) {
                 let s = self
                     .buffers
@@ -891,6 +1070,7 @@ impl SchedulerLoop {
         let s = self.buffers.get_mut(&b).expect("moved buffers are known");
         s.moving |= bit(to);
         let from = holder(s.on);
+        self.move_from.insert((b, to), from);
         if crate::profile::active() {
             self.move_started.insert((b, to), std::time::Instant::now());
         }
@@ -899,7 +1079,9 @@ impl SchedulerLoop {
 
     /// Data moved for executor `to` arrived: hand it over, then retry the tasks waiting for it.
     fn arrived(&mut self, b: BufferId, to: usize, data: Result<Arc<TypedVec>>) {
+        let from = self.move_from.remove(&(b, to)).unwrap_or(0);
         let Some(s) = self.buffers.get_mut(&b) else {
+            self.release_barriers();
             return;
         };
         s.moving &= !bit(to);
@@ -909,13 +1091,11 @@ impl SchedulerLoop {
                 if let Some(at) = self.move_started.remove(&(b, to))
                     && crate::profile::active()
                 {
-                    let detail = if to == 0 {
-                        "device -> cpu"
-                    } else {
-                        "cpu -> device"
-                    };
+                    let detail = format!("{} -> {}", self.names[from], self.names[to]);
                     crate::profile::runtime("move", detail, None, at, bytes, None);
                 }
+                Counters::add(&self.counters.exec_bytes_out[from], bytes);
+                Counters::add(&self.counters.exec_bytes_in[to], bytes);
                 if to == 0 {
                     Counters::add(&self.counters.device.bytes_from_device, bytes);
                 } else {
@@ -934,6 +1114,7 @@ impl SchedulerLoop {
         }
         self.dispatch(batch);
         self.maybe_free(b);
+        self.release_barriers();
     }
 
     /// Sends launched tasks to their executors, consecutive tasks of one executor in one message.
@@ -969,6 +1150,19 @@ impl SchedulerLoop {
             return;
         };
         s.status = status;
+        if matches!(s.status, Status::Ready)
+            && let Some(to) = self.places.remove(&b)
+        {
+            let missing = to & !s.on & !s.moving;
+            for e in 0..self.execs.len() {
+                if missing & bit(e) != 0 {
+                    self.start_move(b, e);
+                }
+            }
+        }
+        let Some(s) = self.buffers.get_mut(&b) else {
+            return;
+        };
         if matches!(s.status, Status::Ready | Status::Invalid(_)) {
             let done = match &s.status {
                 Status::Invalid(e) => Err(e.clone()),
@@ -1066,7 +1260,17 @@ impl SchedulerLoop {
                 self.finish(w, result.clone(), batch);
             }
         }
-        if self.tasks.is_empty() {
+        self.release_barriers();
+    }
+
+    /// No task runs and no move is under way.
+    fn idle(&self) -> bool {
+        self.tasks.is_empty() && self.move_from.is_empty()
+    }
+
+    /// Answers the barriers once the scheduler is idle.
+    fn release_barriers(&mut self) {
+        if self.idle() {
             for reply in self.barriers.drain(..) {
                 let _ = reply.send(());
             }
@@ -1125,6 +1329,10 @@ impl SchedulerLoop {
         if s.released && idle && (done || in_order != 0) {
             let on = s.on | in_order;
             self.buffers.remove(&b);
+            self.places.remove(&b);
+            if let Some(p) = &mut self.placement {
+                p.freed(b);
+            }
             for i in 0..self.execs.len() {
                 if on & bit(i) != 0 {
                     self.send_exec(i, ExecMsg::Free(b));

@@ -42,7 +42,7 @@ pub(super) fn complex_product(a: &Handle, axes: &[usize], site: Site) -> Result<
         let part = |v: f64| constant(Scalar::F64(v).cast(a.dtype.real()), shape.clone(), site);
         return binary(BinaryOp::Complex, &part(1.0), &part(0.0), site);
     }
-    let wide = Inner::get().sched.device().is_none_or(|d| d.fp64);
+    let wide = Inner::get().sched.fp64_everywhere();
     let acc = if a.dtype == DType::C64 && wide {
         DType::C128
     } else {

@@ -660,7 +660,7 @@ pub const SHORT_SUM: usize = 4;
 /// it changes nothing else), f32 accumulated in f64 where the executor has f64 (the CPU, OpenCL
 /// with fp64), in f32 where its sums are f32 (wgpu).
 fn short_sum(a: &Handle, axis: usize, site: Site) -> Result<Handle> {
-    let wide = Inner::get().sched.device().is_none_or(|d| d.fp64);
+    let wide = Inner::get().sched.fp64_everywhere();
     let acc = if a.dtype == DType::F32 && wide {
         DType::F64
     } else {

@@ -17,6 +17,18 @@ pub struct KernelTime {
     pub device_ns: u64,
 }
 
+/// What one executor did (`Stats::executors`, indexed as `Runtime::live_devices()`: 0 the CPU).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExecutorStats {
+    /// Programs the scheduler routed to it (counted whenever a device executor runs; 0 when the
+    /// CPU runs alone).
+    pub tasks: u64,
+    /// Bytes moved into it from another executor.
+    pub bytes_in: u64,
+    /// Bytes moved out of it to another executor.
+    pub bytes_out: u64,
+}
+
 /// A snapshot of the runtime's counters. Counts are totals since start-up; subtract two snapshots
 /// (`after.since(&before)`) to measure a piece of code.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -86,6 +98,9 @@ pub struct Stats {
     pub flow_wait_ns: u64,
     /// The device executor's work.
     pub device: DeviceStats,
+    /// Per executor (index 0 the CPU, then the devices in `Runtime::live_devices()` order): what
+    /// ran there and what moved in and out.
+    pub executors: [ExecutorStats; crate::counters::MAX_EXECUTORS],
 }
 
 /// Counters of one cache ([`Stats::trace`], [`Stats::programs`], [`Stats::macros`]; each field of
@@ -223,6 +238,11 @@ impl Counters {
             flush_ns: self.flush_ns.load(Relaxed),
             flow_wait_ns: crate::runtime::Inner::get().flow.waited_ns.load(Relaxed),
             device: self.device.snapshot(),
+            executors: std::array::from_fn(|i| ExecutorStats {
+                tasks: self.exec_tasks[i].load(Relaxed),
+                bytes_in: self.exec_bytes_in[i].load(Relaxed),
+                bytes_out: self.exec_bytes_out[i].load(Relaxed),
+            }),
         }
     }
 }
@@ -268,6 +288,14 @@ impl Stats {
             flush_ns: self.flush_ns - earlier.flush_ns,
             flow_wait_ns: self.flow_wait_ns - earlier.flow_wait_ns,
             device: self.device.since(&earlier.device),
+            executors: std::array::from_fn(|i| {
+                let (a, b) = (&self.executors[i], &earlier.executors[i]);
+                ExecutorStats {
+                    tasks: a.tasks - b.tasks,
+                    bytes_in: a.bytes_in - b.bytes_in,
+                    bytes_out: a.bytes_out - b.bytes_out,
+                }
+            }),
         }
     }
 }

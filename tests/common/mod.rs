@@ -195,15 +195,24 @@ pub fn comparison_mode() -> bool {
     std::env::var("ARRAYFLOW_COMPARE").is_ok_and(|v| !v.is_empty() && v != "off")
 }
 
-/// Whether kernels run on a device executor (OpenCL or wgpu) in this process.
+/// Whether kernels run on one device executor (OpenCL or wgpu) in this process. False with
+/// several executors live (`ARRAYFLOW_DEVICE=all`): programs then go where placement says, so
+/// tests that assert a kernel ran on "the device" have no single device to ask.
 pub fn on_device() -> bool {
-    arrayflow::Runtime::backend() != arrayflow::Backend::Cpu
+    arrayflow::Runtime::backend() != arrayflow::Backend::Cpu && !several_devices()
 }
 
-/// Whether f32 sums and products accumulate in f32 (the wgpu executor: WGSL has no f64) rather
-/// than in f64 (the CPU, and OpenCL devices with f64).
+/// Whether more than one device executor runs (`ARRAYFLOW_DEVICE=all` or a list).
+pub fn several_devices() -> bool {
+    arrayflow::Runtime::live_devices().len() > 2
+}
+
+/// Whether f32 sums and products may accumulate in f32 (on a wgpu executor: WGSL has no f64)
+/// rather than in f64 (the CPU, and OpenCL devices with f64).
 pub fn f32_sums_in_f32() -> bool {
-    arrayflow::Runtime::backend() == arrayflow::Backend::Wgpu
+    arrayflow::Runtime::live_devices()
+        .iter()
+        .any(|d| d.backend() == arrayflow::Backend::Wgpu)
 }
 
 /// Units in the last place between two values of the same float type (`f32` when `single`).
