@@ -174,31 +174,52 @@ fn check(
         let mut down = 0;
         for (k, a) in args.iter().enumerate() {
             let b = arg_buf[k];
-            assert_eq!(a.arg, if k < n_in { Arg::Input(k) } else { Arg::Output(k - n_in) });
+            assert_eq!(
+                a.arg,
+                if k < n_in {
+                    Arg::Input(k)
+                } else {
+                    Arg::Output(k - n_in)
+                }
+            );
             let len = lens[k];
             if unknown.contains(&b) {
                 assert_eq!(a.reads, Span::Unknown, "buffer {b} part {part:?}");
                 up += len * 4;
             } else {
                 let got = set_of(&a.reads, len).unwrap();
-                assert_eq!(got, reads[b], "reads of buffer {b}, part {part:?}: {:?}", a.reads);
+                assert_eq!(
+                    got, reads[b],
+                    "reads of buffer {b}, part {part:?}: {:?}",
+                    a.reads
+                );
                 if reads[b].len() == len && len > 0 {
                     assert_eq!(a.reads, Span::Whole, "buffer {b} read whole");
                 }
                 up += reads[b].len() * 4;
             }
             let got = set_of(&a.writes, len).unwrap();
-            assert_eq!(got, writes[b], "writes of buffer {b}, part {part:?}: {:?}", a.writes);
+            assert_eq!(
+                got, writes[b],
+                "writes of buffer {b}, part {part:?}: {:?}",
+                a.writes
+            );
             down += writes[b].len() * 4;
         }
         let t = access::transfer(&args, &lens);
-        assert_eq!((t.upload_bytes, t.download_bytes), (up, down), "part {part:?}");
+        assert_eq!(
+            (t.upload_bytes, t.download_bytes),
+            (up, down),
+            "part {part:?}"
+        );
     }
 }
 
 /// Parts of `g` rows, the whole domain, and two ratio splits aligned to `g`.
 fn parts(n: usize, g: usize) -> Vec<Range<usize>> {
-    let mut v: Vec<Range<usize>> = (0..n.div_ceil(g)).map(|i| i * g..(i * g + g).min(n)).collect();
+    let mut v: Vec<Range<usize>> = (0..n.div_ceil(g))
+        .map(|i| i * g..(i * g + g).min(n))
+        .collect();
     v.push(0..n);
     for t in [3, 7] {
         v.extend(access::split_by_ratio(n, g, t));
@@ -233,16 +254,28 @@ fn vector_add_global_32_local_8() {
     for a in &whole[..2] {
         assert_eq!((&a.reads, &a.writes), (&Span::Whole, &Span::Empty));
     }
-    assert_eq!((&whole[2].reads, &whole[2].writes), (&Span::Empty, &Span::Whole));
+    assert_eq!(
+        (&whole[2].reads, &whole[2].writes),
+        (&Span::Empty, &Span::Whole)
+    );
     // Each work-group of 8: its own 8 elements.
     for g in 0..4 {
         let part = access::of_program(&p, &f, g * 8..g * 8 + 8);
-        let own = Span::Intervals(vec![g * 8..g * 8 + 8]);
+        let own = Span::interval(g * 8..g * 8 + 8);
         assert_eq!(part[0].reads, own);
         assert_eq!(part[1].reads, own);
         assert_eq!(part[2].writes, own);
     }
-    let bufs = [Buf { len: 32, output: false }, Buf { len: 32, output: true }];
+    let bufs = [
+        Buf {
+            len: 32,
+            output: false,
+        },
+        Buf {
+            len: 32,
+            output: true,
+        },
+    ];
     check(&p, &f, &[32], &bufs, &parts(32, 8), &[], |d| {
         (vec![(0, d[0]), (0, d[0])], vec![(1, d[0])])
     });
@@ -256,12 +289,26 @@ fn sliced_and_strided_inputs() {
     let a = Array::from_vec(av.clone(), &[48]);
     let b = Array::from_vec(bv.clone(), &[32]);
     let (c, seqs) = kept(|| (&a.slice(&[(8..40).into()]) + &b).to_vec().unwrap());
-    close(&c, &(0..32).map(|i| av[8 + i] as f64 + bv[i] as f64).collect::<Vec<_>>());
+    close(
+        &c,
+        &(0..32)
+            .map(|i| av[8 + i] as f64 + bv[i] as f64)
+            .collect::<Vec<_>>(),
+    );
     let (p, f) = find(&seqs, Some(&[32]));
     let bufs = [
-        Buf { len: 48, output: false },
-        Buf { len: 32, output: false },
-        Buf { len: 32, output: true },
+        Buf {
+            len: 48,
+            output: false,
+        },
+        Buf {
+            len: 32,
+            output: false,
+        },
+        Buf {
+            len: 32,
+            output: true,
+        },
     ];
     check(&p, &f, &[32], &bufs, &parts(32, 8), &[], |d| {
         (vec![(0, 8 + d[0]), (1, d[0])], vec![(2, d[0])])
@@ -271,9 +318,21 @@ fn sliced_and_strided_inputs() {
     let sv = r.values(100);
     let s = Array::from_vec(sv.clone(), &[100]);
     let (c, seqs) = kept(|| (s.slice(&[Slice::step(.., 2)]) * 3.0).to_vec().unwrap());
-    close(&c, &(0..50).map(|i| sv[2 * i] as f64 * 3.0).collect::<Vec<_>>());
+    close(
+        &c,
+        &(0..50).map(|i| sv[2 * i] as f64 * 3.0).collect::<Vec<_>>(),
+    );
     let (p, f) = find(&seqs, Some(&[50]));
-    let bufs = [Buf { len: 100, output: false }, Buf { len: 50, output: true }];
+    let bufs = [
+        Buf {
+            len: 100,
+            output: false,
+        },
+        Buf {
+            len: 50,
+            output: true,
+        },
+    ];
     check(&p, &f, &[50], &bufs, &parts(50, 8), &[], |d| {
         (vec![(0, 2 * d[0])], vec![(1, d[0])])
     });
@@ -285,9 +344,21 @@ fn sliced_and_strided_inputs() {
     });
     let idx: Vec<usize> = (0..29).map(|k| 95 - 3 * k).collect();
     let n = idx.len();
-    close(&c, &idx.iter().map(|&i| sv[i] as f64 - 1.0).collect::<Vec<_>>());
+    close(
+        &c,
+        &idx.iter().map(|&i| sv[i] as f64 - 1.0).collect::<Vec<_>>(),
+    );
     let (p, f) = find(&seqs, Some(&[n]));
-    let bufs = [Buf { len: 100, output: false }, Buf { len: n, output: true }];
+    let bufs = [
+        Buf {
+            len: 100,
+            output: false,
+        },
+        Buf {
+            len: n,
+            output: true,
+        },
+    ];
     check(&p, &f, &[n], &bufs, &parts(n, 8), &[], |d| {
         (vec![(0, idx[d[0]])], vec![(1, d[0])])
     });
@@ -306,7 +377,16 @@ fn transpose_and_permute_split_on_dimension_0() {
         .collect();
     close(&c, &want);
     let (p, f) = find(&seqs, Some(&[20, 12]));
-    let bufs = [Buf { len: 240, output: false }, Buf { len: 240, output: true }];
+    let bufs = [
+        Buf {
+            len: 240,
+            output: false,
+        },
+        Buf {
+            len: 240,
+            output: true,
+        },
+    ];
     check(&p, &f, &[20, 12], &bufs, &parts(20, 4), &[], |d| {
         (vec![(0, d[1] * 20 + d[0])], vec![(1, d[0] * 12 + d[1])])
     });
@@ -325,7 +405,16 @@ fn transpose_and_permute_split_on_dimension_0() {
     }
     close(&c, &want);
     let (p, f) = find(&seqs, Some(&[6, 4, 5]));
-    let bufs = [Buf { len: 120, output: false }, Buf { len: 120, output: true }];
+    let bufs = [
+        Buf {
+            len: 120,
+            output: false,
+        },
+        Buf {
+            len: 120,
+            output: true,
+        },
+    ];
     check(&p, &f, &[6, 4, 5], &bufs, &parts(6, 2), &[], |d| {
         (
             vec![(0, d[1] * 30 + d[2] * 6 + d[0])],
@@ -342,18 +431,35 @@ fn broadcast_row_is_read_whole_by_every_part() {
     let m = Array::from_vec(mv.clone(), &[10, 16]);
     let row = Array::from_vec(rv.clone(), &[16]);
     let (c, seqs) = kept(|| (&m * &row).to_vec().unwrap());
-    close(&c, &(0..160).map(|i| mv[i] as f64 * rv[i % 16] as f64).collect::<Vec<_>>());
+    close(
+        &c,
+        &(0..160)
+            .map(|i| mv[i] as f64 * rv[i % 16] as f64)
+            .collect::<Vec<_>>(),
+    );
     let (p, f) = find(&seqs, Some(&[10, 16]));
     for part in [0..2, 4..6, 8..10] {
         assert_eq!(access::of_program(&p, &f, part)[1].reads, Span::Whole);
     }
     let bufs = [
-        Buf { len: 160, output: false },
-        Buf { len: 16, output: false },
-        Buf { len: 160, output: true },
+        Buf {
+            len: 160,
+            output: false,
+        },
+        Buf {
+            len: 16,
+            output: false,
+        },
+        Buf {
+            len: 160,
+            output: true,
+        },
     ];
     check(&p, &f, &[10, 16], &bufs, &parts(10, 2), &[], |d| {
-        (vec![(0, d[0] * 16 + d[1]), (1, d[1])], vec![(2, d[0] * 16 + d[1])])
+        (
+            vec![(0, d[0] * 16 + d[1]), (1, d[1])],
+            vec![(2, d[0] * 16 + d[1])],
+        )
     });
 }
 
@@ -365,14 +471,26 @@ fn roll_and_pad_folds() {
     let a = Array::from_vec(av.clone(), &[40]);
     let (c, seqs) = kept(|| (a.roll(7, 0) * 2.0).to_vec().unwrap());
     let src = |i: usize| (i + 40 - 7) % 40;
-    close(&c, &(0..40).map(|i| av[src(i)] as f64 * 2.0).collect::<Vec<_>>());
+    close(
+        &c,
+        &(0..40).map(|i| av[src(i)] as f64 * 2.0).collect::<Vec<_>>(),
+    );
     let (p, f) = find(&seqs, Some(&[40]));
     // The first part of 8 reads a's last 7 elements and its first one: two intervals.
     assert_eq!(
         access::of_program(&p, &f, 0..8)[0].reads,
         Span::Intervals(vec![0..1, 33..40])
     );
-    let bufs = [Buf { len: 40, output: false }, Buf { len: 40, output: true }];
+    let bufs = [
+        Buf {
+            len: 40,
+            output: false,
+        },
+        Buf {
+            len: 40,
+            output: true,
+        },
+    ];
     check(&p, &f, &[40], &bufs, &parts(40, 8), &[], |d| {
         (vec![(0, src(d[0]))], vec![(1, d[0])])
     });
@@ -389,9 +507,21 @@ fn roll_and_pad_folds() {
     ] {
         let (c, seqs) = kept(|| (e.pad(&[(3, 5)], mode) + 1.0).to_vec().unwrap());
         let src = |i: usize| fold(i as isize - 3) as usize;
-        close(&c, &(0..38).map(|i| ev[src(i)] as f64 + 1.0).collect::<Vec<_>>());
+        close(
+            &c,
+            &(0..38).map(|i| ev[src(i)] as f64 + 1.0).collect::<Vec<_>>(),
+        );
         let (p, f) = find(&seqs, Some(&[38]));
-        let bufs = [Buf { len: 30, output: false }, Buf { len: 38, output: true }];
+        let bufs = [
+            Buf {
+                len: 30,
+                output: false,
+            },
+            Buf {
+                len: 38,
+                output: true,
+            },
+        ];
         check(&p, &f, &[38], &bufs, &parts(38, 4), &[], |d| {
             (vec![(0, src(d[0]))], vec![(1, d[0])])
         });
@@ -400,12 +530,25 @@ fn roll_and_pad_folds() {
     // A 2-D wrap pad: out [9, 10] from m [6, 7], read at (wrap(i - 2), wrap(j - 1)).
     let mv = r.values(42);
     let m = Array::from_vec(mv.clone(), &[6, 7]);
-    let (c, seqs) = kept(|| (m.pad(&[(2, 1), (1, 2)], Pad::Wrap) * -1.0).to_vec().unwrap());
+    let (c, seqs) = kept(|| {
+        (m.pad(&[(2, 1), (1, 2)], Pad::Wrap) * -1.0)
+            .to_vec()
+            .unwrap()
+    });
     let src = |i: usize, j: usize| ((i + 6 - 2) % 6) * 7 + (j + 7 - 1) % 7;
     let want: Vec<f64> = (0..90).map(|x| -(mv[src(x / 10, x % 10)] as f64)).collect();
     close(&c, &want);
     let (p, f) = find(&seqs, Some(&[9, 10]));
-    let bufs = [Buf { len: 42, output: false }, Buf { len: 90, output: true }];
+    let bufs = [
+        Buf {
+            len: 42,
+            output: false,
+        },
+        Buf {
+            len: 90,
+            output: true,
+        },
+    ];
     check(&p, &f, &[9, 10], &bufs, &parts(9, 2), &[], |d| {
         (vec![(0, src(d[0], d[1]))], vec![(1, d[0] * 10 + d[1])])
     });
@@ -417,7 +560,16 @@ fn reduction_outputs() {
     let mut r = Lcg(6);
     let mv = r.values(10 * 16);
     let m = Array::from_vec(mv.clone(), &[10, 16]);
-    let bufs = [Buf { len: 160, output: false }, Buf { len: 10, output: true }];
+    let bufs = [
+        Buf {
+            len: 160,
+            output: false,
+        },
+        Buf {
+            len: 10,
+            output: true,
+        },
+    ];
     // Row sums: part rows lo..hi read those rows and write those results.
     let (c, seqs) = kept(|| m.sum_axis(1).to_vec().unwrap());
     let want: Vec<f64> = (0..10)
@@ -429,7 +581,16 @@ fn reduction_outputs() {
         (vec![(0, d[0] * 16 + d[1])], vec![(1, d[0])])
     });
     // Column sums: the domain puts the reduced axis last ([16, 10]).
-    let bufs = [Buf { len: 160, output: false }, Buf { len: 16, output: true }];
+    let bufs = [
+        Buf {
+            len: 160,
+            output: false,
+        },
+        Buf {
+            len: 16,
+            output: true,
+        },
+    ];
     let (c, seqs) = kept(|| m.sum_axis(0).to_vec().unwrap());
     let want: Vec<f64> = (0..16)
         .map(|j| (0..10).map(|i| mv[i * 16 + j] as f64).sum())
@@ -440,7 +601,16 @@ fn reduction_outputs() {
         (vec![(0, d[1] * 16 + d[0])], vec![(1, d[0])])
     });
     // A full sum: every part writes (its partial of) the one result.
-    let bufs = [Buf { len: 160, output: false }, Buf { len: 1, output: true }];
+    let bufs = [
+        Buf {
+            len: 160,
+            output: false,
+        },
+        Buf {
+            len: 1,
+            output: true,
+        },
+    ];
     let (c, seqs) = kept(|| m.sum().to_vec().unwrap());
     close(&c, &[mv.iter().map(|&v| v as f64).sum()]);
     let seq_domain: Vec<usize> = seqs
@@ -452,10 +622,18 @@ fn reduction_outputs() {
         })
         .unwrap();
     let (p, f) = find(&seqs, Some(&seq_domain));
-    check(&p, &f, &seq_domain, &bufs, &parts(seq_domain[0], 2), &[], |d| {
-        let lin = d.iter().zip(&seq_domain).fold(0, |a, (&x, &n)| a * n + x);
-        (vec![(0, lin)], vec![(1, 0)])
-    });
+    check(
+        &p,
+        &f,
+        &seq_domain,
+        &bufs,
+        &parts(seq_domain[0], 2),
+        &[],
+        |d| {
+            let lin = d.iter().zip(&seq_domain).fold(0, |a, (&x, &n)| a * n + x);
+            (vec![(0, lin)], vec![(1, 0)])
+        },
+    );
 }
 
 #[test]
@@ -467,12 +645,72 @@ fn gather_table_is_unknown() {
     let iv: Vec<u32> = (0..12).map(|_| (r.next() % 50) as u32).collect();
     let idx = Array::from_vec(iv.clone(), &[12]);
     let (c, seqs) = kept(|| table.gather(&idx, 0).to_vec().unwrap());
-    close(&c, &iv.iter().map(|&i| tv[i as usize] as f64).collect::<Vec<_>>());
+    close(
+        &c,
+        &iv.iter()
+            .map(|&i| tv[i as usize] as f64)
+            .collect::<Vec<_>>(),
+    );
     let (p, f) = find(&seqs, None);
     let args = access::of_program(&p, &f, 0..12);
     assert_eq!(args[0].reads, Span::Unknown);
     assert_eq!(args[1].reads, Span::Whole);
     assert_eq!(args[2].writes, Span::Whole);
     let t = access::transfer(&args, &[50, 12, 12]);
-    assert_eq!((t.upload_bytes, t.download_bytes), (50 * 4 + 12 * 4, 12 * 4));
+    assert_eq!(
+        (t.upload_bytes, t.download_bytes),
+        (50 * 4 + 12 * 4, 12 * 4)
+    );
+}
+
+/// Affine sets against enumeration (overlapping, negative, zero and interleaved strides), and
+/// the ratio split's alignment.
+#[test]
+fn affine_sets_and_splits() {
+    fn brute(off: isize, terms: &[(isize, usize)]) -> Vec<Range<isize>> {
+        let mut v = vec![off];
+        for &(s, n) in terms {
+            v = v
+                .iter()
+                .flat_map(|&a| (0..n as isize).map(move |t| a + s * t))
+                .collect();
+        }
+        v.sort();
+        v.dedup();
+        let mut out: Vec<Range<isize>> = Vec::new();
+        for i in v {
+            match out.last_mut() {
+                Some(l) if l.end == i => l.end += 1,
+                _ => out.push(i..i + 1),
+            }
+        }
+        out
+    }
+    let mut r = Lcg(8);
+    let mut cases: Vec<(isize, Vec<(isize, usize)>)> = vec![
+        (0, vec![(1, 32)]),
+        (0, vec![(12, 5), (1, 12)]),
+        (0, vec![(3, 4), (5, 3)]),
+        (40, vec![(-1, 8), (-10, 3)]),
+        (0, vec![(0, 7), (1, 3)]),
+        (5, vec![(2, 3), (3, 2), (7, 2)]),
+    ];
+    for _ in 0..300 {
+        let k = 1 + (r.next() % 3) as usize;
+        let terms = (0..k)
+            .map(|_| ((r.next() % 15) as isize - 7, (r.next() % 6) as usize))
+            .collect();
+        cases.push(((r.next() % 50) as isize + 50, terms));
+    }
+    for (off, terms) in &cases {
+        assert_eq!(
+            access::affine_set(*off, terms),
+            brute(*off, terms),
+            "{off} {terms:?}"
+        );
+    }
+    assert_eq!(access::split_by_ratio(32, 8, 0), [0..0, 0..32]);
+    assert_eq!(access::split_by_ratio(32, 8, 10), [0..32, 32..32]);
+    assert_eq!(access::split_by_ratio(32, 8, 5), [0..16, 16..32]);
+    assert_eq!(access::split_by_ratio(100, 8, 3), [0..32, 32..100]);
 }

@@ -84,15 +84,23 @@ fn vector_add_against_loops_for_every_partition() {
             assert_eq!(p.moved.upload_bytes, 2 * p.items.len() * 4, "{p:?}");
             assert_eq!(p.moved.download_bytes, p.items.len() * 4, "{p:?}");
             let acc = s.access(n, p.items.clone()).unwrap();
-            assert_eq!(arrayflow::proggen::access::transfer(&acc, &[n, n, n]), p.moved);
+            assert_eq!(
+                arrayflow::proggen::access::transfer(&acc, &[n, n, n]),
+                p.moved
+            );
         }
     }
     // The output is an array like any other: it fuses into later operations.
     let run = base.launch(n, &[&aa, &ba], &[]).unwrap();
     let c = run.outputs[0].clone().downcast::<f32>().unwrap();
-    let d = (&c * 2.0 - &Array::from_vec(a.clone(), &[n])).to_vec().unwrap();
+    let d = (&c * 2.0 - &Array::from_vec(a.clone(), &[n]))
+        .to_vec()
+        .unwrap();
     for i in 0..n {
-        assert_eq!(d[i], ((want[i] as f64 * 2.0) as f32 as f64 - a[i] as f64) as f32);
+        assert_eq!(
+            d[i],
+            ((want[i] as f64 * 2.0) as f32 as f64 - a[i] as f64) as f32
+        );
     }
 }
 
@@ -126,18 +134,23 @@ fn saxpy_with_a_named_scalar_and_an_io_buffer() {
     let (x, y) = (r.f32s(n), r.f32s(n));
     let alpha = 1.75f32;
     // The kernel computes alpha * x + y in f32 (no contraction is asked for; allow one rounding).
-    let want: Vec<f64> = (0..n).map(|i| alpha as f64 * x[i] as f64 + y[i] as f64).collect();
+    let want: Vec<f64> = (0..n)
+        .map(|i| alpha as f64 * x[i] as f64 + y[i] as f64)
+        .collect();
     let xa = Array::from_vec(x.clone(), &[n]).into_dyn();
     let ya = Array::from_vec(y.clone(), &[n]).into_dyn();
     let base = spec("saxpy.json");
     let mut first: Option<Vec<f32>> = None;
     for partition in [0, 3, 5, 10] {
         let s = base.clone().with_partition(partition);
-        let run = s.launch(n, &[&xa, &ya], &[("alpha", alpha as f64)]).unwrap();
+        let run = s
+            .launch(n, &[&xa, &ya], &[("alpha", alpha as f64)])
+            .unwrap();
         let got = f32s(&run.outputs[0]);
         for i in 0..n {
             assert!(
-                (got[i] as f64 - want[i]).abs() <= 2.0 * f32::EPSILON as f64 * (1.0 + want[i].abs()),
+                (got[i] as f64 - want[i]).abs()
+                    <= 2.0 * f32::EPSILON as f64 * (1.0 + want[i].abs()),
                 "element {i}: {} vs {}",
                 got[i],
                 want[i]
@@ -174,9 +187,17 @@ fn two_dimensional_launch_with_a_whole_buffer() {
     for partition in [0, 3, 4, 10] {
         let s = base.clone().with_partition(partition);
         let run = s.launch(rows, &[&ma, &wa], &[]).unwrap();
-        let got = run.outputs[0].clone().downcast::<f64>().unwrap().to_vec().unwrap();
+        let got = run.outputs[0]
+            .clone()
+            .downcast::<f64>()
+            .unwrap()
+            .to_vec()
+            .unwrap();
         for k in 0..rows * 24 {
-            assert!((got[k] - want[k]).abs() <= 1e-15 * (1.0 + want[k].abs()), "{k}");
+            assert!(
+                (got[k] - want[k]).abs() <= 1e-15 * (1.0 + want[k].abs()),
+                "{k}"
+            );
         }
         let parts: Vec<_> = run.parts.iter().map(|p| p.items.clone()).collect();
         check_parts(&parts, rows, 4, partition);
@@ -215,25 +236,85 @@ fn bad_specs_name_the_field_and_the_line() {
             Box::new(|v| v["buffers"][1]["type"] = json!("flaot")),
             "buffers[1].type: \"flaot\" is not one of f32, f64, i32, u32",
         ),
-        (Box::new(|v| v["buffers"][0]["kind"] = json!("inptu")), "buffers[0].kind:"),
-        (Box::new(|v| v["buffers"][2]["size"] = json!("datset * 2")), "buffers[2].size: unknown name `datset`"),
-        (Box::new(|v| v["buffers"][2]["size"] = json!("dataset +")), "buffers[2].size:"),
-        (Box::new(|v| v["buffers"][1]["pos"] = json!(0)), "buffers[1].pos: 0 is also the position of buffers[0]"),
-        (Box::new(|v| v["buffers"][1]["pos"] = json!(9)), "buffers[1].pos: 9 is past the last argument"),
-        (Box::new(|v| v["buffers"][0]["split"] = json!("yes")), "buffers[0].split:"),
-        (Box::new(|v| { v["buffers"][0].as_object_mut().unwrap().remove("pos"); }), "buffers[0].pos: missing"),
-        (Box::new(|v| v["buffers"][0]["sise"] = json!(3)), "buffers[0].sise: unknown field"),
-        (Box::new(|v| v["scalars"][0]["type"] = json!("int64")), "scalars[0].type: \"int64\" is not one of"),
-        (Box::new(|v| { v["scalars"][0].as_object_mut().unwrap().remove("value"); }), "scalars[0]: needs a `value` or a `name`"),
-        (Box::new(|v| v["workDimension"] = json!(4)), "workDimension: 4 is not one of 1, 2, 3"),
-        (Box::new(|v| v["globalWorkSize"] = json!("[dataset, 2]")), "globalWorkSize: 2 sizes for workDimension 1"),
-        (Box::new(|v| v["localWorkSize"] = json!([8, 8])), "localWorkSize: 2 sizes"),
-        (Box::new(|v| v["partition"] = json!(11)), "partition: 11 is not an integer in 0..=10"),
+        (
+            Box::new(|v| v["buffers"][0]["kind"] = json!("inptu")),
+            "buffers[0].kind:",
+        ),
+        (
+            Box::new(|v| v["buffers"][2]["size"] = json!("datset * 2")),
+            "buffers[2].size: unknown name `datset`",
+        ),
+        (
+            Box::new(|v| v["buffers"][2]["size"] = json!("dataset +")),
+            "buffers[2].size:",
+        ),
+        (
+            Box::new(|v| v["buffers"][1]["pos"] = json!(0)),
+            "buffers[1].pos: 0 is also the position of buffers[0]",
+        ),
+        (
+            Box::new(|v| v["buffers"][1]["pos"] = json!(9)),
+            "buffers[1].pos: 9 is past the last argument",
+        ),
+        (
+            Box::new(|v| v["buffers"][0]["split"] = json!("yes")),
+            "buffers[0].split:",
+        ),
+        (
+            Box::new(|v| {
+                v["buffers"][0].as_object_mut().unwrap().remove("pos");
+            }),
+            "buffers[0].pos: missing",
+        ),
+        (
+            Box::new(|v| v["buffers"][0]["sise"] = json!(3)),
+            "buffers[0].sise: unknown field",
+        ),
+        (
+            Box::new(|v| v["scalars"][0]["type"] = json!("int64")),
+            "scalars[0].type: \"int64\" is not one of",
+        ),
+        (
+            Box::new(|v| {
+                v["scalars"][0].as_object_mut().unwrap().remove("value");
+            }),
+            "scalars[0]: needs a `value` or a `name`",
+        ),
+        (
+            Box::new(|v| v["workDimension"] = json!(4)),
+            "workDimension: 4 is not one of 1, 2, 3",
+        ),
+        (
+            Box::new(|v| v["globalWorkSize"] = json!("[dataset, 2]")),
+            "globalWorkSize: 2 sizes for workDimension 1",
+        ),
+        (
+            Box::new(|v| v["localWorkSize"] = json!([8, 8])),
+            "localWorkSize: 2 sizes",
+        ),
+        (
+            Box::new(|v| v["partition"] = json!(11)),
+            "partition: 11 is not an integer in 0..=10",
+        ),
         (Box::new(|v| v["name"] = json!("Vector Add")), "name:"),
-        (Box::new(|v| { v.as_object_mut().unwrap().remove("name"); }), "name: missing"),
-        (Box::new(|v| v["src"] = json!("tests/data/kernel_spec/missing.cl")), "src: cannot read"),
-        (Box::new(|v| v["buffer"] = json!([])), "buffer: unknown field"),
-        (Box::new(|v| v["buffers"] = json!({})), "buffers: expected a list"),
+        (
+            Box::new(|v| {
+                v.as_object_mut().unwrap().remove("name");
+            }),
+            "name: missing",
+        ),
+        (
+            Box::new(|v| v["src"] = json!("tests/data/kernel_spec/missing.cl")),
+            "src: cannot read",
+        ),
+        (
+            Box::new(|v| v["buffer"] = json!([])),
+            "buffer: unknown field",
+        ),
+        (
+            Box::new(|v| v["buffers"] = json!({})),
+            "buffers: expected a list",
+        ),
     ];
     for (change, want) in cases {
         let mut v = base_json();
@@ -243,33 +324,62 @@ fn bad_specs_name_the_field_and_the_line() {
         assert_eq!(e.kind, ErrorKind::Argument);
         assert!(e.message.contains(want), "{:?} lacks {want:?}", e.message);
         let site = e.site.expect("a call site");
-        assert!(site.file().ends_with("kernel_spec.rs") && site.line() == line, "{site}");
-        assert!(e.to_string().contains(&format!("kernel_spec.rs:{line}")), "{e}");
+        assert!(
+            site.file().ends_with("kernel_spec.rs") && site.line() == line,
+            "{site}"
+        );
+        assert!(
+            e.to_string().contains(&format!("kernel_spec.rs:{line}")),
+            "{e}"
+        );
     }
     let (e, line) = (KernelSpec::from_json("{ \"name\": ").unwrap_err(), line!());
-    assert!(e.message.contains("not valid JSON") && e.site.unwrap().line() == line, "{e}");
-    let (e, line) = (KernelSpec::from_file(format!("{DIR}/none.json")).unwrap_err(), line!());
-    assert!(e.message.contains("cannot read") && e.site.unwrap().line() == line, "{e}");
+    assert!(
+        e.message.contains("not valid JSON") && e.site.unwrap().line() == line,
+        "{e}"
+    );
+    let (e, line) = (
+        KernelSpec::from_file(format!("{DIR}/none.json")).unwrap_err(),
+        line!(),
+    );
+    assert!(
+        e.message.contains("cannot read") && e.site.unwrap().line() == line,
+        "{e}"
+    );
 
     // Errors found at launch, for a dataset: sizes that do not divide, wrong arrays, an
     // unsplittable output of a split launch.
     let a = Array::from_vec(vec![1.0f32; 20], &[20]).into_dyn();
     let s = KernelSpec::from_json(&base_json().to_string()).unwrap();
     let (e, line) = (s.launch(20, &[&a, &a], &[]).unwrap_err(), line!());
-    assert!(e.message.contains("localWorkSize[0]: 8 does not divide the global size 20"), "{e}");
+    assert!(
+        e.message
+            .contains("localWorkSize[0]: 8 does not divide the global size 20"),
+        "{e}"
+    );
     assert_eq!(e.site.unwrap().line(), line);
     let mut v = base_json();
     v["buffers"][0]["size"] = json!("dataset * 2 + 1");
     let s = KernelSpec::from_json(&v.to_string()).unwrap();
     let b = Array::from_vec(vec![1.0f32; 33], &[33]).into_dyn();
     let e = s.launch(16, &[&b, &b], &[]).unwrap_err();
-    assert!(e.message.contains("buffers[0].split: its 33 elements do not split"), "{e}");
+    assert!(
+        e.message
+            .contains("buffers[0].split: its 33 elements do not split"),
+        "{e}"
+    );
     let s = KernelSpec::from_json(&base_json().to_string()).unwrap();
     let c = Array::from_vec(vec![1.0f32; 16], &[16]).into_dyn();
     let e = s.launch(16, &[&c], &[]).unwrap_err();
-    assert!(e.message.contains("takes 2 input and io arrays, 1 given"), "{e}");
+    assert!(
+        e.message.contains("takes 2 input and io arrays, 1 given"),
+        "{e}"
+    );
     let e = s.launch(24, &[&c, &c], &[]).unwrap_err();
-    assert!(e.message.contains("buffers[0]") && e.message.contains("24 f32"), "{e}");
+    assert!(
+        e.message.contains("buffers[0]") && e.message.contains("24 f32"),
+        "{e}"
+    );
     let ci = Array::from_vec(vec![1i32; 16], &[16]).into_dyn();
     let e = s.launch(16, &[&c, &ci], &[]).unwrap_err();
     assert!(e.message.contains("buffers[1]"), "{e}");
@@ -277,8 +387,33 @@ fn bad_specs_name_the_field_and_the_line() {
     v["buffers"][2]["split"] = json!(false);
     let s = KernelSpec::from_json(&v.to_string()).unwrap();
     let e = s.launch(16, &[&c, &c], &[]).unwrap_err();
-    assert!(e.message.contains("buffers[2]: a buffer the kernel writes must be splittable"), "{e}");
+    assert!(
+        e.message
+            .contains("buffers[2]: a buffer the kernel writes must be splittable"),
+        "{e}"
+    );
     // Unsplit (partition 0 or 10) it runs.
-    let run = s.clone().with_partition(10).launch(16, &[&c, &c], &[]).unwrap();
+    let run = s
+        .clone()
+        .with_partition(10)
+        .launch(16, &[&c, &c], &[])
+        .unwrap();
     assert_eq!(f32s(&run.outputs[0]), vec![2.0; 16]);
+}
+
+#[test]
+fn size_expressions() {
+    use arrayflow::kernels::expr::Expr;
+    let v = |s: &str, d| Expr::parse(s).unwrap().eval(d).unwrap();
+    assert_eq!(v("dataset", 7), 7);
+    assert_eq!(v("2 * dataset + 1", 7), 15);
+    assert_eq!(v("2 * (dataset + 1)", 7), 16);
+    assert_eq!(v("dataset / 4 - -3", 8), 5);
+    assert_eq!(v("100 - 10 - 1", 0), 89);
+    assert_eq!(v("((dataset))*3/2", 4), 6);
+    for bad in ["dataset +", "(dataset", "datset", "dataset 3", "", "2 ^ 3"] {
+        assert!(Expr::parse(bad).is_err(), "{bad}");
+    }
+    assert!(Expr::parse("7 / dataset").unwrap().eval(0).is_err());
+    assert!(Expr::parse("7 / dataset").unwrap().eval(2).is_err());
 }

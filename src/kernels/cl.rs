@@ -35,10 +35,7 @@ fn open() -> Result<Mutex<ClDevice>, String> {
         return Err("no OpenCL device found".into());
     };
     let device = Device::new(id);
-    let name = format!(
-        "{} ({platform})",
-        device.name().unwrap_or_default().trim()
-    );
+    let name = format!("{} ({platform})", device.name().unwrap_or_default().trim());
     let context = Context::from_device(&device).map_err(|e| format!("{name}: {e}"))?;
     #[allow(deprecated)]
     let queue = CommandQueue::create_default(&context, 0).map_err(|e| format!("{name}: {e}"))?;

@@ -103,7 +103,10 @@ fn check_keys(m: &Map<String, Value>, field: &str, allowed: &[&str]) -> Res<()> 
             } else {
                 format!("{field}.{k}")
             };
-            return err(&at, format!("unknown field (expected one of {})", allowed.join(", ")));
+            return err(
+                &at,
+                format!("unknown field (expected one of {})", allowed.join(", ")),
+            );
         }
     }
     Ok(())
@@ -179,7 +182,12 @@ fn buffer(v: &Value, field: &str, kind: Option<BufferKind>) -> Res<BufferSpec> {
             Some("input") => BufferKind::Input,
             Some("output") => BufferKind::Output,
             Some("io") => BufferKind::InOut,
-            _ => return err(&join(field, "kind"), format!("{k} is not one of input, output, io")),
+            _ => {
+                return err(
+                    &join(field, "kind"),
+                    format!("{k} is not one of input, output, io"),
+                );
+            }
         },
         (None, None) => return err(&join(field, "kind"), "missing (input, output or io)"),
     };
@@ -292,7 +300,10 @@ pub(crate) fn parse(text: &str) -> Res<Parsed> {
         }
     };
     if !list(m, "localArguments")?.is_empty() {
-        return err("localArguments", "local-memory arguments are not supported yet");
+        return err(
+            "localArguments",
+            "local-memory arguments are not supported yet",
+        );
     }
     let mut buffers = Vec::new();
     for (key, kind) in [
@@ -325,7 +336,12 @@ pub(crate) fn parse(text: &str) -> Res<Parsed> {
     for (pos, field) in all {
         let f = format!("{field}.pos");
         match seen.get_mut(pos as usize) {
-            None => return err(&f, format!("{pos} is past the last argument ({} arguments)", n)),
+            None => {
+                return err(
+                    &f,
+                    format!("{pos} is past the last argument ({} arguments)", n),
+                );
+            }
             Some(Some(other)) => return err(&f, format!("{pos} is also the position of {other}")),
             Some(s) => *s = Some(field),
         }

@@ -12,6 +12,9 @@
 //! covering the buffer is [`Span::Whole`]) and intrinsic calls. Never-read buffers need no upload,
 //! never-written ones no copy-back: [`Transfer`] counts the bytes.
 
+// Sets of indices are lists of intervals here: a list of one interval is the point.
+#![allow(clippy::single_range_in_vec_init)]
+
 use super::kernel::{FoldedDim, FusedKernel, IndexMap, Instr};
 use super::sequence::{Formal, IntrinsicCall, Kernel, Program};
 use crate::ir::{DType, Intrinsic};
@@ -51,6 +54,11 @@ impl Span {
             }
         }
         Span::Intervals(out)
+    }
+
+    /// The span of one interval.
+    pub fn interval(r: Range<usize>) -> Span {
+        Span::from_intervals(vec![r])
     }
 
     /// Whether no element is in the span.
@@ -311,7 +319,7 @@ fn map_span(map: &IndexMap, shape: &[usize], part: Range<usize>) -> Span {
 
 /// `{off + sum_k s_k * t_k : 0 <= t_k < n_k}` as sorted disjoint intervals (its hull past
 /// [`INTERVALS_LIMIT`]).
-fn affine_set(off: isize, terms: &[(isize, usize)]) -> Vec<Range<isize>> {
+pub fn affine_set(off: isize, terms: &[(isize, usize)]) -> Vec<Range<isize>> {
     if terms.iter().any(|&(_, n)| n == 0) {
         return Vec::new();
     }
@@ -457,47 +465,5 @@ fn enumerate_folded(dims: &[FoldedDim], ext: &[usize], lo: usize) -> Vec<Range<i
             }
             idx[k] = 0;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn brute(off: isize, terms: &[(isize, usize)]) -> Vec<Range<isize>> {
-        let mut v = vec![off];
-        for &(s, n) in terms {
-            v = v
-                .iter()
-                .flat_map(|&a| (0..n as isize).map(move |t| a + s * t))
-                .collect();
-        }
-        merge(v.into_iter().map(|i| i..i + 1).collect())
-    }
-
-    #[test]
-    fn affine_sets_match_enumeration() {
-        let cases: &[(isize, &[(isize, usize)])] = &[
-            (0, &[(1, 32)]),
-            (8, &[(1, 32)]),
-            (0, &[(2, 16)]),
-            (0, &[(12, 5), (1, 12)]),
-            (3, &[(1, 4), (10, 3)]),
-            (0, &[(3, 4), (5, 3)]),
-            (40, &[(-1, 8), (-10, 3)]),
-            (0, &[(0, 7), (1, 3)]),
-            (5, &[(2, 3), (3, 2), (7, 2)]),
-        ];
-        for (off, terms) in cases {
-            assert_eq!(affine_set(*off, terms), brute(*off, terms), "{off} {terms:?}");
-        }
-    }
-
-    #[test]
-    fn split_is_aligned() {
-        assert_eq!(split_by_ratio(32, 8, 0), [0..0, 0..32]);
-        assert_eq!(split_by_ratio(32, 8, 10), [0..32, 32..32]);
-        assert_eq!(split_by_ratio(32, 8, 5), [0..16, 16..32]);
-        assert_eq!(split_by_ratio(100, 8, 3), [0..32, 32..100]);
     }
 }
