@@ -83,6 +83,7 @@ fn vector_add_against_loops_for_every_partition() {
             // a and b: the part's elements up; c: the part's elements back.
             assert_eq!(p.moved.upload_bytes, 2 * p.items.len() * 4, "{p:?}");
             assert_eq!(p.moved.download_bytes, p.items.len() * 4, "{p:?}");
+            // The transfers made are what the access analysis gives.
             let acc = s.access(n, p.items.clone()).unwrap();
             assert_eq!(
                 arrayflow::proggen::access::transfer(&acc, &[n, n, n]),
@@ -231,7 +232,8 @@ fn base_json() -> Value {
 #[test]
 fn bad_specs_name_the_field_and_the_line() {
     assert!(KernelSpec::from_json(&base_json().to_string()).is_ok());
-    let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+    type Change = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(Change, &str)> = vec![
         (
             Box::new(|v| v["buffers"][1]["type"] = json!("flaot")),
             "buffers[1].type: \"flaot\" is not one of f32, f64, i32, u32",

@@ -7,7 +7,7 @@ use super::{KernelRun, KernelSpec, PartStats, cl};
 use crate::api::{Array, DynArray};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::{DType, Site};
-use crate::proggen::access::{self, Span};
+use crate::proggen::access::{Span, Transfer};
 use std::ops::Range;
 use std::panic::Location;
 
@@ -99,7 +99,6 @@ impl KernelSpec {
         let mut dev = dev.lock();
         for part in parts {
             let acc = self.access_of(&s, part.clone());
-            let moved = access::transfer(&acc, &s.lens);
             // The arguments by position: buffers, then scalars.
             let n = self.buffers.len() + self.scalars.len();
             let mut slots: Vec<Option<cl::ClArg>> = (0..n).map(|_| None).collect();
@@ -117,8 +116,12 @@ impl KernelSpec {
                 .enumerate()
                 .map(|(i, a)| range(i, &a.writes).map(|r| (r.clone(), vec![0u8; r.len()])))
                 .collect();
+            // What this part moves, counted from the transfers it makes.
+            let mut moved = Transfer::default();
             for ((i, a), d) in acc.iter().enumerate().zip(down.iter_mut()) {
                 let upload = range(i, &a.reads).map(|r| (r.clone(), &host[i][r]));
+                moved.upload_bytes += upload.as_ref().map_or(0, |(r, _)| r.len());
+                moved.download_bytes += d.as_ref().map_or(0, |(r, _)| r.len());
                 let download = d.as_mut().map(|(r, buf)| (r.clone(), &mut buf[..]));
                 slots[self.buffers[i].pos as usize] = Some(cl::ClArg::Buffer {
                     bytes: s.lens[i] * self.buffers[i].dtype.size(),

@@ -71,7 +71,7 @@ pub struct KernelSpec {
 pub struct PartStats {
     /// Work items of dimension 0 (the global offset is `items.start`).
     pub items: Range<usize>,
-    /// Bytes uploaded and read back.
+    /// Bytes it uploaded and read back (counted from the transfers made).
     pub moved: Transfer,
 }
 
