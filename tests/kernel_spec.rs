@@ -340,10 +340,8 @@ fn bad_specs_name_the_field_and_the_line() {
         e.message.contains("not valid JSON") && e.site.unwrap().line() == line,
         "{e}"
     );
-    let (e, line) = (
-        KernelSpec::from_file(format!("{DIR}/none.json")).unwrap_err(),
-        line!(),
-    );
+    let none = format!("{DIR}/none.json");
+    let (e, line) = (KernelSpec::from_file(&none).unwrap_err(), line!());
     assert!(
         e.message.contains("cannot read") && e.site.unwrap().line() == line,
         "{e}"
