@@ -76,6 +76,7 @@ pub mod frontend;
 #[doc(hidden)]
 #[path = "../intrinsics/mod.rs"]
 pub mod intrinsics;
+pub mod kernels;
 pub mod profile;
 #[doc(hidden)]
 pub mod proggen;

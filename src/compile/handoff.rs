@@ -74,6 +74,7 @@ impl Inner {
     /// runs them on this thread.
     pub(crate) fn hand_off(&self, s: Submission) {
         tracing::trace!(target: "arrayflow::jit", origin = ?s.origin, programs = s.seq.programs.len(), "hand-off");
+        super::observe::observe(&s.seq);
         // Released buffers travel with the sequence (a temporary is freed right after its last
         // reader), except under comparison checks, which read results after the sequence.
         let (with_seq, after) = if s.seq.programs.is_empty() || !s.checks.is_empty() {

@@ -3,7 +3,8 @@
 //! (`triggers.rs`), the flush itself (`flush.rs`), section replays (`replay.rs`), and the one
 //! hand-off of program sequences to the execution scheduler (`handoff.rs`, with comparison
 //! mode's checks, `checks.rs`) — the hook point for a profiler or a debugger; the stepper keeps
-//! fused kernels there when stepping is on (`captures.rs`).
+//! fused kernels there when stepping is on (`captures.rs`), and tests may keep every sequence
+//! (`observe.rs`).
 
 mod captures;
 mod checks;
@@ -12,6 +13,7 @@ mod flush;
 mod handle;
 mod handoff;
 pub mod macro_cache;
+pub mod observe;
 mod replay;
 pub mod state;
 pub mod trace_cache;

@@ -1,8 +1,9 @@
 //! The program generator (the seed's ProgGen 600): turns one flush's work-queue entries into a
 //! program sequence. Backward and forward passes in `liveness`, the scheduling pass (FIG. 6E: ready
 //! lists of non-fusible and fusible roots, one fused kernel at a time) here, kernel emission in
-//! `builder`.
+//! `builder`; which elements a launch part reads and writes in `access` (seed 004).
 
+pub mod access;
 pub mod builder;
 pub mod codegen;
 pub mod fault;
