@@ -478,7 +478,7 @@ fn compile_program(program: &str, name: &str) -> std::path::PathBuf {
             Some((e.metadata().ok()?.modified().ok()?, e.path()))
         })
         .collect();
-    rlibs.sort_by(|a, b| b.0.cmp(&a.0));
+    rlibs.sort_by_key(|r| std::cmp::Reverse(r.0));
     assert!(
         !rlibs.is_empty(),
         "no libarrayflow rlib in {}",

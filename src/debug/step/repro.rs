@@ -198,7 +198,7 @@ pub fn program(
                         ),
                         _ => "its values were not kept".to_string(),
                     };
-                    let fill = data.as_ref().filter(|d| d.len() != 0).map_or_else(
+                    let fill = data.as_ref().filter(|d| !d.is_empty()).map_or_else(
                         || literal(Scalar::I32(0).cast(n.dtype)),
                         |d| literal(d.get(0)),
                     );
