@@ -12,7 +12,9 @@
 //! - with one binary op planted wrong (test-only fault injection, in the tile VM and in the
 //!   OpenCL and WGSL renderers) in the middle of a fused chain, the divergence finder names it
 //!   (op and this file's line) on every executor, the ops before it pass, and its reproducing
-//!   program is Rust on the public API naming the ops that feed it.
+//!   program is Rust on the public API naming the ops that feed it: it is compiled (rustc against
+//!   the arrayflow library this test links) and run, and prints the reference value, or with the
+//!   fault injected the optimised value the divergence reports.
 //!
 //! Tests run one at a time: fault injection and comparison mode are process-wide.
 
@@ -201,7 +203,10 @@ fn random_program(rng: &mut Lcg, x: &Inputs, end: usize) -> Program {
 #[test]
 fn stepping_equals_the_fused_kernel_on_random_programs() {
     let _s = scope();
-    // Stepping off: a clear error at this line.
+    // Stepping off (and comparison mode's narrowing, which keeps kernels too): a clear error at
+    // this line.
+    let compare = || CompareConfig::new(CompareMode::OnCopyOut).action(MismatchAction::Log);
+    Runtime::set_compare(Some(compare().narrow(0)));
     Runtime::set_stepping(0);
     let early = Array::from_slice(&[1.0f32, 2.0], &[2]).exp();
     let line = line!() + 1;
@@ -211,6 +216,7 @@ fn stepping_equals_the_fused_kernel_on_random_programs() {
         Some((file!(), line)),
         "{err}"
     );
+    Runtime::set_compare(Some(compare()));
     Runtime::set_stepping(16);
 
     let mut rng = Lcg(0x5eed_0024);
@@ -429,6 +435,110 @@ fn divergence_names_the_planted_op_on_every_executor() {
     // The inputs are the whole arrays: a's and b's values.
     let first = text.lines().find(|l| l.contains("from_slice")).unwrap();
     assert!(first.contains(&format!("{:?}", xa[0])) || first.contains(&format!("{:?}", xb[0])));
+
+    // It compiles and reproduces: run as written it prints the reference value at the element;
+    // with the fault planted again it prints the optimised value the divergence reports.
+    let faulty = text.replacen(
+        "fn main() -> arrayflow::Result<()> {",
+        "fn main() -> arrayflow::Result<()> {\n    if std::env::var_os(\"REPRO_FAULT\").is_some() {\n        arrayflow::debug::inject_fault(Some(arrayflow::ir::BinaryOp::Mul));\n    }",
+        1,
+    );
+    let bin = compile_program(&faulty, "divergence");
+    for fault in [false, true] {
+        let (element, value) = run_program(&bin, fault);
+        assert_eq!(element, j, "{text}");
+        let want = if fault { d.optimised } else { d.reference };
+        assert!(
+            (value - want).abs() <= 1e-5 * (1.0 + want.abs()),
+            "fault {fault}: the program printed {value}, the divergence says {want}: {d}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(bin.parent().unwrap());
+}
+
+/// Compiles a reproducing program with rustc against the arrayflow library this test links: its
+/// rlib in this test binary's folder (`target/debug/deps`, with the crates it depends on). Of
+/// the library's rlibs there (builds with other features), the newest that compiles the program
+/// is taken. Returns the executable.
+fn compile_program(program: &str, name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let dir = std::env::temp_dir().join(format!("arrayflow-repro-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("main.rs");
+    std::fs::write(&src, program).unwrap();
+    let mut rlibs: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(deps)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let n = e.file_name().to_string_lossy().into_owned();
+            if !(n.starts_with("libarrayflow-") && n.ends_with(".rlib")) {
+                return None;
+            }
+            Some((e.metadata().ok()?.modified().ok()?, e.path()))
+        })
+        .collect();
+    rlibs.sort_by_key(|r| std::cmp::Reverse(r.0));
+    assert!(
+        !rlibs.is_empty(),
+        "no libarrayflow rlib in {}",
+        deps.display()
+    );
+    let bin = dir.join("repro");
+    let mut errors = String::new();
+    for (_, rlib) in &rlibs {
+        let out = std::process::Command::new("rustc")
+            .args([
+                "--edition",
+                "2024",
+                "--crate-type",
+                "bin",
+                "-C",
+                "debuginfo=0",
+                "-o",
+            ])
+            .arg(&bin)
+            .arg("--extern")
+            .arg(format!("arrayflow={}", rlib.display()))
+            .arg("-L")
+            .arg(format!("dependency={}", deps.display()))
+            .arg(&src)
+            .output()
+            .expect("rustc runs");
+        if out.status.success() {
+            return bin;
+        }
+        errors += &format!(
+            "with {}:\n{}\n",
+            rlib.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    panic!("the reproducing program does not compile:\n{errors}\n{program}");
+}
+
+/// Runs a compiled reproducing program (on this test's executor; comparison mode off, the fault
+/// planted when `fault`) and parses what it prints: `element J: VALUE (reference R)`.
+fn run_program(bin: &std::path::Path, fault: bool) -> (usize, f64) {
+    let mut cmd = std::process::Command::new(bin);
+    cmd.env_remove("ARRAYFLOW_COMPARE");
+    if fault {
+        cmd.env("REPRO_FAULT", "1");
+    }
+    let out = cmd.output().expect("the program runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the program failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("element "))
+        .unwrap_or_else(|| panic!("no element printed: {stdout}"));
+    let (element, rest) = line["element ".len()..].split_once(": ").unwrap();
+    let value = rest.split_once(" (reference").unwrap().0;
+    (element.parse().unwrap(), value.parse().unwrap())
 }
 
 #[test]

@@ -254,6 +254,76 @@ fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
     assert_eq!(Runtime::resume().unwrap(), 0);
 }
 
+/// Runs `Runtime::execute()` on another thread; fails (instead of hanging) when it has not
+/// returned within a minute.
+#[track_caller]
+fn execute_returns() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        Runtime::execute();
+        let _ = tx.send(());
+    });
+    if rx.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+        panic!("Runtime::execute() still waits a minute later: it waits for a suspended launch");
+    }
+}
+
+#[test]
+fn execute_does_not_wait_for_a_suspended_launch() {
+    let _g = lock();
+    let mut r = rng(0xe5ec);
+    let n = 12_000;
+    let mut x = rand_f32(&mut r, n, 0.5, 4.0);
+    let c = rand_f32(&mut r, n, -1.0, 1.0);
+    let bad = r.random_range(n / 2..n);
+    x[bad] = -2.0;
+    // Only sqrt is checked: the work that reads its result is an unchecked kernel, which on a
+    // device waits in the scheduler's pending table rather than on the CPU executor.
+    Runtime::traps(TrapConfig::nan().ops(&["sqrt"]).passes(2048));
+    let (a, cc) = (Array::from_slice(&x, &[n]), Array::from_slice(&c, &[n]));
+    let s = a.sqrt();
+    // Waits for results a trap holds back return its error (they do not wait for a resume).
+    assert_eq!(s.eval().unwrap_err().kind(), ErrorKind::Trap);
+    let dep = &(&s * 2.0) - &cc;
+    assert_eq!(dep.eval().unwrap_err().kind(), ErrorKind::Trap);
+    let ind = &cc * 3.0;
+    ind.hint_read();
+    // A barrier with a suspended launch (and work waiting for it) queued.
+    execute_returns();
+    let t = one_trap();
+    assert_eq!((t.element, t.suspended), (bad, true), "{t}");
+    // Independent work submitted before the barrier is done; the suspended result still reads
+    // as the trap.
+    let iv = ind.to_vec().unwrap();
+    for (i, (v, w)) in iv.iter().zip(&c).enumerate() {
+        assert_eq!(*v as f64, *w as f64 * 3.0, "element {i}");
+    }
+    assert_eq!(s.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+    assert_eq!(dep.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+    execute_returns();
+    // Resumed, everything finishes; the barrier then waits for the resumed work, too.
+    assert_eq!(Runtime::resume().unwrap(), 1);
+    execute_returns();
+    Runtime::traps(TrapConfig::off());
+    let (sv, dv) = (s.to_vec().unwrap(), dep.to_vec().unwrap());
+    for i in 0..n {
+        let w = (x[i] as f64).sqrt();
+        if i == bad {
+            assert!(sv[i].is_nan() && dv[i].is_nan(), "element {i}");
+            continue;
+        }
+        assert!(((sv[i] as f64) - w).abs() <= 1e-6 * w, "element {i}");
+        let d = sv[i] as f64 * 2.0 - c[i] as f64;
+        assert!(
+            ((dv[i] as f64) - d).abs() <= 1e-6,
+            "element {i}: {} vs {d}",
+            dv[i]
+        );
+    }
+    assert!(Runtime::take_traps().is_empty());
+    assert_eq!(Runtime::resume().unwrap(), 0);
+}
+
 #[test]
 fn assertions_trap_with_their_message_element_and_line() {
     let _g = lock();

@@ -294,7 +294,9 @@ impl Runtime {
         Inner::get().error_handlers.lock().pop().is_some()
     }
     /// Switches comparison mode on (with its settings) or off, from the next recorded op on.
-    /// Off costs nothing. `ARRAYFLOW_COMPARE=after|copyout[:abort|error|log]` sets it at start-up.
+    /// Off costs nothing. `ARRAYFLOW_COMPARE=after|copyout[:abort|error|log][:narrow|nonarrow]`
+    /// sets it at start-up. With [`crate::debug::CompareConfig::narrow`] (the default), the last
+    /// fused kernels are kept, and a mismatch a read reports names the first diverging op.
     ///
     /// ```
     /// use arrayflow::{Array, CompareConfig, CompareMode, DType, MismatchAction, Runtime, Tolerance};
@@ -318,6 +320,8 @@ impl Runtime {
     pub fn set_compare(config: Option<crate::debug::CompareConfig>) {
         let inner = Inner::get();
         let on = config.is_some();
+        let narrow = config.as_ref().map_or(0, |c| c.narrow);
+        inner.keep_kernels(|c| c.set_narrowing(narrow));
         *inner.compare.write() = config;
         inner
             .compare_on

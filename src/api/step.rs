@@ -15,15 +15,11 @@ impl Runtime {
     /// default). A kept kernel holds its input buffers (they are freed when it is dropped from
     /// the kept ones, or when stepping is switched off), its parameter values and its flush's
     /// IR nodes (with their reference values in comparison mode).
+    ///
+    /// Comparison mode keeps kernels of its own to narrow mismatches
+    /// ([`crate::debug::CompareConfig::narrow`]); the larger of the two counts is kept.
     pub fn set_stepping(kernels: usize) {
-        let inner = Inner::get();
-        inner
-            .stepping_on
-            .store(kernels > 0, std::sync::atomic::Ordering::Relaxed);
-        let unpin = inner.captures.lock().set_keep(kernels);
-        for b in unpin {
-            inner.sched.pin(b, false);
-        }
+        Inner::get().keep_kernels(|c| c.set_keep(kernels));
     }
 
     /// Re-runs the fused kernel that computed `array` (computing it first if it is pending) as one

@@ -18,6 +18,24 @@ impl Inner {
         self.stepping_on.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Changes how many kernels are kept (`f` on the kept ones returns the buffers of those it
+    /// dropped): flushes keep kernels while any are kept.
+    pub(crate) fn keep_kernels(
+        &self,
+        f: impl FnOnce(&mut crate::debug::step::capture::Captures) -> Vec<BufferId>,
+    ) {
+        let unpin = {
+            let mut c = self.captures.lock();
+            let unpin = f(&mut c);
+            self.stepping_on
+                .store(c.keep > 0, std::sync::atomic::Ordering::Relaxed);
+            unpin
+        };
+        for b in unpin {
+            self.sched.pin(b, false);
+        }
+    }
+
     /// Keeps the fused kernels of a flush about to be handed off (stepping on).
     pub(crate) fn capture_kernels(
         &self,

@@ -138,6 +138,7 @@ impl Inner {
 
     fn new(config: Config) -> Inner {
         crate::exec::program_cache::set_limit_mb(config.cache_limit_mb);
+        let compare_narrow = crate::debug::CompareConfig::from_env().map_or(0, |c| c.narrow);
         let counters = Arc::new(Counters::default());
         let flow = Arc::new(FlowControl::new(config.max_outstanding));
         let (devices, cpu_candidate) = config.device.resolve_all();
@@ -181,8 +182,13 @@ impl Inner {
             ),
             compare: parking_lot::RwLock::new(crate::debug::CompareConfig::from_env()),
             report: Arc::new(Default::default()),
-            stepping_on: std::sync::atomic::AtomicBool::new(false),
-            captures: Mutex::new(Default::default()),
+            // `ARRAYFLOW_COMPARE`'s narrowing keeps kernels from the start.
+            stepping_on: std::sync::atomic::AtomicBool::new(compare_narrow > 0),
+            captures: Mutex::new({
+                let mut c = crate::debug::step::capture::Captures::default();
+                c.set_narrowing(compare_narrow);
+                c
+            }),
             checker: OnceLock::new(),
             error_handlers: Mutex::new(Vec::new()),
             pin: std::sync::atomic::AtomicUsize::new(usize::MAX),

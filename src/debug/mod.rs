@@ -57,7 +57,19 @@ pub struct CompareConfig {
     pub op_tolerances: Vec<(String, DType, Tolerance)>,
     /// Also append each mismatch to this file.
     pub log_file: Option<PathBuf>,
+    /// Fused kernels kept to narrow a mismatch to its first diverging op (0: none). While
+    /// comparison mode is on, the last `narrow` fused kernels are kept as with
+    /// `Runtime::set_stepping` (their inputs held until they are dropped from the kept ones),
+    /// and a mismatch a read reports ([`MismatchAction::Error`], [`MismatchAction::Abort`], and
+    /// [`MismatchAction::Log`] on copy-out) names the first IR node whose value differs from its
+    /// reference; `Runtime::divergences` gives it with a reproducing program. Default
+    /// [`DEFAULT_NARROW_KERNELS`]: keeping them costs little beside the reference interpreter
+    /// (BENCHMARKS.md, "Comparison mode: narrowing").
+    pub narrow: usize,
 }
+
+/// The fused kernels comparison mode keeps for narrowing by default ([`CompareConfig::narrow`]).
+pub const DEFAULT_NARROW_KERNELS: usize = 8;
 
 impl CompareConfig {
     /// Comparison in `mode` with the default action ([`MismatchAction::Log`]), the default
@@ -87,7 +99,14 @@ impl CompareConfig {
                 ),
             ],
             log_file: None,
+            narrow: DEFAULT_NARROW_KERNELS,
         }
+    }
+    /// Keep the last `kernels` fused kernels to narrow mismatches to their first diverging op
+    /// (0: do not narrow); see [`CompareConfig::narrow`].
+    pub fn narrow(mut self, kernels: usize) -> Self {
+        self.narrow = kernels;
+        self
     }
     /// The allowance for one op (by name) on one element type.
     pub fn op_tolerance(mut self, op: &str, dtype: DType, tol: Tolerance) -> Self {
@@ -126,21 +145,44 @@ impl CompareConfig {
         self.log_file = Some(path.into());
         self
     }
-    /// From `ARRAYFLOW_COMPARE=after|copyout[:abort|error|log]`.
+    /// From `ARRAYFLOW_COMPARE=after|copyout[:abort|error|log][:narrow[=N]|nonarrow]`.
     pub fn from_env() -> Option<CompareConfig> {
-        let v = std::env::var("ARRAYFLOW_COMPARE").ok()?;
+        CompareConfig::parse(&std::env::var("ARRAYFLOW_COMPARE").ok()?)
+    }
+    /// Parses `ARRAYFLOW_COMPARE`'s syntax: the mode (`after`, `copyout`), then, after colons,
+    /// the action (`abort`, `error`, `log`, the default) and narrowing (`narrow`: the default
+    /// count of kernels, `narrow=N`, `nonarrow`: off).
+    ///
+    /// ```
+    /// use arrayflow::{CompareConfig, CompareMode, MismatchAction};
+    /// let c = CompareConfig::parse("copyout:error:nonarrow").unwrap();
+    /// assert_eq!((c.mode, c.action, c.narrow), (CompareMode::OnCopyOut, MismatchAction::Error, 0));
+    /// assert_eq!(CompareConfig::parse("after:narrow=3").unwrap().narrow, 3);
+    /// assert_eq!(CompareConfig::parse("after").unwrap().narrow, arrayflow::debug::DEFAULT_NARROW_KERNELS);
+    /// ```
+    pub fn parse(v: &str) -> Option<CompareConfig> {
         let mut parts = v.split(':');
         let mode = match parts.next()? {
             "after" => CompareMode::AfterComputation,
             "copyout" | "copy-out" => CompareMode::OnCopyOut,
             _ => return None,
         };
-        let action = match parts.next() {
-            Some("abort") => MismatchAction::Abort,
-            Some("error") => MismatchAction::Error,
-            _ => MismatchAction::Log,
-        };
-        Some(CompareConfig::new(mode).action(action))
+        let mut c = CompareConfig::new(mode);
+        for w in parts {
+            match w {
+                "abort" => c.action = MismatchAction::Abort,
+                "error" => c.action = MismatchAction::Error,
+                "nonarrow" | "no-narrow" => c.narrow = 0,
+                "narrow" => c.narrow = DEFAULT_NARROW_KERNELS,
+                // `log`, and words not known: the defaults.
+                _ => {
+                    if let Some(Ok(n)) = w.strip_prefix("narrow=").map(str::parse::<usize>) {
+                        c.narrow = n;
+                    }
+                }
+            }
+        }
+        Some(c)
     }
 }
 

@@ -105,6 +105,15 @@ pub(crate) enum SchedMsg {
         buf: BufferId,
         reply: Sender<u32>,
     },
+    /// The CPU executor suspended a task (`Some`: a trap stopped its launch after a pass, or it
+    /// waits for such a launch's results; reads of its results return this error meanwhile)
+    /// or is resuming it (`None`). A suspended task finishes at `Runtime::resume`: barriers do
+    /// not wait for it, and waits for its results (or results computed from them) return the
+    /// error.
+    Suspended {
+        task: u64,
+        error: Option<Error>,
+    },
     /// An executor answered [`ExecMsg::Export`]: `buf`'s data, for executor `to`.
     Exported {
         buf: BufferId,
@@ -472,7 +481,8 @@ impl Scheduler {
             let _ = t.join();
         }
     }
-    /// Blocks until all work submitted so far has completed.
+    /// Blocks until all work submitted so far has completed, or is suspended by a trap (and
+    /// finishes at `Runtime::resume`).
     pub fn barrier(&self) {
         let (reply, rx) = crossbeam_channel::bounded(1);
         self.send(SchedMsg::Barrier(reply));
@@ -560,6 +570,9 @@ struct SchedulerLoop {
     fault_errors: AHashMap<u64, Error>,
     next_task: u64,
     barriers: Vec<Sender<()>>,
+    /// Tasks the CPU executor holds suspended by a trap ([`SchedMsg::Suspended`]), with the
+    /// error their results read as meanwhile.
+    suspended: AHashMap<u64, Error>,
     /// When each move between executors began (only while profiling).
     move_started: AHashMap<(BufferId, usize), std::time::Instant>,
     /// The executor each move in flight takes its data from.
@@ -600,6 +613,7 @@ impl SchedulerLoop {
             fault_errors: AHashMap::new(),
             next_task: 1,
             barriers: Vec::new(),
+            suspended: Default::default(),
             move_started: AHashMap::new(),
         }
     }
@@ -671,6 +685,13 @@ impl SchedulerLoop {
 
     /// Handles one message (on the thread or in a synchronous call).
     fn handle(&mut self, msg: SchedMsg) {
+        self.handle_one(msg);
+        if !self.suspended.is_empty() {
+            self.answer_suspended();
+        }
+    }
+
+    fn handle_one(&mut self, msg: SchedMsg) {
         match msg {
             SchedMsg::Upload { buf, data } => {
                 Counters::add(&self.counters.bytes_uploaded, data.bytes() as u64);
@@ -751,7 +772,7 @@ impl SchedulerLoop {
                 self.maybe_free(buf);
             }
             SchedMsg::Barrier(reply) => {
-                if self.idle() {
+                if self.quiescent() {
                     let _ = reply.send(());
                 } else {
                     self.barriers.push(reply);
@@ -767,6 +788,19 @@ impl SchedulerLoop {
             }
             SchedMsg::Exported { buf, to, data } => self.arrived(buf, to, data),
             SchedMsg::Resume(reply) => self.send_exec(0, ExecMsg::Resume(reply)),
+            SchedMsg::Suspended { task, error } => {
+                // A task that already finished (its completion was handled on a synchronous
+                // call before this message) is not held.
+                match error {
+                    Some(e) if self.tasks.contains_key(&task) => {
+                        self.suspended.insert(task, e);
+                    }
+                    _ => {
+                        self.suspended.remove(&task);
+                    }
+                }
+                self.release_barriers();
+            }
             SchedMsg::Shutdown => self.stopped = true,
         }
     }
@@ -1223,6 +1257,7 @@ impl SchedulerLoop {
         let Some(task) = self.tasks.remove(&id) else {
             return;
         };
+        self.suspended.remove(&id);
         self.flow.complete(1);
         // A device reports faults after later kernels that read the faulty result were queued:
         // those results are invalid too.
@@ -1263,14 +1298,68 @@ impl SchedulerLoop {
         self.release_barriers();
     }
 
-    /// No task runs and no move is under way.
-    fn idle(&self) -> bool {
-        self.tasks.is_empty() && self.move_from.is_empty()
+    /// Whether nothing can progress until `Runtime::resume`: every unfinished task is suspended
+    /// by a trap or waits in the pending-operation table, and no data is on its way (what waits
+    /// then waits, directly or not, for a suspended task).
+    fn quiescent(&self) -> bool {
+        if !self.move_from.is_empty() {
+            return false;
+        }
+        if self.tasks.is_empty() {
+            return true;
+        }
+        if self.suspended.is_empty() {
+            return false;
+        }
+        let waiting: ahash::AHashSet<u64> = self.pending.values().flatten().copied().collect();
+        self.tasks
+            .keys()
+            .all(|t| self.suspended.contains_key(t) || waiting.contains(t))
+            && self.buffers.values().all(|s| s.moving == 0)
     }
 
-    /// Answers the barriers once the scheduler is idle.
+    /// The error of the trap that holds `b` back: `b` is the result of a suspended task, or of
+    /// a task that waits in the pending-operation table for one (directly or not).
+    fn suspension(&self, mut b: BufferId) -> Option<Error> {
+        for _ in 0..=self.tasks.len() {
+            let s = self.buffers.get(&b)?;
+            match s.status {
+                Status::InFlight(_) => return self.suspended.get(&s.producer?).cloned(),
+                Status::Unwritten => {
+                    // The waiting task that writes `b`, and the buffer it waits for.
+                    let writes =
+                        |t: &u64| self.tasks.get(t).is_some_and(|t| t.outputs.contains(&b));
+                    b = *self.pending.iter().find(|(_, ts)| ts.iter().any(writes))?.0;
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// While a trap holds tasks suspended: waits and reads of results it holds back are
+    /// answered with its error now (reads after `Runtime::resume` see the finished values).
+    fn answer_suspended(&mut self) {
+        let held: Vec<(BufferId, Error)> = self
+            .buffers
+            .iter()
+            .filter(|(_, s)| !s.waits.is_empty() || !s.reads.is_empty())
+            .filter_map(|(&b, _)| Some((b, self.suspension(b)?)))
+            .collect();
+        for (b, e) in held {
+            let s = self.buffers.get_mut(&b).expect("listed above");
+            for w in std::mem::take(&mut s.waits) {
+                let _ = w.send(Err(e.clone()));
+            }
+            for r in std::mem::take(&mut s.reads) {
+                let _ = r.send(Err(e.clone()));
+            }
+        }
+    }
+
+    /// Answers the barriers once all work has completed or is suspended ([`Self::quiescent`]).
     fn release_barriers(&mut self) {
-        if self.idle() {
+        if !self.barriers.is_empty() && self.quiescent() {
             for reply in self.barriers.drain(..) {
                 let _ = reply.send(());
             }

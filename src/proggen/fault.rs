@@ -31,6 +31,18 @@ pub fn faulty(_op: crate::ir::BinaryOp) -> bool {
     false
 }
 
+/// Which fault is injected (0: none), for caches of rendered kernels: a kernel rendered with a
+/// fault is another program than the same kernel rendered without.
+#[inline]
+pub fn fault_code() -> u8 {
+    #[cfg(feature = "fault-injection")]
+    {
+        FAULT.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    0
+}
+
 /// Whether any fault is injected (the native tier stands aside then).
 #[inline]
 pub fn any_fault() -> bool {

@@ -4,15 +4,25 @@
 
 use crate::compile::Handle;
 use crate::compile::Inner;
+use crate::debug::step::Divergence;
 use crate::debug::{CompareMode, Mismatch, MismatchAction, check};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ir::Site;
 
-fn mismatch_error(m: &Mismatch, site: Site) -> Error {
-    Error::new(ErrorKind::Mismatch, format!("comparison mode: {m}"))
+fn mismatch_error(m: &Mismatch, d: Option<&Divergence>, site: Site) -> Error {
+    let msg = match d {
+        Some(d) => format!("comparison mode: {m}; first diverging op: {d}"),
+        None => format!("comparison mode: {m}"),
+    };
+    let hint = if d.is_some() {
+        "Runtime::divergences() gives the first diverging op with a reproducing program; see Runtime::mismatches() for every op that differed; a tolerance can be set with CompareConfig::tolerance"
+    } else {
+        "see Runtime::mismatches() for every op that differed; a tolerance can be set with CompareConfig::tolerance"
+    };
+    Error::new(ErrorKind::Mismatch, msg)
         .at(site)
         .origin(m.site)
-        .hint("see Runtime::mismatches() for every op that differed; a tolerance can be set with CompareConfig::tolerance")
+        .hint(hint)
 }
 
 impl Inner {
@@ -74,15 +84,41 @@ impl Inner {
                     .summarise(&op, op_site, checked, max_rel, m.is_some());
                 if let Some(m) = &m {
                     self.report.record(m.clone(), &cfg);
+                    if cfg.action == MismatchAction::Log {
+                        // Found on this thread: narrowed (and logged) now.
+                        self.first_diverging(m, &cfg);
+                    }
                 }
                 m.filter(|_| cfg.action != MismatchAction::Log)
             }
         };
         match (found, cfg.action) {
             (None, _) | (Some(_), MismatchAction::Log) => Ok(()),
-            (Some(m), MismatchAction::Error) => Err(mismatch_error(&m, site)),
-            (Some(m), MismatchAction::Abort) => panic!("{}", mismatch_error(&m, site)),
+            (Some(m), MismatchAction::Error) => Err(mismatch_error(
+                &m,
+                self.first_diverging(&m, &cfg).as_ref(),
+                site,
+            )),
+            (Some(m), MismatchAction::Abort) => {
+                let d = self.first_diverging(&m, &cfg);
+                panic!("{}", mismatch_error(&m, d.as_ref(), site))
+            }
         }
+    }
+
+    /// The first diverging op of `m` when comparison mode narrows its mismatches
+    /// ([`crate::debug::CompareConfig::narrow`]) and the kernel is kept (logged as found).
+    fn first_diverging(
+        &self,
+        m: &Mismatch,
+        cfg: &crate::debug::CompareConfig,
+    ) -> Option<Divergence> {
+        if cfg.narrow == 0 {
+            return None;
+        }
+        let d = self.divergences(std::slice::from_ref(m)).ok()?.pop()?;
+        tracing::warn!(target: "arrayflow::compare", "first diverging op: {d}");
+        Some(d)
     }
 
     /// The reference value of an array, if comparison mode was on when it was recorded.

@@ -47,8 +47,14 @@ impl KernelCapture {
 /// The kernels kept for stepping, and the divergences found so far.
 #[derive(Default)]
 pub struct Captures {
-    /// Kernels kept at most (0: stepping is off).
+    /// Kernels kept at most (0: stepping is off): the larger of what stepping asks for
+    /// (`Runtime::set_stepping`) and what comparison mode keeps to narrow its mismatches
+    /// ([`crate::debug::CompareConfig::narrow`]).
     pub keep: usize,
+    /// Kernels `Runtime::set_stepping` asked for.
+    requested: usize,
+    /// Kernels comparison mode keeps for narrowing.
+    narrowing: usize,
     kernels: VecDeque<Arc<KernelCapture>>,
     /// First diverging ops found for comparison mode's mismatches, by the mismatch's order.
     pub divergences: Vec<(u64, Option<Divergence>)>,
@@ -61,9 +67,18 @@ impl Captures {
         self.trim()
     }
 
-    /// Keeps at most `keep` kernels from now on; returns the buffers to unpin.
+    /// Stepping keeps at least `keep` kernels from now on; returns the buffers to unpin.
     pub fn set_keep(&mut self, keep: usize) -> Vec<BufferId> {
-        self.keep = keep;
+        self.requested = keep;
+        self.keep = self.requested.max(self.narrowing);
+        self.trim()
+    }
+
+    /// Comparison mode keeps at least `keep` kernels to narrow mismatches (0: none); returns
+    /// the buffers to unpin.
+    pub fn set_narrowing(&mut self, keep: usize) -> Vec<BufferId> {
+        self.narrowing = keep;
+        self.keep = self.requested.max(self.narrowing);
         self.trim()
     }
 

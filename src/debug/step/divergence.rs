@@ -107,9 +107,15 @@ impl Inner {
             }
             let element = at[f.element];
             let inputs: AHashSet<NodeId> = capture.input_nodes.iter().copied().collect();
-            let value = |id: NodeId| match capture.input_nodes.iter().position(|&x| x == id) {
-                Some(p) => self.sched.read(capture.inputs[p]).ok(),
-                None => capture.nodes.get(&id).and_then(|n| n.reference.clone()),
+            // A kernel input's data (pinned while the kernel is kept), else the node's
+            // reference (comparison mode computed one for every node recorded while it was on).
+            let value = |id: NodeId| {
+                let data = capture
+                    .input_nodes
+                    .iter()
+                    .position(|&x| x == id)
+                    .and_then(|p| self.sched.read(capture.inputs[p]).ok());
+                data.or_else(|| capture.nodes.get(&id).and_then(|n| n.reference.clone()))
             };
             let target = repro::Target {
                 node,

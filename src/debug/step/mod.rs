@@ -5,7 +5,8 @@
 //! buffer, on the executor that ran it (`run.rs`), and its values come back per step at a scope
 //! (`report.rs`). In comparison mode a mismatch on a kept kernel's result is narrowed to the first
 //! IR node whose stepped value differs from its reference (`divergence.rs`), with a reproducing
-//! program (`repro.rs`).
+//! program (`repro.rs`). Comparison mode keeps kernels for this by itself
+//! (`CompareConfig::narrow`, on by default), so the mismatch a read reports names that node.
 //!
 //! The micro-kernels are ordinary [`FusedKernel`](crate::proggen::kernel::FusedKernel)s handed
 //! off as a program sequence of their own: the CPU runs them on the tile VM or the native tier,

@@ -10,6 +10,10 @@ use ahash::{AHashMap, AHashSet};
 use std::fmt::Write;
 use std::sync::Arc;
 
+/// The most elements of one input a reproducing program writes out as a literal (larger inputs
+/// are filled with one value, and the program says so).
+pub const MAX_LITERAL_ELEMENTS: usize = 1 << 16;
+
 /// The diverging element of the node a program reproduces, with both values.
 pub struct Target {
     pub node: NodeId,
@@ -174,27 +178,35 @@ pub fn program(
         let v = &var[&id];
         let what = format!("{} at {}", n.op.base_name(), n.site);
         if is_leaf(id) {
+            let (ty, shape) = (rust_type(n.dtype), &n.shape[..]);
+            let len = shape.iter().product::<usize>();
             match value(id) {
-                Some(data) => {
-                    let items: Vec<String> =
-                        (0..data.len()).map(|i| literal(data.get(i))).collect();
+                Some(data) if data.len() == len && len <= MAX_LITERAL_ELEMENTS => {
+                    let items: Vec<String> = (0..len).map(|i| literal(data.get(i))).collect();
                     let _ = writeln!(
                         s,
-                        "    let {v} = Array::<{}>::from_slice(&[{}], &{:?}); // {what}",
-                        rust_type(n.dtype),
+                        "    let {v} = Array::<{ty}>::from_slice(&[{}], &{shape:?}); // {what}",
                         items.join(", "),
-                        &n.shape[..]
                     );
                 }
-                None => {
+                // Too large to write out, or not known: the program still compiles and runs,
+                // with one value everywhere, and says so.
+                data => {
+                    let why = match &data {
+                        Some(d) if d.len() == len => format!(
+                            "its {len} values are more than the {MAX_LITERAL_ELEMENTS} a program writes out"
+                        ),
+                        _ => "its values were not kept".to_string(),
+                    };
+                    let fill = data.as_ref().filter(|d| !d.is_empty()).map_or_else(
+                        || literal(Scalar::I32(0).cast(n.dtype)),
+                        |d| literal(d.get(0)),
+                    );
                     let _ = writeln!(
                         s,
-                        "    // The values of {what} were not kept: fill in its {} values, or the
-    // program stops here with a shape error.
-    let {v} = Array::<{}>::from_slice(&[], &{:?});",
-                        n.shape.iter().product::<usize>(),
-                        rust_type(n.dtype),
-                        &n.shape[..]
+                        "    // {what}: {why}; it is filled with {fill} here, so the values
+    // printed may differ from the divergence's. Put its values here to reproduce it.
+    let {v} = Array::<{ty}>::full(&{shape:?}, {fill});",
                     );
                 }
             }

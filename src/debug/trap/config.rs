@@ -30,8 +30,8 @@ pub struct TrapConfig {
     /// Cut CPU launches of kernels with checks into passes of about this many elements; a pass
     /// with a trap stops the launch, which stays suspended until `Runtime::resume` (`None`: one
     /// pass, and a trap fails the launch). Checked kernels then run on the CPU. While a launch
-    /// is suspended, `Runtime::execute()` (which waits for all work) waits for it too: resume
-    /// first.
+    /// is suspended, `Runtime::execute()` waits for all other work but not for it (nor for
+    /// work that reads its results), and waits for its results return the trap's error.
     pub pass_elements: Option<usize>,
 }
 

@@ -13,7 +13,9 @@
 //!   `mask.assert_true("message")`, recorded lazily and checked where the array is computed.
 //! - **Passes** (`pass=N`, [`TrapConfig::passes`]): the CPU tile VM runs a checked launch in
 //!   passes of about N elements; the pass that traps stops the launch, which stays suspended
-//!   while other work goes on, and `Runtime::resume` finishes it.
+//!   while other work goes on, and `Runtime::resume` finishes it. The scheduler's barrier
+//!   (`Runtime::execute`) does not wait for a suspended task or the work waiting for it, and
+//!   waits for their results (`eval`) return the trap's error (`exec/scheduler.rs`).
 //!
 //! Where checks run: the program generator attaches [`check::TrapCheck`]s to a fused kernel
 //! (`proggen/builder.rs`; a check tests the result of one instruction, at the kernel's own

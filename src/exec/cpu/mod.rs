@@ -216,8 +216,22 @@ impl CpuLoop {
     fn compute(&mut self, task: Task, done: &mut dyn FnMut(u64, Result<(), Error>)) {
         let t0 = crate::profile::now().map(|t| (t, crate::profile::excluded()));
         let result = match self.run_task(&task) {
-            // Suspended by a trap, or waiting for a suspended launch: reported when resumed.
-            Ok(false) => return,
+            // Suspended by a trap, or waiting for a suspended launch: reported when resumed
+            // (barriers do not wait for it meanwhile).
+            Ok(false) => {
+                let e = task
+                    .outputs
+                    .iter()
+                    .find_map(|b| self.failed.get(b))
+                    .cloned();
+                self.suspended(
+                    task.id,
+                    Some(e.unwrap_or_else(|| {
+                        Error::new(ErrorKind::Trap, "waits for a launch a trap suspended")
+                    })),
+                );
+                return;
+            }
             r => r.map(|_| ()),
         };
         if let Some((t0, ex)) = t0
@@ -239,6 +253,12 @@ impl CpuLoop {
             }
         }
         done(task.id, result);
+    }
+
+    /// Tells the scheduler that `task` is suspended, its results reading as `error` meanwhile
+    /// (`Some`), or is resuming (`None`).
+    fn suspended(&self, task: u64, error: Option<Error>) {
+        let _ = self.sched.send(SchedMsg::Suspended { task, error });
     }
 
     /// Runs a task; `Ok(false)` when it did not finish: a trap suspended it, or it waits for a

@@ -50,6 +50,14 @@ impl CpuLoop {
     pub(crate) fn resume(&mut self, done: &mut dyn FnMut(u64, Result<(), Error>)) -> usize {
         let launches = std::mem::take(&mut self.suspend.launches);
         let n = launches.len();
+        // Running again: a barrier waits for them (one suspended anew says so again).
+        for id in launches
+            .iter()
+            .map(|s| s.task.id)
+            .chain(self.suspend.waiting.iter().map(|t| t.id))
+        {
+            self.suspended(id, None);
+        }
         crate::debug::trap::report::resumed();
         for mut s in launches {
             let crate::proggen::sequence::Kernel::Fused(k) = &*s.task.program.kernel else {
@@ -78,6 +86,7 @@ impl CpuLoop {
                     for &b in &s.task.outputs {
                         self.failed.insert(b, e.clone());
                     }
+                    self.suspended(s.task.id, Some(e.clone()));
                     self.suspend.launches.push(s);
                 }
                 other => {

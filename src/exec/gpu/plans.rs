@@ -63,7 +63,8 @@ impl<P> Clone for Runnable<P> {
     }
 }
 
-/// Kernels seen, keyed by the kernel's address (the entry holds the `Arc`, so it stays valid):
+/// Kernels seen, keyed by the kernel's address (the entry holds the `Arc`, so it stays valid)
+/// and the injected fault, if any:
 /// a trace-cache hit reuses the same kernels, so it finds its plans here without rendering.
 pub struct Plans<P> {
     by_kernel: AHashMap<usize, (Arc<Kernel>, Runnable<P>)>,
@@ -87,7 +88,10 @@ impl<P: Send + Sync + 'static> Plans<P> {
         kernel: &Arc<Kernel>,
         api: &mut A,
     ) -> Runnable<P> {
-        let key = Arc::as_ptr(kernel) as usize;
+        // The injected fault (test-only, `proggen::fault`) is rendered into the kernel: a
+        // kernel seen with another fault (or none) is planned again. Addresses stay below 2^56.
+        let key =
+            Arc::as_ptr(kernel) as usize | (crate::proggen::fault::fault_code() as usize) << 56;
         if let Some((_, r)) = self.by_kernel.get(&key) {
             return r.clone();
         }
