@@ -80,11 +80,15 @@ fn main() {
         Err(_) => {
             let gpus: Vec<String> = Runtime::devices()
                 .iter()
-                .filter(|d| d.kind == DeviceKind::Discrete && d.backend == arrayflow::Backend::OpenCl)
+                .filter(|d| {
+                    d.kind == DeviceKind::Discrete && d.backend == arrayflow::Backend::OpenCl
+                })
                 .map(|d| format!("opencl:{}", d.index))
                 .collect();
             if gpus.is_empty() {
-                eprintln!("no discrete OpenCL GPU: set MULTI_LISTS, e.g. \"opencl:0;opencl:0,wgpu:0\"");
+                eprintln!(
+                    "no discrete OpenCL GPU: set MULTI_LISTS, e.g. \"opencl:0;opencl:0,wgpu:0\""
+                );
                 return;
             }
             let mut l = vec![gpus[0].clone()];
@@ -119,7 +123,10 @@ fn main() {
         let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
             println!(
                 "{list:<28} failed: {}",
-                String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
             );
             continue;
         };

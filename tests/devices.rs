@@ -54,8 +54,19 @@ fn device_choice_parses_and_rejects() {
     assert_eq!("opencl:1".parse(), Ok(DeviceChoice::OpenCl(Some(1))));
     assert_eq!("WGPU:0".parse(), Ok(DeviceChoice::Wgpu(Some(0))));
     let e = "cuda".parse::<DeviceChoice>().unwrap_err();
-    assert!(e.contains("cpu, opencl[:N], wgpu[:N] or auto"), "{e}");
+    assert!(e.contains("cpu, opencl[:N], wgpu[:N], auto, all"), "{e}");
     assert!("opencl:x".parse::<DeviceChoice>().is_err());
+    assert_eq!("all".parse(), Ok(DeviceChoice::All));
+    assert_eq!(
+        "opencl:1, wgpu:0,cpu".parse(),
+        Ok(DeviceChoice::List(vec![
+            DeviceChoice::OpenCl(Some(1)),
+            DeviceChoice::Wgpu(Some(0)),
+            DeviceChoice::Cpu
+        ]))
+    );
+    let e = "opencl,all".parse::<DeviceChoice>().unwrap_err();
+    assert!(e.contains("`all` cannot be part of a list"), "{e}");
 }
 
 #[test]

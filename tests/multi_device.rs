@@ -249,3 +249,42 @@ fn placement_does_not_depend_on_timing() {
     assert_eq!(a, b, "tasks per executor differ between identical runs");
     assert_eq!(sa, sb);
 }
+
+/// Where an array lives is shown at a debugger stop (`Stop::live`) and asked with
+/// `Array::devices`.
+#[test]
+fn a_debugger_stop_shows_where_each_array_lives() {
+    let _g = start();
+    let n = 1 << 12;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.001).collect();
+    for d in Runtime::live_devices() {
+        let seen: std::sync::Arc<parking_lot::Mutex<Vec<Vec<String>>>> = Default::default();
+        let sink = seen.clone();
+        let line = line!() + 15;
+        let dbg = Runtime::debug(arrayflow::Debugger::new().break_at(file!(), line).on_stop(
+            move |stop| {
+                let live = stop.live().into_iter();
+                sink.lock().extend(
+                    live.filter(|l| l.name.as_deref() == Some("placed"))
+                        .map(|l| l.devices),
+                );
+            },
+        ));
+        let a = {
+            let _s = Runtime::place_on(&d);
+            (Array::from_slice(&x, &[n]) + 1.0f32).named("placed")
+        };
+        a.eval().expect("computed");
+        let b = &a * 2.0f32;
+        drop(dbg);
+        let seen = seen.lock().clone();
+        assert_eq!(seen.len(), 1, "{d}: one stop with `placed` live");
+        assert!(seen[0].iter().any(|n| n == d.name()), "{d}: {:?}", seen[0]);
+        for (i, (&g, &v)) in read(&b).iter().zip(&x).enumerate() {
+            assert!(
+                ((g as f64) - (v as f64 + 1.0) * 2.0).abs() <= 1e-6,
+                "{i}: {g}"
+            );
+        }
+    }
+}

@@ -67,6 +67,9 @@ pub struct LiveArray {
     pub site: Site,
     /// Whether it is still pending (recorded, not yet computed by the runtime).
     pub pending: bool,
+    /// The executors that hold its value (`cpu`, `opencl:0`, ...; where its program runs while
+    /// it is computed); empty while pending or for a constant.
+    pub devices: Vec<String>,
 }
 
 impl std::fmt::Display for LiveArray {
@@ -83,6 +86,9 @@ impl std::fmt::Display for LiveArray {
         )?;
         if self.pending {
             write!(f, " (pending)")?;
+        }
+        if !self.devices.is_empty() && self.devices != ["cpu"] {
+            write!(f, " on {}", self.devices.join(","))?;
         }
         Ok(())
     }
@@ -154,7 +160,9 @@ impl Stop {
     /// are operands of the call being recorded are left out.
     pub fn live(&self) -> Vec<LiveArray> {
         let names = with_session(|s| s.names.clone()).unwrap_or_default();
-        let fe = Inner::get().fe.lock();
+        let inner = Inner::get();
+        let fe = inner.fe.lock();
+        let mut buffers = Vec::new();
         let mut v: Vec<LiveArray> = fe
             .nodes
             .iter()
@@ -162,16 +170,32 @@ impl Stop {
                 let operand = matches!(n.op, Op::Const(_)) && n.shape.is_empty();
                 !n.released && (!operand || names.contains_key(id))
             })
-            .map(|(&id, n)| LiveArray {
-                id: ArrayId(id),
-                name: names.get(&id).cloned(),
-                shape: n.shape.to_vec(),
-                dtype: n.dtype,
-                op: n.op.name(),
-                site: n.site,
-                pending: n.is_pending(),
+            .map(|(&id, n)| {
+                buffers.push(n.buffer());
+                LiveArray {
+                    id: ArrayId(id),
+                    name: names.get(&id).cloned(),
+                    shape: n.shape.to_vec(),
+                    dtype: n.dtype,
+                    op: n.op.name(),
+                    site: n.site,
+                    pending: n.is_pending(),
+                    devices: Vec::new(),
+                }
             })
             .collect();
+        drop(fe);
+        // Where each value lives, asked of the scheduler outside the front end's lock.
+        let exec_names = inner.sched.executor_names();
+        for (a, b) in v.iter_mut().zip(buffers) {
+            if let Some(b) = b {
+                let on = inner.sched.holders(b);
+                a.devices = (0..exec_names.len())
+                    .filter(|&i| on & (1 << i) != 0)
+                    .map(|i| exec_names[i].clone())
+                    .collect();
+            }
+        }
         v.sort_by_key(|a| a.id);
         v
     }
