@@ -25,7 +25,8 @@
 //!   then the convolution's transforms of `m >= 2n - 1` points, the chirp multiplying the first
 //!   pass's loads ([`LinePass::chirp_in`]) and the last pass's stores
 //!   ([`LinePass::chirp_out`]), the filter (a third buffer) the inverse's first loads
-//!   ([`LinePass::table`]). Real transforms of such lengths run the complex transform of `n`
+//!   ([`LinePass::table`]). The filter's passes are the plan's kept table ([`Plan::kept`]):
+//!   an executor runs them once per length, direction and element type and keeps the result. Real transforms of such lengths run the complex transform of `n`
 //!   points, as odd lengths do.
 //!
 //! Every array of the chain has the call's lines geometry: `pre` blocks of an axis of `len`

@@ -3,7 +3,9 @@
 //!
 //! The loop owns the device's buffers (`store.rs`: allocation with a pool, the host backing store
 //! and swap when memory runs out), turns each task's kernel into a [`GpuPlan`] once per kernel
-//! (`plans.rs`), and runs the seed's Move_Data_In / Compute_Data / Move_Data_Out requests.
+//! (`plans.rs`), and runs the seed's Move_Data_In / Compute_Data / Move_Data_Out requests. A
+//! plan's constant table (`GpuPlan::kept`: Bluestein's FFT filter) is computed by its first
+//! launch and kept for the later ones of any plan with the same key (`kept.rs`).
 //! Completion is asynchronous: the device API calls back when work is done and the callback tells
 //! the scheduler. When the runtime's threads spin, the loop itself polls for finished work between
 //! messages and while it waits (`DeviceApi::poll`), so the driver sees one thread; before it
