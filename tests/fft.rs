@@ -1268,9 +1268,25 @@ fn bluestein_filter_kept<F: Prec>() {
         let (x2, z2) = rand_c::<F>(&mut r, n);
         let what = format!("{} fft n={n}", F::name());
         let (first, d1) = call(&x1, false, &format!("{what}, first call"));
-        assert_lines(&first, &oracle_c2c(&z1, n, false, Norm::Backward), &[n], 0, n, F::EPS, &what);
+        assert_lines(
+            &first,
+            &oracle_c2c(&z1, n, false, Norm::Backward),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
         let (second, d2) = call(&x2, false, &format!("{what}, second call"));
-        assert_lines(&second, &oracle_c2c(&z2, n, false, Norm::Backward), &[n], 0, n, F::EPS, &what);
+        assert_lines(
+            &second,
+            &oracle_c2c(&z2, n, false, Norm::Backward),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
         let (again, d3) = call(&x1, false, &format!("{what}, first data again"));
         assert!(
             again.iter().zip(&first).all(|(a, b)| a == b),
@@ -1278,8 +1294,14 @@ fn bluestein_filter_kept<F: Prec>() {
         );
         if dev {
             assert_eq!(d1.kept_hits, 0, "{what}: first call found a filter: {d1:?}");
-            assert_eq!(d2.kept_hits, 1, "{what}: second call computed its filter: {d2:?}");
-            assert_eq!(d3.kept_hits, 1, "{what}: third call computed its filter: {d3:?}");
+            assert_eq!(
+                d2.kept_hits, 1,
+                "{what}: second call computed its filter: {d2:?}"
+            );
+            assert_eq!(
+                d3.kept_hits, 1,
+                "{what}: third call computed its filter: {d3:?}"
+            );
             assert!(
                 d2.dispatches < d1.dispatches && d2.dispatches > 0,
                 "{what}: passes per call {} then {}",
@@ -1295,11 +1317,31 @@ fn bluestein_filter_kept<F: Prec>() {
         // The inverse's filter is its own (computed once, then kept too).
         let what = format!("{} ifft n={n}", F::name());
         let (got, i1) = call(&x2, true, &what);
-        assert_lines(&got, &oracle_c2c(&z2, n, true, Norm::Backward), &[n], 0, n, F::EPS, &what);
+        assert_lines(
+            &got,
+            &oracle_c2c(&z2, n, true, Norm::Backward),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
         let (got, i2) = call(&x1, true, &what);
-        assert_lines(&got, &oracle_c2c(&z1, n, true, Norm::Backward), &[n], 0, n, F::EPS, &what);
+        assert_lines(
+            &got,
+            &oracle_c2c(&z1, n, true, Norm::Backward),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
         if dev {
-            assert_eq!((i1.kept_hits, i2.kept_hits), (0, 1), "{what}: {i1:?} {i2:?}");
+            assert_eq!(
+                (i1.kept_hits, i2.kept_hits),
+                (0, 1),
+                "{what}: {i1:?} {i2:?}"
+            );
         }
         // A batch of strided lines of the same length: the same filter, found kept.
         if n < 2048 {
@@ -1308,7 +1350,9 @@ fn bluestein_filter_kept<F: Prec>() {
             let x = x.reshape(&shape);
             let what = format!("{} fft {shape:?} axis 0", F::name());
             let before = Runtime::stats().device;
-            let got = device::<F, _>(n, &what, || read_c::<F>(&fft::fft(&x, None, 0, Norm::Ortho)));
+            let got = device::<F, _>(n, &what, || {
+                read_c::<F>(&fft::fft(&x, None, 0, Norm::Ortho))
+            });
             let d = Runtime::stats().device.since(&before);
             let (want, ws) = along(&z, &shape, 0, |l| oracle_c2c(l, n, false, Norm::Ortho));
             assert_lines(&got, &want, &ws, 0, n, F::EPS, &what);

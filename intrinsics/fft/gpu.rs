@@ -279,7 +279,8 @@ impl Plan {
         else {
             return None;
         };
-        let (Load::Chirp { nf, len, inverse }, BufArg::Scratch(scratch)) = (first.load, last.dst.buf)
+        let (Load::Chirp { nf, len, inverse }, BufArg::Scratch(scratch)) =
+            (first.load, last.dst.buf)
         else {
             return None;
         };

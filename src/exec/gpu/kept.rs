@@ -39,8 +39,7 @@ impl<B> KeptTables<B> {
             dropped.push(old);
         }
         self.bytes += bytes;
-        while (self.tables.len() > MAX_TABLES || self.bytes > MAX_BYTES) && self.tables.len() > 1
-        {
+        while (self.tables.len() > MAX_TABLES || self.bytes > MAX_BYTES) && self.tables.len() > 1 {
             let Some((_, t)) = self.tables.pop_lru() else {
                 break;
             };
@@ -61,9 +60,13 @@ impl<B> KeptTables<B> {
 /// table's own (it binds the kept one) and those only the table's passes use.
 pub fn spared(plan: &GpuPlan, k: &Kept) -> Vec<bool> {
     let uses = |passes: &[crate::proggen::codegen::gpu::Pass], i: u32| {
-        passes.iter().any(|p| p.buffers.contains(&BufArg::Scratch(i)))
+        passes
+            .iter()
+            .any(|p| p.buffers.contains(&BufArg::Scratch(i)))
     };
-    let (table, rest) = plan.passes.split_at((k.passes as usize).min(plan.passes.len()));
+    let (table, rest) = plan
+        .passes
+        .split_at((k.passes as usize).min(plan.passes.len()));
     (0..plan.scratch.len() as u32)
         .map(|i| i == k.scratch || (uses(table, i) && !uses(rest, i)))
         .collect()

@@ -823,7 +823,10 @@ impl<A: DeviceApi> GpuLoop<A> {
                 } else {
                     Ok(())
                 };
-                held.scratch.last_mut().expect("pushed").push(Some((s, bytes)));
+                held.scratch
+                    .last_mut()
+                    .expect("pushed")
+                    .push(Some((s, bytes)));
                 zeroed?;
             }
         }
