@@ -20,7 +20,9 @@
 //! default 5) in this one process, on the workloads and on the tour's work (`tour` row: its
 //! Black-Scholes and Monte-Carlo pi, without its f64 oracle), and prints the ratios. It arms the
 //! device timers with the profiler's default sampling (`ARRAYFLOW_PROFILE_SAMPLE=default`, unless
-//! set), so both halves run on the same queues.
+//! set), so both halves run on the same queues. Beside wall time it prints the process's CPU
+//! time per call (all threads, the collector's too), which other jobs on a shared machine sway
+//! less.
 
 #[path = "workloads/af.rs"]
 mod af;
@@ -121,6 +123,31 @@ struct Overhead {
     ratio: f64,
     lo: f64,
     hi: f64,
+    /// The process's CPU time per call (every thread: the collector's too), off and on, medians
+    /// over the rounds: less swayed than wall time by other jobs on a shared machine.
+    cpu_off: Duration,
+    cpu_on: Duration,
+    /// Median over the rounds of each round's CPU-time on/off ratio.
+    cpu_ratio: f64,
+}
+
+/// The CPU time this process has used so far, all threads.
+fn process_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; the clock exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// `time` and the process's CPU time per call over it.
+fn time_cpu<R>(target: Duration, f: impl FnMut() -> R) -> (Cell, Duration) {
+    let c0 = process_cpu();
+    let cell = time(target, f);
+    let cpu = (process_cpu() - c0) / (cell.reps + 1) as u32;
+    (cell, cpu)
 }
 
 /// Times `af` in `rounds` rounds of profiler off, then on (each about `target / rounds`);
@@ -134,16 +161,21 @@ fn overhead<A>(
 ) -> Overhead {
     let per = target / rounds as u32;
     let (mut offs, mut ons, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cpu_offs, mut cpu_ons, mut cpu_ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let off = time(per, &mut af);
+        let (off, cpu_off) = time_cpu(per, &mut af);
         let guard = Runtime::profile(dir).expect("start the profiler");
-        let on = time(per, &mut af);
+        let (on, cpu_on) = time_cpu(per, &mut af);
         guard.finish().expect("profile written");
         let _ = std::fs::remove_dir_all(dir);
         ratios.push(on.steady.as_secs_f64() / off.steady.as_secs_f64());
         offs.push(off.steady);
         ons.push(on.steady);
+        cpu_ratios.push(cpu_on.as_secs_f64() / cpu_off.as_secs_f64().max(1e-9));
+        cpu_offs.push(cpu_off);
+        cpu_ons.push(cpu_on);
     }
+    cpu_ratios.sort_by(f64::total_cmp);
     let med = |v: &mut Vec<Duration>| {
         v.sort_unstable();
         v[v.len() / 2]
@@ -155,6 +187,9 @@ fn overhead<A>(
         ratio: ratios[ratios.len() / 2],
         lo: ratios[0],
         hi: ratios[ratios.len() - 1],
+        cpu_off: med(&mut cpu_offs),
+        cpu_on: med(&mut cpu_ons),
+        cpu_ratio: cpu_ratios[cpu_ratios.len() / 2],
     }
 }
 
@@ -744,13 +779,13 @@ fn print_table(suite: &Suite, startup: Duration) {
             arrayflow::profile::Sampling::current().describe()
         );
         println!(
-            "\n| workload | size | launches/iter | off | on | on/off (median of rounds) | rounds' range |"
+            "\n| workload | size | launches/iter | off | on | on/off (median of rounds) | rounds' range | CPU time off | CPU time on | CPU on/off |"
         );
-        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
         for r in &suite.rows {
             let Some(o) = &r.overhead else { continue };
             println!(
-                "| {} | {} | {:.0} | {} | {} | {:+.1}% | {:+.1}% .. {:+.1}% |",
+                "| {} | {} | {:.0} | {} | {} | {:+.1}% | {:+.1}% .. {:+.1}% | {} | {} | {:+.1}% |",
                 r.name,
                 r.size,
                 r.launches,
@@ -758,7 +793,10 @@ fn print_table(suite: &Suite, startup: Duration) {
                 fmt_time(o.on),
                 100.0 * (o.ratio - 1.0),
                 100.0 * (o.lo - 1.0),
-                100.0 * (o.hi - 1.0)
+                100.0 * (o.hi - 1.0),
+                fmt_time(o.cpu_off),
+                fmt_time(o.cpu_on),
+                100.0 * (o.cpu_ratio - 1.0)
             );
         }
         return;

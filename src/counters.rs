@@ -93,6 +93,12 @@ device_counters! {
     f64_to_cpu,
     /// Programs the device executor ran on the CPU (unsupported, failed to compile, out of memory).
     fallbacks,
+    /// Passes dispatched (a plan of several passes counts each it runs; the passes of a kept
+    /// table an earlier launch computed are not run again).
+    dispatches,
+    /// Launches that bound a table kept from an earlier launch (`GpuPlan::kept`: Bluestein's
+    /// FFT filter) instead of computing it.
+    kept_hits,
     /// Kernels split in two after the device compiler rejected them.
     splits,
     /// Batches of enqueued work handed to the device: OpenCL `clFlush`, wgpu `queue.submit`

@@ -1237,6 +1237,139 @@ fn lengths_with_a_prime_factor_above_7_run_on_the_device_by_bluestein() {
     bluestein_lengths::<f64>();
 }
 
+/// Bluestein's transformed chirp filter is computed once per length, direction and element
+/// type on a device and kept (`GpuPlan::kept`): a second call of the same length on other data
+/// runs fewer passes (`stats().device.dispatches`) and binds the kept filter
+/// (`device.kept_hits`), with results that still match the oracle, and a call on the first
+/// call's data again gives it bit for bit. A strided batch of the same length shares the filter;
+/// the other direction computes its own. Lengths no other test here uses (the tables live as long
+/// as the process): 1031 (one local-memory pass) and 70001 (global passes).
+fn bluestein_filter_kept<F: Prec>() {
+    use arrayflow::Runtime;
+    let mut r = rng(0xf17);
+    for n in [1031usize, 70001] {
+        if comparison_mode() && n > 1 << 14 {
+            continue;
+        }
+        let dev = on_device::<F>(n);
+        let call = |x: &Array<F::C>, inverse: bool, what: &str| {
+            let before = Runtime::stats().device;
+            let got = device::<F, _>(n, what, || {
+                let y = if inverse {
+                    fft::ifft(x, None, 0, Norm::Backward)
+                } else {
+                    fft::fft(x, None, 0, Norm::Backward)
+                };
+                read_c::<F>(&y)
+            });
+            (got, Runtime::stats().device.since(&before))
+        };
+        let (x1, z1) = rand_c::<F>(&mut r, n);
+        let (x2, z2) = rand_c::<F>(&mut r, n);
+        let what = format!("{} fft n={n}", F::name());
+        let (first, d1) = call(&x1, false, &format!("{what}, first call"));
+        assert_lines(
+            &first,
+            &oracle_c2c(&z1, n, false, Norm::Backward),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
+        let (second, d2) = call(&x2, false, &format!("{what}, second call"));
+        assert_lines(
+            &second,
+            &oracle_c2c(&z2, n, false, Norm::Backward),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
+        let (again, d3) = call(&x1, false, &format!("{what}, first data again"));
+        assert!(
+            again.iter().zip(&first).all(|(a, b)| a == b),
+            "{what}: the kept filter changed the result"
+        );
+        if dev {
+            assert_eq!(d1.kept_hits, 0, "{what}: first call found a filter: {d1:?}");
+            assert_eq!(
+                d2.kept_hits, 1,
+                "{what}: second call computed its filter: {d2:?}"
+            );
+            assert_eq!(
+                d3.kept_hits, 1,
+                "{what}: third call computed its filter: {d3:?}"
+            );
+            assert!(
+                d2.dispatches < d1.dispatches && d2.dispatches > 0,
+                "{what}: passes per call {} then {}",
+                d1.dispatches,
+                d2.dispatches
+            );
+            assert_eq!(d2.dispatches, d3.dispatches, "{what}");
+            eprintln!(
+                "{what}: {} passes on the first call, {} on later ones",
+                d1.dispatches, d2.dispatches
+            );
+        }
+        // The inverse's filter is its own (computed once, then kept too).
+        let what = format!("{} ifft n={n}", F::name());
+        let (got, i1) = call(&x2, true, &what);
+        assert_lines(
+            &got,
+            &oracle_c2c(&z2, n, true, Norm::Backward),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
+        let (got, i2) = call(&x1, true, &what);
+        assert_lines(
+            &got,
+            &oracle_c2c(&z1, n, true, Norm::Backward),
+            &[n],
+            0,
+            n,
+            F::EPS,
+            &what,
+        );
+        if dev {
+            assert_eq!(
+                (i1.kept_hits, i2.kept_hits),
+                (0, 1),
+                "{what}: {i1:?} {i2:?}"
+            );
+        }
+        // A batch of strided lines of the same length: the same filter, found kept.
+        if n < 2048 {
+            let shape = [n, 3];
+            let (x, z) = rand_c::<F>(&mut r, 3 * n);
+            let x = x.reshape(&shape);
+            let what = format!("{} fft {shape:?} axis 0", F::name());
+            let before = Runtime::stats().device;
+            let got = device::<F, _>(n, &what, || {
+                read_c::<F>(&fft::fft(&x, None, 0, Norm::Ortho))
+            });
+            let d = Runtime::stats().device.since(&before);
+            let (want, ws) = along(&z, &shape, 0, |l| oracle_c2c(l, n, false, Norm::Ortho));
+            assert_lines(&got, &want, &ws, 0, n, F::EPS, &what);
+            if dev {
+                assert_eq!(d.kept_hits, 1, "{what}: {d:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bluesteins_filter_is_computed_once_per_length_direction_and_type() {
+    let _g = serial();
+    bluestein_filter_kept::<f32>();
+    bluestein_filter_kept::<f64>();
+}
+
 #[test]
 fn a_large_elementwise_result_of_a_transform_is_read_straight_into_host_memory() {
     let _g = serial();

@@ -328,6 +328,80 @@ fn a_second_profiler_is_refused_and_errors_are_counted_at_their_site() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Every thread's records reach the run (`profile/batch.rs`): a thread that writes, computes and
+/// reads, then ends without flushing again, and a loop on this thread of more steps than one
+/// batch holds; each site's counts are exactly the operations made there, and the read values
+/// match an f64 oracle.
+#[test]
+fn records_of_every_thread_are_counted_when_the_profiler_stops() {
+    let _t = turn();
+    let dir = scratch("threads");
+    let mut r = common::rng(0x7b);
+    let x = common::rand_f32(&mut r, 1000, -1.0, 1.0);
+    let guard = Runtime::profile(&dir).expect("start");
+    let xs = x.clone();
+    let (got, lines) = std::thread::spawn(move || {
+        let a = Array::from_vec1(xs);
+        let l_write = line!() - 1;
+        let b = &a * 3.0f32;
+        let l_op = line!() - 1;
+        let v = b.to_vec().expect("read");
+        let l_read = line!() - 1;
+        (v, [l_write, l_op, l_read])
+    })
+    .join()
+    .expect("the thread ran");
+    for (g, w) in got.iter().zip(&x) {
+        assert!(
+            (*g as f64 - 3.0 * *w as f64).abs() <= 1e-6,
+            "{g} vs 3 * {w}"
+        );
+    }
+    // 700 steps of one operation and one read each: more than a batch of either.
+    let mut acc = Array::from_vec1(x.clone());
+    let mut want: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let steps = 700;
+    let mut sum = 0.0f32;
+    for _ in 0..steps {
+        acc = &acc * 0.999f32;
+        let l = acc.to_vec().expect("read");
+        sum += l[0];
+    }
+    let (l_step, l_loop_read) = (line!() - 4, line!() - 3);
+    for w in &mut want {
+        for _ in 0..steps {
+            *w *= 0.999f32 as f64;
+        }
+    }
+    let last = acc.to_vec().expect("read");
+    assert!(sum.is_finite());
+    for (g, w) in last.iter().zip(&want) {
+        assert!(
+            (*g as f64 - w).abs() <= 1e-4 * w.abs().max(1e-3),
+            "{g} vs {w}"
+        );
+    }
+    let folder = guard.finish().expect("written");
+    let run = db::read(&folder).expect("read");
+    let pc = |l: u32| {
+        let site = format!("{}:{l}", file!());
+        run.pcs
+            .iter()
+            .find(|p| p.site == site)
+            .unwrap_or_else(|| panic!("no record of {site}"))
+            .clone()
+    };
+    let [l_write, l_op, l_read] = lines;
+    assert_eq!((pc(l_write).writes, pc(l_write).write_bytes), (1, 4000));
+    let per_op = pc(l_op).api_calls;
+    assert!(per_op >= 1);
+    assert_eq!((pc(l_read).reads, pc(l_read).read_bytes), (1, 4000));
+    assert_eq!(pc(l_step).api_calls, steps * per_op);
+    assert_eq!(pc(l_loop_read).reads, steps);
+    assert!(!arrayflow::profile::active());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Specialisation: one line computed on two shapes ends up in two kernels, another line in one,
 /// however many times each runs; the compute report counts distinct kernels, not launches.
 #[test]

@@ -49,5 +49,6 @@ void af_concat_{i}(__global const {ty} *part, __global {ty} *out) {{
         passes,
         fault: None,
         immediate_words: None,
+        kept: None,
     })
 }

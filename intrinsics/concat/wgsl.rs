@@ -51,5 +51,6 @@ fn af_part{j}(@builtin(global_invocation_id) gid: vec3<u32>) {{
         passes,
         fault: None,
         immediate_words: None,
+        kept: None,
     }
 }

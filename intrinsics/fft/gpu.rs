@@ -25,7 +25,8 @@
 //!   then the convolution's transforms of `m >= 2n - 1` points, the chirp multiplying the first
 //!   pass's loads ([`LinePass::chirp_in`]) and the last pass's stores
 //!   ([`LinePass::chirp_out`]), the filter (a third buffer) the inverse's first loads
-//!   ([`LinePass::table`]). Real transforms of such lengths run the complex transform of `n`
+//!   ([`LinePass::table`]). The filter's passes are the plan's kept table ([`Plan::kept`]):
+//!   an executor runs them once per length, direction and element type and keeps the result. Real transforms of such lengths run the complex transform of `n`
 //!   points, as odd lengths do.
 //!
 //! Every array of the chain has the call's lines geometry: `pre` blocks of an axis of `len`
@@ -36,7 +37,7 @@
 use super::{Kind, Spec};
 use crate::intrinsics::Rows;
 use crate::ir::DType;
-use crate::proggen::codegen::gpu::{BufArg, Unsupported};
+use crate::proggen::codegen::gpu::{BufArg, Kept, Unsupported};
 use crate::proggen::sequence::IntrinsicCall;
 
 /// Local memory an OpenCL plan may use (OpenCL's guaranteed minimum).
@@ -260,6 +261,39 @@ pub struct Plan {
     pub f64: bool,
     /// Most elements of any buffer the passes index (for the index type).
     pub max_elems: usize,
+}
+
+impl Plan {
+    /// Bluestein's filter (`bluestein.rs`) as a table the executor keeps between launches: the
+    /// leading [`LinePass::single`] passes, which generate it from nothing ([`Load::Chirp`])
+    /// into a scratch buffer, the same for every call of its length, direction and element
+    /// type on one device. `None` for other plans.
+    pub fn kept(&self) -> Option<Kept> {
+        let passes = self
+            .steps
+            .iter()
+            .take_while(|s| matches!(s, Step::Lines(p) if p.single))
+            .count();
+        let (Step::Lines(first), Step::Lines(last)) =
+            (self.steps.first()?, self.steps.get(passes.checked_sub(1)?)?)
+        else {
+            return None;
+        };
+        let (Load::Chirp { nf, len, inverse }, BufArg::Scratch(scratch)) =
+            (first.load, last.dst.buf)
+        else {
+            return None;
+        };
+        Some(Kept {
+            key: format!(
+                "fft bluestein filter: {nf} points in {len}, {}, {}",
+                if inverse { "inverse" } else { "forward" },
+                if self.f64 { "f64" } else { "f32" }
+            ),
+            passes: passes as u32,
+            scratch,
+        })
+    }
 }
 
 /// The radices of a line of `len` points; `None` if it has a prime factor above 7.

@@ -45,6 +45,7 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
         passes,
         fault: None,
         immediate_words: None,
+        kept: plan.kept(),
     })
 }
 

@@ -50,6 +50,7 @@ pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> 
         passes,
         fault: None,
         immediate_words: None,
+        kept: plan.kept(),
     })
 }
 

@@ -84,6 +84,7 @@ void af_matmul_sum(__global const {el} *part, __global {el} *c) {{
         ],
         fault: None,
         immediate_words: None,
+        kept: None,
     })
 }
 

@@ -134,6 +134,7 @@ pub fn render(op: ReduceOp, g: Rows, d: DType, t: Target) -> Result<GpuPlan, Uns
                 passes,
                 fault: None,
                 immediate_words: None,
+                kept: None,
             })
         }
         GpuLayout::Columns { chunks, chunk } => {
@@ -166,6 +167,7 @@ pub fn render(op: ReduceOp, g: Rows, d: DType, t: Target) -> Result<GpuPlan, Uns
                 passes,
                 fault: None,
                 immediate_words: None,
+                kept: None,
             })
         }
     }

@@ -144,6 +144,7 @@ pub fn render(op: ReduceOp, g: Rows, d: DType) -> Result<GpuPlan, Unsupported> {
         passes,
         fault: None,
         immediate_words: None,
+        kept: None,
     })
 }
 

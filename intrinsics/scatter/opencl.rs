@@ -159,6 +159,7 @@ void af_scatter_add(__global const {it} *idx, __global const {ty} *vals, __globa
             ],
             fault: Some(0),
             immediate_words: None,
+            kept: None,
         });
     }
     source.push_str(&format!(
@@ -224,6 +225,7 @@ void af_scatter_write(__global const {it} *idx, __global const {ty} *vals, __glo
         ],
         fault: Some(0),
         immediate_words: None,
+        kept: None,
     })
 }
 
@@ -442,6 +444,7 @@ void af_scatter_sum(__global const {ty} *data, __global const {acc} *part, __glo
         ],
         fault: Some(0),
         immediate_words: None,
+        kept: None,
     })
 }
 

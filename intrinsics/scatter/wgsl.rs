@@ -129,6 +129,7 @@ fn af_scatter_add(@builtin(global_invocation_id) gid: vec3<u32>) {{
             ],
             fault: Some(0),
             immediate_words: None,
+            kept: None,
         });
     }
     source.push_str(&format!(
@@ -203,6 +204,7 @@ fn af_scatter_write(@builtin(global_invocation_id) gid: vec3<u32>) {{
         ],
         fault: Some(0),
         immediate_words: None,
+        kept: None,
     })
 }
 
@@ -421,6 +423,7 @@ fn af_scatter_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         ],
         fault: Some(0),
         immediate_words: None,
+        kept: None,
     })
 }
 

@@ -491,6 +491,7 @@ pub fn render_sort(
         passes: plan.passes,
         fault: None,
         immediate_words: None,
+        kept: None,
     })
 }
 
@@ -705,5 +706,6 @@ pub fn render_runs(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsuppor
         ],
         fault: None,
         immediate_words: None,
+        kept: None,
     })
 }

@@ -335,6 +335,7 @@ pub fn render_opencl(
         passes,
         fault: None,
         immediate_words: None,
+        kept: None,
     })
 }
 
@@ -605,5 +606,6 @@ pub fn render_wgsl(call: &IntrinsicCall, r: Rows, k: usize) -> Result<GpuPlan, U
         passes,
         fault: None,
         immediate_words: None,
+        kept: None,
     })
 }

@@ -563,6 +563,7 @@ pub fn render_sort(
         passes: plan.passes,
         fault: None,
         immediate_words: None,
+        kept: None,
     })
 }
 
@@ -780,5 +781,6 @@ pub fn render_runs(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
         ],
         fault: None,
         immediate_words: None,
+        kept: None,
     })
 }

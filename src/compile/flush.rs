@@ -207,8 +207,7 @@ pub fn flush_into(
     *rt.last_sequence.lock() = Some(seq.clone());
     Counters::add(&rt.counters.flush_ns, start.elapsed().as_nanos() as u64);
     if crate::profile::active() {
-        crate::profile::send_api_calls();
-        crate::profile::runtime("flush", reason.to_string(), None, start, 0, None);
+        crate::profile::runtime("flush", reason.name(), None, start, 0, None);
     }
     rt.hand_off(Submission {
         origin: Origin::Flush(reason),

@@ -1468,16 +1468,11 @@ pub(crate) fn profile_launch(
     host_ns: u64,
     timing: crate::profile::LaunchTiming,
 ) {
-    let elements = match &*task.program.kernel {
-        Kernel::Fused(k) => k.domain.len(),
-        Kernel::Intrinsic(c) => c.out_shape.iter().product(),
-    } as u64;
     crate::profile::emit(crate::profile::Event::Launch {
         task: task.id,
         kernel: task.program.kernel.clone(),
         sites: task.program.sites.clone(),
         exec,
-        elements,
         bytes: task.bytes,
         host_ns,
         end: std::time::Instant::now(),

@@ -38,11 +38,9 @@ impl FlushReason {
     pub fn index(self) -> usize {
         self as usize
     }
-}
-
-impl fmt::Display for FlushReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+    /// How logs and the profiler name the reason.
+    pub fn name(self) -> &'static str {
+        match self {
             FlushReason::Read => "read",
             FlushReason::Threshold => "threshold",
             FlushReason::NonFusible => "non-fusible",
@@ -50,7 +48,13 @@ impl fmt::Display for FlushReason {
             FlushReason::Execute => "execute",
             FlushReason::BlockEnd => "block-end",
             FlushReason::Section => "section",
-        })
+        }
+    }
+}
+
+impl fmt::Display for FlushReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

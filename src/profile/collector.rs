@@ -1,9 +1,10 @@
 //! The collector (the seed's 811): a thread that receives the runtime's profiling events over a
-//! channel and aggregates them into one run's records: PC records by call site, CK records by
+//! channel, in per-thread batches (`batch.rs`), and aggregates them into one run's records: PC records by call site, CK records by
 //! kernel and executor (a launch's device time paired with its launch by task id; launches that
 //! sampling left untimed estimated at the mean of the kernel's launches timed before them), launches and runtime
 //! events; at the run's end it writes them (`db.rs`). It keeps kernels by address and strings
-//! as they came until then, so an event costs it no allocation.
+//! as they came until then, so an event costs it no allocation; a kernel's identity (a hash of
+//! its listing), weights and element count are worked out here once, the first time it is seen.
 
 use super::RunInfo;
 use super::schema::{CkRecord, Launch, Meta, PcRecord, Run, RuntimeEvent, SCHEMA_VERSION};
@@ -33,8 +34,6 @@ pub(crate) enum LaunchTiming {
 
 /// A profiling event from one of the runtime's components.
 pub(crate) enum Event {
-    /// Array operations recorded on one thread: each one's call site and host time.
-    Api(Vec<(Site, u64)>),
     /// The application wrote `bytes` into the runtime at `site`.
     Write {
         site: Site,
@@ -59,7 +58,6 @@ pub(crate) enum Event {
         kernel: Arc<Kernel>,
         sites: Arc<[Site]>,
         exec: u32,
-        elements: u64,
         bytes: [u64; 2],
         host_ns: u64,
         end: Instant,
@@ -75,7 +73,6 @@ pub(crate) enum Event {
         at: Instant,
         dur_ns: u64,
         bytes: u64,
-        thread: Arc<str>,
         site: Option<Site>,
     },
 }
@@ -86,7 +83,12 @@ pub(crate) enum Msg {
         info: RunInfo,
         at: Instant,
     },
-    Event(Event),
+    /// One thread's records: array operations (call site, host time) and other events.
+    Batch {
+        thread: Arc<str>,
+        calls: Vec<(Site, u64)>,
+        events: Vec<Event>,
+    },
     End(Sender<Result<PathBuf, String>>),
 }
 
@@ -105,9 +107,13 @@ fn run(rx: Receiver<Msg>) {
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Begin { dir, info, at } => cur = Some(RunState::new(dir, info, at)),
-            Msg::Event(e) => {
+            Msg::Batch {
+                thread,
+                calls,
+                events,
+            } => {
                 if let Some(r) = cur.as_mut() {
-                    r.add(e);
+                    r.batch(&thread, calls, events);
                 }
             }
             Msg::End(reply) => {
@@ -120,8 +126,24 @@ fn run(rx: Receiver<Msg>) {
                 // take what is still on its way before pairing the rest with host times.
                 // (Begin and End are serialised by `super::SWITCH`: only events come here.)
                 while let Ok(m) = rx.recv_timeout(Duration::from_millis(30)) {
-                    if let Msg::Event(e) = m {
-                        r.add(e);
+                    if let Msg::Batch {
+                        thread,
+                        calls,
+                        events,
+                    } = m
+                    {
+                        r.batch(&thread, calls, events);
+                    }
+                }
+                // What completed since the stop sent every thread's batch.
+                for m in super::batch::take_all() {
+                    if let Msg::Batch {
+                        thread,
+                        calls,
+                        events,
+                    } = m
+                    {
+                        r.batch(&thread, calls, events);
                     }
                 }
                 let _ = reply.send(r.finish(wall_ns));
@@ -138,6 +160,8 @@ struct KernelInfo {
     kind: String,
     listing: String,
     instructions: u64,
+    /// Elements of its domain (a fused kernel) or output (an intrinsic).
+    elements: u64,
     weights: Vec<(String, f64)>,
     /// Keeps the kernel alive so its address stays its identity.
     _kernel: Arc<Kernel>,
@@ -146,7 +170,6 @@ struct KernelInfo {
 struct Pending {
     kernel: usize,
     exec: u32,
-    elements: u64,
     bytes: [u64; 2],
     host_ns: u64,
     end: Instant,
@@ -221,8 +244,6 @@ struct RunState {
     device_times: AHashMap<u64, u64>,
     launches: Vec<LaunchAcc>,
     runtime: Vec<RuntimeAcc>,
-    /// The thread name of the application's events.
-    app: Arc<str>,
 }
 
 impl RunState {
@@ -242,7 +263,6 @@ impl RunState {
             device_times: AHashMap::new(),
             launches: Vec::new(),
             runtime: Vec::new(),
-            app: Arc::from("app"),
         }
     }
 
@@ -261,15 +281,21 @@ impl RunState {
         at.saturating_duration_since(self.started).as_nanos() as u64
     }
 
-    fn add(&mut self, e: Event) {
+    /// One thread's batch.
+    fn batch(&mut self, thread: &Arc<str>, calls: Vec<(Site, u64)>, events: Vec<Event>) {
+        for (site, ns) in calls {
+            let p = self.pc(site);
+            p.api_calls += 1;
+            p.record_ns += ns;
+        }
+        for e in events {
+            self.add(e, thread);
+        }
+    }
+
+    /// An event of `thread`.
+    fn add(&mut self, e: Event, thread: &Arc<str>) {
         match e {
-            Event::Api(calls) => {
-                for (site, ns) in calls {
-                    let p = self.pc(site);
-                    p.api_calls += 1;
-                    p.record_ns += ns;
-                }
-            }
             Event::Write {
                 site,
                 bytes,
@@ -280,7 +306,7 @@ impl RunState {
                 p.writes += 1;
                 p.write_bytes += bytes;
                 p.write_ns += ns;
-                self.push_runtime("write", Cow::Borrowed(""), at, ns, bytes, site);
+                self.push_runtime("write", at, ns, bytes, site, thread);
             }
             Event::Read {
                 site,
@@ -294,7 +320,7 @@ impl RunState {
                 p.read_bytes += bytes;
                 p.read_ns += ns;
                 p.read_wait_ns += wait_ns;
-                self.push_runtime("read", Cow::Borrowed(""), at, ns, bytes, site);
+                self.push_runtime("read", at, ns, bytes, site, thread);
             }
             Event::Error { site } => self.pc(site).errors += 1,
             Event::Launch {
@@ -302,7 +328,6 @@ impl RunState {
                 kernel,
                 sites,
                 exec,
-                elements,
                 bytes,
                 host_ns,
                 end,
@@ -315,7 +340,6 @@ impl RunState {
                 let p = Pending {
                     kernel: key,
                     exec,
-                    elements,
                     bytes,
                     host_ns,
                     end,
@@ -342,7 +366,6 @@ impl RunState {
                 at,
                 dur_ns,
                 bytes,
-                thread,
                 site,
             } => {
                 if self.runtime.len() < MAX_EVENTS {
@@ -354,7 +377,7 @@ impl RunState {
                         t_ns,
                         dur_ns,
                         bytes,
-                        thread,
+                        thread: Arc::clone(thread),
                         site,
                     });
                 }
@@ -362,25 +385,26 @@ impl RunState {
         }
     }
 
+    /// A read's or write's runtime event.
     fn push_runtime(
         &mut self,
         kind: &'static str,
-        detail: Cow<'static, str>,
         at: Instant,
         ns: u64,
         bytes: u64,
         site: Site,
+        thread: &Arc<str>,
     ) {
         if self.runtime.len() < MAX_EVENTS {
             let t_ns = self.t(at);
             self.runtime.push(RuntimeAcc {
                 kind,
-                detail,
+                detail: Cow::Borrowed(""),
                 hit: None,
                 t_ns,
                 dur_ns: ns,
                 bytes,
-                thread: Arc::clone(&self.app),
+                thread: Arc::clone(thread),
                 site: Some(site),
             });
         }
@@ -388,11 +412,12 @@ impl RunState {
 
     /// Adds a launch to its CK record: timed by the device, by the host, or estimated.
     fn finish_launch(&mut self, p: Pending, timed: Timed) {
-        let hash = self.kernels[&p.kernel].hash;
+        let k = &self.kernels[&p.kernel];
+        let (hash, elements) = (k.hash, k.elements);
         let ck = self.cks.entry((hash, p.exec)).or_insert_with(|| CkAcc {
             kernel: p.kernel,
             exec: p.exec,
-            elements: p.elements,
+            elements,
             ..CkAcc::default()
         });
         let host = p.host_ns.max(1);
@@ -568,12 +593,17 @@ fn kernel_info(kernel: Arc<Kernel>, sites: &[Site]) -> KernelInfo {
     let mut h = std::hash::DefaultHasher::new();
     listing.hash(&mut h);
     let hash = h.finish();
+    let elements = match &*kernel {
+        Kernel::Fused(k) => k.domain.len(),
+        Kernel::Intrinsic(c) => c.out_shape.iter().product(),
+    } as u64;
     KernelInfo {
         hash,
         id: format!("{hash:016x}"),
         kind,
         listing,
         instructions,
+        elements,
         weights: kernel_weights(&kernel, sites),
         _kernel: kernel,
     }

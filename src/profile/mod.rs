@@ -6,12 +6,12 @@
 //! **The switch.** `ARRAYFLOW_PROFILE=<dir>` profiles the whole process (written at exit), or
 //! [`crate::Runtime::profile`] returns a [`ProfileGuard`] that profiles until it is dropped. Each
 //! hook first loads one relaxed atomic ([`active`]); off, nothing is allocated or sent. On, hooks
-//! send events down a crossbeam channel (no locks on the application's or executors' paths) to
-//! the collector thread, which aggregates them and writes one folder per run,
-//! `<dir>/run-<unix-ms>-<pid>/`. Array operations are not sent one by one: each thread gathers
-//! its operations' call sites and host times in a buffer of its own (`api.rs`) and sends it
-//! whole when it fills, when the thread flushes the queue, and when it stops the profiler (what
-//! another thread recorded after its last flush is not counted).
+//! append their records to a batch of their own thread's (`batch.rs`: array operations, reads
+//! and writes, launches, device times, runtime events), which goes to the collector thread down
+//! a crossbeam channel when it fills and when the profiler stops; no hook sends a message or
+//! wakes another thread, and the executors' launch records are a few ids, counts and times (the
+//! collector works out the kernel's identity, weights and strings once per kernel). The
+//! collector aggregates them and writes one folder per run, `<dir>/run-<unix-ms>-<pid>/`.
 //!
 //! **Device time.** GPU kernels are timed on the device (OpenCL profiling events, wgpu timestamp
 //! queries where the adapter has them) when the device timers were armed at start-up
@@ -33,7 +33,7 @@
 //! profiler started later with [`crate::Runtime::profile`]). `ARRAYFLOW_KERNEL_TIMES` times every
 //! launch too. The CPU executor's host timings cost two clock reads and are never sampled.
 
-mod api;
+mod batch;
 mod collector;
 pub mod db;
 pub mod report;
@@ -44,13 +44,9 @@ use crate::ir::Site;
 pub(crate) use collector::{Event, LaunchTiming};
 use crossbeam_channel::Sender;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
-
-use api::drop_api_calls;
-pub(crate) use api::{api_call, send_api_calls};
 
 pub use weights::kernel_weights;
 
@@ -65,10 +61,17 @@ pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// Sends an event to the collector (call only when [`active`]).
+/// Records an event in this thread's batch (call only when [`active`], or for work a run
+/// started: a launch or device time that completes after the stop still counts).
 pub(crate) fn emit(e: Event) {
-    if let Some(tx) = COLLECTOR.get() {
-        let _ = tx.send(collector::Msg::Event(e));
+    batch::event(e);
+}
+
+/// Hook: an array operation recorded at `site`, begun at `since` (`None`: profiling is off).
+#[inline]
+pub(crate) fn api_call(site: Site, since: Option<Instant>) {
+    if let Some(t) = since {
+        batch::call(site, t.elapsed().as_nanos() as u64);
     }
 }
 
@@ -102,7 +105,7 @@ pub(crate) fn start(dir: &Path, info: RunInfo) -> Result<(), String> {
     let tx = COLLECTOR.get_or_init(collector::spawn);
     let _ = crate::error::ERROR_HOOK.set(error);
     RUN.fetch_add(1, Ordering::Relaxed);
-    drop_api_calls();
+    batch::clear_all();
     let _ = tx.send(collector::Msg::Begin {
         dir: dir.to_path_buf(),
         info,
@@ -119,7 +122,7 @@ pub(crate) fn stop() -> Option<Result<PathBuf, String>> {
         return None;
     }
     ACTIVE.store(false, Ordering::Release);
-    send_api_calls();
+    batch::send_all();
     let tx = COLLECTOR.get()?;
     let (reply, rx) = crossbeam_channel::bounded(1);
     let _ = tx.send(collector::Msg::End(reply));
@@ -199,7 +202,6 @@ pub(crate) fn runtime(
         at,
         dur_ns: at.elapsed().as_nanos() as u64,
         bytes,
-        thread: thread_name(),
         site,
     });
 }
@@ -210,8 +212,6 @@ pub(crate) fn device_time(task: u64, ns: u64) {
 }
 
 thread_local! {
-    /// This thread's name, as runtime events carry it (looked up once per thread).
-    static THREAD: Arc<str> = Arc::from(std::thread::current().name().unwrap_or("app"));
     /// Host time this thread spent compiling while it ran a kernel (left out of the kernel's time).
     static EXCLUDED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -224,11 +224,6 @@ pub(crate) fn exclude(ns: u64) {
 /// This thread's compile time so far ([`exclude`]).
 pub(crate) fn excluded() -> u64 {
     EXCLUDED_NS.with(|c| c.get())
-}
-
-/// This thread's name (`app` for an unnamed one), shared.
-fn thread_name() -> Arc<str> {
-    THREAD.with(Arc::clone)
 }
 
 /// Profiling runs started in this process (a [`Sampler`] starts over in each).

@@ -389,6 +389,7 @@ impl Blocked {
             passes,
             fault: s.fault,
             immediate_words: None,
+            kept: None,
         }
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! The loop owns the device's buffers (`store.rs`: allocation with a pool, the host backing store
 //! and swap when memory runs out), turns each task's kernel into a [`GpuPlan`] once per kernel
-//! (`plans.rs`), and runs the seed's Move_Data_In / Compute_Data / Move_Data_Out requests.
+//! (`plans.rs`), and runs the seed's Move_Data_In / Compute_Data / Move_Data_Out requests. A
+//! plan's constant table (`GpuPlan::kept`: Bluestein's FFT filter) is computed by its first
+//! launch and kept for the later ones of any plan with the same key (`kept.rs`).
 //! Completion is asynchronous: the device API calls back when work is done and the callback tells
 //! the scheduler. When the runtime's threads spin, the loop itself polls for finished work between
 //! messages and while it waits (`DeviceApi::poll`), so the driver sees one thread; before it
@@ -14,6 +16,7 @@
 
 mod clocks;
 mod fallback;
+mod kept;
 pub mod opencl;
 mod opencl_staging;
 mod plans;
@@ -226,6 +229,7 @@ fn spawn<A: DeviceApi>(
             watch: spin != Spin::OFF,
             store: Store::new(limit),
             plans: plans::Plans::new(limits.kernel_instructions),
+            kept: kept::KeptTables::new(),
             api,
             sched,
             me,
@@ -255,6 +259,8 @@ struct GpuLoop<A: DeviceApi> {
     api: A,
     store: Store<A::Buf>,
     plans: plans::Plans<A::Program>,
+    /// Tables kept between launches (`GpuPlan::kept`).
+    kept: kept::KeptTables<A::Buf>,
     sched: Sender<SchedMsg>,
     /// This executor's own queue (a faulted task is queued again to run on the CPU).
     me: Sender<ExecMsg>,
@@ -481,6 +487,13 @@ impl<A: DeviceApi> GpuLoop<A> {
             if self.store.drop_pool() {
                 continue;
             }
+            let tables = self.kept.drain();
+            if !tables.is_empty() {
+                for (b, bytes) in tables {
+                    self.store.pool(b, bytes);
+                }
+                continue;
+            }
             // Swap the least recently used idle buffer to the host backing store.
             let Some(victim) = self.store.victim(keep) else {
                 return Err(format!("out of device memory for {bytes} bytes"));
@@ -665,14 +678,23 @@ impl<A: DeviceApi> GpuLoop<A> {
             outputs,
             temps,
             scratch,
+            ..
         } = held;
         let mut faults = Vec::new();
         for (step, mut bufs) in steps.iter().zip(scratch) {
-            if let Some(f) = step.plan.fault {
-                let (s, bytes) = bufs.swap_remove(f as usize);
-                faults.push((s, bytes));
+            // A kept table (found or just computed) stays for the launches after this one.
+            if let Some(k) = &step.plan.kept
+                && let Some((t, bytes)) = bufs[k.scratch as usize].take()
+            {
+                for (b, bytes) in self.kept.put(&k.key, t, bytes) {
+                    self.store.pool(b, bytes);
+                }
             }
-            for (s, bytes) in bufs {
+            if let Some(f) = step.plan.fault {
+                let fault = bufs.swap_remove(f as usize);
+                faults.push(fault.expect("the fault word is allocated"));
+            }
+            for (s, bytes) in bufs.into_iter().flatten() {
                 self.store.pool(s, bytes);
             }
         }
@@ -775,8 +797,24 @@ impl<A: DeviceApi> GpuLoop<A> {
             held.temps.push((self.alloc(bytes, keep, false)?, bytes));
         }
         for step in &dplan.steps {
+            // A table kept from an earlier launch: bound instead of computed, and the scratch
+            // buffers only its passes use are not allocated.
+            let found = step.plan.kept.as_ref().and_then(|k| {
+                let t = self.kept.take(&k.key)?;
+                Some((kept::spared(&step.plan, k), k.scratch, t))
+            });
+            held.kept_hit.push(found.is_some());
+            let (spared, table_at, mut table) = match found {
+                Some((s, at, t)) => (s, at as usize, Some(t)),
+                None => (Vec::new(), usize::MAX, None),
+            };
             held.scratch.push(Vec::new());
             for (i, &bytes) in step.plan.scratch.iter().enumerate() {
+                if spared.get(i).copied().unwrap_or(false) {
+                    let t = if i == table_at { table.take() } else { None };
+                    held.scratch.last_mut().expect("pushed").push(t);
+                    continue;
+                }
                 let mut s = self.alloc(bytes, keep, false)?;
                 // Only the fault word must start at zero: the first pass writes every partial
                 // slot before the final pass reads it.
@@ -785,7 +823,10 @@ impl<A: DeviceApi> GpuLoop<A> {
                 } else {
                     Ok(())
                 };
-                held.scratch.last_mut().expect("pushed").push((s, bytes));
+                held.scratch
+                    .last_mut()
+                    .expect("pushed")
+                    .push(Some((s, bytes)));
                 zeroed?;
             }
         }
@@ -799,10 +840,16 @@ impl<A: DeviceApi> GpuLoop<A> {
         dplan: &plans::DevicePlan<A::Program>,
         held: &Held<A::Buf>,
     ) -> Result<(), String> {
-        for (step, scratch) in dplan.steps.iter().zip(&held.scratch) {
+        let steps = dplan.steps.iter().zip(&held.scratch).zip(&held.kept_hit);
+        for ((step, scratch), &hit) in steps {
             let bind = |a: &BufArg| -> &A::Buf {
                 let slot = match *a {
-                    BufArg::Scratch(i) => return &scratch[i as usize].0,
+                    BufArg::Scratch(i) => {
+                        return &scratch[i as usize]
+                            .as_ref()
+                            .expect("only skipped passes bind spared scratch buffers")
+                            .0;
+                    }
                     BufArg::Input(i) => step.inputs[i as usize],
                     BufArg::Output(i) => step.outputs[i as usize],
                 };
@@ -815,8 +862,17 @@ impl<A: DeviceApi> GpuLoop<A> {
                     (plans::Slot::Task(t), _) => &held.outputs[t].1,
                 }
             };
-            for (pi, pass) in step.plan.passes.iter().enumerate() {
+            // The passes of a table kept from an earlier launch are not run again.
+            let skip = match &step.plan.kept {
+                Some(k) if hit => {
+                    Counters::add(&self.counters.device.kept_hits, 1);
+                    k.passes as usize
+                }
+                _ => 0,
+            };
+            for (pi, pass) in step.plan.passes.iter().enumerate().skip(skip) {
                 if pass.groups > 0 {
+                    Counters::add(&self.counters.device.dispatches, 1);
                     let bufs: Vec<&A::Buf> = pass.buffers.iter().map(bind).collect();
                     tracing::trace!(target: "arrayflow::exec::dispatch", "{} params {:?}", timing::label(&step.plan, pi), task.params);
                     self.api
@@ -834,7 +890,7 @@ impl<A: DeviceApi> GpuLoop<A> {
             .map(|(_, b, bytes, _, _)| (b, bytes));
         for (b, bytes) in outputs
             .chain(held.temps)
-            .chain(held.scratch.into_iter().flatten())
+            .chain(held.scratch.into_iter().flatten().flatten())
         {
             self.store.pool(b, bytes);
         }
@@ -891,11 +947,13 @@ impl<A: DeviceApi> GpuLoop<A> {
 }
 
 /// The device buffers one task's steps bind: its outputs (buffer, device buffer, bytes, type,
-/// length), the temporaries between split halves, and each step's scratch buffers.
+/// length), the temporaries between split halves, and each step's scratch buffers (`None`:
+/// spared, the step binding a kept table, [`kept`]); per step, whether its kept table was found.
 struct Held<B> {
     outputs: Vec<(BufferId, B, u64, DType, usize)>,
     temps: Vec<(B, u64)>,
-    scratch: Vec<Vec<(B, u64)>>,
+    scratch: Vec<Vec<Option<(B, u64)>>>,
+    kept_hit: Vec<bool>,
 }
 
 impl<B> Default for Held<B> {
@@ -904,6 +962,7 @@ impl<B> Default for Held<B> {
             outputs: Vec::new(),
             temps: Vec::new(),
             scratch: Vec::new(),
+            kept_hit: Vec::new(),
         }
     }
 }

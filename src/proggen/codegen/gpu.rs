@@ -79,6 +79,23 @@ pub struct GpuPlan {
     /// executor sets before each dispatch that takes parameters); `None` when the parameters come
     /// from a storage buffer, or there are none. Always `None` for OpenCL.
     pub immediate_words: Option<u32>,
+    /// Leading passes whose result an executor may keep between launches ([`Kept`]).
+    pub kept: Option<Kept>,
+}
+
+/// Leading passes of a plan that compute a constant table (Bluestein's transformed chirp
+/// filter): passes `0 .. passes` read nothing a launch provides and leave the table in scratch
+/// buffer `scratch` (their other scratch buffers are their own). Every plan with the same `key`
+/// computes the same table on one device, so an executor may run them once, keep the buffer
+/// under `key`, and on later launches skip them and bind the kept buffer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Kept {
+    /// What the table depends on besides the device (e.g. length, element type, direction).
+    pub key: String,
+    /// The passes that compute it, from the first.
+    pub passes: u32,
+    /// The scratch buffer that holds it after them.
+    pub scratch: u32,
 }
 
 impl GpuPlan {
@@ -110,6 +127,7 @@ impl GpuPlan {
             }],
             fault: fault_word.then_some(0),
             immediate_words: None,
+            kept: None,
         }
     }
 }

@@ -905,6 +905,7 @@ impl Lowered<'_> {
                 })
                 .collect(),
             immediate_words,
+            kept: None,
         }
     }
 }
