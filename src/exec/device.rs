@@ -165,9 +165,19 @@ impl DeviceChoice {
                 let mut devices: Vec<&'static DeviceInfo> = inventory().iter().collect();
                 // OpenCL first, so a device both backends offer runs through OpenCL.
                 devices.sort_by_key(|d| d.backend != Backend::OpenCl);
+                // The k-th wgpu adapter of a name OpenCL offers k times or more is the same
+                // physical device (two identical GPUs are two devices, not one).
+                let mut seen: std::collections::HashMap<&str, (usize, usize)> = Default::default();
                 for d in devices {
-                    if !out.iter().any(|o| o.name == d.name) {
+                    let c = seen.entry(d.name.as_str()).or_default();
+                    if d.backend == Backend::OpenCl {
+                        c.0 += 1;
                         out.push(d);
+                    } else {
+                        c.1 += 1;
+                        if c.1 > c.0 {
+                            out.push(d);
+                        }
                     }
                 }
                 (out, true)
