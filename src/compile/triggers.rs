@@ -131,16 +131,7 @@ impl Inner {
             if let Some(e) = self.section_violation(&mut fe, "an evaluation", site) {
                 return Err(e);
             }
-            if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
-                enqueue_leaf(&mut fe, h.id);
-                fe.queue.push(Entry::HintRead(h.id));
-                {
-                    let f = &mut *fe;
-                    f.key.push_hint(&f.nodes, h.id);
-                }
-                flush(self, &mut fe, FlushReason::Hint, Some(h.id));
-            }
-            fe.nodes.get(&h.id).and_then(|n| n.buffer())
+            self.start(&mut fe, h)
         };
         match buf {
             Some(b) => self.sched.wait(b).map_err(|e| invalid_read(e, site)),
@@ -155,15 +146,22 @@ impl Inner {
         if !fe.sections.is_empty() {
             return; // inside a code reuse section the whole section runs together
         }
+        self.start(&mut fe, h);
+    }
+
+    /// Starts computing `h` if it is pending (a hint flush); returns its buffer (`None` for a
+    /// constant or a value folded at record time).
+    fn start(&self, fe: &mut FrontEnd, h: &Handle) -> Option<crate::exec::BufferId> {
         if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
-            enqueue_leaf(&mut fe, h.id);
+            enqueue_leaf(fe, h.id);
             fe.queue.push(Entry::HintRead(h.id));
             {
                 let f = &mut *fe;
                 f.key.push_hint(&f.nodes, h.id);
             }
-            flush(self, &mut fe, FlushReason::Hint, Some(h.id));
+            flush(self, fe, FlushReason::Hint, Some(h.id));
         }
+        fe.nodes.get(&h.id).and_then(|n| n.buffer())
     }
 
     /// Flushes the queue without waiting (a placement scope's edges: what was recorded before
@@ -183,16 +181,7 @@ impl Inner {
             if let Some(e) = self.section_violation(&mut fe, "a placement", site) {
                 return Err(e);
             }
-            if fe.nodes.get(&h.id).is_some_and(|n| n.is_pending()) {
-                enqueue_leaf(&mut fe, h.id);
-                fe.queue.push(Entry::HintRead(h.id));
-                {
-                    let f = &mut *fe;
-                    f.key.push_hint(&f.nodes, h.id);
-                }
-                flush(self, &mut fe, FlushReason::Hint, Some(h.id));
-            }
-            fe.nodes.get(&h.id).and_then(|n| n.buffer())
+            self.start(&mut fe, h)
         };
         if let Some(b) = buf {
             self.sched.place(b, exec);

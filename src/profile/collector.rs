@@ -125,7 +125,7 @@ fn run(rx: Receiver<Msg>) {
                 // Device times are read on the executors' threads as their submissions finish:
                 // take what is still on its way before pairing the rest with host times.
                 // (Begin and End are serialised by `super::SWITCH`: only events come here.)
-                while let Ok(m) = rx.recv_timeout(Duration::from_millis(30)) {
+                let mut take = |m: Msg| {
                     if let Msg::Batch {
                         thread,
                         calls,
@@ -134,18 +134,12 @@ fn run(rx: Receiver<Msg>) {
                     {
                         r.batch(&thread, calls, events);
                     }
+                };
+                while let Ok(m) = rx.recv_timeout(Duration::from_millis(30)) {
+                    take(m);
                 }
                 // What completed since the stop sent every thread's batch.
-                for m in super::batch::take_all() {
-                    if let Msg::Batch {
-                        thread,
-                        calls,
-                        events,
-                    } = m
-                    {
-                        r.batch(&thread, calls, events);
-                    }
-                }
+                super::batch::take_all().into_iter().for_each(&mut take);
                 let _ = reply.send(r.finish(wall_ns));
             }
         }
