@@ -1010,7 +1010,7 @@ impl SchedulerLoop {
                 });
             if free {
                 batch[last].free_after.push(b);
-                self.buffers.remove(&b);
+                self.forget(b);
             }
         }
     }
@@ -1400,6 +1400,15 @@ impl SchedulerLoop {
         }
     }
 
+    /// Drops what the scheduler and the placement model know of a freed buffer.
+    fn forget(&mut self, b: BufferId) {
+        self.buffers.remove(&b);
+        self.places.remove(&b);
+        if let Some(p) = &mut self.placement {
+            p.freed(b);
+        }
+    }
+
     /// Frees a released buffer once nothing needs it. A result still being computed on a device
     /// can go at once when no other task uses it (stream-ordered release): the device runs its
     /// queue in order, so the next program that takes the buffer from the device's pool runs
@@ -1417,11 +1426,7 @@ impl SchedulerLoop {
         };
         if s.released && idle && (done || in_order != 0) {
             let on = s.on | in_order;
-            self.buffers.remove(&b);
-            self.places.remove(&b);
-            if let Some(p) = &mut self.placement {
-                p.freed(b);
-            }
+            self.forget(b);
             for i in 0..self.execs.len() {
                 if on & bit(i) != 0 {
                     self.send_exec(i, ExecMsg::Free(b));
