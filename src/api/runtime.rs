@@ -217,7 +217,7 @@ impl Runtime {
             .expect("blocks are balanced inside Runtime::block");
         r
     }
-    /// The executors that run kernels, device first, for example
+    /// The executors that run kernels, devices first, for example
     /// `opencl:0 NVIDIA H100 80GB HBM3 (Discrete, NVIDIA CUDA, 81008 MiB, f64 yes) + cpu (16 threads;
     /// native C tier: Auto)`.
     pub fn executor() -> String {
@@ -226,10 +226,13 @@ impl Runtime {
             rayon::current_num_threads(),
             crate::exec::cpu::native::mode()
         );
-        match Inner::get().sched.device() {
-            Some(dev) => format!("{dev} + {cpu}"),
-            None => cpu,
-        }
+        let devices = Inner::get().sched.devices();
+        devices
+            .iter()
+            .map(|d| d.to_string())
+            .chain(std::iter::once(cpu))
+            .collect::<Vec<_>>()
+            .join(" + ")
     }
     /// The device executor's backend (`Backend::Cpu` when kernels run on the CPU only).
     pub fn backend() -> Backend {

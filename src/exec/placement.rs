@@ -152,7 +152,7 @@ pub struct Placement {
     clocks: Vec<f64>,
     now: f64,
     buffers: AHashMap<BufferId, Loc>,
-    /// The next executor in round-robin order.
+    /// Programs placed so far (round-robin's position).
     turn: usize,
 }
 
@@ -193,25 +193,21 @@ impl Placement {
         if self.cpu_candidate || candidates.is_empty() {
             candidates.push(0);
         }
-        let exec = match pinned.filter(|&p| p < n && allowed & (1 << p) != 0) {
-            Some(p) => p,
+        let finish = |e: usize| (e, self.finish(e, program, inputs, formal_bytes));
+        let (exec, finish) = match pinned.filter(|&p| p < n && allowed & (1 << p) != 0) {
+            Some(p) => finish(p),
             None => match self.policy {
-                Policy::First => candidates[0],
-                Policy::RoundRobin => {
-                    let e = candidates[self.turn % candidates.len()];
-                    self.turn += 1;
-                    e
-                }
-                Policy::Cost => *candidates
+                Policy::First => finish(candidates[0]),
+                Policy::RoundRobin => finish(candidates[self.turn % candidates.len()]),
+                // The first of equal finishes: devices in order, the CPU last.
+                Policy::Cost => candidates
                     .iter()
-                    .min_by(|&&a, &&b| {
-                        self.finish(a, program, inputs, formal_bytes)
-                            .total_cmp(&self.finish(b, program, inputs, formal_bytes))
-                    })
+                    .map(|&e| finish(e))
+                    .reduce(|a, b| if b.1 < a.1 { b } else { a })
                     .expect("the CPU is always a candidate"),
             },
         };
-        let finish = self.finish(exec, program, inputs, formal_bytes);
+        self.turn += 1;
         self.clocks[exec] = finish;
         for i in inputs {
             if let Some(l) = self.buffers.get_mut(&i.buf) {

@@ -833,12 +833,12 @@ impl SchedulerLoop {
     /// The executor `task`'s program runs on: with one device, the device when it can run the
     /// program, else the CPU; with several executors to choose from, where the cost model (or a
     /// placement scope's pin) says.
+    /// `bytes_of` gives a formal buffer's size; only the cost model asks.
     fn route(
         &mut self,
         task: &Task,
         pin: Option<usize>,
-        input_bytes: &[u64],
-        output_bytes: u64,
+        bytes_of: impl Fn(crate::proggen::sequence::FormalId) -> u64,
     ) -> usize {
         if self.execs.len() < 2 {
             return 0;
@@ -849,10 +849,19 @@ impl SchedulerLoop {
                 let inputs: Vec<super::placement::Input> = task
                     .inputs
                     .iter()
-                    .zip(input_bytes)
-                    .map(|(&buf, &bytes)| super::placement::Input { buf, bytes })
+                    .zip(&task.program.inputs)
+                    .map(|(&buf, &f)| super::placement::Input {
+                        buf,
+                        bytes: bytes_of(f),
+                    })
                     .collect();
-                let bytes = input_bytes.iter().sum::<u64>() + output_bytes;
+                let bytes = inputs.iter().map(|i| i.bytes).sum::<u64>()
+                    + task
+                        .program
+                        .outputs
+                        .iter()
+                        .map(|&f| bytes_of(f))
+                        .sum::<u64>();
                 p.choose(&task.program, &inputs, &task.outputs, bytes, allowed, pin)
             }
             None => match pin.filter(|&e| e < self.execs.len() && allowed & bit(e) != 0) {
@@ -928,17 +937,7 @@ impl SchedulerLoop {
                     [0, 0]
                 },
             };
-            let input_bytes: Vec<u64> = if self.placement.is_some() {
-                program.inputs.iter().map(|&f| formal_bytes(&[f])).collect()
-            } else {
-                Vec::new()
-            };
-            task.exec = self.route(
-                &task,
-                inst.pin,
-                &input_bytes,
-                formal_bytes(&program.outputs),
-            );
+            task.exec = self.route(&task, inst.pin, |f| formal_bytes(&[f]));
             for &b in task.inputs.iter().chain(&task.outputs) {
                 let s = self
                     .buffers

@@ -116,20 +116,12 @@ impl KernelSpec {
     }
 
     fn parse(text: &str, dir: &Path, origin: String, site: Site) -> Result<KernelSpec> {
-        let p = spec::parse(text).map_err(|m| spec_error(&origin, m, site))?;
-        let source = spec::read_source(dir, &p.src).map_err(|m| spec_error(&origin, m, site))?;
-        Ok(KernelSpec {
-            name: p.name,
-            src: dir.join(&p.src),
-            source,
-            work_dim: p.work_dim,
-            global: p.global,
-            local: p.local,
-            buffers: p.buffers,
-            scalars: p.scalars,
-            partition: p.partition,
-            origin,
-        })
+        let mut spec = spec::parse(text).map_err(|m| spec_error(&origin, m, site))?;
+        spec.source =
+            spec::read_source(dir, &spec.src).map_err(|m| spec_error(&origin, m, site))?;
+        spec.src = dir.join(&spec.src);
+        spec.origin = origin;
+        Ok(spec)
     }
 
     /// The spec with another `partition` (0 to 10).

@@ -60,18 +60,6 @@ pub struct ScalarSpec {
     pub value: ScalarValue,
 }
 
-/// The parsed fields, before the source is read.
-pub(crate) struct Parsed {
-    pub name: String,
-    pub src: String,
-    pub work_dim: usize,
-    pub global: Vec<Expr>,
-    pub local: Option<Vec<Expr>>,
-    pub buffers: Vec<BufferSpec>,
-    pub scalars: Vec<ScalarSpec>,
-    pub partition: u32,
-}
-
 const TYPES: &str = "f32, f64, i32, u32";
 
 fn dtype_of(s: &str) -> Option<DType> {
@@ -237,8 +225,9 @@ fn list<'a>(m: &'a Map<String, Value>, key: &str) -> Res<&'a [Value]> {
     }
 }
 
-/// Parses the JSON text of a spec.
-pub(crate) fn parse(text: &str) -> Res<Parsed> {
+/// Parses the JSON text of a spec: every field but the source (`src` as written, `source` and
+/// `origin` empty until [`super::KernelSpec`]'s constructors read the file).
+pub(crate) fn parse(text: &str) -> Res<super::KernelSpec> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let m = object(&v, "the spec")?;
     check_keys(
@@ -349,9 +338,11 @@ pub(crate) fn parse(text: &str) -> Res<Parsed> {
     if buffers.is_empty() {
         return err("buffers", "the kernel has no buffer");
     }
-    Ok(Parsed {
+    Ok(super::KernelSpec {
         name,
-        src,
+        src: src.into(),
+        source: String::new(),
+        origin: String::new(),
         work_dim,
         global,
         local,
@@ -362,7 +353,7 @@ pub(crate) fn parse(text: &str) -> Res<Parsed> {
 }
 
 /// Reads the source named by `src`, relative to `dir`.
-pub(crate) fn read_source(dir: &Path, src: &str) -> Res<String> {
+pub(crate) fn read_source(dir: &Path, src: &Path) -> Res<String> {
     let p = dir.join(src);
     std::fs::read_to_string(&p).or_else(|e| err("src", format!("cannot read {}: {e}", p.display())))
 }
