@@ -37,7 +37,7 @@ const N: usize = 2003;
 
 /// Whether this process's executor runs complex kernels of the given width on its device.
 fn on_device_for(wide: bool) -> bool {
-    match Runtime::backend() {
+    match common::the_device() {
         Backend::Cpu => false,
         Backend::Wgpu => !wide,
         Backend::OpenCl => {
@@ -65,7 +65,7 @@ fn checked<R>(wide: bool, what: &str, f: impl FnOnce() -> R) -> R {
     let before = Runtime::stats();
     let out = f();
     let d = Runtime::stats().since(&before);
-    match Runtime::backend() {
+    match common::the_device() {
         Backend::Cpu => {
             if native_everywhere() && !comparison_mode() {
                 assert!(d.native_launches > 0, "{what}: no native kernel ran: {d:?}");

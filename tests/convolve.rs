@@ -126,7 +126,7 @@ fn values<T: El>(r: &mut StdRng, n: usize) -> Vec<T> {
 
 /// Whether a direct call of `T` must have run the device kernel here.
 fn device_kernel<T: El>() -> bool {
-    !T::COMPLEX && std::any::type_name::<T>() == "f32" && Runtime::backend() != Backend::Cpu
+    !T::COMPLEX && std::any::type_name::<T>() == "f32" && common::the_device() != Backend::Cpu
 }
 
 /// One call checked against the oracle: `lead` batch axes, convolved lengths `n` and `m`
@@ -227,7 +227,7 @@ fn check<T: El>(
 /// Whether to walk fewer shapes: on a device executor every new shape compiles a program
 /// (about a second each on PoCL).
 fn few() -> bool {
-    on_device()
+    any_device()
 }
 
 /// The shapes walked: all of them, or on a device every other one and the last.

@@ -31,7 +31,7 @@ fn on_the_device<T: Element>(what: &str, f: impl FnOnce()) {
     let before = Runtime::stats();
     f();
     let st = Runtime::stats().since(&before);
-    let device = !matches!(Runtime::backend(), Backend::Cpu);
+    let device = !matches!(common::the_device(), Backend::Cpu);
     if device && T::DTYPE != DType::F64 {
         assert_eq!(
             st.device.fallbacks, 0,

@@ -72,7 +72,7 @@ fn device_choice_parses_and_rejects() {
 #[test]
 fn executor_is_the_one_asked_for() {
     let want = std::env::var("ARRAYFLOW_DEVICE").unwrap_or_default();
-    let backend = Runtime::backend();
+    let backend = Runtime::backend(); // the device asked for
     println!("executor: {}", Runtime::executor());
     match want.split(':').next().unwrap_or("") {
         "opencl" if required("opencl") => assert_eq!(backend, Backend::OpenCl),
@@ -115,11 +115,11 @@ fn values_cross_between_device_and_cpu() {
         .collect();
     assert_close(&got, &want, 1e-5, 1e-5, "device -> cpu f64 -> device");
     let st = Runtime::stats().since(&before);
-    if Runtime::backend() == Backend::Wgpu {
+    if common::the_device() == Backend::Wgpu {
         assert!(st.device.f64_to_cpu > 0, "{:?}", st.device);
         assert!(st.device.bytes_from_device > 0 && st.device.bytes_to_device > 0);
     }
-    if Runtime::backend() != Backend::Cpu {
+    if common::the_device() != Backend::Cpu {
         assert!(st.device.tasks > 0, "{:?}", st.device);
     }
 }
@@ -142,7 +142,7 @@ fn device_results_are_kept_on_the_device_until_read() {
             "{i}: {g} vs {w}"
         );
     }
-    if Runtime::backend() != Backend::Cpu {
+    if common::the_device() != Backend::Cpu {
         // Only the final read comes back to the host.
         assert_eq!(st.device.bytes_from_device, 0, "{:?}", st.device);
         // One submission per program (the read's download goes with the program that computes

@@ -903,7 +903,7 @@ fn bad_arguments_are_errors_at_the_callers_line() {
 fn device_line_points<F: Prec>() -> Option<usize> {
     use arrayflow::{Backend, Runtime};
     let off = std::env::var("ARRAYFLOW_FFT_GPU").is_ok_and(|v| v == "off" || v == "0");
-    match Runtime::backend() {
+    match common::the_device() {
         _ if off => None,
         Backend::OpenCl => Some(32768 / (2 * std::mem::size_of::<F>())),
         Backend::Wgpu if std::mem::size_of::<F>() == 4 => Some(16384 / 8),
@@ -951,7 +951,7 @@ fn device<F: Prec, R>(n: usize, what: &str, f: impl FnOnce() -> R) -> R {
         assert_eq!(d.fallbacks, 0, "{what}: ran on the CPU fallback: {d:?}");
         assert!(d.kernels > 0, "{what}: no device kernel ran: {d:?}");
     }
-    if Runtime::backend() == arrayflow::Backend::Wgpu && std::mem::size_of::<F>() == 8 {
+    if common::the_device() == arrayflow::Backend::Wgpu && std::mem::size_of::<F>() == 8 {
         // WGSL has no f64: the scheduler gives Complex<f64> work to the CPU executor.
         assert_eq!(
             d.fallbacks, 0,

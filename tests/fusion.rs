@@ -357,12 +357,15 @@ fn large_reads_write_straight_into_the_callers_memory() {
     // On the CPU the kernel writes the caller's memory itself: no runtime buffer at all. A
     // device executor computes into device memory and downloads straight into the caller's
     // memory: one device buffer per read and no host-side copy.
-    let device = Runtime::backend() != arrayflow::Backend::Cpu;
-    assert_eq!(
-        s.buffers_allocated + s.buffers_reused,
-        if device { 2 } else { 0 },
-        "no runtime buffer for the result: {s:?}"
-    );
+    // (With several devices live the program goes where placement says: no single device to ask.)
+    if Runtime::live_devices().len() <= 2 {
+        let device = Runtime::backend() != arrayflow::Backend::Cpu;
+        assert_eq!(
+            s.buffers_allocated + s.buffers_reused,
+            if device { 2 } else { 0 },
+            "no runtime buffer for the result: {s:?}"
+        );
+    }
     for i in 0..n {
         let want = chain_oracle(av[i], bv[i]);
         assert!((out[i] - want).abs() <= 2e-6 * want.abs().max(1.0), "{i}");

@@ -13,7 +13,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Whether this process may run sequences inline (CPU executor only, comparison mode off).
 fn inline_possible() -> bool {
-    !common::on_device() && !common::comparison_mode()
+    !common::any_device() && !common::comparison_mode()
 }
 
 /// Steps of the loops (few in comparison mode, which interprets every op again).

@@ -64,7 +64,7 @@ fn on_device_solve<T: F>(n: usize) -> bool {
 }
 
 fn device_fits<T: F>(n: usize) -> bool {
-    match Runtime::backend() {
+    match common::the_device() {
         Backend::OpenCl => !T::F64 || n <= 62,
         Backend::Wgpu => !T::F64 && n <= 61,
         Backend::Cpu => false,

@@ -26,7 +26,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn on_blocked<T: F>() -> bool {
     let off = |k: &str| std::env::var(k).is_ok_and(|v| v == "off" || v == "0");
     !off("ARRAYFLOW_LINALG_GPU_BLOCKED")
-        && match Runtime::backend() {
+        && match common::the_device() {
             Backend::OpenCl => true,
             Backend::Wgpu => !T::F64,
             Backend::Cpu => false,

@@ -29,7 +29,7 @@ fn on_the_device<R>(what: &str, f: impl FnOnce() -> R) -> R {
         st.device.compiles,
         st.device.compile_ns as f64 * 1e-9
     );
-    if Runtime::backend() != Backend::Cpu {
+    if common::the_device() != Backend::Cpu {
         assert_eq!(st.device.fallbacks, 0, "{what}: {:?}", st.device);
         assert!(st.device.tasks > 0, "{what}: nothing ran on the device");
     }

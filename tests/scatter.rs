@@ -288,7 +288,7 @@ fn on_the_device<T: Element>(what: &str, f: impl FnOnce()) {
     let before = Runtime::stats();
     f();
     let st = Runtime::stats().since(&before);
-    let device = !matches!(Runtime::backend(), Backend::Cpu);
+    let device = !matches!(common::the_device(), Backend::Cpu);
     if device && matches!(T::DTYPE, DType::F32 | DType::I32 | DType::U32) {
         assert_eq!(
             st.device.fallbacks, 0,
@@ -303,7 +303,7 @@ fn random_calls<T: Case>(form: Form, seed: u64) {
     let _one = SERIAL.lock();
     let mut r = rng(seed);
     // A device compiles a program per shape and type (seconds each on PoCL): fewer there.
-    let rounds = if on_device() {
+    let rounds = if any_device() {
         2
     } else if comparison_mode() {
         6
@@ -329,7 +329,7 @@ fn random_calls<T: Case>(form: Form, seed: u64) {
         );
         on_the_device::<T>(&what, || {
             // Both index types on the CPU; one per round, alternating, on a device.
-            let both = !on_device();
+            let both = !any_device();
             if both || round % 2 == 0 {
                 let iu: Vec<u32> = c.idx.iter().map(|&i| i as u32).collect();
                 let got = run(&c, form, &a, &Array::from_slice(&iu, &c.ishape), &v);
@@ -470,12 +470,12 @@ fn few_targets<T: Case>(k: usize, row: usize, n: usize, seed: u64) {
         let v = Array::from_slice(&vals, &vshape);
         // Both index types on the CPU; on a device (a program per type), by the seed's parity.
         // `check` compares targets without terms bit for bit.
-        if !on_device() || seed.is_multiple_of(2) {
+        if !any_device() || seed.is_multiple_of(2) {
             let iu: Vec<u32> = c.idx.iter().map(|&i| i as u32).collect();
             let got = read(&T::add(&a, &Array::from_slice(&iu, &c.ishape), &v, 0));
             check(&got, &want, &size, &terms, &format!("{what}, u32"));
         }
-        if !on_device() || !seed.is_multiple_of(2) {
+        if !any_device() || !seed.is_multiple_of(2) {
             let ii: Vec<i32> = c.idx.iter().map(|&i| i as i32).collect();
             let got = read(&T::add(&a, &Array::from_slice(&ii, &c.ishape), &v, 0));
             check(&got, &want, &size, &terms, &format!("{what}, i32"));

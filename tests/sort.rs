@@ -215,9 +215,9 @@ fn on_the_device<T: Case, R>(what: &str, f: impl FnOnce() -> R) -> R {
         st.device.compiles,
         st.device.compile_ns as f64 * 1e-9
     );
-    if Runtime::backend() != Backend::Cpu {
+    if common::the_device() != Backend::Cpu {
         assert_eq!(st.device.fallbacks, 0, "{what}: {:?}", st.device);
-        let f64_on_cpu = T::DTYPE == arrayflow::DType::F64 && Runtime::backend() == Backend::Wgpu;
+        let f64_on_cpu = T::DTYPE == arrayflow::DType::F64 && common::the_device() == Backend::Wgpu;
         if !f64_on_cpu && st.device.f64_to_cpu == 0 {
             assert!(st.device.tasks > 0, "{what}: nothing ran on the device");
         }

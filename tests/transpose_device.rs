@@ -135,7 +135,7 @@ fn expected_intrinsics<T: Case>(
     st: &arrayflow::Stats,
     what: &str,
 ) -> Option<u64> {
-    match Runtime::backend() {
+    match common::the_device() {
         Backend::Cpu => {
             println!("skipping the intrinsic check of {what}: the CPU executor runs it");
             None

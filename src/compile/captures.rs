@@ -79,6 +79,7 @@ impl Inner {
                 params: params[pi].clone(),
                 input_nodes: p.inputs.iter().map(|f| node_of[f]).collect(),
                 outputs: p.outputs.iter().map(|f| node_of[f]).collect(),
+                output_buffers: p.outputs.iter().map(|&f| bindings[f as usize]).collect(),
                 inputs,
                 members: g.members[pi].clone(),
                 nodes: nodes.clone(),

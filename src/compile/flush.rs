@@ -217,6 +217,7 @@ pub fn flush_into(
         checks,
         release: freed,
         started: start,
+        pin: None,
     });
     external.map(|(_, b)| b)
 }

@@ -46,6 +46,9 @@ pub struct Submission {
     pub release: Vec<BufferId>,
     /// When the flush or replay began (the scheduler times the sequence from here).
     pub started: Instant,
+    /// The executor the sequence must run on (the debugger's micro-kernels run where the kernel
+    /// they step ran); `None`: the placement scope's pin, if any, else the scheduler's choice.
+    pub pin: Option<usize>,
 }
 
 impl Inner {
@@ -103,10 +106,12 @@ impl Inner {
                 params: s.params,
                 started: s.started,
                 release: with_seq,
-                pin: match self.pin.load(std::sync::atomic::Ordering::Relaxed) {
-                    usize::MAX => None,
-                    e => Some(e),
-                },
+                pin: s
+                    .pin
+                    .or(match self.pin.load(std::sync::atomic::Ordering::Relaxed) {
+                        usize::MAX => None,
+                        e => Some(e),
+                    }),
             };
             self.sched.submit_small(inst, inline);
         }

@@ -120,6 +120,7 @@ impl Inner {
             checks,
             release: temps,
             started,
+            pin: None,
         });
         Ok(outputs)
     }

@@ -24,8 +24,12 @@
 //! never from completions, so placement is a function of the program, its sizes and the device
 //! list, not of timing. A read advances the model's "now" to the read buffer's ready time (the
 //! application waited that long). `ARRAYFLOW_PLACEMENT=round-robin` rotates programs over the
-//! executors that can run them instead (to test moves between every pair of devices), and `first`
-//! keeps the single-device rule (the first device that can run it, else the CPU).
+//! executors that can run them instead (to test moves between every pair of devices); `spread`
+//! sends each program to the executor its kernel's hash picks among those that can run it, so
+//! consecutive programs land on different devices (moves between every pair) while the same
+//! program always runs on the same executor, whatever ran before it (the suite's run under
+//! `ARRAYFLOW_DEVICE=all` in CI: a run repeated, or repeated under the debugger, gives the same
+//! bits); `first` keeps the single-device rule (the first device that can run it, else the CPU).
 
 use super::device::{Backend, DeviceInfo, DeviceKind};
 use crate::ir::BufferId;
@@ -40,20 +44,24 @@ pub enum Policy {
     Cost,
     /// Programs rotate over the executors that can run them (for tests of moves).
     RoundRobin,
+    /// Each program goes where its kernel's hash points among the executors that can run it:
+    /// programs spread over every device, and the same program always lands on the same one.
+    Spread,
     /// The first device that can run a program, else the CPU (the single-device rule).
     First,
 }
 
 impl Policy {
-    /// `ARRAYFLOW_PLACEMENT=cost|round-robin|first`; a bad value is reported and ignored.
+    /// `ARRAYFLOW_PLACEMENT=cost|round-robin|spread|first`; a bad value is reported and ignored.
     pub fn from_env() -> Policy {
         match std::env::var("ARRAYFLOW_PLACEMENT").as_deref() {
             Err(_) | Ok("") | Ok("cost") => Policy::Cost,
             Ok("round-robin") => Policy::RoundRobin,
+            Ok("spread") => Policy::Spread,
             Ok("first") => Policy::First,
             Ok(v) => {
                 tracing::warn!(target: "arrayflow::exec",
-                    "ARRAYFLOW_PLACEMENT=`{v}` is not cost, round-robin or first; using cost");
+                    "ARRAYFLOW_PLACEMENT=`{v}` is not cost, round-robin, spread or first; using cost");
                 Policy::Cost
             }
         }
@@ -156,6 +164,24 @@ pub struct Placement {
     turn: usize,
 }
 
+/// A hash of what a program computes (its kernel's work and launch; not its call sites, its
+/// buffers or its constants' values), stable within a process: [`Policy::Spread`]'s choice.
+fn spread_hash(program: &Program) -> usize {
+    use std::hash::{Hash, Hasher};
+    // A fixed-key hasher: the same program hashes alike in every run and process.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    match &*program.kernel {
+        Kernel::Fused(k) => format!(
+            "{:?}{:?}{:?}{:?}{:?}{:?}{:?}{:?}",
+            k.domain, k.inputs, k.outputs, k.instrs, k.stores, k.reductions, k.params, k.traps
+        ),
+        Kernel::Intrinsic(c) => format!("{c:?}"),
+    }
+    .hash(&mut h);
+    format!("{:?}", program.launch).hash(&mut h);
+    h.finish() as usize
+}
+
 /// A buffer the program reads: its id and size.
 pub struct Input {
     pub buf: BufferId,
@@ -199,6 +225,7 @@ impl Placement {
             None => match self.policy {
                 Policy::First => finish(candidates[0]),
                 Policy::RoundRobin => finish(candidates[self.turn % candidates.len()]),
+                Policy::Spread => finish(candidates[spread_hash(program) % candidates.len()]),
                 // The first of equal finishes: devices in order, the CPU last.
                 Policy::Cost => candidates
                     .iter()

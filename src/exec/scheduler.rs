@@ -105,6 +105,11 @@ pub(crate) enum SchedMsg {
         buf: BufferId,
         reply: Sender<u32>,
     },
+    /// Reply with the executor whose program wrote `buf` (`None`: an upload, or not yet placed).
+    ComputedOn {
+        buf: BufferId,
+        reply: Sender<Option<usize>>,
+    },
     /// The CPU executor suspended a task (`Some`: a trap stopped its launch after a pass, or it
     /// waits for such a launch's results; reads of its results return this error meanwhile)
     /// or is resuming it (`None`). A suspended task finishes at `Runtime::resume`: barriers do
@@ -199,6 +204,8 @@ struct BufState {
     waits: Vec<Sender<Result<()>>>,
     /// The task that writes it, once launched.
     producer: Option<u64>,
+    /// The executor that task runs on.
+    computed_on: Option<usize>,
 }
 
 impl BufState {
@@ -213,6 +220,7 @@ impl BufState {
             reads: Vec::new(),
             waits: Vec::new(),
             producer: None,
+            computed_on: None,
         }
     }
 }
@@ -375,6 +383,13 @@ impl Scheduler {
         let (reply, rx) = crossbeam_channel::bounded(1);
         self.send(SchedMsg::Where { buf, reply });
         self.spin.recv(&rx).unwrap_or(0)
+    }
+
+    /// The executor whose program wrote `buf` (`None` for an upload or a buffer not yet placed).
+    pub fn computed_on(&self, buf: BufferId) -> Option<usize> {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        self.send(SchedMsg::ComputedOn { buf, reply });
+        self.spin.recv(&rx).ok().flatten()
     }
 
     pub fn new_buffer(&self) -> BufferId {
@@ -739,6 +754,9 @@ impl SchedulerLoop {
                 };
                 let _ = reply.send(on | self.places.get(&buf).copied().unwrap_or(0));
             }
+            SchedMsg::ComputedOn { buf, reply } => {
+                let _ = reply.send(self.buffers.get(&buf).and_then(|s| s.computed_on));
+            }
             SchedMsg::BindExternal { buf, ptr } => {
                 let mut s = BufState::new(Status::Unwritten, 0);
                 s.external = Some(ptr);
@@ -1093,6 +1111,7 @@ impl SchedulerLoop {
             // Before the status: it launches the tasks waiting for `b`, which look it up.
             if let Some(s) = self.buffers.get_mut(&b) {
                 s.producer = Some(id);
+                s.computed_on = Some(exec);
             }
             self.set_status(b, Status::InFlight(exec), batch);
         }

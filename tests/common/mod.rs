@@ -145,7 +145,7 @@ pub fn assert_close<T: TestFloat>(actual: &[T], expected: &[f64], rel: f64, abs:
     } else {
         f64::EPSILON
     };
-    let rel = if on_device() {
+    let rel = if any_device() {
         rel.max(DEVICE_ULPS as f64 * eps)
     } else {
         rel
@@ -202,6 +202,24 @@ pub fn on_device() -> bool {
     arrayflow::Runtime::backend() != arrayflow::Backend::Cpu && !several_devices()
 }
 
+/// The backend of the one device executor kernels go to, for assertions about where work ran;
+/// `Backend::Cpu` with no device, and with several live (`ARRAYFLOW_DEVICE=all`), where placement
+/// decides and there is no single device to ask (values are still checked everywhere).
+pub fn the_device() -> arrayflow::Backend {
+    if several_devices() {
+        arrayflow::Backend::Cpu
+    } else {
+        arrayflow::Runtime::backend()
+    }
+}
+
+/// Whether any device executor is live (one, or several with `ARRAYFLOW_DEVICE=all`): work may
+/// run off the CPU executor, so values follow a device's arithmetic (tolerances, not the CPU's
+/// bits), and each new shape may compile a device program (tests walk fewer shapes).
+pub fn any_device() -> bool {
+    arrayflow::Runtime::live_devices().len() > 1
+}
+
 /// Whether more than one device executor runs (`ARRAYFLOW_DEVICE=all` or a list).
 pub fn several_devices() -> bool {
     arrayflow::Runtime::live_devices().len() > 2
@@ -238,7 +256,7 @@ pub fn ulps_apart(a: f64, b: f64, single: bool) -> u64 {
 /// Equal on the CPU executor; within [`DEVICE_ULPS`] on a device executor.
 pub fn same_on_executor(a: f64, b: f64, single: bool) -> bool {
     same_value(a, b)
-        || (on_device() && (ulps_apart(a, b, single) <= DEVICE_ULPS || flushed(a, b, single)))
+        || (any_device() && (ulps_apart(a, b, single) <= DEVICE_ULPS || flushed(a, b, single)))
 }
 
 /// Whether a device may have flushed an f32 subnormal to zero here: GPUs (NVIDIA's Vulkan and
@@ -247,7 +265,7 @@ pub fn same_on_executor(a: f64, b: f64, single: bool) -> bool {
 /// executors").
 pub fn flushed(actual: f64, expected: f64, single: bool) -> bool {
     let sub = |x: f64| x != 0.0 && x.abs() < f32::MIN_POSITIVE as f64;
-    single && on_device() && (sub(actual) || sub(expected))
+    single && any_device() && (sub(actual) || sub(expected))
 }
 
 /// Exact comparison of float results, NaN equal to NaN (zero signs ignored); within

@@ -26,6 +26,9 @@ pub struct KernelCapture {
     pub input_nodes: Vec<NodeId>,
     /// The IR node of each kernel output.
     pub outputs: Vec<NodeId>,
+    /// The buffer bound to each kernel output (where the kernel ran is asked of the scheduler
+    /// through these, so its micro-kernels run there too).
+    pub output_buffers: Vec<BufferId>,
     /// The node each instruction computes (`None` for loads).
     pub members: Vec<Member>,
     /// The flush's nodes as they were recorded (ops, inputs, shapes, call sites, references):

@@ -1,6 +1,6 @@
 //! Running a kept fused kernel one operation at a time: its micro-kernels (`micro.rs`) go
-//! through the one hand-off as a program sequence of their own, so the scheduler routes them to
-//! the executor that ran the fused kernel and every executor runs them by its normal path; their
+//! through the one hand-off as a program sequence of their own, pinned to the executor that ran
+//! the fused kernel (the scheduler says which), so every executor runs them by its normal path; their
 //! spill buffers are read back, then released.
 
 use super::capture::KernelCapture;
@@ -99,6 +99,11 @@ impl Inner {
             checks: Vec::new(),
             release: Vec::new(),
             started: std::time::Instant::now(),
+            // Where the kernel ran (several executors may be live): the same arithmetic.
+            pin: capture
+                .output_buffers
+                .iter()
+                .find_map(|&b| self.sched.computed_on(b)),
         });
         let values: Result<Vec<_>> = spills.iter().map(|&b| self.sched.read(b)).collect();
         for b in spills {
