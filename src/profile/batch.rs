@@ -24,9 +24,11 @@ const EVENTS: usize = 256;
 /// An array operation's host time when it was counted but not timed.
 pub(super) const UNTIMED: u64 = u64::MAX;
 
+/// Emptied vectors of each kind: array operations, other events.
+type Spares = (Vec<Vec<(Site, u64)>>, Vec<Vec<Event>>);
+
 /// Emptied vectors the collector handed back, for full slots to reuse.
-static SPARE: Mutex<(Vec<Vec<(Site, u64)>>, Vec<Vec<Event>>)> =
-    Mutex::new((Vec::new(), Vec::new()));
+static SPARE: Mutex<Spares> = Mutex::new((Vec::new(), Vec::new()));
 /// Spare vectors kept of each kind.
 const SPARES: usize = 8;
 
