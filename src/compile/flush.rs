@@ -205,9 +205,10 @@ pub fn flush_into(
         tracing::trace!(target: "arrayflow::jit", "{}", seq.describe());
     }
     *rt.last_sequence.lock() = Some(seq.clone());
-    Counters::add(&rt.counters.flush_ns, start.elapsed().as_nanos() as u64);
+    let flush_ns = start.elapsed().as_nanos() as u64;
+    Counters::add(&rt.counters.flush_ns, flush_ns);
     if crate::profile::active() {
-        crate::profile::runtime("flush", reason.name(), None, start, 0, None);
+        crate::profile::runtime_took("flush", reason.name(), start, flush_ns);
     }
     rt.hand_off(Submission {
         origin: Origin::Flush(reason),

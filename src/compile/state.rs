@@ -211,12 +211,13 @@ impl Inner {
         crate::profile::RunInfo {
             executors,
             device_timing,
-            sampling: if device_timing == "host" {
-                "every launch timed on the host".into()
-            } else if crate::exec::gpu::timing::kernel_times() {
-                crate::profile::Sampling::ALL.describe()
-            } else {
-                crate::profile::Sampling::current().describe()
+            sampling: {
+                let s = crate::profile::Sampling::current().describe();
+                if device_timing == "device" && crate::exec::gpu::timing::kernel_times() {
+                    format!("every device launch timed (ARRAYFLOW_KERNEL_TIMES); otherwise {s}")
+                } else {
+                    s
+                }
             },
         }
     }

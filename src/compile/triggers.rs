@@ -67,12 +67,13 @@ impl Inner {
         };
         let waited = std::time::Instant::now();
         let r = self.sched.read(buf).map_err(|e| invalid_read(e, site));
+        let end = std::time::Instant::now();
         crate::profile::emit(crate::profile::Event::Read {
             site,
             bytes: r.as_ref().map_or(0, |v| v.bytes() as u64),
             at,
-            ns: at.elapsed().as_nanos() as u64,
-            wait_ns: waited.elapsed().as_nanos() as u64,
+            ns: (end - at).as_nanos() as u64,
+            wait_ns: (end - waited).as_nanos() as u64,
         });
         r
     }

@@ -915,7 +915,9 @@ impl SchedulerLoop {
     }
 
     fn submit(&mut self, inst: Instance) {
-        let since = inst.started.elapsed().as_nanos() as u64;
+        // The time until the scheduler took the flush's programs, for the device's counters
+        // (read once, and only when a program goes to a device).
+        let mut since = None;
         let mut batch = Vec::new();
         let profiling = crate::profile::active();
         let formal_bytes = |fs: &[u32]| -> u64 {
@@ -964,6 +966,7 @@ impl SchedulerLoop {
                 s.uses += 1;
             }
             if task.exec != 0 {
+                let since = *since.get_or_insert_with(|| inst.started.elapsed().as_nanos() as u64);
                 Counters::add(&self.counters.device.scheduled_ns, since);
             }
             self.tasks.insert(id, task);
@@ -1481,7 +1484,8 @@ fn uses_f64(kernel: &Kernel) -> bool {
     }
 }
 
-/// Hook: executor `exec` finished `task`'s kernel, `host_ns` on the host's clock; `timing` says
+/// Hook: executor `exec` finished `task`'s kernel at `end` (`None`: an untimed launch of the CPU,
+/// which reads no clock), `host_ns` on the host's clock; `timing` says
 /// whether the device's own time follows (`crate::profile::device_time`) or sampling left the
 /// launch untimed. The profiler's record of a launch, made here, where tasks are known (the
 /// profiler sits in a layer below this one).
@@ -1489,6 +1493,7 @@ pub(crate) fn profile_launch(
     task: &Task,
     exec: u32,
     host_ns: u64,
+    end: Option<std::time::Instant>,
     timing: crate::profile::LaunchTiming,
 ) {
     crate::profile::emit(crate::profile::Event::Launch {
@@ -1498,7 +1503,7 @@ pub(crate) fn profile_launch(
         exec,
         bytes: task.bytes,
         host_ns,
-        end: std::time::Instant::now(),
+        end,
         timing,
     });
 }

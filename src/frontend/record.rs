@@ -46,7 +46,7 @@ impl Inner {
         dtype: DType,
         site: Site,
     ) -> Handle {
-        let t0 = crate::profile::now();
+        let t0 = crate::profile::call_start();
         let h = self.record_untimed(op, inputs, shape, dtype, site);
         crate::profile::api_call(site, t0);
         h

@@ -4,7 +4,12 @@
 //! stopping one sends what every slot holds, so no hook sends a message, allocates (but to grow
 //! its slot) or wakes the collector. A slot's lock is taken by its own thread and otherwise only
 //! by the profiler's start and stop (and the collector's last look at the end of a run): on the
-//! hooks' path it is never contended.
+//! hooks' path it is never contended. The collector hands the emptied vectors back (`SPARE`),
+//! so a full slot takes a used vector rather than allocating one.
+//!
+//! It also draws which array operations are timed (`sample_call`): one in
+//! [`super::Sampling::every`] per thread, at random (a per-thread xorshift generator), so a loop
+//! whose length divides the period does not always time the same call site.
 
 use super::collector::{Event, Msg};
 use crate::ir::Site;
@@ -15,6 +20,76 @@ use std::sync::Arc;
 const CALLS: usize = 512;
 /// Other events a slot gathers before it sends them.
 const EVENTS: usize = 256;
+
+/// An array operation's host time when it was counted but not timed.
+pub(super) const UNTIMED: u64 = u64::MAX;
+
+/// Emptied vectors of each kind: array operations, other events.
+type Spares = (Vec<Vec<(Site, u64)>>, Vec<Vec<Event>>);
+
+/// Emptied vectors the collector handed back, for full slots to reuse.
+static SPARE: Mutex<Spares> = Mutex::new((Vec::new(), Vec::new()));
+/// Spare vectors kept of each kind.
+const SPARES: usize = 8;
+
+/// The collector is done with a batch's vectors: kept (emptied) for reuse.
+pub(super) fn give_back(mut calls: Vec<(Site, u64)>, mut events: Vec<Event>) {
+    calls.clear();
+    events.clear();
+    let mut spare = SPARE.lock();
+    if calls.capacity() == CALLS && spare.0.len() < SPARES {
+        spare.0.push(calls);
+    }
+    if events.capacity() == EVENTS && spare.1.len() < SPARES {
+        spare.1.push(events);
+    }
+}
+
+fn spare_calls() -> Vec<(Site, u64)> {
+    SPARE
+        .lock()
+        .0
+        .pop()
+        .unwrap_or_else(|| Vec::with_capacity(CALLS))
+}
+
+fn spare_events() -> Vec<Event> {
+    SPARE
+        .lock()
+        .1
+        .pop()
+        .unwrap_or_else(|| Vec::with_capacity(EVENTS))
+}
+
+thread_local! {
+    /// This thread's generator for [`sample_call`] (0: not seeded yet).
+    static DRAW: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether this thread's next array operation is timed: one in [`super::Sampling::every`], at
+/// random.
+#[inline]
+pub(super) fn sample_call() -> bool {
+    let every = super::Sampling::current().every;
+    if every <= 1 {
+        return true;
+    }
+    DRAW.try_with(|d| {
+        let mut x = d.get();
+        if x == 0 {
+            // Seeded from a process-wide sequence: threads draw differently.
+            static SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+            let n = SEED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            x = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        d.set(x);
+        (x >> 11).is_multiple_of(every)
+    })
+    .unwrap_or(true)
+}
 
 /// One thread's gathered records.
 #[derive(Default)]
@@ -74,7 +149,7 @@ pub(super) fn call(site: Site, ns: u64) {
         if r.calls.len() < CALLS {
             return None;
         }
-        let calls = std::mem::replace(&mut r.calls, Vec::with_capacity(CALLS));
+        let calls = std::mem::replace(&mut r.calls, spare_calls());
         Some(Msg::Batch {
             thread: Arc::clone(&s.thread),
             calls,
@@ -105,7 +180,7 @@ pub(super) fn event(e: Event) {
         if r.events.len() < EVENTS {
             return None;
         }
-        let events = std::mem::replace(&mut r.events, Vec::with_capacity(EVENTS));
+        let events = std::mem::replace(&mut r.events, spare_events());
         Some(Msg::Batch {
             thread: Arc::clone(&s.thread),
             calls: Vec::new(),

@@ -2,9 +2,13 @@
 //! channel, in per-thread batches (`batch.rs`), and aggregates them into one run's records: PC records by call site, CK records by
 //! kernel and executor (a launch's device time paired with its launch by task id; launches that
 //! sampling left untimed estimated at the mean of the kernel's launches timed before them), launches and runtime
-//! events; at the run's end it writes them (`db.rs`). It keeps kernels by address and strings
-//! as they came until then, so an event costs it no allocation; a kernel's identity (a hash of
-//! its listing), weights and element count are worked out here once, the first time it is seen.
+//! events; at the run's end it writes them (`db.rs`). It keeps call sites and kernels by
+//! address and strings as they came until then, so an event costs it no allocation and no string
+//! hashing (sites of one `file:line` are merged at the end), and it hands each batch's emptied
+//! vectors back to the threads (`batch.rs`); a kernel's identity (a hash of its listing), weights
+//! and element count are worked out here once, the first time it is seen. Array operations come
+//! counted, and timed one in `Sampling::every` (the rest marked untimed): a site's recording time
+//! is its timed operations' mean times its count.
 
 use super::RunInfo;
 use super::schema::{CkRecord, Launch, Meta, PcRecord, Run, RuntimeEvent, SCHEMA_VERSION};
@@ -52,7 +56,7 @@ pub(crate) enum Event {
     /// An error reported at `site`.
     Error { site: Site },
     /// A task's kernel finished on executor `exec`; `host_ns` on the host's clock, ending at
-    /// `end`.
+    /// `end` (`None`: an untimed CPU launch, placed after the executor's previous launch).
     Launch {
         task: u64,
         kernel: Arc<Kernel>,
@@ -60,7 +64,7 @@ pub(crate) enum Event {
         exec: u32,
         bytes: [u64; 2],
         host_ns: u64,
-        end: Instant,
+        end: Option<Instant>,
         timing: LaunchTiming,
     },
     /// The device's own time for task `task`'s kernels.
@@ -166,7 +170,7 @@ struct Pending {
     exec: u32,
     bytes: [u64; 2],
     host_ns: u64,
-    end: Instant,
+    end: Option<Instant>,
 }
 
 /// A CK record in the making: its launches' times, measured and estimated.
@@ -229,7 +233,9 @@ struct RunState {
     info: RunInfo,
     started: Instant,
     started_unix_ms: u64,
-    pcs: AHashMap<(&'static str, u32), PcRecord>,
+    /// By call site (the `Location`'s address: no string hashed per event; sites of one
+    /// `file:line` are merged when the run is written).
+    pcs: AHashMap<usize, PcAcc>,
     kernels: AHashMap<usize, KernelInfo>,
     /// By kernel identity ([`KernelInfo::hash`]: equal kernels of different generations are one
     /// record) and executor.
@@ -237,6 +243,8 @@ struct RunState {
     pending: AHashMap<u64, Pending>,
     device_times: AHashMap<u64, u64>,
     launches: Vec<LaunchAcc>,
+    /// Each executor's last launch's end (where an untimed CPU launch is placed).
+    last_end: AHashMap<u32, u64>,
     runtime: Vec<RuntimeAcc>,
 }
 
@@ -256,35 +264,44 @@ impl RunState {
             pending: AHashMap::new(),
             device_times: AHashMap::new(),
             launches: Vec::new(),
+            last_end: AHashMap::new(),
             runtime: Vec::new(),
         }
     }
 
     fn pc(&mut self, site: Site) -> &mut PcRecord {
+        &mut self.acc(site).pc
+    }
+
+    fn acc(&mut self, site: Site) -> &mut PcAcc {
         self.pcs
-            .entry((site.file(), site.line()))
-            .or_insert_with(|| PcRecord {
-                site: site_key(site),
-                file: site.file().to_string(),
-                line: site.line(),
-                ..PcRecord::default()
+            .entry(site as *const _ as usize)
+            .or_insert_with(|| PcAcc {
+                site,
+                pc: PcRecord::default(),
+                timed: 0,
+                timed_ns: 0,
             })
     }
 
     fn t(&self, at: Instant) -> u64 {
-        at.saturating_duration_since(self.started).as_nanos() as u64
+        at_ns(self.started, at)
     }
 
     /// One thread's batch.
-    fn batch(&mut self, thread: &Arc<str>, calls: Vec<(Site, u64)>, events: Vec<Event>) {
-        for (site, ns) in calls {
-            let p = self.pc(site);
-            p.api_calls += 1;
-            p.record_ns += ns;
+    fn batch(&mut self, thread: &Arc<str>, calls: Vec<(Site, u64)>, mut events: Vec<Event>) {
+        for &(site, ns) in &calls {
+            let a = self.acc(site);
+            a.pc.api_calls += 1;
+            if ns != super::batch::UNTIMED {
+                a.timed += 1;
+                a.timed_ns += ns;
+            }
         }
-        for e in events {
+        for e in events.drain(..) {
             self.add(e, thread);
         }
+        super::batch::give_back(calls, events);
     }
 
     /// An event of `thread`.
@@ -419,6 +436,8 @@ impl RunState {
             // A device time is never longer than the host's view of the same work.
             (Timed::Device(d), _) if d > 0 => (d.min(host), "device"),
             (Timed::Estimated, Some(mean)) => ((mean.round() as u64).clamp(1, host), "estimated"),
+            // An untimed CPU launch (no host view either) before any timed one: nothing to go by.
+            (Timed::Estimated, None) if p.host_ns == u64::MAX => (1, "estimated"),
             // No timed launch of the kernel yet to estimate from: the host's view.
             _ => (host, "host"),
         };
@@ -442,8 +461,13 @@ impl RunState {
         }
         ck.bytes[0] += p.bytes[0];
         ck.bytes[1] += p.bytes[1];
+        let last = self.last_end.entry(p.exec).or_default();
+        let end_ns = match p.end {
+            Some(end) => at_ns(self.started, end),
+            None => *last + ns,
+        };
+        *last = end_ns;
         if self.launches.len() < MAX_EVENTS {
-            let end_ns = self.t(p.end);
             self.launches.push(LaunchAcc {
                 kernel: p.kernel,
                 exec: p.exec,
@@ -461,7 +485,17 @@ impl RunState {
             self.finish_launch(p, Timed::Host);
         }
         let pid = std::process::id();
-        let mut pcs: Vec<PcRecord> = self.pcs.into_values().collect();
+        let mut by_line: AHashMap<(&'static str, u32), PcAcc> = AHashMap::new();
+        for a in self.pcs.into_values() {
+            let key = (a.site.file(), a.site.line());
+            match by_line.get_mut(&key) {
+                Some(m) => m.merge(&a),
+                None => {
+                    by_line.insert(key, a);
+                }
+            }
+        }
+        let mut pcs: Vec<PcRecord> = by_line.into_values().map(PcAcc::record).collect();
         pcs.sort_by(|a, b| a.file.cmp(&b.file).then(a.line.cmp(&b.line)));
         let kernels = &self.kernels;
         let mut cks: Vec<CkRecord> = self
@@ -519,6 +553,58 @@ impl RunState {
         super::db::write(&folder, &run).map_err(|e| format!("{}: {e}", folder.display()))?;
         Ok(folder)
     }
+}
+
+/// A PC record in the making: its array operations' timed share (sampling: one operation in
+/// [`super::Sampling::every`] per thread is timed).
+struct PcAcc {
+    site: Site,
+    pc: PcRecord,
+    /// Array operations timed, and their host time.
+    timed: u64,
+    timed_ns: u64,
+}
+
+impl PcAcc {
+    fn merge(&mut self, o: &PcAcc) {
+        let (p, q) = (&mut self.pc, &o.pc);
+        p.api_calls += q.api_calls;
+        p.reads += q.reads;
+        p.read_bytes += q.read_bytes;
+        p.read_ns += q.read_ns;
+        p.read_wait_ns += q.read_wait_ns;
+        p.writes += q.writes;
+        p.write_bytes += q.write_bytes;
+        p.write_ns += q.write_ns;
+        p.errors += q.errors;
+        self.timed += o.timed;
+        self.timed_ns += o.timed_ns;
+    }
+
+    /// The record, the site's recording time scaled from its timed operations to all of them
+    /// (the timed ones' mean times the count; exact when every operation was timed).
+    fn record(self) -> PcRecord {
+        let site = self.site;
+        let record_ns = if self.timed == 0 {
+            0
+        } else if self.timed == self.pc.api_calls {
+            self.timed_ns
+        } else {
+            (self.timed_ns as f64 * self.pc.api_calls as f64 / self.timed as f64).round() as u64
+        };
+        PcRecord {
+            site: site_key(site),
+            file: site.file().to_string(),
+            line: site.line(),
+            record_ns,
+            ..self.pc
+        }
+    }
+}
+
+/// `at` in nanoseconds since `started`.
+fn at_ns(started: Instant, at: Instant) -> u64 {
+    at.saturating_duration_since(started).as_nanos() as u64
 }
 
 /// How one launch's time is known.

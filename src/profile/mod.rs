@@ -31,7 +31,12 @@
 //! estimated. `ARRAYFLOW_PROFILE_SAMPLE=all` times every launch; `ARRAYFLOW_PROFILE_SAMPLE=N/K`
 //! the first N, then one in K. Setting it also arms the device timers at start-up (for a
 //! profiler started later with [`crate::Runtime::profile`]). `ARRAYFLOW_KERNEL_TIMES` times every
-//! launch too. The CPU executor's host timings cost two clock reads and are never sampled.
+//! launch too. The CPU executor samples the same way (its host timings cost two clock reads and
+//! a record each): its untimed launches are estimated likewise and placed in the timeline after
+//! the executor's previous launch. Array operations' host time of recording is sampled per thread:
+//! one in `every`, drawn at random, each site's total scaled from its timed operations (their
+//! mean times its count of operations, which are all counted); with `ARRAYFLOW_PROFILE_SAMPLE=all`
+//! every one is timed. [`Sampling::set`] chooses the sampling for the next runs in the program.
 
 mod batch;
 mod collector;
@@ -67,11 +72,38 @@ pub(crate) fn emit(e: Event) {
     batch::event(e);
 }
 
-/// Hook: an array operation recorded at `site`, begun at `since` (`None`: profiling is off).
+/// How an array operation is profiled ([`call_start`]): not at all (profiling off), counted
+/// only, or counted and timed from the instant held.
+#[derive(Clone, Copy)]
+pub(crate) enum CallTimer {
+    Off,
+    Counted,
+    Timed(Instant),
+}
+
+/// Hook, before an array operation is recorded: off, counted, or (one operation in
+/// [`Sampling::every`] per thread, drawn at random) timed. Off, no clock is read.
 #[inline]
-pub(crate) fn api_call(site: Site, since: Option<Instant>) {
-    if let Some(t) = since {
-        batch::call(site, t.elapsed().as_nanos() as u64);
+pub(crate) fn call_start() -> CallTimer {
+    if !active() {
+        CallTimer::Off
+    } else if batch::sample_call() {
+        CallTimer::Timed(Instant::now())
+    } else {
+        CallTimer::Counted
+    }
+}
+
+/// Hook: an array operation recorded at `site` ([`call_start`] said how to profile it).
+#[inline]
+pub(crate) fn api_call(site: Site, how: CallTimer) {
+    match how {
+        CallTimer::Off => {}
+        CallTimer::Counted => batch::call(site, batch::UNTIMED),
+        CallTimer::Timed(t) => batch::call(
+            site,
+            (t.elapsed().as_nanos() as u64).min(batch::UNTIMED - 1),
+        ),
     }
 }
 
@@ -206,24 +238,66 @@ pub(crate) fn runtime(
     });
 }
 
+/// Hook: a runtime event of `kind` that began at `at` and took `dur_ns` (measured already: no
+/// clock read).
+pub(crate) fn runtime_took(kind: &'static str, detail: &'static str, at: Instant, dur_ns: u64) {
+    emit(Event::Runtime {
+        kind,
+        detail: detail.into(),
+        hit: None,
+        at,
+        dur_ns,
+        bytes: 0,
+        site: None,
+    });
+}
+
 /// Hook: the device's own time for `task`'s kernels (call only when [`active`]).
 pub(crate) fn device_time(task: u64, ns: u64) {
     emit(Event::DeviceTime { task, ns });
 }
 
+/// The CPU executor's kernel clock, per thread (a CPU task may run on the application's thread
+/// too): armed for a launch the sampling times, started where the kernel itself starts
+/// ([`kernel_starts`]), so what the runtime does before it (the native tier's look-up, a compile
+/// and the load of a fresh library, the first use of anything in the process, the outputs'
+/// allocation) is never the kernel's time.
+#[derive(Clone, Copy)]
+enum KernelClock {
+    Idle,
+    Armed,
+    Started(Instant),
+}
+
 thread_local! {
-    /// Host time this thread spent compiling while it ran a kernel (left out of the kernel's time).
-    static EXCLUDED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static KERNEL_CLOCK: std::cell::Cell<KernelClock> = const { std::cell::Cell::new(KernelClock::Idle) };
 }
 
-/// Hook: `ns` of this thread's time was a compile, not the kernel it was about to run.
-pub(crate) fn exclude(ns: u64) {
-    EXCLUDED_NS.with(|c| c.set(c.get() + ns));
+/// Hook: this thread's next kernel is timed ([`kernel_starts`], [`kernel_clock`]).
+pub(crate) fn arm_kernel_clock() {
+    KERNEL_CLOCK.with(|c| c.set(KernelClock::Armed));
 }
 
-/// This thread's compile time so far ([`exclude`]).
-pub(crate) fn excluded() -> u64 {
-    EXCLUDED_NS.with(|c| c.get())
+/// Hook: the kernel starts now (its inputs, outputs and code ready); reads the clock only when
+/// armed.
+#[inline]
+pub(crate) fn kernel_starts() {
+    let _ = KERNEL_CLOCK.try_with(|c| {
+        if let KernelClock::Armed = c.get() {
+            c.set(KernelClock::Started(Instant::now()));
+        }
+    });
+}
+
+/// The armed kernel's time and its end (`None` if it never started), disarming the clock.
+pub(crate) fn kernel_clock() -> Option<(u64, Instant)> {
+    match KERNEL_CLOCK.with(|c| c.replace(KernelClock::Idle)) {
+        KernelClock::Started(t) => {
+            let end = Instant::now();
+            Some(((end - t).as_nanos() as u64, end))
+        }
+        _ => None,
+    }
 }
 
 /// Profiling runs started in this process (a [`Sampler`] starts over in each).
@@ -265,9 +339,16 @@ impl Sampling {
         }
     }
 
-    /// The process's sampling: `ARRAYFLOW_PROFILE_SAMPLE` (a value that does not parse is
-    /// reported once and the default used), read once.
+    /// The process's sampling: the last [`Sampling::set`], else `ARRAYFLOW_PROFILE_SAMPLE` (a
+    /// value that does not parse is reported once and the default used), read once.
     pub fn current() -> Sampling {
+        let every = SET_EVERY.load(Ordering::Relaxed);
+        if every != 0 {
+            return Sampling {
+                first: SET_FIRST.load(Ordering::Relaxed),
+                every,
+            };
+        }
         static S: std::sync::OnceLock<Sampling> = std::sync::OnceLock::new();
         *S.get_or_init(|| match sample_env() {
             None => Sampling::DEFAULT,
@@ -279,6 +360,17 @@ impl Sampling {
         })
     }
 
+    /// Sets the sampling of the profiling runs started from now on (`None`: back to
+    /// `ARRAYFLOW_PROFILE_SAMPLE` or the default), in place of the environment's. It does not
+    /// arm the device timers: GPU kernels are timed on the host unless the process started with
+    /// `ARRAYFLOW_PROFILE`, `ARRAYFLOW_PROFILE_SAMPLE` or `ARRAYFLOW_KERNEL_TIMES` set.
+    pub fn set(s: Option<Sampling>) {
+        let _g = SWITCH.lock();
+        let s = s.unwrap_or(Sampling { first: 0, every: 0 });
+        SET_FIRST.store(s.first, Ordering::Relaxed);
+        SET_EVERY.store(s.every.max(u64::from(s.every != 0)), Ordering::Relaxed);
+    }
+
     /// Whether launch `n` (counting from 0) of a kernel is timed.
     pub fn takes(&self, n: u64) -> bool {
         n < self.first || (n - self.first).is_multiple_of(self.every)
@@ -287,15 +379,20 @@ impl Sampling {
     /// How the run's records say it (`meta.json`'s `sampling`).
     pub fn describe(&self) -> String {
         if *self == Sampling::ALL || self.every == 1 {
-            "every launch timed".into()
+            "every launch and array operation timed".into()
         } else {
             format!(
-                "first {} launches of each kernel timed, then 1 in {}",
-                self.first, self.every
+                "first {} launches of each kernel timed, then 1 in {}; 1 array operation in {} \
+                 timed per thread, at random",
+                self.first, self.every, self.every
             )
         }
     }
 }
+
+/// [`Sampling::set`]'s choice (`SET_EVERY` 0: none).
+static SET_FIRST: AtomicU64 = AtomicU64::new(0);
+static SET_EVERY: AtomicU64 = AtomicU64::new(0);
 
 /// `ARRAYFLOW_PROFILE_SAMPLE`, if set (read once).
 fn sample_env() -> Option<&'static str> {

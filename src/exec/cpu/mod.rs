@@ -29,6 +29,10 @@ const POOL_LIMIT: usize = 1 << 30;
 
 pub struct CpuExecutor;
 
+/// Kernels the executor keeps a launch count of for the profiler's sampling before it starts
+/// the counts over (a program generating kernels without end).
+const SAMPLERS_PRUNE: usize = 4096;
+
 /// The CPU executor's state and its message queue, shared by its thread and the scheduler's
 /// synchronous calls (`scheduler.rs`, "Synchronous calls"): whoever holds `state` takes the
 /// messages from `rx` and handles them in order, so the application's thread can run a small
@@ -78,6 +82,7 @@ impl CpuExecutor {
                 foreign: Default::default(),
                 pool: BufferPool::new(POOL_LIMIT),
                 suspend: Default::default(),
+                samplers: AHashMap::new(),
             }),
         });
         let thread_shared = shared.clone();
@@ -123,6 +128,9 @@ pub(crate) struct CpuLoop {
     pool: BufferPool,
     /// Launches a trap suspended, and the tasks waiting for them (`suspend.rs`).
     suspend: suspend::Suspensions,
+    /// Each kernel's launches while profiling (by the kernel's address), for the profiler's
+    /// sampling of launch timings (`crate::profile::Sampling`).
+    samplers: AHashMap<usize, crate::profile::Sampler>,
 }
 
 impl CpuLoop {
@@ -214,8 +222,28 @@ impl CpuLoop {
     }
 
     fn compute(&mut self, task: Task, done: &mut dyn FnMut(u64, Result<(), Error>)) {
-        let t0 = crate::profile::now().map(|t| (t, crate::profile::excluded()));
-        let result = match self.run_task(&task) {
+        // The profiler: every launch counted, the sampled ones timed from where their kernel
+        // starts (`crate::profile::kernel_starts`, after the native tier's look-up or compile
+        // and the outputs' allocation) to their end; the others estimated by the collector.
+        let timed = crate::profile::active().then(|| {
+            if self.samplers.len() >= SAMPLERS_PRUNE {
+                self.samplers.clear();
+            }
+            let key = Arc::as_ptr(&task.program.kernel) as *const () as usize;
+            let timed = self.samplers.entry(key).or_default().take();
+            if timed {
+                crate::profile::arm_kernel_clock();
+            }
+            timed
+        });
+        let ran = self.run_task(&task);
+        // Read (and disarmed) whatever happened to the task.
+        let clock = if timed == Some(true) {
+            crate::profile::kernel_clock()
+        } else {
+            None
+        };
+        let result = match ran {
             // Suspended by a trap, or waiting for a suspended launch: reported when resumed
             // (barriers do not wait for it meanwhile).
             Ok(false) => {
@@ -234,18 +262,17 @@ impl CpuLoop {
             }
             r => r.map(|_| ()),
         };
-        if let Some((t0, ex)) = t0
+        if let Some(timed) = timed
             && result.is_ok()
         {
-            // A native compile on the way is the runtime's time, not the kernel's.
-            let compiling = crate::profile::excluded() - ex;
-            let ns = (t0.elapsed().as_nanos() as u64).saturating_sub(compiling);
-            crate::exec::scheduler::profile_launch(
-                &task,
-                0,
-                ns,
-                crate::profile::LaunchTiming::Host,
-            );
+            use crate::profile::LaunchTiming as L;
+            let (ns, end, how) = match clock {
+                Some((ns, end)) if timed => (ns, Some(end), L::Host),
+                // Untimed (sampling): the collector estimates it and places it after the
+                // executor's previous launch.
+                _ => (u64::MAX, None, L::Estimated),
+            };
+            crate::exec::scheduler::profile_launch(&task, 0, ns, end, how);
         }
         if let Err(e) = &result {
             for &b in &task.outputs {
@@ -416,6 +443,7 @@ pub(crate) fn run_program(
                 let p = &task.params;
                 if !k.traps.is_empty() {
                     // Trap checks run on the tile VM (the native tier stands aside).
+                    crate::profile::kernel_starts();
                     return match vm::run_checked(
                         k,
                         tile,
@@ -430,7 +458,9 @@ pub(crate) fn run_program(
                         vm::Checked::Trapped(e, _) => Err(e),
                     };
                 }
-                match (native::lookup(&task.program.kernel, kr), &rows) {
+                let native = native::lookup(&task.program.kernel, kr);
+                crate::profile::kernel_starts();
+                match (native, &rows) {
                     (Ok(Some(nk)), Some(g)) => native::run_rows(&nk, g, refs, outputs, external, p),
                     (Ok(Some(nk)), None) => native::run(&nk, k, refs, outputs, external, p),
                     (Ok(None), Some(g)) => vm::run_rows(g, tile, refs, outputs, external, p),
@@ -439,6 +469,7 @@ pub(crate) fn run_program(
                 }
             }
             Kernel::Intrinsic(c) => {
+                crate::profile::kernel_starts();
                 crate::intrinsics::cpu::run_all(c, refs, outputs).map_err(|e| {
                     let site = task.program.sites.first().copied();
                     let e = crate::debug::trap::report::finish_index_trap(e, site);

@@ -191,10 +191,6 @@ fn compile(src: &str, key: Key) -> Result<NativeKernel, String> {
         // The source beside the library, for a person reading the cache.
         let _ = store.write_beside(key, "c", src.as_bytes());
     }
-    // Everything here, the source's write included, stays out of the launch's kernel time.
-    if let Some(t0) = t0 {
-        crate::profile::exclude(t0.elapsed().as_nanos() as u64);
-    }
     Ok(nk)
 }
 

@@ -603,11 +603,13 @@ impl<A: DeviceApi> GpuLoop<A> {
             && result.is_ok()
         {
             // The fallback ran on the CPU, on this thread: host time, the CPU's record.
-            let ns = t0.elapsed().as_nanos() as u64;
+            let end = std::time::Instant::now();
+            let ns = (end - t0).as_nanos() as u64;
             crate::exec::scheduler::profile_launch(
                 &task,
                 0,
                 ns,
+                Some(end),
                 crate::profile::LaunchTiming::Host,
             );
             crate::profile::runtime(
@@ -730,8 +732,15 @@ impl<A: DeviceApi> GpuLoop<A> {
                 if let Some((t0, how)) = profiled
                     && err.is_none()
                 {
-                    let host_ns = t0.elapsed().as_nanos() as u64;
-                    crate::exec::scheduler::profile_launch(&task, task.exec as u32, host_ns, how);
+                    let end = std::time::Instant::now();
+                    let host_ns = (end - t0).as_nanos() as u64;
+                    crate::exec::scheduler::profile_launch(
+                        &task,
+                        task.exec as u32,
+                        host_ns,
+                        Some(end),
+                        how,
+                    );
                 }
                 if err.is_none() && words.iter().any(|w| w.load(Ordering::Relaxed) != 0) {
                     // A kernel faulted (integer division by zero, an index out of range): the
