@@ -585,7 +585,7 @@ fn stepping_a_scope_computes_only_that_scope() {
     let _s = scope();
     let (rows, cols) = (1024, 1024);
     let n = rows * cols;
-    let mut rng = Lcg(0x5c0_9e);
+    let mut rng = Lcg(0x5c09e);
     let x = rng.values(n);
     let w = rng.values(cols);
     let xa = Array::from_slice(&x, &[rows, cols]);
@@ -598,7 +598,11 @@ fn stepping_a_scope_computes_only_that_scope() {
     let a = rng.below(n - 3000);
     let cases = [
         (StepScope::Element(e), e..e + 1, 1),
-        (StepScope::Group(g), g * tile..((g + 1) * tile).min(n), tile + 2 * cols),
+        (
+            StepScope::Group(g),
+            g * tile..((g + 1) * tile).min(n),
+            tile + 2 * cols,
+        ),
         (StepScope::Range(a..a + 2500), a..a + 2500, 2500 + 2 * cols),
     ];
     for (scope, range, most) in cases {
@@ -612,7 +616,11 @@ fn stepping_a_scope_computes_only_that_scope() {
             "{scope:?}: {per_step} elements per step"
         );
         let last = steps.iter().rfind(|r| r.stored.is_some()).unwrap();
-        assert_eq!(last.elements, range.clone().collect::<Vec<_>>(), "{scope:?}");
+        assert_eq!(
+            last.elements,
+            range.clone().collect::<Vec<_>>(),
+            "{scope:?}"
+        );
         for (k, &j) in last.elements.iter().enumerate() {
             assert_eq!(last.bits[k], fused[j].to_bits() as u64, "{scope:?} at {j}");
             let want = oracle(j);

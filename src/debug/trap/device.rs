@@ -40,7 +40,12 @@ mod tests {
         let checks = 3;
         let key = |e: u32, c: u32| e * checks + c;
         // The greatest word is the lowest key.
-        let words = [word(key(7, 2)), word(key(5, 1)), word(key(5, 0)), word(key(9, 0))];
+        let words = [
+            word(key(7, 2)),
+            word(key(5, 1)),
+            word(key(5, 0)),
+            word(key(9, 0)),
+        ];
         let top = *words.iter().max().unwrap();
         assert_eq!(decode(top, checks as usize), Some((5, 0)));
         assert_eq!(decode(0, 3), None);

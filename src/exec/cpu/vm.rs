@@ -291,7 +291,11 @@ pub fn first_failing_near(
     let mut outputs: Vec<TypedVec> = (0..k.outputs.len())
         .map(|o| {
             let reduced = k.reductions.iter().any(|r| r.output as usize == o);
-            let len = if reduced { k.domain.outer } else { k.domain.len() };
+            let len = if reduced {
+                k.domain.outer
+            } else {
+                k.domain.len()
+            };
             TypedVec::zeros(k.outputs[o], len)
         })
         .collect();
@@ -303,7 +307,18 @@ pub fn first_failing_near(
     let sink = TrapSink::default();
     let mut w = Worker::new(k, tile, params);
     let t0 = lin / tile * tile;
-    tile_task(k, &plan, inputs, &outs, params, &mut w, t0, tile, Some(&sink)).map_err(|f| {
+    tile_task(
+        k,
+        &plan,
+        inputs,
+        &outs,
+        params,
+        &mut w,
+        t0,
+        tile,
+        Some(&sink),
+    )
+    .map_err(|f| {
         Error::new(
             ErrorKind::Execution,
             format!("{} in this operation", f.message),

@@ -103,8 +103,7 @@ pub struct Kept {
 impl GpuPlan {
     /// Whether the fault buffer keeps the first failing element's word after the fault code.
     pub fn first_word(&self) -> bool {
-        self.fault
-            .is_some_and(|f| self.scratch[f as usize] >= 8)
+        self.fault.is_some_and(|f| self.scratch[f as usize] >= 8)
     }
     /// An intrinsic's plan: `source` with the one pass `entry`, no parameters, binding inputs
     /// `0 .. inputs` and output 0, and with `fault_word` a one-word fault scratch buffer after
