@@ -19,6 +19,7 @@ pub struct Counters {
     pub kernels_generated: AtomicU64,
     pub kernel_instructions: AtomicU64,
     pub random_values: AtomicU64,
+    pub stepped_elements: AtomicU64,
     pub intrinsics_generated: AtomicU64,
     pub kernels_launched: AtomicU64,
     pub intrinsics_launched: AtomicU64,

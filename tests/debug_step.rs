@@ -575,3 +575,68 @@ fn a_kernel_input_that_already_differed_is_traced_to_the_kernel_computing_it() {
     );
     assert!(d.program.contains(".tanh()") && !d.program.contains(".exp()"));
 }
+
+/// Stepping a scope of a 2^20-element fused kernel runs its micro-kernels over the box of the
+/// domain the scope needs, not the whole kernel (`stats().stepped_elements`: one element per
+/// step for one element), and the stored step equals the fused result there bit for bit, which
+/// a plain f64 loop checks.
+#[test]
+fn stepping_a_scope_computes_only_that_scope() {
+    let _s = scope();
+    let (rows, cols) = (1024, 1024);
+    let n = rows * cols;
+    let mut rng = Lcg(0x5c09e);
+    let x = rng.values(n);
+    let w = rng.values(cols);
+    let xa = Array::from_slice(&x, &[rows, cols]);
+    let wa = Array::from_slice(&w, &[cols]);
+    let y = &(&(&(&xa * 1.5f32) + &wa).sin() * &xa) - 0.25f32;
+    let fused = y.to_vec().unwrap();
+    let oracle = |j: usize| ((x[j] as f64 * 1.5 + w[j % cols] as f64).sin()) * x[j] as f64 - 0.25;
+    let tile = Runtime::config().tile;
+    let (e, g) = (rng.below(n), rng.below(n / tile));
+    let a = rng.below(n - 3000);
+    let cases = [
+        (StepScope::Element(e), e..e + 1, 1),
+        (
+            StepScope::Group(g),
+            g * tile..((g + 1) * tile).min(n),
+            tile + 2 * cols,
+        ),
+        (StepScope::Range(a..a + 2500), a..a + 2500, 2500 + 2 * cols),
+    ];
+    for (scope, range, most) in cases {
+        let before = Runtime::stats();
+        let steps = Runtime::step_kernel(&y, scope.clone()).unwrap();
+        let computed = Runtime::stats().since(&before).stepped_elements as usize;
+        let per_step = computed / steps.len();
+        assert_eq!(computed % steps.len(), 0, "{scope:?}");
+        assert!(
+            per_step >= range.len() && per_step <= most,
+            "{scope:?}: {per_step} elements per step"
+        );
+        let last = steps.iter().rfind(|r| r.stored.is_some()).unwrap();
+        assert_eq!(
+            last.elements,
+            range.clone().collect::<Vec<_>>(),
+            "{scope:?}"
+        );
+        for (k, &j) in last.elements.iter().enumerate() {
+            assert_eq!(last.bits[k], fused[j].to_bits() as u64, "{scope:?} at {j}");
+            let want = oracle(j);
+            assert!(
+                (last.values[k] - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                "{scope:?} at {j}: {} vs {want}",
+                last.values[k]
+            );
+        }
+        // The load steps report the inputs at their own elements (the broadcast row of w).
+        let loads: Vec<_> = steps.iter().filter(|r| r.op == "load").collect();
+        for r in loads {
+            for (k, &at) in r.at.iter().enumerate() {
+                let v = if r.shape == vec![cols] { w[at] } else { x[at] };
+                assert_eq!(r.values[k], v as f64, "{scope:?}: load at {at}");
+            }
+        }
+    }
+}

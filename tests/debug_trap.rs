@@ -52,12 +52,16 @@ fn assert_site(t: &Trap, line: u32) {
     assert_eq!(t.site.line(), line, "{t}");
 }
 
-/// On a device the check ran in the device's kernel: its fault word sent the task to the CPU,
-/// which named the element.
-fn device_detected(before: &arrayflow::Stats) {
+/// On a device the check ran in the device's kernel, which named the element itself (its
+/// first-failing word, `Trap::device`): the CPU ran only that element's tile for the value, no
+/// fallback of the launch. On the CPU, the CPU named it.
+fn device_detected(t: &Trap, before: &arrayflow::Stats) {
     if on_device() {
         let d = Runtime::stats().device.since(&before.device);
-        assert!(d.kernels >= 1 && d.fallbacks >= 1, "{d:?}");
+        assert!(d.kernels >= 1 && d.fallbacks == 0, "{d:?}");
+        assert!(t.device, "{t}");
+    } else {
+        assert!(!t.device, "{t}");
     }
 }
 
@@ -91,7 +95,7 @@ fn nan_trap_names_the_first_nan_its_op_and_line() {
     // A result computed from the trapped one reads as the same trap.
     let z = &y * 3.0;
     assert_eq!(z.to_vec().unwrap_err().kind(), ErrorKind::Trap);
-    device_detected(&before);
+    device_detected(&t, &before);
     Runtime::traps(TrapConfig::off());
 }
 
@@ -118,7 +122,7 @@ fn inf_trap_names_the_first_division_by_zero() {
     assert_site(&t, line);
     assert_eq!((t.element, t.index.clone()), (first, vec![first]));
     assert_eq!(t.value, f64::INFINITY);
-    device_detected(&before);
+    device_detected(&t, &before);
     Runtime::traps(TrapConfig::off());
 }
 

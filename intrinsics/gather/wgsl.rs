@@ -1,6 +1,7 @@
 //! Gather (NumPy `take` along an axis): output index (pre, j, post) reads data (pre, idx[j], post).
 //! One pass `af_gather`, one thread per output element; threads below the index count also check
-//! one index each, so an index out of range faults even when the output is empty.
+//! one index each, so an index out of range faults even when the output is empty, and keeps the
+//! lowest bad position in the fault buffer's second word (`debug::trap::device`).
 
 use crate::intrinsics::wgsl::stride;
 use crate::ir::DType;
@@ -27,6 +28,13 @@ pub fn render(call: &IntrinsicCall, axis: usize) -> Result<GpuPlan, Unsupported>
     let t = storage_type(call.dtype);
     let n = total.max(ni);
     let groups = groups_for(n);
+    // The lowest bad position, as the first-failing word (`debug::trap::device`), where it fits.
+    let first = crate::debug::trap::device::fits(ni, 1);
+    let raise = if first {
+        "\n      atomicMax(&fault[1], 0xffffffffu - lin);"
+    } else {
+        ""
+    };
     let source = format!(
         "@group(0) @binding(0) var<storage, read> data: array<{t}>;
 @group(0) @binding(1) var<storage, read> idx: array<{ity}>;
@@ -37,7 +45,7 @@ pub fn render(call: &IntrinsicCall, axis: usize) -> Result<GpuPlan, Unsupported>
 fn af_gather(@builtin(global_invocation_id) gid: vec3<u32>) {{
   for (var lin = gid.x; lin < {n}u; lin += {s}u) {{
     if (lin < {ni}u && u32(idx[lin]) >= {dim}u) {{
-      atomicStore(&fault[0], 1u);
+      atomicStore(&fault[0], 1u);{raise}
     }}
     if (lin < {total}u) {{
       let q = lin % {post}u;
@@ -56,12 +64,9 @@ fn af_gather(@builtin(global_invocation_id) gid: vec3<u32>) {{
         post = post.max(1),
         ni_mod = ni.max(1),
     );
-    Ok(GpuPlan::single_pass(
-        source,
-        "af_gather",
-        2,
-        true,
-        groups,
-        LOCAL,
-    ))
+    let mut plan = GpuPlan::single_pass(source, "af_gather", 2, true, groups, LOCAL);
+    if first {
+        plan.scratch[0] = 8;
+    }
+    Ok(plan)
 }

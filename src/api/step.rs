@@ -45,7 +45,9 @@ impl Runtime {
     pub fn step_kernel<T: Element>(array: &Array<T>, scope: StepScope) -> Result<Vec<StepRecord>> {
         let site = site();
         let inner = Inner::get();
-        inner.step_node(array.h.id, site)?.records(&scope, site)
+        inner
+            .step_node(array.h.id, site, &scope)?
+            .records(&scope, site)
     }
 
     /// The first diverging op of each mismatch comparison mode found so far whose result came

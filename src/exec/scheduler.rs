@@ -171,8 +171,9 @@ pub(crate) enum ExecMsg {
     },
     Free(BufferId),
     /// A device kernel of this task faulted: run it on the CPU for the exact error (device
-    /// executors send this to themselves).
-    RerunOnCpu(Task),
+    /// executors send this to themselves), with the first-failing word the device read
+    /// (`crate::debug::trap::device`; 0 when the kernel keeps none or none failed).
+    RerunOnCpu(Task, u32),
     /// Run the passes left of the launches a trap suspended (`crate::debug::trap`), then the
     /// tasks that waited for them; reply how many launches were resumed (devices reply 0).
     Resume(Sender<usize>),
@@ -550,7 +551,7 @@ fn runs_tasks(msg: &ExecMsg) -> bool {
         msg,
         ExecMsg::ComputeData(_)
             | ExecMsg::ComputeSequential(_)
-            | ExecMsg::RerunOnCpu(_)
+            | ExecMsg::RerunOnCpu(..)
             | ExecMsg::Resume(_)
     )
 }
@@ -652,7 +653,7 @@ impl SchedulerLoop {
                 return;
             }
             self.cpu_thread_tasks += match &msg {
-                ExecMsg::ComputeData(_) | ExecMsg::RerunOnCpu(_) => 1,
+                ExecMsg::ComputeData(_) | ExecMsg::RerunOnCpu(..) => 1,
                 ExecMsg::ComputeSequential(v) => v.len(),
                 _ => 0,
             };

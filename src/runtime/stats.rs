@@ -51,6 +51,9 @@ pub struct Stats {
     /// Random numbers the flushed kernels draw: each random generator a kernel evaluates counts
     /// its elements (a lazy draw recomputed by two kernels counts twice).
     pub random_values: u64,
+    /// Elements the micro-kernels of stepped kernels computed (each step's domain, summed;
+    /// `Runtime::step_kernel` runs them over the box its scope needs).
+    pub stepped_elements: u64,
     /// Intrinsic programs the program generator scheduled.
     pub intrinsics_generated: u64,
     /// Fused kernels the executors ran.
@@ -197,6 +200,7 @@ impl Counters {
             kernels_generated: self.kernels_generated.load(Relaxed),
             kernel_instructions: self.kernel_instructions.load(Relaxed),
             random_values: self.random_values.load(Relaxed),
+            stepped_elements: self.stepped_elements.load(Relaxed),
             intrinsics_generated: self.intrinsics_generated.load(Relaxed),
             kernels_launched: self.kernels_launched.load(Relaxed),
             intrinsics_launched: self.intrinsics_launched.load(Relaxed),
@@ -268,6 +272,7 @@ impl Stats {
             kernels_generated: self.kernels_generated - earlier.kernels_generated,
             kernel_instructions: self.kernel_instructions - earlier.kernel_instructions,
             random_values: self.random_values - earlier.random_values,
+            stepped_elements: self.stepped_elements - earlier.stepped_elements,
             intrinsics_generated: self.intrinsics_generated - earlier.intrinsics_generated,
             kernels_launched: self.kernels_launched - earlier.kernels_launched,
             intrinsics_launched: self.intrinsics_launched - earlier.intrinsics_launched,

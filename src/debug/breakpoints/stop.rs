@@ -249,7 +249,7 @@ impl Stop {
         scope: crate::StepScope,
     ) -> Result<Vec<crate::StepRecord>> {
         Inner::get()
-            .step_node(id.0, self.site)?
+            .step_node(id.0, self.site, &scope)?
             .records(&scope, self.site)
     }
     /// Stops again at the next API call that records a result.

@@ -41,7 +41,8 @@ impl Inner {
             .read()
             .clone()
             .unwrap_or_else(|| CompareConfig::new(CompareMode::OnCopyOut));
-        let stepped = self.run_micro(capture.clone())?;
+        let whole = super::window::Window::all(&capture.fused().domain.shape);
+        let stepped = self.run_micro(capture.clone(), whole)?;
         let k = capture.fused();
         let shape = &k.domain.shape;
         let len = k.domain.len();

@@ -3,9 +3,12 @@
 //! the instruction's own index map, or earlier steps' spill buffers at the domain's linear
 //! index), computes, and stores to a spill buffer of the operation's element type; then one
 //! micro-kernel per reduction, reducing its register's spill over the fused kernel's domain.
+//! Stepping a scope runs them over the least box of the domain that covers it
+//! (`window.rs`), so one element computes one element per step.
 //! They are ordinary kernels, so every executor runs them through its normal path (tile VM,
 //! native tier, OpenCL and WGSL renderers): nothing here renders code.
 
+use super::window::Window;
 use crate::ir::{DType, Site};
 use crate::proggen::kernel::{Domain, FusedKernel, IndexMap, Instr, ReduceStore, Reg, Store};
 use crate::proggen::sequence::{
@@ -56,9 +59,18 @@ pub fn op_name(i: &Instr) -> String {
 }
 
 /// The micro-kernels of `k`, whose inputs are formals of `input_lens` elements, launched in
-/// tiles of `tile` elements on the CPU.
-pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
-    let len = k.domain.len();
+/// tiles of `tile` elements on the CPU, over `window` of the domain (element-wise kernels; a
+/// kernel with reductions runs over its whole domain, whatever the window).
+pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize, window: &Window) -> MicroPlan {
+    let domain = &k.domain.shape;
+    let whole = Window::all(domain);
+    let window = if k.reductions.is_empty() {
+        window
+    } else {
+        &whole
+    };
+    let moved = !window.is_all(domain);
+    let len = window.len();
     let mut seq = ProgramSequence {
         programs: Vec::new(),
         formals: k
@@ -73,7 +85,7 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
             .collect(),
     };
     let elementwise = Domain {
-        shape: k.domain.shape.clone(),
+        shape: window.shape.iter().copied().collect(),
         inner: 1,
         outer: len,
         perm: None,
@@ -164,6 +176,12 @@ pub fn plan(k: &FusedKernel, input_lens: &[usize], tile: usize) -> MicroPlan {
         };
         let dst = instrs.len() as Reg - 1;
         let mut instrs = instrs;
+        if moved {
+            // The fused kernel's own maps (a load of its input, a generator, a random draw),
+            // read over the window; spills are the window's own elements.
+            let last = instrs.last_mut().expect("a micro-kernel has an operation");
+            window.shift_instr(last, domain);
+        }
         let slots = own_params(instrs.last_mut().expect("a micro-kernel has an operation"));
         let mk = FusedKernel {
             // Micro-kernels show values; traps stay with the fused kernel.

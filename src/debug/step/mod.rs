@@ -2,7 +2,8 @@
 //! on, each flush keeps its fused kernels (`capture.rs`, through the flush's hook in
 //! `compile/captures.rs`); a kept kernel re-runs as one micro-kernel per instruction
 //! (`micro.rs`), each loading its operands, doing one operation and storing to a typed spill
-//! buffer, on the executor that ran it (`run.rs`), and its values come back per step at a scope
+//! buffer, on the executor that ran it (`run.rs`), over the box of the domain the scope needs
+//! (`window.rs`), and its values come back per step at a scope
 //! (`report.rs`). In comparison mode a mismatch on a kept kernel's result is narrowed to the first
 //! IR node whose stepped value differs from its reference (`divergence.rs`), with a reproducing
 //! program (`repro.rs`). Comparison mode keeps kernels for this by itself
@@ -22,6 +23,7 @@ pub mod micro;
 pub mod report;
 pub mod repro;
 mod run;
+pub mod window;
 
 pub use report::{Divergence, StepRecord, StepScope};
 pub use run::{Stepped, map_at};

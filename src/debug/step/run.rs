@@ -1,24 +1,53 @@
 //! Running a kept fused kernel one operation at a time: its micro-kernels (`micro.rs`) go
 //! through the one hand-off as a program sequence of their own, pinned to the executor that ran
-//! the fused kernel (the scheduler says which), so every executor runs them by its normal path; their
-//! spill buffers are read back, then released.
+//! the fused kernel (the scheduler says which), so every executor runs them by its normal path,
+//! over the box of the domain the scope needs (`window.rs`); their spill buffers are read back,
+//! then released.
 
 use super::capture::KernelCapture;
 use super::micro::{self, MicroPlan};
 use super::report::{StepRecord, StepScope};
+use super::window::Window;
 use crate::compile::{Inner, Origin, Submission};
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::TypedVec;
 use crate::ir::{NodeId, Site};
 use crate::proggen::kernel::{IndexMap, Instr};
 use crate::proggen::sequence::FormalRole;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// A kept kernel run micro-kernel by micro-kernel: the plan and each step's spilled values.
 pub struct Stepped {
     pub capture: Arc<KernelCapture>,
     pub plan: MicroPlan,
+    /// The part of the domain the element-wise steps ran over (their values are its elements).
+    pub window: Window,
     pub values: Vec<Arc<TypedVec>>,
+}
+
+/// The domain elements `scope` picks in a kernel of `len` elements launched in tiles of `tile`,
+/// checked against the domain; an error names `site`.
+fn scope_range(scope: &StepScope, len: usize, tile: usize, site: Site) -> Result<Range<usize>> {
+    let tile = tile.max(1);
+    let range = match scope {
+        StepScope::All => 0..len,
+        StepScope::Element(e) => *e..e + 1,
+        StepScope::Group(g) => g * tile..((g + 1) * tile).min(len),
+        StepScope::Range(r) => r.clone(),
+    };
+    if range.start >= range.end || range.end > len {
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!("step scope {scope:?} is outside the kernel's domain of {len} elements"),
+        )
+        .at(site)
+        .hint(format!(
+            "elements are 0..{len} (row-major over the domain), groups 0..{} of {tile} elements",
+            len.div_ceil(tile)
+        )));
+    }
+    Ok(range)
 }
 
 /// The linear index `map` selects at domain element `d` of a domain of `shape`.
@@ -43,8 +72,8 @@ pub fn map_at(map: &IndexMap, shape: &[usize], d: usize) -> usize {
 
 impl Inner {
     /// Computes node `id` if it is pending, then re-runs the kept fused kernel that computed it
-    /// as micro-kernels on the same executor.
-    pub fn step_node(&self, id: NodeId, site: Site) -> Result<Stepped> {
+    /// as micro-kernels on the same executor, over the part of the domain `scope` needs.
+    pub fn step_node(&self, id: NodeId, site: Site, scope: &StepScope) -> Result<Stepped> {
         if self.front().nodes.get(&id).is_some_and(|n| n.is_pending()) {
             self.read_node(id, site)?;
         }
@@ -58,11 +87,15 @@ impl Inner {
                 .at(site)
                 .hint("call Runtime::set_stepping(n) before the flush that computes the array; it keeps the last n fused kernels")
         })?;
-        self.run_micro(capture)
+        let k = capture.fused();
+        let range = scope_range(scope, k.domain.len(), capture.launch.tile, site)?;
+        let window = Window::covering(&k.domain.shape, range);
+        self.run_micro(capture, window)
     }
 
-    /// Runs the micro-kernels of a kept kernel and reads their spill buffers.
-    pub fn run_micro(&self, capture: Arc<KernelCapture>) -> Result<Stepped> {
+    /// Runs the micro-kernels of a kept kernel over `window` of its domain and reads their spill
+    /// buffers.
+    pub fn run_micro(&self, capture: Arc<KernelCapture>, window: Window) -> Result<Stepped> {
         let k = capture.fused();
         let lens: Vec<usize> = capture
             .input_nodes
@@ -70,7 +103,14 @@ impl Inner {
             .zip(&k.inputs)
             .map(|(n, _)| capture.nodes.get(n).map_or(0, |n| n.len()))
             .collect();
-        let plan = micro::plan(k, &lens, capture.launch.tile);
+        let window = if k.reductions.is_empty() {
+            window
+        } else {
+            Window::all(&k.domain.shape)
+        };
+        let plan = micro::plan(k, &lens, capture.launch.tile, &window);
+        let computed: usize = plan.seq.programs.iter().map(|p| p.launch.domain_len).sum();
+        crate::counters::Counters::add(&self.counters.stepped_elements, computed as u64);
         let mut bindings = capture.inputs.clone();
         for f in &plan.seq.formals[bindings.len()..] {
             debug_assert_eq!(f.role, FormalRole::Output);
@@ -112,6 +152,7 @@ impl Inner {
         Ok(Stepped {
             capture,
             plan,
+            window,
             values: values?,
         })
     }
@@ -121,23 +162,19 @@ impl Stepped {
     /// The domain elements `scope` picks, checked against the domain; an error names `site`.
     pub fn elements(&self, scope: &StepScope, site: Site) -> Result<Vec<usize>> {
         let len = self.capture.fused().domain.len();
-        let tile = self.capture.launch.tile.max(1);
-        let range = match scope {
-            StepScope::All => 0..len,
-            StepScope::Element(e) => *e..e + 1,
-            StepScope::Group(g) => g * tile..((g + 1) * tile).min(len),
-            StepScope::Range(r) => r.clone(),
-        };
-        if range.start >= range.end || range.end > len {
+        let range = scope_range(scope, len, self.capture.launch.tile, site)?;
+        let shape = &self.capture.fused().domain.shape;
+        let w = &self.window;
+        if let Some(e) = range.clone().find(|&e| {
+            let idx = crate::ir::unravel(e, shape);
+            (0..shape.len()).any(|k| idx[k] < w.origin[k] || idx[k] >= w.origin[k] + w.shape[k])
+        }) {
             return Err(Error::new(
                 ErrorKind::Argument,
-                format!("step scope {scope:?} is outside the kernel's domain of {len} elements"),
+                format!("element {e} of step scope {scope:?} was not stepped (the kernel was stepped over {w:?})"),
             )
             .at(site)
-            .hint(format!(
-                "elements are 0..{len} (row-major over the domain), groups 0..{} of {tile} elements",
-                len.div_ceil(tile)
-            )));
+            .hint("step the kernel again with this scope"));
         }
         Ok(range.collect())
     }
@@ -189,6 +226,15 @@ impl Stepped {
                 }
                 _ => unreachable!("a step is an instruction or a reduction"),
             };
+            // Where each element's value is in the step's spill: the window's element for an
+            // element-wise step, the result for a reduction.
+            let pos: Vec<usize> = match step.instr {
+                Some(_) => elems
+                    .iter()
+                    .map(|&e| self.window.index_of(e, shape))
+                    .collect(),
+                None => elems.clone(),
+            };
             let info = node.and_then(|id| self.capture.nodes.get(&id));
             let reference = info.and_then(|n| n.reference.as_ref()).map(|r| {
                 at.iter()
@@ -208,8 +254,8 @@ impl Stepped {
                 dtype: step.dtype,
                 shape: info.map_or_else(|| shape.to_vec(), |n| n.shape.to_vec()),
                 stored,
-                values: elems.iter().map(|&e| values.get(e).as_f64()).collect(),
-                bits: elems.iter().map(|&e| values.get(e).bits()).collect(),
+                values: pos.iter().map(|&e| values.get(e).as_f64()).collect(),
+                bits: pos.iter().map(|&e| values.get(e).bits()).collect(),
                 elements: elems,
                 at,
                 reference,

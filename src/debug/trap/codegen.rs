@@ -1,8 +1,9 @@
 //! A trap check as device code: the predicate of a [`TrapCheck`] over a register, in OpenCL C or
 //! WGSL, and the statement that raises the kernel's fault word when it fails. The GPU printers
-//! call [`statement`] after the step that writes the checked register; a raised fault word makes
-//! the device executor run the task again on the CPU tile VM, which finds the first failing
-//! element with its value (`exec/gpu/mod.rs`, the fault path). Floats are tested through their
+//! call [`statement`] after the step that writes the checked register; a failure raises the
+//! kernel's fault word and, where the keys fit, the first-failing word (`device.rs`), from which
+//! the device executor takes the first failing element and check; the CPU tile VM then runs that
+//! element's tile for its value (`exec/gpu/mod.rs`, the fault path). Floats are tested through their
 //! bits, so fast-math assumptions of a shader compiler cannot drop the test.
 
 use super::check::{TrapCheck, TrapPred};
@@ -20,15 +21,31 @@ pub enum Dialect {
 /// The fault code a failed trap check writes (any non-zero code sends the task to the CPU).
 pub const TRAP_FAULT: u32 = u32::MAX;
 
+/// Where a failing check also records its key (`super::device`): check number `check` of
+/// `checks`, at the element whose linear index is `lin` in the printed code.
+#[derive(Debug, Clone, Copy)]
+pub struct FirstKey<'a> {
+    /// The element's linear index (an expression of the printed code).
+    pub lin: &'a str,
+    /// The check's number in the kernel's checks.
+    pub check: u32,
+    /// How many checks the kernel has.
+    pub checks: u32,
+}
+
 /// The statement testing register `r{reg}` of type `ty` against check `c`; `operands` are the
 /// instruction's operand registers and types (a NaN/Inf trap fires only where the op created the
-/// value: no operand NaN for a NaN, all operands finite for an infinity).
+/// value: no operand NaN for a NaN, all operands finite for an infinity). With `first`, a failure
+/// also raises the first-failing word: OpenCL keeps the thread's greatest word in the local
+/// `af_first` (the kernel's end raises the buffer's word with one atomic max), WGSL raises
+/// `fault[1]` at once.
 pub fn statement(
     c: &TrapCheck,
     reg: u32,
     ty: DType,
     operands: &[(u32, DType)],
     d: Dialect,
+    first: Option<FirstKey>,
 ) -> String {
     let x = format!("r{reg}");
     let c = if c.on_created() {
@@ -36,9 +53,20 @@ pub fn statement(
     } else {
         condition(c.pred, &x, ty, d)
     };
+    let key = first.map(|f| match d {
+        Dialect::OpenCl => format!(
+            " af_first = max(af_first, 0xffffffffu - (u32)({} * {}UL + {}UL));",
+            f.lin, f.checks, f.check
+        ),
+        Dialect::Wgsl => format!(
+            " atomicMax(&fault[1], 0xffffffffu - ({} * {}u + {}u));",
+            f.lin, f.checks, f.check
+        ),
+    });
+    let key = key.unwrap_or_default();
     match d {
-        Dialect::OpenCl => format!("if ({c}) fault = {TRAP_FAULT}u;"),
-        Dialect::Wgsl => format!("if ({c}) {{ atomicStore(&fault[0], {TRAP_FAULT}u); }}"),
+        Dialect::OpenCl => format!("if ({c}) {{ fault = {TRAP_FAULT}u;{key} }}"),
+        Dialect::Wgsl => format!("if ({c}) {{ atomicStore(&fault[0], {TRAP_FAULT}u);{key} }}"),
     }
 }
 

@@ -22,9 +22,15 @@
 //! positions, so only values computed at their array's own index are checked). The tile VM tests
 //! each tile after the instruction runs and keeps the lowest failing element ([`passes::TrapSink`]);
 //! the native tier stands aside for kernels with checks. The OpenCL and WGSL printers compile the
-//! same predicates into the kernel (`codegen.rs`): a failure raises the kernel's fault word, and the
-//! device executor runs the task again on the tile VM, which finds the element and its value
-//! exactly (the device keeps its results only when nothing failed). A trap fails the launch with
+//! same predicates into the kernel (`codegen.rs`): a failure raises the kernel's fault word and a
+//! second word, an atomic max of `u32::MAX - (element * checks + check)` (`device.rs`), so the
+//! device itself keeps the lowest failing element and, at that element, the first check. The
+//! device executor reads both after the launch and runs only that element's tile on the tile VM
+//! for the value (`exec/gpu/device_trap.rs`): the trap names the device's element
+//! ([`report::Trap::device`]). Where the CPU names another element (a device computing a value
+//! differently), or the key does not fit 32 bits, or the kernel was split for the device, the
+//! CPU searches the whole launch as before. Gather's device kernels keep their lowest bad index
+//! position the same way (the CPU re-runs the gather for the message). A trap fails the launch with
 //! an [`crate::ErrorKind::Trap`] error that every read of its results, and of results computed
 //! from them, returns; [`report::Trap`] records are kept for `Runtime::trapped()`.
 //!
@@ -38,6 +44,7 @@ pub mod assertions;
 pub mod check;
 pub mod codegen;
 mod config;
+pub mod device;
 pub mod passes;
 pub mod report;
 mod runtime;

@@ -44,6 +44,10 @@ pub struct Trap {
     pub pass: Option<(usize, usize)>,
     /// Whether the launch is suspended (`Runtime::resume` finishes it) rather than failed.
     pub suspended: bool,
+    /// Whether the device that ran the kernel found the element itself (its first-failing
+    /// word, [`super::device`]); the CPU, re-running it, found the same element and the value.
+    /// `false` when the CPU ran the kernel or searched the whole launch.
+    pub device: bool,
 }
 
 impl std::fmt::Display for Trap {
@@ -88,6 +92,7 @@ impl Trap {
             message: c.message.as_deref().map(str::to_string),
             pass: None,
             suspended: false,
+            device: false,
         }
     }
 
@@ -122,6 +127,18 @@ pub fn all() -> Vec<Trap> {
 /// Every trap recorded, oldest first; the list is emptied.
 pub fn take() -> Vec<Trap> {
     std::mem::take(&mut *LOG.lock())
+}
+
+/// Marks the last trap recorded as found by the device at `element` (an index trap of an
+/// intrinsic the CPU re-ran); `false`, marking nothing, when the CPU named another element.
+pub(crate) fn found_on_device(element: usize) -> bool {
+    match LOG.lock().last_mut() {
+        Some(t) if t.element == element => {
+            t.device = true;
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Marks every suspended trap resumed (they stay in the list).
@@ -160,6 +177,7 @@ pub fn index_fault(
             message: Some(message.clone()),
             pass: None,
             suspended: false,
+            device: false,
         })
     });
     Error::new(ErrorKind::Trap, format!("trap: {message}"))

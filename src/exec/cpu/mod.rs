@@ -161,7 +161,7 @@ impl CpuLoop {
                 };
                 let _ = self.sched.send(SchedMsg::Exported { buf, to, data });
             }
-            ExecMsg::ComputeData(task) | ExecMsg::RerunOnCpu(task) => {
+            ExecMsg::ComputeData(task) | ExecMsg::RerunOnCpu(task, _) => {
                 self.compute_then_free(task, done)
             }
             ExecMsg::ComputeSequential(tasks) => tasks

@@ -278,6 +278,56 @@ pub fn run_checked(
     Ok(Checked::Done)
 }
 
+/// The first failing `(element, check, value)` in the tile that holds element `lin`, checks
+/// `k.traps`, without running the rest of the launch or recording anything: how an element a
+/// device found failing gets its value (`exec/gpu`, `crate::debug::trap::device`).
+pub fn first_failing_near(
+    k: &FusedKernel,
+    tile: usize,
+    inputs: &[&TypedVec],
+    params: &[u64],
+    lin: usize,
+) -> Result<Option<(usize, usize, f64)>, Error> {
+    let mut outputs: Vec<TypedVec> = (0..k.outputs.len())
+        .map(|o| {
+            let reduced = k.reductions.iter().any(|r| r.output as usize == o);
+            let len = if reduced {
+                k.domain.outer
+            } else {
+                k.domain.len()
+            };
+            TypedVec::zeros(k.outputs[o], len)
+        })
+        .collect();
+    let external = vec![None; outputs.len()];
+    let (len, tile, _, outs, plan) = launch(k, tile, &mut outputs, &external);
+    if lin >= len {
+        return Ok(None);
+    }
+    let sink = TrapSink::default();
+    let mut w = Worker::new(k, tile, params);
+    let t0 = lin / tile * tile;
+    tile_task(
+        k,
+        &plan,
+        inputs,
+        &outs,
+        params,
+        &mut w,
+        t0,
+        tile,
+        Some(&sink),
+    )
+    .map_err(|f| {
+        Error::new(
+            ErrorKind::Execution,
+            format!("{} in this operation", f.message),
+        )
+        .origin(k.instr_sites[f.instr])
+    })?;
+    Ok(sink.first())
+}
+
 /// The least tile of a row-order reduction.
 const ROW_TILE: usize = 4096;
 

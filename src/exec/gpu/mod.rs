@@ -15,6 +15,7 @@
 //! executor's host copies (`fallback.rs`), so no computed value is lost.
 
 mod clocks;
+mod device_trap;
 mod fallback;
 mod kept;
 pub mod opencl;
@@ -311,7 +312,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                 ExecMsg::BindExternal { buf, ptr } => {
                     self.external.insert(buf, ptr);
                 }
-                ExecMsg::RerunOnCpu(task) => {
+                ExecMsg::RerunOnCpu(task, first) => {
                     // Outputs the application released while the task was in flight are gone
                     // from the store (stream-ordered release); the rerun must not bring them back.
                     let released: Vec<BufferId> = task
@@ -320,7 +321,14 @@ impl<A: DeviceApi> GpuLoop<A> {
                         .copied()
                         .filter(|&b| self.store.shape(b).is_none())
                         .collect();
-                    let result = self.run_on_cpu(&task);
+                    let result = match device_trap::from_device(&mut self, &task, first) {
+                        Some(r) => r,
+                        None => {
+                            let r = self.run_on_cpu(&task);
+                            device_trap::confirm_index_trap(&task, first, &r);
+                            r
+                        }
+                    };
                     self.finish_now(&task, result);
                     for b in released {
                         self.failed.remove(&b);
@@ -693,8 +701,9 @@ impl<A: DeviceApi> GpuLoop<A> {
                 }
             }
             if let Some(f) = step.plan.fault {
+                let words = if step.plan.first_word() { 2 } else { 1 };
                 let fault = bufs.swap_remove(f as usize);
-                faults.push(fault.expect("the fault word is allocated"));
+                faults.push((fault.expect("the fault word is allocated"), words));
             }
             for (s, bytes) in bufs.into_iter().flatten() {
                 self.store.pool(s, bytes);
@@ -717,9 +726,15 @@ impl<A: DeviceApi> GpuLoop<A> {
                 external.push((b, slice));
             }
         }
-        // One report when every fault word is read and every external download is done.
-        let fault_words: Vec<Arc<AtomicU32>> =
-            faults.iter().map(|_| Arc::new(AtomicU32::new(0))).collect();
+        // One report when every fault word is read and every external download is done. Each
+        // fault buffer's fault code and, where it keeps one, its first-failing word.
+        let fault_words: Vec<Arc<[AtomicU32; 2]>> = faults
+            .iter()
+            .map(|_| Arc::new([AtomicU32::new(0), AtomicU32::new(0)]))
+            .collect();
+        // The first failing element a one-step kernel's device found (a split kernel's halves
+        // number their checks apart: the CPU searches the launch).
+        let one_step = steps.len() == 1;
         let report = {
             let (sched, me) = (self.sched.clone(), self.me.clone());
             let (id, site) = (task.id, task.program.sites.first().copied());
@@ -742,10 +757,16 @@ impl<A: DeviceApi> GpuLoop<A> {
                         how,
                     );
                 }
-                if err.is_none() && words.iter().any(|w| w.load(Ordering::Relaxed) != 0) {
-                    // A kernel faulted (integer division by zero, an index out of range): the
-                    // CPU runs the task again and reports the exact error, with its call site.
-                    let _ = me.send(ExecMsg::RerunOnCpu(task));
+                if err.is_none() && words.iter().any(|w| w[0].load(Ordering::Relaxed) != 0) {
+                    // A kernel faulted (integer division by zero, an index out of range, a trap):
+                    // the CPU runs the task again (for a trap with the device's first failing
+                    // element, only that element's tile) and reports the exact error, with its
+                    // call site.
+                    let first = match &words[..] {
+                        [w] if one_step => w[1].load(Ordering::Relaxed),
+                        _ => 0,
+                    };
+                    let _ = me.send(ExecMsg::RerunOnCpu(task, first));
                     return;
                 }
                 let result = match err {
@@ -756,19 +777,20 @@ impl<A: DeviceApi> GpuLoop<A> {
             }
         };
         let countdown = Countdown::new(1 + faults.len() + external.len(), report);
-        for ((s, bytes), word) in faults.into_iter().zip(fault_words) {
-            let mut cell = Box::new(0u32);
+        for (((s, bytes), n), word) in faults.into_iter().zip(fault_words) {
+            let mut cell = Box::new([0u32; 2]);
             let slice = HostSlice {
-                ptr: &mut *cell as *mut u32 as *mut u8,
+                ptr: cell.as_mut_ptr() as *mut u8,
                 dtype: DType::U32,
-                len: 1,
+                len: n,
             };
             let c = countdown.completion();
             self.api.download(
                 &s,
                 slice,
                 Box::new(move |r| {
-                    word.store(*cell, Ordering::Relaxed);
+                    word[0].store(cell[0], Ordering::Relaxed);
+                    word[1].store(cell[1], Ordering::Relaxed);
                     c(r)
                 }),
             );

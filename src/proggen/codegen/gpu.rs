@@ -73,7 +73,9 @@ pub struct GpuPlan {
     pub passes: Vec<Pass>,
     /// A scratch buffer holding one u32 the executor reads after the last pass: 0 when all went
     /// well, else `1 + i` for a fault at instruction `i` of the fused kernel (integer division by
-    /// zero), or `1` for an intrinsic (gather index out of range).
+    /// zero), or `1` for an intrinsic (gather index out of range). A fault buffer of 8 bytes has
+    /// a second word, the first failing element and check the kernel found
+    /// ([`GpuPlan::first_word`], `crate::debug::trap::device`).
     pub fault: Option<u32>,
     /// WGSL: the `N` of the program's `var<immediate> params: array<u32, N>` (the words the
     /// executor sets before each dispatch that takes parameters); `None` when the parameters come
@@ -99,6 +101,10 @@ pub struct Kept {
 }
 
 impl GpuPlan {
+    /// Whether the fault buffer keeps the first failing element's word after the fault code.
+    pub fn first_word(&self) -> bool {
+        self.fault.is_some_and(|f| self.scratch[f as usize] >= 8)
+    }
     /// An intrinsic's plan: `source` with the one pass `entry`, no parameters, binding inputs
     /// `0 .. inputs` and output 0, and with `fault_word` a one-word fault scratch buffer after
     /// them (`fault` = that scratch).

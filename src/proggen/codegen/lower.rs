@@ -274,8 +274,10 @@ pub struct Step {
     /// For an instruction that may fault (integer division): the fault word's value, `1 + i`
     /// for instruction `i`.
     pub fault: Option<u32>,
-    /// Trap checks on `dst` (`crate::debug::trap`): a failing value raises the fault word.
-    pub traps: Vec<crate::debug::trap::TrapCheck>,
+    /// Trap checks on `dst` (`crate::debug::trap`), each with its number in the kernel's
+    /// checks: a failing value raises the fault word (and, with [`Lowered::first`], the
+    /// first-failing word, `crate::debug::trap::device`).
+    pub traps: Vec<(u32, crate::debug::trap::TrapCheck)>,
     /// The instruction's operand registers and types (what a NaN/Inf trap looks at).
     pub operands: Vec<(Reg, DType)>,
 }
@@ -382,6 +384,9 @@ pub struct Lowered<'k> {
     pub scratch: Vec<u64>,
     /// The fault word's scratch buffer, when an instruction may fault.
     pub fault: Option<u32>,
+    /// With trap checks whose keys fit (`crate::debug::trap::device`): the number of checks;
+    /// the fault buffer then has a second word, the first failing element and check.
+    pub first: Option<u32>,
     /// The passes to dispatch, in order: `af_kernel`, then `af_final` for chunked reductions.
     pub passes: Vec<PassPlan>,
 }
@@ -541,8 +546,9 @@ fn steps(k: &FusedKernel) -> Vec<Step> {
                 traps: k
                     .traps
                     .iter()
-                    .filter(|t| t.instr as usize == i)
-                    .cloned()
+                    .enumerate()
+                    .filter(|(_, t)| t.instr as usize == i)
+                    .map(|(c, t)| (c as u32, t.clone()))
                     .collect(),
                 operands: ins.srcs().iter().map(|&r| (r, ty(r))).collect(),
             }
@@ -777,6 +783,7 @@ pub fn lower<'k>(k: &'k FusedKernel, t: Target, p: &Policy) -> Lowered<'k> {
         reads_params,
         scratch: Vec::new(),
         fault: None,
+        first: None,
         passes: Vec::new(),
         coords,
         steps,
@@ -816,7 +823,10 @@ pub fn lower<'k>(k: &'k FusedKernel, t: Target, p: &Policy) -> Lowered<'k> {
         .iter()
         .any(|s| s.fault.is_some() || !s.traps.is_empty())
     {
-        l.scratch.push(4);
+        let checks = k.traps.len();
+        let first = checks > 0 && crate::debug::trap::device::fits(k.domain.len(), checks);
+        l.first = first.then_some(checks as u32);
+        l.scratch.push(if first { 8 } else { 4 });
         l.fault = Some(l.scratch.len() as u32 - 1);
     }
     l.passes = passes(&l, p);

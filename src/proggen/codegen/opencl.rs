@@ -33,7 +33,8 @@
 //!
 //! Scratch buffers, in order: for C > 1, per reduction its value partials (`O * C` elements of the
 //! reduced register's type) and, for argmax/argmin, its index partials (`O * C` u32); then, when
-//! the kernel divides integers, the fault word. Arguments of `af_kernel`: inputs (`__global const`),
+//! the kernel divides integers or has trap checks, the fault word (with trap checks, a second
+//! word: the first failing element and check, `debug::trap::device`). Arguments of `af_kernel`: inputs (`__global const`),
 //! outputs, scratch buffers, then the parameter slots. Arguments of `af_final`: per reduction its
 //! output, its value partials and (argmax/argmin) its index partials.
 
@@ -209,6 +210,9 @@ fn kernel_entry(l: &Lowered, t: Target) -> String {
     if l.faults() {
         s.push_str("  u32 fault = 0u;\n");
     }
+    if l.first.is_some() {
+        s.push_str("  u32 af_first = 0u;\n");
+    }
     let len = k.domain.len();
     match l.layout {
         Layout::Quads { .. } => s.push_str(&vector_loop(l, t, len as u64)),
@@ -248,6 +252,10 @@ fn kernel_entry(l: &Lowered, t: Target) -> String {
     }
     if l.faults() {
         s.push_str("  if (fault != 0u) af_fault[0] = fault;\n");
+    }
+    if l.first.is_some() {
+        // The lowest failing key of the launch: the greatest word (`debug::trap::device`).
+        s.push_str("  if (af_first != 0u) atomic_max(&af_fault[1], af_first);\n");
     }
     s.push_str("}\n");
     s
@@ -823,13 +831,22 @@ fn element_body(l: &Lowered, t: Target, access: Access) -> String {
         if let Some(code) = step.fault {
             let _ = writeln!(s, "if (bad != 0u) {{ fault = {code}u; bad = 0u; }}");
         }
-        for check in &step.traps {
-            use crate::debug::trap::codegen::{Dialect, statement};
-            let _ = writeln!(
-                s,
-                "{}",
-                statement(check, step.dst, step.ty, &step.operands, Dialect::OpenCl)
+        for (c, check) in &step.traps {
+            use crate::debug::trap::codegen::{Dialect, FirstKey, statement};
+            let first = l.first.map(|checks| FirstKey {
+                lin: "lin",
+                check: *c,
+                checks,
+            });
+            let code = statement(
+                check,
+                step.dst,
+                step.ty,
+                &step.operands,
+                Dialect::OpenCl,
+                first,
             );
+            let _ = writeln!(s, "{code}");
         }
     }
     for st in &k.stores {

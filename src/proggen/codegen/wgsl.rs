@@ -619,13 +619,22 @@ fn body(l: &Lowered, pad: &str, access: Access) -> String {
                 "{pad}if (bad != 0u) {{ atomicStore(&fault[0], {code}u); bad = 0u; }}"
             );
         }
-        for check in &step.traps {
-            use crate::debug::trap::codegen::{Dialect, statement};
-            let _ = writeln!(
-                e,
-                "{pad}{}",
-                statement(check, step.dst, step.ty, &step.operands, Dialect::Wgsl)
+        for (c, check) in &step.traps {
+            use crate::debug::trap::codegen::{Dialect, FirstKey, statement};
+            let first = l.first.map(|checks| FirstKey {
+                lin: "lin",
+                check: *c,
+                checks,
+            });
+            let code = statement(
+                check,
+                step.dst,
+                step.ty,
+                &step.operands,
+                Dialect::Wgsl,
+                first,
             );
+            let _ = writeln!(e, "{pad}{code}");
         }
     }
     for st in &k.stores {
