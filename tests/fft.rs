@@ -901,7 +901,7 @@ fn bad_arguments_are_errors_at_the_callers_line() {
 /// Points a GPU line holds in local memory (`intrinsics/fft/gpu.rs`: 32 KiB on OpenCL, 16 KiB
 /// on WGSL); `None` where the generated kernels do not run.
 fn device_line_points<F: Prec>() -> Option<usize> {
-    use arrayflow::{Backend, Runtime};
+    use arrayflow::Backend;
     let off = std::env::var("ARRAYFLOW_FFT_GPU").is_ok_and(|v| v == "off" || v == "0");
     match common::the_device() {
         _ if off => None,
