@@ -28,7 +28,11 @@ fn start() -> Option<parking_lot::MutexGuard<'static, ()>> {
     let g = SERIAL.lock();
     if Runtime::live_devices().len() < 3 {
         let required = std::env::var("ARRAYFLOW_REQUIRE_BACKENDS").is_ok_and(|v| v.contains(','));
-        assert!(!required, "two backends required: {:?}", Runtime::live_devices());
+        assert!(
+            !required,
+            "two backends required: {:?}",
+            Runtime::live_devices()
+        );
         return None;
     }
     Some(g)
@@ -72,14 +76,26 @@ fn one_device(f: &dyn Fn() -> Array<f32>) -> Vec<f32> {
 /// strictly between 0 and 1 split (the parts on the two sides), 0 and 1 do not.
 fn check_modes(what: &str, f: &dyn Fn() -> Array<f32>, want: &[f64], rel: f64) {
     let one = one_device(f);
-    assert_close(&one, want, rel, rel, &format!("{what}: one device vs oracle"));
+    assert_close(
+        &one,
+        want,
+        rel,
+        rel,
+        &format!("{what}: one device vs oracle"),
+    );
     let (a, b) = sides();
     for mode in MODES {
         let (got, s) = run_split(mode, f);
         let ctx = format!("{what} {mode:?}");
         assert_close(&got, want, rel, rel, &format!("{ctx}: split vs oracle"));
         let one64: Vec<f64> = one.iter().map(|&v| v as f64).collect();
-        assert_close(&got, &one64, rel, rel, &format!("{ctx}: split vs one device"));
+        assert_close(
+            &got,
+            &one64,
+            rel,
+            rel,
+            &format!("{ctx}: split vs one device"),
+        );
         let (pa, pb) = (s.executors[a.index()].parts, s.executors[b.index()].parts);
         match mode {
             SplitMode::Ratio(r) if r == 0.0 => {
@@ -199,11 +215,19 @@ fn bytes_moved_per_part_equal_the_access_analysis() {
         let row = 4 * n as u64;
         let (p0, p1) = (cut as u64, (rows - cut) as u64);
         let e = &st.executors;
-        assert_eq!(e[a.index()].bytes_in, (p0 + 1) * row + p1 * row, "{ratio}: {e:?}");
+        assert_eq!(
+            e[a.index()].bytes_in,
+            (p0 + 1) * row + p1 * row,
+            "{ratio}: {e:?}"
+        );
         assert_eq!(e[b.index()].bytes_in, (p1 + 1) * row, "{ratio}: {e:?}");
         assert_eq!(e[b.index()].bytes_out, p1 * row, "{ratio}: {e:?}");
         assert_eq!(e[0].bytes_out, (p0 + 1 + p1 + 1) * row, "{ratio}: {e:?}");
-        assert_eq!((e[0].bytes_in, e[a.index()].bytes_out), (0, 0), "{ratio}: {e:?}");
+        assert_eq!(
+            (e[0].bytes_in, e[a.index()].bytes_out),
+            (0, 0),
+            "{ratio}: {e:?}"
+        );
         let got = read(&y);
         for i in 0..rows {
             for j in 0..n {

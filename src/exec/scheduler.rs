@@ -5,6 +5,12 @@
 //! between executors when a program needs it elsewhere, serves reads, frees released buffers, and
 //! propagates failures so every result of a failed program reads as invalid.
 //!
+//! **Split launches** (issue 25, seed 002): with a device live and a split mode set
+//! (`ARRAYFLOW_SPLIT`, `Runtime::split`; `exec::split`), a fused kernel may become one part task
+//! per executor plus the tasks joining their outputs (`scheduler/split_tasks.rs`); the parts read
+//! slices of their inputs. Without a device, or with the mode off, `submit` checks one `Option`
+//! per sequence and `launch` and `forget` one empty map per task and buffer: nothing else.
+//!
 //! **Synchronous calls.** The scheduler's state ([`SchedulerLoop`]) sits behind a mutex with its
 //! message queue. The thread waits until a message is queued, takes the state, and handles every
 //! queued message in order. When the runtime has no device executor, the application's own
@@ -963,8 +969,9 @@ impl SchedulerLoop {
         };
         let split = match (&self.splitter, inst.split) {
             (None, _) => None,
-            (Some(s), mode) => Some(mode.unwrap_or(s.default))
-                .filter(|m| *m != super::split::SplitMode::Off),
+            (Some(s), mode) => {
+                Some(mode.unwrap_or(s.default)).filter(|m| *m != super::split::SplitMode::Off)
+            }
         };
         for (pi, program) in inst.seq.programs.iter().enumerate() {
             let mut pin = inst.pin;

@@ -162,8 +162,14 @@ mod tests {
             cpu_candidate: true,
         };
         let big = SPLIT_MIN_ELEMENTS;
-        assert_eq!(s.plan(SplitMode::Ratio(0.3), 0b111, big), vec![(1, 0.3), (2, 0.7)]);
-        assert_eq!(s.plan(SplitMode::Ratio(0.3), 0b011, big), vec![(1, 0.3), (0, 0.7)]);
+        assert_eq!(
+            s.plan(SplitMode::Ratio(0.3), 0b111, big),
+            vec![(1, 0.3), (2, 0.7)]
+        );
+        assert_eq!(
+            s.plan(SplitMode::Ratio(0.3), 0b011, big),
+            vec![(1, 0.3), (0, 0.7)]
+        );
         assert!(s.plan(SplitMode::Ratio(0.3), 0b111, big - 1).is_empty());
         assert_eq!(s.plan(SplitMode::Force, 0b111, 2).len(), 3);
         assert_eq!(

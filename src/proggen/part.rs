@@ -69,7 +69,11 @@ fn gcd(a: usize, b: usize) -> usize {
 /// that range is smaller than the input (`lens`: the inputs' lengths): the hull of the access
 /// analysis's read set. `None`: the input moves whole (read whole, read through a folded map,
 /// data-dependent, or not read at all).
-pub fn read_ranges(k: &FusedKernel, part: Range<usize>, lens: &[usize]) -> Vec<Option<Range<usize>>> {
+pub fn read_ranges(
+    k: &FusedKernel,
+    part: Range<usize>,
+    lens: &[usize],
+) -> Vec<Option<Range<usize>>> {
     let folded: Vec<bool> = (0..k.inputs.len())
         .map(|i| {
             k.instrs.iter().any(|ins| {

@@ -55,7 +55,10 @@ fn slice_of(v: &TypedVec, r: Range<usize>) -> TypedVec {
 impl SchedulerLoop {
     /// A new buffer the scheduler owns, released from the start (freed after its last use).
     fn scheduler_buffer(&mut self) -> BufferId {
-        let b = BufferId(self.next_buffer.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let b = BufferId(
+            self.next_buffer
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
         let mut s = BufState::new(Status::Unwritten, 0);
         s.released = true;
         self.buffers.insert(b, s);
