@@ -98,11 +98,11 @@ fn check_modes(what: &str, f: &dyn Fn() -> Array<f32>, want: &[f64], rel: f64) {
         );
         let (pa, pb) = (s.executors[a.index()].parts, s.executors[b.index()].parts);
         match mode {
-            SplitMode::Ratio(r) if r == 0.0 => {
+            SplitMode::Ratio(0.0) => {
                 assert_eq!((s.split_launches, pa), (0, 0), "{ctx}: {s:?}");
                 assert!(pb >= 1, "{ctx}: all on {b}");
             }
-            SplitMode::Ratio(r) if r == 1.0 => {
+            SplitMode::Ratio(1.0) => {
                 assert_eq!((s.split_launches, pb), (0, 0), "{ctx}");
                 assert!(pa >= 1, "{ctx}: all on {a}");
             }
