@@ -251,3 +251,22 @@ fn small_kernels_split_only_when_forced() {
         assert_eq!(s.split_launches > 0, splits, "{mode:?}");
     }
 }
+
+/// A result read straight into the caller's memory (a large read binds it before the kernel
+/// runs) is computed whole, with the right values, also when every kernel splits.
+#[test]
+fn a_large_read_into_the_callers_memory_runs_whole_and_right() {
+    let Some(_g) = start() else { return };
+    let mut r = rng(6);
+    let (m, n) = (512, 256);
+    let x = rand_f32(&mut r, m * n, -1.0, 1.0);
+    let mut out = vec![0.0f32; m * n];
+    {
+        let _s = Runtime::split(SplitMode::Force);
+        let y = (Array::from_slice(&x, &[m, n]) * 4.0f32).cos();
+        y.read_into(&mut out)
+            .expect("read into the caller's memory");
+    }
+    let want: Vec<f64> = x.iter().map(|&v| (v as f64 * 4.0).cos()).collect();
+    assert_close(&out, &want, 1e-5, 1e-5, "read_into");
+}

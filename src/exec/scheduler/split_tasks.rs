@@ -11,6 +11,9 @@
 //! executor, in `bytes_in` / `bytes_out`). Inputs read through folded maps (roll, pad), read whole
 //! or data-dependently move whole, as for an unsplit task. A slice holds its input until it is
 //! filled (a use), and is released from the start: it is freed after its part.
+//!
+//! A kernel whose output is bound to the application's memory (a large read into the caller's
+//! slice) runs whole: the kernel writes there itself, a join could not.
 
 use super::{BufState, SchedulerLoop, Status, Task, bit};
 use crate::counters::Counters;
@@ -115,9 +118,19 @@ impl SchedulerLoop {
             Counters::add(&self.counters.exec_parts[parts[0].0], 1);
             return Outcome::On(parts[0].0);
         }
-        Counters::add(&self.counters.split_launches, 1);
         let formals = &inst.seq.formals;
         let buf = |f: &u32| inst.bindings[*f as usize];
+        // An output bound to the application's memory (a large read) is written by the kernel
+        // itself; a join (an intrinsic) cannot write there: run it whole.
+        let external = |f: &u32| {
+            self.buffers
+                .get(&buf(f))
+                .is_some_and(|s| s.external.is_some())
+        };
+        if program.outputs.iter().any(external) {
+            return Outcome::Whole;
+        }
+        Counters::add(&self.counters.split_launches, 1);
         let in_bufs: Vec<BufferId> = program.inputs.iter().map(buf).collect();
         let in_lens: Vec<usize> = program
             .inputs
