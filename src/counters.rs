@@ -46,6 +46,10 @@ pub struct Counters {
     pub device: DeviceCounters,
     /// Programs the scheduler routed to each executor (index 0 the CPU).
     pub exec_tasks: [AtomicU64; MAX_EXECUTORS],
+    /// Parts of split launches each executor ran (`exec::split`).
+    pub exec_parts: [AtomicU64; MAX_EXECUTORS],
+    /// Launches split between executors.
+    pub split_launches: AtomicU64,
     /// Bytes moved into each executor from another.
     pub exec_bytes_in: [AtomicU64; MAX_EXECUTORS],
     /// Bytes moved out of each executor to another.

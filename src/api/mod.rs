@@ -51,7 +51,7 @@ pub use math::{max, min, select};
 pub use movement::Pad;
 pub use num_complex::Complex;
 pub use ops::Operand;
-pub use placement::{Device, PlacementScope};
+pub use placement::{Device, PlacementScope, SplitMode, SplitScope};
 pub use random::{Rng, RngAlgorithm, RngState};
 pub use reduce::Bool;
 pub use runtime::{

@@ -1,6 +1,8 @@
 //! Placement a user can state (issue 25): the live executors ([`Runtime::live_devices`]), a
 //! scope that pins work to one of them ([`Runtime::place_on`], as CuPy's `with Device(1)`),
-//! [`Array::to_device`], and where an array's value lives ([`Array::devices`]).
+//! [`Array::to_device`], where an array's value lives ([`Array::devices`]), and a scope that
+//! splits each large fused kernel's launch between executors by a ratio ([`Runtime::split`],
+//! seed 002; `ARRAYFLOW_SPLIT` without a scope, see `exec::split`).
 //!
 //! Without a scope, programs go where the scheduler's cost model places them
 //! (`exec::placement`, when several executors are live: `ARRAYFLOW_DEVICE=all` or a list) or to
@@ -11,6 +13,7 @@ use super::element::Element;
 use super::runtime::Runtime;
 use crate::error::Result;
 use crate::exec::device::{Backend, DeviceInfo};
+pub use crate::exec::split::SplitMode;
 use crate::runtime::Inner;
 use std::sync::atomic::Ordering;
 
@@ -74,6 +77,21 @@ impl Drop for PlacementScope {
     }
 }
 
+/// Splits the launches of the work recorded while it lives by a [`SplitMode`]
+/// ([`Runtime::split`]); dropping it runs that work and restores the previous mode.
+#[must_use = "launches are split only while the scope lives"]
+pub struct SplitScope {
+    previous: u64,
+}
+
+impl Drop for SplitScope {
+    fn drop(&mut self) {
+        let inner = Inner::get();
+        inner.flush_now();
+        inner.split.store(self.previous, Ordering::Relaxed);
+    }
+}
+
 fn devices_of(mask: u32) -> Vec<Device> {
     Runtime::live_devices()
         .into_iter()
@@ -104,6 +122,26 @@ impl Runtime {
         inner.flush_now();
         PlacementScope {
             previous: inner.pin.swap(device.index, Ordering::Relaxed),
+        }
+    }
+}
+
+impl Runtime {
+    /// Splits each fused kernel of the work recorded while the returned scope lives between
+    /// executors by `mode` (seed 002's one launch over several devices): along the domain's
+    /// dimension 0, at work-group-aligned rows, each part on its own executor reading only the
+    /// rows it needs, the parts joined on the executor of the largest. `SplitMode::Ratio(r)`
+    /// gives the first device the share `r` and the second device (or the CPU beside one device)
+    /// the rest; `SplitMode::partition(p)` is 002's `partition` 0-10; kernels under
+    /// `exec::split::SPLIT_MIN_ELEMENTS` elements run whole unless the mode is
+    /// `SplitMode::Force`. Nothing splits without a device. Entering and leaving flush the work
+    /// queue, as [`Runtime::place_on`] does; a placement scope's pin applies to launches that do
+    /// not split. Runtime-wide, like a placement scope.
+    pub fn split(mode: SplitMode) -> SplitScope {
+        let inner = Inner::get();
+        inner.flush_now();
+        SplitScope {
+            previous: inner.split.swap(mode.encode(), Ordering::Relaxed),
         }
     }
 }

@@ -112,6 +112,9 @@ impl Inner {
                         usize::MAX => None,
                         e => Some(e),
                     }),
+                split: crate::exec::split::SplitMode::decode(
+                    self.split.load(std::sync::atomic::Ordering::Relaxed),
+                ),
             };
             self.sched.submit_small(inst, inline);
         }

@@ -88,6 +88,8 @@ pub struct Inner {
     /// The executor a placement scope pins flushed work to (`Runtime::place_on`); `usize::MAX`
     /// when none.
     pub pin: std::sync::atomic::AtomicUsize,
+    /// The split mode of a `Runtime::split` scope (`SplitMode::encode`); `u64::MAX` when none.
+    pub split: std::sync::atomic::AtomicU64,
 }
 
 /// What an error handler decides.
@@ -192,6 +194,7 @@ impl Inner {
             checker: OnceLock::new(),
             error_handlers: Mutex::new(Vec::new()),
             pin: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            split: std::sync::atomic::AtomicU64::new(u64::MAX),
         }
     }
 

@@ -12,6 +12,7 @@ pub(crate) mod lifetime;
 pub mod placement;
 pub mod program_cache;
 mod scheduler;
+pub mod split;
 pub(crate) mod wait;
 
 pub use crate::counters::MAX_EXECUTORS;

@@ -5,6 +5,12 @@
 //! between executors when a program needs it elsewhere, serves reads, frees released buffers, and
 //! propagates failures so every result of a failed program reads as invalid.
 //!
+//! **Split launches** (issue 25, seed 002): with a device live and a split mode set
+//! (`ARRAYFLOW_SPLIT`, `Runtime::split`; `exec::split`), a fused kernel may become one part task
+//! per executor plus the tasks joining their outputs (`scheduler/split_tasks.rs`); the parts read
+//! slices of their inputs. Without a device, or with the mode off, `submit` checks one `Option`
+//! per sequence and `launch` and `forget` one empty map per task and buffer: nothing else.
+//!
 //! **Synchronous calls.** The scheduler's state ([`SchedulerLoop`]) sits behind a mutex with its
 //! message queue. The thread waits until a message is queued, takes the state, and handles every
 //! queued message in order. When the runtime has no device executor, the application's own
@@ -20,6 +26,8 @@
 //! nothing else is outstanding, with the very code the threads run (launch, the CPU executor's
 //! compute, completion), so buffer states, failures, counters and flow control end as they would
 //! have; the read that follows finds its buffer ready and is served on the same thread.
+
+mod split_tasks;
 
 use super::FlowControl;
 use super::wait::Spin;
@@ -48,6 +56,8 @@ pub struct Instance {
     /// The executor a placement scope pins this sequence's programs to (`Runtime::place_on`),
     /// where it can run them.
     pub pin: Option<usize>,
+    /// How a `Runtime::split` scope splits this sequence's launches (`None`: `ARRAYFLOW_SPLIT`).
+    pub split: Option<super::split::SplitMode>,
 }
 
 /// Messages to the scheduler thread.
@@ -258,7 +268,9 @@ pub struct Scheduler {
     shared: Arc<Shared>,
     /// The application's messages are handled on the calling thread (no device executor).
     sync: bool,
-    next_buffer: AtomicU64,
+    /// The next buffer id (shared with the scheduler's state, which makes buffers of split
+    /// launches).
+    next_buffer: Arc<AtomicU64>,
     thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The live devices, executor 1 first.
     devices: Vec<super::device::DeviceInfo>,
@@ -327,6 +339,21 @@ impl Scheduler {
         let names = std::iter::once("cpu".to_string())
             .chain(started.iter().map(|d| format!("{}:{}", d.backend, d.index)))
             .collect::<Vec<_>>();
+        // Launches split only where a device runs beside another executor, and a mode asks.
+        let splitter = (!started.is_empty()).then(|| super::split::Splitter {
+            default: super::split::SplitMode::from_env(),
+            throughput: std::iter::once(
+                super::placement::Profile::cpu(rayon::current_num_threads()).throughput,
+            )
+            .chain(
+                started
+                    .iter()
+                    .map(|d| super::placement::Profile::device(d).throughput),
+            )
+            .collect(),
+            cpu_candidate,
+        });
+        let next_buffer = Arc::new(AtomicU64::new(1));
         let shared = Arc::new(Shared {
             rx,
             state: parking_lot::Mutex::new(SchedulerLoop::new(
@@ -335,6 +362,8 @@ impl Scheduler {
                 flow,
                 placement,
                 names.clone(),
+                splitter,
+                next_buffer.clone(),
             )),
             cpu,
         });
@@ -347,7 +376,7 @@ impl Scheduler {
             shared,
             sync,
             spin,
-            next_buffer: AtomicU64::new(1),
+            next_buffer,
             thread: parking_lot::Mutex::new(Some(thread)),
             devices: started,
             names,
@@ -599,6 +628,20 @@ struct SchedulerLoop {
     places: AHashMap<BufferId, u32>,
     /// Every executor's short name, by index.
     names: Vec<String>,
+    /// Splits launches between executors (`exec::split`); `None` without a device.
+    splitter: Option<super::split::Splitter>,
+    /// The buffer ids (shared with [`Scheduler`]).
+    next_buffer: Arc<AtomicU64>,
+    /// Slice buffers of split launches (`split_tasks.rs`), by slice.
+    slices: AHashMap<BufferId, split_tasks::Slice>,
+    /// Slices waiting for an export of a buffer for an executor, by (buffer, executor).
+    slice_wait: AHashMap<(BufferId, usize), Vec<BufferId>>,
+    /// The executor each slice export in flight takes its data from.
+    slice_from: AHashMap<(BufferId, usize), usize>,
+    /// Where the join of a split launch writes its output (not yet launched).
+    homes: AHashMap<BufferId, usize>,
+    /// Tasks of split launches the kernel counters do not count (parts after the first, joins).
+    uncounted: ahash::AHashSet<u64>,
 }
 
 impl SchedulerLoop {
@@ -608,8 +651,17 @@ impl SchedulerLoop {
         flow: Arc<FlowControl>,
         placement: Option<super::placement::Placement>,
         names: Vec<String>,
+        splitter: Option<super::split::Splitter>,
+        next_buffer: Arc<AtomicU64>,
     ) -> Self {
         SchedulerLoop {
+            splitter,
+            next_buffer,
+            slices: AHashMap::new(),
+            slice_wait: AHashMap::new(),
+            slice_from: AHashMap::new(),
+            homes: AHashMap::new(),
+            uncounted: Default::default(),
             move_from: AHashMap::new(),
             placement,
             places: AHashMap::new(),
@@ -805,7 +857,14 @@ impl SchedulerLoop {
                 }
                 self.done(task, result)
             }
-            SchedMsg::Exported { buf, to, data } => self.arrived(buf, to, data),
+            SchedMsg::Exported { buf, to, data } => {
+                // An export for slices of a split launch, a whole move, or both.
+                let whole = self.move_from.contains_key(&(buf, to));
+                let sliced = !self.slice_wait.is_empty() && self.serve_slices(buf, to, &data);
+                if whole || !sliced {
+                    self.arrived(buf, to, data)
+                }
+            }
             SchedMsg::Resume(reply) => self.send_exec(0, ExecMsg::Resume(reply)),
             SchedMsg::Suspended { task, error } => {
                 // A task that already finished (its completion was handled on a synchronous
@@ -929,7 +988,21 @@ impl SchedulerLoop {
                 })
                 .sum()
         };
+        let split = match (&self.splitter, inst.split) {
+            (None, _) => None,
+            (Some(s), mode) => {
+                Some(mode.unwrap_or(s.default)).filter(|m| *m != super::split::SplitMode::Off)
+            }
+        };
         for (pi, program) in inst.seq.programs.iter().enumerate() {
+            let mut pin = inst.pin;
+            if let Some(mode) = split {
+                match self.submit_split(&inst, pi, mode, since, &mut batch) {
+                    split_tasks::Outcome::Split => continue,
+                    split_tasks::Outcome::On(e) => pin = Some(e),
+                    split_tasks::Outcome::Whole => {}
+                }
+            }
             let id = self.next_task;
             self.next_task += 1;
             let mut task = Task {
@@ -958,7 +1031,7 @@ impl SchedulerLoop {
                     [0, 0]
                 },
             };
-            task.exec = self.route(&task, inst.pin, |f| formal_bytes(&[f]));
+            task.exec = self.route(&task, pin, |f| formal_bytes(&[f]));
             for &b in task.inputs.iter().chain(&task.outputs) {
                 let s = self
                     .buffers
@@ -1039,6 +1112,13 @@ impl SchedulerLoop {
     /// The seed's "launch": run the task if its inputs allow, else defer it in the pending table.
     /// An input another executor holds is moved to the task's executor first.
     fn launch(&mut self, id: u64, batch: &mut Vec<Task>) {
+        if !self.slices.is_empty() {
+            match self.fill_slices(id) {
+                Ok(None) => {}
+                Ok(Some(e)) => return self.fail(id, e),
+                Err(b) => return self.pending.entry(b).or_default().push(id),
+            }
+        }
         let task = &self.tasks[&id];
         let exec = task.exec;
         let mut blocked = None;
@@ -1093,7 +1173,9 @@ impl SchedulerLoop {
             }
             self.fault_deps.insert(id, deps);
         }
+        let counted = self.uncounted.is_empty() || !self.uncounted.remove(&id);
         match &*task.program.kernel {
+            _ if !counted => {}
             Kernel::Fused(k) => {
                 Counters::add(&self.counters.kernels_launched, 1);
                 if !k.reductions.is_empty() {
@@ -1130,7 +1212,10 @@ impl SchedulerLoop {
         if crate::profile::active() {
             self.move_started.insert((b, to), std::time::Instant::now());
         }
-        self.send_exec(from, ExecMsg::Export { buf: b, to });
+        // An export for slices of `b` there serves this move too (`split_tasks.rs`).
+        if !self.slice_from.contains_key(&(b, to)) {
+            self.send_exec(from, ExecMsg::Export { buf: b, to });
+        }
     }
 
     /// Data moved for executor `to` arrived: hand it over, then retry the tasks waiting for it.
@@ -1324,7 +1409,7 @@ impl SchedulerLoop {
     /// by a trap or waits in the pending-operation table, and no data is on its way (what waits
     /// then waits, directly or not, for a suspended task).
     fn quiescent(&self) -> bool {
-        if !self.move_from.is_empty() {
+        if !self.move_from.is_empty() || !self.slice_wait.is_empty() {
             return false;
         }
         if self.tasks.is_empty() {
@@ -1426,6 +1511,10 @@ impl SchedulerLoop {
     fn forget(&mut self, b: BufferId) {
         self.buffers.remove(&b);
         self.places.remove(&b);
+        if !self.slices.is_empty() || !self.homes.is_empty() {
+            self.homes.remove(&b);
+            self.drop_slice(b);
+        }
         if let Some(p) = &mut self.placement {
             p.freed(b);
         }

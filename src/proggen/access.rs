@@ -276,7 +276,7 @@ fn of_intrinsic(c: &IntrinsicCall) -> Vec<ArgAccess> {
 
 /// How many leading axes of `shape` are kept when the trailing ones multiplying to `inner` are
 /// reduced.
-fn kept_axes(shape: &[usize], inner: usize) -> usize {
+pub(crate) fn kept_axes(shape: &[usize], inner: usize) -> usize {
     let mut p = 1usize;
     for k in (0..shape.len()).rev() {
         if p == inner {

@@ -9,6 +9,7 @@ pub mod codegen;
 pub mod fault;
 pub mod kernel;
 pub mod liveness;
+pub mod part;
 pub mod pos;
 pub mod regalloc;
 pub mod sequence;

@@ -23,6 +23,8 @@ pub struct ExecutorStats {
     /// Programs the scheduler routed to it (counted whenever a device executor runs; 0 when the
     /// CPU runs alone).
     pub tasks: u64,
+    /// Parts of split launches it ran (`Runtime::split`, `ARRAYFLOW_SPLIT`).
+    pub parts: u64,
     /// Bytes moved into it from another executor.
     pub bytes_in: u64,
     /// Bytes moved out of it to another executor.
@@ -61,6 +63,9 @@ pub struct Stats {
     /// Intrinsic programs the executors ran.
     pub intrinsics_launched: u64,
     /// Final reduction stages run (one per fused kernel with reductions).
+    /// Launches split between executors, each part on its own (`Runtime::split`,
+    /// `ARRAYFLOW_SPLIT`; the parts per executor are `executors[i].parts`).
+    pub split_launches: u64,
     pub final_stages_launched: u64,
     /// Buffers newly allocated (not taken from the pool).
     pub buffers_allocated: u64,
@@ -205,6 +210,7 @@ impl Counters {
             kernels_launched: self.kernels_launched.load(Relaxed),
             intrinsics_launched: self.intrinsics_launched.load(Relaxed),
             final_stages_launched: self.final_stages_launched.load(Relaxed),
+            split_launches: self.split_launches.load(Relaxed),
             buffers_allocated: self.buffers_allocated.load(Relaxed),
             bytes_allocated: self.bytes_allocated.load(Relaxed),
             buffers_reused: self.buffers_reused.load(Relaxed),
@@ -244,6 +250,7 @@ impl Counters {
             device: self.device.snapshot(),
             executors: std::array::from_fn(|i| ExecutorStats {
                 tasks: self.exec_tasks[i].load(Relaxed),
+                parts: self.exec_parts[i].load(Relaxed),
                 bytes_in: self.exec_bytes_in[i].load(Relaxed),
                 bytes_out: self.exec_bytes_out[i].load(Relaxed),
             }),
@@ -277,6 +284,7 @@ impl Stats {
             kernels_launched: self.kernels_launched - earlier.kernels_launched,
             intrinsics_launched: self.intrinsics_launched - earlier.intrinsics_launched,
             final_stages_launched: self.final_stages_launched - earlier.final_stages_launched,
+            split_launches: self.split_launches - earlier.split_launches,
             buffers_allocated: self.buffers_allocated - earlier.buffers_allocated,
             bytes_allocated: self.bytes_allocated - earlier.bytes_allocated,
             buffers_reused: self.buffers_reused - earlier.buffers_reused,
@@ -297,6 +305,7 @@ impl Stats {
                 let (a, b) = (&self.executors[i], &earlier.executors[i]);
                 ExecutorStats {
                     tasks: a.tasks - b.tasks,
+                    parts: a.parts - b.parts,
                     bytes_in: a.bytes_in - b.bytes_in,
                     bytes_out: a.bytes_out - b.bytes_out,
                 }
