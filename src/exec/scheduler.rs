@@ -988,7 +988,10 @@ impl SchedulerLoop {
                 })
                 .sum()
         };
+        // A pinned sequence (a placement scope, the debugger's micro-kernels) runs whole where
+        // it is pinned.
         let split = match (&self.splitter, inst.split) {
+            _ if inst.pin.is_some() => None,
             (None, _) => None,
             (Some(s), mode) => {
                 Some(mode.unwrap_or(s.default)).filter(|m| *m != super::split::SplitMode::Off)
