@@ -1000,7 +1000,9 @@ impl SchedulerLoop {
         for (pi, program) in inst.seq.programs.iter().enumerate() {
             let mut pin = inst.pin;
             if let Some(mode) = split {
-                match self.submit_split(&inst, pi, mode, since, &mut batch) {
+                // A split launch has device parts: the sequence's start time is read now.
+                let at = *since.get_or_insert_with(|| inst.started.elapsed().as_nanos() as u64);
+                match self.submit_split(&inst, pi, mode, at, &mut batch) {
                     split_tasks::Outcome::Split => continue,
                     split_tasks::Outcome::On(e) => pin = Some(e),
                     split_tasks::Outcome::Whole => {}
