@@ -106,6 +106,13 @@ fn check_modes(what: &str, f: &dyn Fn() -> Array<f32>, want: &[f64], rel: f64) {
                 assert_eq!((s.split_launches, pb), (0, 0), "{ctx}");
                 assert!(pa >= 1, "{ctx}: all on {a}");
             }
+            SplitMode::Cost => {
+                // The cost model picks the executors by their nominal speeds: which two (or
+                // more) depends on the machine (on two GPUs beside PoCL, the GPUs).
+                let parts: u64 = s.executors.iter().map(|e| e.parts).sum();
+                assert!(s.split_launches >= 1, "{ctx}: split");
+                assert!(parts >= 2 * s.split_launches, "{ctx}: {s:?}");
+            }
             _ => {
                 assert!(s.split_launches >= 1, "{ctx}: split");
                 assert!(pa >= 1 && pb >= 1, "{ctx}: parts on both: {pa} {pb}");
