@@ -8,7 +8,7 @@
 use super::capture::KernelCapture;
 use super::report::Divergence;
 use super::repro;
-use super::run::map_at;
+use super::window::map_at;
 use crate::compile::Inner;
 use crate::debug::{CompareConfig, CompareMode, Mismatch, check};
 use crate::error::Result;

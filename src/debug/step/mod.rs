@@ -26,4 +26,5 @@ mod run;
 pub mod window;
 
 pub use report::{Divergence, StepRecord, StepScope};
-pub use run::{Stepped, map_at};
+pub use run::Stepped;
+pub use window::map_at;

@@ -8,11 +8,12 @@ use super::capture::KernelCapture;
 use super::micro::{self, MicroPlan};
 use super::report::{StepRecord, StepScope};
 use super::window::Window;
+use super::window::map_at;
 use crate::compile::{Inner, Origin, Submission};
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::TypedVec;
 use crate::ir::{NodeId, Site};
-use crate::proggen::kernel::{IndexMap, Instr};
+use crate::proggen::kernel::Instr;
 use crate::proggen::sequence::FormalRole;
 use std::ops::Range;
 use std::sync::Arc;
@@ -48,26 +49,6 @@ fn scope_range(scope: &StepScope, len: usize, tile: usize, site: Site) -> Result
         )));
     }
     Ok(range)
-}
-
-/// The linear index `map` selects at domain element `d` of a domain of `shape`.
-pub fn map_at(map: &IndexMap, shape: &[usize], d: usize) -> usize {
-    let idx = crate::ir::unravel(d, shape);
-    match map {
-        IndexMap::Contiguous => d,
-        IndexMap::Strided { offset, strides } => {
-            (offset
-                + strides
-                    .iter()
-                    .zip(&idx)
-                    .map(|(s, &i)| s * i as isize)
-                    .sum::<isize>()) as usize
-        }
-        IndexMap::Folded { dims } => dims
-            .iter()
-            .map(|f| f.at(&idx) * f.stride as isize)
-            .sum::<isize>() as usize,
-    }
 }
 
 impl Inner {

@@ -125,6 +125,26 @@ impl Window {
     }
 }
 
+/// The linear index `map` selects at domain element `d` of a domain of `shape`.
+pub fn map_at(map: &IndexMap, shape: &[usize], d: usize) -> usize {
+    let idx = crate::ir::unravel(d, shape);
+    match map {
+        IndexMap::Contiguous => d,
+        IndexMap::Strided { offset, strides } => {
+            (offset
+                + strides
+                    .iter()
+                    .zip(&idx)
+                    .map(|(s, &i)| s * i as isize)
+                    .sum::<isize>()) as usize
+        }
+        IndexMap::Folded { dims } => dims
+            .iter()
+            .map(|f| f.at(&idx) * f.stride as isize)
+            .sum::<isize>() as usize,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,7 +166,7 @@ mod tests {
                 assert_eq!(w.index_of(d, &shape), b);
                 // A contiguous load over the box reads domain element d at box element b.
                 let m = w.shift(&IndexMap::Contiguous, &shape);
-                assert_eq!(crate::debug::step::map_at(&m, &w.shape, b), d);
+                assert_eq!(map_at(&m, &w.shape, b), d);
             }
         }
         assert_eq!(Window::covering(&shape, 13..14).len(), 1);
