@@ -33,6 +33,30 @@ pub struct FirstKey<'a> {
     pub checks: u32,
 }
 
+/// The statements of every check on one step's result (`traps`: each check's number and the
+/// check), in `d`; with `checks` (the kernel's check count, when its keys fit), each also raises
+/// the first-failing word at element `lin`.
+pub fn step_statements(
+    traps: &[(u32, TrapCheck)],
+    reg: u32,
+    ty: DType,
+    operands: &[(u32, DType)],
+    checks: Option<u32>,
+    d: Dialect,
+) -> Vec<String> {
+    traps
+        .iter()
+        .map(|(c, check)| {
+            let first = checks.map(|checks| FirstKey {
+                lin: "lin",
+                check: *c,
+                checks,
+            });
+            statement(check, reg, ty, operands, d, first)
+        })
+        .collect()
+}
+
 /// The statement testing register `r{reg}` of type `ty` against check `c`; `operands` are the
 /// instruction's operand registers and types (a NaN/Inf trap fires only where the op created the
 /// value: no operand NaN for a NaN, all operands finite for an infinity). With `first`, a failure

@@ -831,21 +831,14 @@ fn element_body(l: &Lowered, t: Target, access: Access) -> String {
         if let Some(code) = step.fault {
             let _ = writeln!(s, "if (bad != 0u) {{ fault = {code}u; bad = 0u; }}");
         }
-        for (c, check) in &step.traps {
-            use crate::debug::trap::codegen::{Dialect, FirstKey, statement};
-            let first = l.first.map(|checks| FirstKey {
-                lin: "lin",
-                check: *c,
-                checks,
-            });
-            let code = statement(
-                check,
-                step.dst,
-                step.ty,
-                &step.operands,
-                Dialect::OpenCl,
-                first,
-            );
+        for code in crate::debug::trap::codegen::step_statements(
+            &step.traps,
+            step.dst,
+            step.ty,
+            &step.operands,
+            l.first,
+            crate::debug::trap::codegen::Dialect::OpenCl,
+        ) {
             let _ = writeln!(s, "{code}");
         }
     }

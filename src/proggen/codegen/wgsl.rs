@@ -619,21 +619,14 @@ fn body(l: &Lowered, pad: &str, access: Access) -> String {
                 "{pad}if (bad != 0u) {{ atomicStore(&fault[0], {code}u); bad = 0u; }}"
             );
         }
-        for (c, check) in &step.traps {
-            use crate::debug::trap::codegen::{Dialect, FirstKey, statement};
-            let first = l.first.map(|checks| FirstKey {
-                lin: "lin",
-                check: *c,
-                checks,
-            });
-            let code = statement(
-                check,
-                step.dst,
-                step.ty,
-                &step.operands,
-                Dialect::Wgsl,
-                first,
-            );
+        for code in crate::debug::trap::codegen::step_statements(
+            &step.traps,
+            step.dst,
+            step.ty,
+            &step.operands,
+            l.first,
+            crate::debug::trap::codegen::Dialect::Wgsl,
+        ) {
             let _ = writeln!(e, "{pad}{code}");
         }
     }
