@@ -60,7 +60,8 @@ fn device_detected(t: &Trap, before: &arrayflow::Stats) {
         let d = Runtime::stats().device.since(&before.device);
         assert!(d.kernels >= 1 && d.fallbacks == 0, "{d:?}");
         assert!(t.device, "{t}");
-    } else {
+    } else if !common::any_device() {
+        // The CPU executor alone (with several devices live, placement picks who computes it).
         assert!(!t.device, "{t}");
     }
 }

@@ -56,7 +56,8 @@ fn found_where_computed(t: &Trap, before: &arrayflow::Stats, whole_rerun: bool) 
         if !whole_rerun {
             assert_eq!(d.fallbacks, 0, "{d:?}");
         }
-    } else {
+    } else if !common::any_device() {
+        // The CPU executor alone (with several devices live, placement picks who computes it).
         assert!(!t.device, "{t}");
     }
 }
