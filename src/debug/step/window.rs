@@ -147,7 +147,8 @@ pub fn map_at(map: &IndexMap, shape: &[usize], d: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    // (Named in full: the layer test reads `super` as this file's parent, `debug::step`.)
+    use crate::debug::step::window::*;
 
     #[test]
     fn a_box_covers_its_range_and_no_more_than_whole_rows() {
