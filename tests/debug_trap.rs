@@ -11,7 +11,7 @@ mod common;
 
 use arrayflow::{Array, ErrorKind, Runtime};
 use arrayflow::{Trap, TrapConfig, TrapKind};
-use common::{on_device, rand_f32, rng};
+use common::{on_device, rand_f32, rng, trap_found_where_computed};
 use rand::RngExt;
 use std::sync::{Mutex, MutexGuard};
 
@@ -52,20 +52,6 @@ fn assert_site(t: &Trap, line: u32) {
     assert_eq!(t.site.line(), line, "{t}");
 }
 
-/// On a device the check ran in the device's kernel, which named the element itself (its
-/// first-failing word, `Trap::device`): the CPU ran only that element's tile for the value, no
-/// fallback of the launch. On the CPU, the CPU named it.
-fn device_detected(t: &Trap, before: &arrayflow::Stats) {
-    if on_device() {
-        let d = Runtime::stats().device.since(&before.device);
-        assert!(d.kernels >= 1 && d.fallbacks == 0, "{d:?}");
-        assert!(t.device, "{t}");
-    } else if !common::any_device() {
-        // The CPU executor alone (with several devices live, placement picks who computes it).
-        assert!(!t.device, "{t}");
-    }
-}
-
 #[test]
 fn nan_trap_names_the_first_nan_its_op_and_line() {
     let _g = lock();
@@ -96,7 +82,7 @@ fn nan_trap_names_the_first_nan_its_op_and_line() {
     // A result computed from the trapped one reads as the same trap.
     let z = &y * 3.0;
     assert_eq!(z.to_vec().unwrap_err().kind(), ErrorKind::Trap);
-    device_detected(&t, &before);
+    trap_found_where_computed(&t, &before, false);
     Runtime::traps(TrapConfig::off());
 }
 
@@ -123,7 +109,7 @@ fn inf_trap_names_the_first_division_by_zero() {
     assert_site(&t, line);
     assert_eq!((t.element, t.index.clone()), (first, vec![first]));
     assert_eq!(t.value, f64::INFINITY);
-    device_detected(&t, &before);
+    trap_found_where_computed(&t, &before, false);
     Runtime::traps(TrapConfig::off());
 }
 

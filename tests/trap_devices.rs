@@ -11,7 +11,7 @@ mod common;
 
 use arrayflow::{Array, ErrorKind, Runtime};
 use arrayflow::{Trap, TrapConfig, TrapKind};
-use common::{on_device, rand_f32, rng};
+use common::{rand_f32, rng, trap_found_where_computed};
 use rand::RngExt;
 use std::sync::{Mutex, MutexGuard};
 
@@ -43,23 +43,6 @@ fn one_trap() -> Trap {
     let mut ts = Runtime::take_traps();
     assert_eq!(ts.len(), 1, "traps: {ts:#?}");
     ts.pop().unwrap()
-}
-
-/// On a device, the device named the element (and nothing of the launch fell back to the CPU
-/// when `whole_rerun` is false); on the CPU, the CPU did.
-#[track_caller]
-fn found_where_computed(t: &Trap, before: &arrayflow::Stats, whole_rerun: bool) {
-    if on_device() {
-        let d = Runtime::stats().device.since(&before.device);
-        assert!(t.device, "the device did not name the element: {t}");
-        assert!(d.kernels >= 1, "{d:?}");
-        if !whole_rerun {
-            assert_eq!(d.fallbacks, 0, "{d:?}");
-        }
-    } else if !common::any_device() {
-        // The CPU executor alone (with several devices live, placement picks who computes it).
-        assert!(!t.device, "{t}");
-    }
 }
 
 #[test]
@@ -116,7 +99,7 @@ fn the_device_names_the_first_nan_or_infinity_as_a_plain_loop_does() {
             let w = a[first] as f64 / 0.0;
             assert_eq!(t.value, w, "{t}");
         }
-        found_where_computed(&t, &before, false);
+        trap_found_where_computed(&t, &before, false);
     }
     Runtime::traps(TrapConfig::off());
 }
@@ -156,7 +139,7 @@ fn the_device_names_the_first_failing_assertion_among_several_checks() {
         assert_eq!(t.index, vec![first / shape[1], first % shape[1]]);
         assert_eq!(t.value, x[first] as f64 * 2.0, "{t}");
         assert!(t.message.as_deref().unwrap().contains("0, 2"), "{t}");
-        found_where_computed(&t, &before, false);
+        trap_found_where_computed(&t, &before, false);
     }
 }
 
@@ -194,7 +177,7 @@ fn the_device_names_the_first_bad_gather_index() {
         assert_eq!((t.element, t.value), (first, idx[first] as f64), "{t}");
         assert_eq!(t.index, vec![first]);
         // The CPU re-runs the gather for the error's message; the device named the position.
-        found_where_computed(&t, &before, true);
+        trap_found_where_computed(&t, &before, true);
     }
     Runtime::traps(TrapConfig::off());
 }

@@ -531,3 +531,25 @@ pub fn matmul_oracle(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> (Vec
     }
     (c, mag)
 }
+
+/// Where a trap was found: on a device the device named the element itself (`Trap::device`)
+/// after running the kernel, and nothing of the launch fell back to the CPU unless
+/// `whole_rerun`; with the CPU executor alone, the CPU named it; with several devices live,
+/// placement picked who computed it.
+#[track_caller]
+pub fn trap_found_where_computed(
+    t: &arrayflow::Trap,
+    before: &arrayflow::Stats,
+    whole_rerun: bool,
+) {
+    if on_device() {
+        let d = arrayflow::Runtime::stats().device.since(&before.device);
+        assert!(t.device, "the device did not name the element: {t}");
+        assert!(d.kernels >= 1, "{d:?}");
+        if !whole_rerun {
+            assert_eq!(d.fallbacks, 0, "{d:?}");
+        }
+    } else if !any_device() {
+        assert!(!t.device, "{t}");
+    }
+}

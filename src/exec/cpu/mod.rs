@@ -408,21 +408,27 @@ fn passes(task: &Task) -> Option<usize> {
 /// Element type and length of each output of a kernel.
 pub(crate) fn output_shapes(kernel: &Kernel) -> Vec<(crate::ir::DType, usize)> {
     match kernel {
-        Kernel::Fused(k) => (0..k.outputs.len())
-            .map(|o| {
-                let is_red = k.reductions.iter().any(|r| r.output as usize == o);
-                (
-                    k.outputs[o],
-                    if is_red {
-                        k.domain.outer
-                    } else {
-                        k.domain.len()
-                    },
-                )
-            })
-            .collect(),
+        Kernel::Fused(k) => fused_output_shapes(k),
         Kernel::Intrinsic(c) => vec![(c.dtype, c.out_shape.iter().product())],
     }
+}
+
+/// Element type and length of each output of a fused kernel (a reduction's output has the
+/// domain's `outer` elements, an element-wise one the whole domain).
+pub(crate) fn fused_output_shapes(
+    k: &crate::proggen::kernel::FusedKernel,
+) -> Vec<(crate::ir::DType, usize)> {
+    (0..k.outputs.len())
+        .map(|o| {
+            let is_red = k.reductions.iter().any(|r| r.output as usize == o);
+            let len = if is_red {
+                k.domain.outer
+            } else {
+                k.domain.len()
+            };
+            (k.outputs[o], len)
+        })
+        .collect()
 }
 
 /// Runs a task's kernel on the CPU (native tier, tile VM or intrinsic) into `outputs` (or the

@@ -288,16 +288,9 @@ pub fn first_failing_near(
     params: &[u64],
     lin: usize,
 ) -> Result<Option<(usize, usize, f64)>, Error> {
-    let mut outputs: Vec<TypedVec> = (0..k.outputs.len())
-        .map(|o| {
-            let reduced = k.reductions.iter().any(|r| r.output as usize == o);
-            let len = if reduced {
-                k.domain.outer
-            } else {
-                k.domain.len()
-            };
-            TypedVec::zeros(k.outputs[o], len)
-        })
+    let mut outputs: Vec<TypedVec> = super::fused_output_shapes(k)
+        .into_iter()
+        .map(|(d, len)| TypedVec::zeros(d, len))
         .collect();
     let external = vec![None; outputs.len()];
     let (len, tile, _, outs, plan) = launch(k, tile, &mut outputs, &external);
