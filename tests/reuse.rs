@@ -569,6 +569,63 @@ fn another_threads_work_while_a_section_records_is_neither_refused_nor_recorded(
     assert_eq!(calls.get(), 1);
 }
 
+/// Other threads recording and reading in a loop while sections record and replay: none of
+/// their operations lands in a section's final flush (the thread keeps the front end from its
+/// closure's return until that flush), and every result matches its oracle (a section's: the
+/// same operations run without the section, from a generator with the same seed).
+#[test]
+fn sections_stay_whole_while_other_threads_record_between_them() {
+    init();
+    let _g = SERIAL.lock();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let started = std::sync::Arc::new(std::sync::Barrier::new(4));
+    let others: Vec<_> = (0..3)
+        .map(|t| {
+            let (stop, started) = (stop.clone(), started.clone());
+            std::thread::spawn(move || {
+                let v = data(50, 40 + t);
+                let want: Vec<f64> = v.iter().map(|x| (x * 2.0 + 1.0).sqrt()).collect();
+                let mut rounds = 0u32;
+                started.wait();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let a = Array::from_slice(&v, &[50]);
+                    assert_eq!((&a * 2.0 + 1.0).sqrt().to_vec().unwrap(), want);
+                    rounds += 1;
+                }
+                rounds
+            })
+        })
+        .collect();
+    let n = 300;
+    let x = Array::from_slice(&data(n, 39), &[n]);
+    let body = |x: &Array<f64>, rng: &mut Rng| {
+        (x + 1.0).sqrt() * 0.5
+            + rng.integers::<i32>(&[n], -4, 9).cast::<f64>()
+            + rng.exponential::<f64>(&[n], 2.0)
+    };
+    started.wait();
+    for round in 0..100 {
+        let mut plain = Rng::new(round);
+        let want: Vec<Vec<f64>> = (0..2)
+            .map(|_| body(&x, &mut plain).to_vec().unwrap())
+            .collect();
+        // A section of its own each round (a section replays with the generator it recorded):
+        // the first call records, the second replays.
+        let mut rng = Rng::new(round);
+        for want in &want {
+            let out = Runtime::reuse_named(&format!("r{round}"), &[&x], &[], |ins| {
+                vec![body(&ins[0], &mut rng)]
+            })
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+            assert_eq!(&out[0].to_vec().unwrap(), want, "round {round}");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for o in others {
+        assert!(o.join().expect("the other threads' results are right") > 0);
+    }
+}
+
 #[test]
 fn a_result_returned_twice_stays_one_array_on_replay() {
     init();

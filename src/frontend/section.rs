@@ -28,6 +28,17 @@ struct SectionGuard<'a> {
     outermost: bool,
 }
 
+impl SectionGuard<'_> {
+    /// The outermost section's closure returned: the section ends in `fe`, but the thread keeps
+    /// the front end (its [`OwnerGuard`] gives it back) until the section's final flush is done,
+    /// so no other thread's operations reach the queue between the closure and that flush.
+    fn end(self, fe: &mut FrontEnd) {
+        fe.sections.pop();
+        fe.block_depth -= 1;
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for SectionGuard<'_> {
     fn drop(&mut self) {
         let mut fe = self.inner.fe.lock();
@@ -41,6 +52,20 @@ impl Drop for SectionGuard<'_> {
                 // the trace-cache key never saw them, so that flush must not use the cache.
                 fe.key.disabled = true;
             }
+        }
+    }
+}
+
+/// Gives the front end back to other threads when an outermost section's recording is over
+/// (its final flush done, or a panic), after the caller's lock on it is released.
+struct OwnerGuard<'a>(&'a Inner);
+
+impl Drop for OwnerGuard<'_> {
+    fn drop(&mut self) {
+        let mut fe = self.0.fe.lock();
+        if fe.section_owner == Some(std::thread::current().id()) {
+            fe.section_owner = None;
+            self.0.section_done.notify_all();
         }
     }
 }
@@ -305,8 +330,11 @@ impl Inner {
             fe.section_owner = Some(std::thread::current().id());
             key
         };
-        let outputs = {
-            let _guard = SectionGuard {
+        // Declared before the front end's lock below, so it gives the front end back after
+        // that lock is released, whichever way this function returns.
+        let _owner = OwnerGuard(self);
+        let (outputs, rec, mut fe) = {
+            let guard = SectionGuard {
                 inner: self,
                 outermost: true,
             };
@@ -317,17 +345,17 @@ impl Inner {
                 rec.params = ps.iter().map(|h| h.id).collect();
             }
             let outputs = f(inputs, &ps);
-            // Taken before the guard pops the section.
+            // Taken before the section ends.
             let rec = {
                 let mut fe = self.front();
                 let rec = fe.sections.last_mut().expect("the section being recorded");
                 std::mem::replace(rec, Recording::new(Vec::new(), site))
             };
             drop(ps);
-            (outputs, rec)
+            let mut fe = self.front();
+            guard.end(&mut fe);
+            (outputs, rec, fe)
         };
-        let (outputs, rec) = outputs;
-        let mut fe = self.front();
         fe.capture = Some(None);
         let out_ids: Vec<NodeId> = outputs.iter().map(|h| h.id).collect();
         let reference = reference_program(&fe, inputs, &out_ids, &rec);
