@@ -309,6 +309,171 @@ fn outer_axis_reductions_agree_bit_for_bit() {
     }
 }
 
+/// Asserts two lists of results are equal, naming the first result and element that differ.
+#[track_caller]
+fn same<T: PartialEq + std::fmt::Debug>(want: &[Vec<T>], got: &[Vec<T>], what: &str) {
+    assert_eq!(want.len(), got.len(), "{what}");
+    for (r, (w, g)) in want.iter().zip(got).enumerate() {
+        assert_eq!(w.len(), g.len(), "{what}: result {r}");
+        if let Some(i) = (0..w.len()).find(|&i| w[i] != g[i]) {
+            panic!(
+                "{what}: result {r} differs first at {i}: {:?} against {:?}",
+                w[i], g[i]
+            );
+        }
+    }
+}
+
+/// Reductions along the innermost axis whose length is a power of two up to 1024: the native
+/// tier reduces each segment inside its C kernel (`codegen::c::segmented`) with the tile VM's
+/// arithmetic, and hoists work that depends on the position within the segment only (a
+/// broadcast row, as k-means' centroids). Every op and type, with NaNs planted at the start of
+/// rows, in later chunks and filling whole rows, signed zeros and repeated values (ties), gives
+/// the tile VM's bits; argmin, argmax and integer results also equal a plain loop's.
+#[test]
+fn segment_reductions_agree_bit_for_bit() {
+    if !native_tier_runs() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    /// Values with ties (a coarse grid), signed zeros, infinities and NaNs in chosen rows.
+    fn values(rows: usize, l: usize, seed: u64) -> Vec<f64> {
+        let mut v: Vec<f64> = data(rows * l, seed)
+            .into_iter()
+            .map(|x| (x * 4.0).round() / 4.0)
+            .collect();
+        for (r, row) in v.chunks_mut(l).enumerate() {
+            match r % 11 {
+                1 => row[0] = f64::NAN,
+                2 => row[l - 1] = f64::NAN,
+                3 if l > 8 => row[9] = -f64::NAN,
+                4 => row.fill(f64::NAN),
+                5 => row.fill(0.0),
+                6 => row.iter_mut().step_by(2).for_each(|x| *x = -0.0),
+                7 => row[l / 2] = f64::NEG_INFINITY,
+                8 => row[0] = f64::INFINITY,
+                _ => {}
+            }
+        }
+        v
+    }
+    type Bits = Vec<Vec<u64>>;
+    let run = |rows: usize, l: usize| -> (Bits, Vec<Vec<u32>>, Vec<Vec<i32>>) {
+        let shape = [rows, l];
+        let a = Array::from_slice(&values(rows, l, 5 + l as u64), &shape);
+        // A row broadcast along the kept axis: work on it depends on the position in the row only.
+        let c = Array::from_slice(&data(l, 9), &[1, l]);
+        let e = (&a - (&c * 0.5).exp()) * (&a + 1.0);
+        let f = e.cast::<f32>();
+        let i = (&a * 4.0).cast::<i32>() - (&c * 8.0).cast::<i32>();
+        let u = i.cast::<u32>();
+        let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+        let bits32 = |v: Vec<f32>| {
+            v.into_iter()
+                .map(|x| x.to_bits() as u64)
+                .collect::<Vec<_>>()
+        };
+        let flo = vec![
+            bits(e.sum_axis(1).to_vec().unwrap()),
+            bits(e.prod_axis(1).to_vec().unwrap()),
+            bits(e.mean_axis(1).to_vec().unwrap()),
+            bits(e.max_axis(1).to_vec().unwrap()),
+            bits(e.min_axis(1).to_vec().unwrap()),
+            bits32(f.sum_axis(1).to_vec().unwrap()),
+            bits32(f.prod_axis(1).to_vec().unwrap()),
+            bits32(f.max_axis(1).to_vec().unwrap()),
+            bits32(f.min_axis(1).to_vec().unwrap()),
+        ];
+        let idx = vec![
+            e.argmin_axis(1).to_vec().unwrap(),
+            e.argmax_axis(1).to_vec().unwrap(),
+            f.argmin_axis(1).to_vec().unwrap(),
+            f.argmax_axis(1).to_vec().unwrap(),
+            i.argmin_axis(1).to_vec().unwrap(),
+            u.argmax_axis(1).to_vec().unwrap(),
+            u.sum_axis(1).to_vec().unwrap(),
+            u.max_axis(1).to_vec().unwrap(),
+            a.gt(0.0).any_axis(1).cast::<u32>().to_vec().unwrap(),
+            a.ge(-1.0).all_axis(1).cast::<u32>().to_vec().unwrap(),
+        ];
+        let ints = vec![
+            i.sum_axis(1).to_vec().unwrap(),
+            i.prod_axis(1).to_vec().unwrap(),
+            i.min_axis(1).to_vec().unwrap(),
+            i.max_axis(1).to_vec().unwrap(),
+        ];
+        (flo, idx, ints)
+    };
+    // The first NaN, else the first strictly best: a plain loop's argmin / argmax.
+    let arg = |row: &[f64], max: bool| -> u32 {
+        let mut b = 0;
+        for (j, &x) in row.iter().enumerate().skip(1) {
+            let better = if max { x > row[b] } else { x < row[b] };
+            if !row[b].is_nan() && (x.is_nan() || better) {
+                b = j;
+            }
+        }
+        b as u32
+    };
+    for l in [1usize, 2, 4, 8, 16, 64, 1024] {
+        let rows = (70_000 / l).max(3);
+        Runtime::set_native(NativeMode::Off);
+        let vm = run(rows, l);
+        Runtime::set_native(NativeMode::Require);
+        let before = Runtime::stats();
+        let native = run(rows, l);
+        let s = Runtime::stats().since(&before);
+        Runtime::set_native(NativeMode::Auto);
+        assert!(s.native_launches > 0, "{s:?}");
+        same(&vm.0, &native.0, &format!("floats, rows of {l}"));
+        same(
+            &vm.1,
+            &native.1,
+            &format!("indices and unsigned, rows of {l}"),
+        );
+        same(&vm.2, &native.2, &format!("integers, rows of {l}"));
+        // The oracle: the same expression in f64 with plain loops.
+        let av = values(rows, l, 5 + l as u64);
+        let cv = data(l, 9);
+        let ev: Vec<f64> = av
+            .iter()
+            .enumerate()
+            .map(|(k, &x)| (x - (cv[k % l] * 0.5).exp()) * (x + 1.0))
+            .collect();
+        let want_min: Vec<u32> = ev.chunks(l).map(|r| arg(r, false)).collect();
+        let want_max: Vec<u32> = ev.chunks(l).map(|r| arg(r, true)).collect();
+        same(&native.1[..1], &[want_min], &format!("argmin, rows of {l}"));
+        same(
+            &native.1[1..2],
+            &[want_max],
+            &format!("argmax, rows of {l}"),
+        );
+        let iv: Vec<i32> = av
+            .iter()
+            .enumerate()
+            .map(|(k, &x)| ((x * 4.0) as i32).wrapping_sub((cv[k % l] * 8.0) as i32))
+            .collect();
+        let want_sum: Vec<i32> = iv
+            .chunks(l)
+            .map(|r| r.iter().fold(0i32, |s, &x| s.wrapping_add(x)))
+            .collect();
+        same(
+            &native.2[..1],
+            &[want_sum],
+            &format!("i32 sum, rows of {l}"),
+        );
+        let want_imin: Vec<u32> = iv
+            .chunks(l)
+            .map(|r| arg(&r.iter().map(|&x| x as f64).collect::<Vec<_>>(), false))
+            .collect();
+        same(
+            &native.1[4..5],
+            &[want_imin],
+            &format!("i32 argmin, rows of {l}"),
+        );
+    }
+}
+
 fn s(r: std::ops::Range<usize>) -> Slice {
     Slice::from(r)
 }

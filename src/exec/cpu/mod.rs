@@ -464,7 +464,7 @@ pub(crate) fn run_program(
                         vm::Checked::Trapped(e, _) => Err(e),
                     };
                 }
-                let native = native::lookup(&task.program.kernel, kr);
+                let native = native::lookup(&task.program.kernel, kr, rows.is_none());
                 crate::profile::kernel_starts();
                 match (native, &rows) {
                     (Ok(Some(nk)), Some(g)) => native::run_rows(&nk, g, refs, outputs, external, p),

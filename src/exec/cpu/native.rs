@@ -252,7 +252,13 @@ fn load(path: &Path) -> Result<NativeKernel, String> {
 
 /// The native version of `k`, if the policy wants one and it is ready (starting its compilation
 /// if needed). `Err` only in `Require` mode, when the kernel cannot be compiled.
-pub fn lookup(kernel: &Arc<Kernel>, k: &FusedKernel) -> Result<Option<Arc<NativeKernel>>, Error> {
+/// `whole`: `k` runs over its domain in domain order ([`run`]), not in row order ([`run_rows`]),
+/// so a [`c::segmented`] kernel's C code finishes its reductions itself.
+pub fn lookup(
+    kernel: &Arc<Kernel>,
+    k: &FusedKernel,
+    whole: bool,
+) -> Result<Option<Arc<NativeKernel>>, Error> {
     let id = Arc::as_ptr(kernel) as *const () as usize;
     let hot = {
         let mut memo = memo().lock();
@@ -282,7 +288,7 @@ pub fn lookup(kernel: &Arc<Kernel>, k: &FusedKernel) -> Result<Option<Arc<Native
             }
         }
     };
-    let r = lookup_inner(k, hot);
+    let r = lookup_inner(k, hot, whole);
     if let Some(nk) = &r
         && let Some(e) = memo().lock().get_mut(&id)
     {
@@ -316,7 +322,7 @@ fn memo() -> &'static Mutex<AHashMap<usize, Memo>> {
     M.get_or_init(|| Mutex::new(AHashMap::new()))
 }
 
-fn lookup_inner(k: &FusedKernel, hot: bool) -> Option<Arc<NativeKernel>> {
+fn lookup_inner(k: &FusedKernel, hot: bool, whole: bool) -> Option<Arc<NativeKernel>> {
     if super::fault::any_fault() {
         return None;
     }
@@ -327,7 +333,7 @@ fn lookup_inner(k: &FusedKernel, hot: bool) -> Option<Arc<NativeKernel>> {
         return None;
     }
     let start = std::time::Instant::now();
-    let body = c::render(k);
+    let body = c::render(k, whole && c::segmented(k));
     let key = Key::of(&[&toolchain_key().0.to_le_bytes(), body.as_bytes()]);
     {
         let mut cache = cache().loaded();
@@ -387,6 +393,10 @@ const INLINE_MAX: usize = 1 << 16;
 
 /// Elements per call of the C kernel (and per rayon task).
 const CHUNK: usize = 1 << 14;
+// A segmented kernel's calls cover whole segments that the tile VM reduces whole
+// (`c::SEGMENT_MAX` divides the grouping block, which divides a call).
+const _: () =
+    assert!(CHUNK.is_multiple_of(reduce::BLOCK) && reduce::BLOCK.is_multiple_of(c::SEGMENT_MAX));
 
 /// Runs `k` natively over its whole domain; same contract as `vm::run_fused`.
 pub fn run(
@@ -442,6 +452,8 @@ pub fn run(
             )
         })
         .collect();
+    // The C code finishes the reductions of a segmented kernel: no partials are left.
+    let segmented = c::segmented(k);
     let run = |scratch: &mut Vec<TypedVec>, t: usize| -> Result<super::vm::TaskPartials, Fault> {
         let t0 = t * CHUNK;
         let n = CHUNK.min(len - t0);
@@ -466,6 +478,9 @@ pub fn run(
                 instr: code as usize - 1,
                 message: "integer division by zero",
             });
+        }
+        if segmented {
+            return Ok(vec![Vec::new(); k.reductions.len()]);
         }
         Ok(k.reductions
             .iter()

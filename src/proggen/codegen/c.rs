@@ -1,11 +1,14 @@
 //! C renderer: one fused kernel becomes `af_kernel(in, out, red, t0, n)`, a loop over domain
 //! elements `t0 .. t0 + n` that evaluates the register program in scalar locals (the C compiler
 //! vectorises it), stores element-wise results to `out`, and writes each reduction's input to
-//! `red` (the Rust side reduces those tiles exactly as the tile VM does). It returns 0, or 1 + the
-//! index of an instruction that faulted (integer division by zero).
+//! `red` (the Rust side reduces those tiles exactly as the tile VM does). A kernel whose reduced
+//! segments are short powers of two ([`segmented`]: `argmin_axis(1)` of `[n, 8]`, row sums of
+//! 1024) reduces each segment itself, with the tile VM's arithmetic, and writes the results. It
+//! returns 0, or 1 + the index of an instruction that faulted (integer division by zero).
 
 use crate::ir::{
-    BinaryOp, DType, GenKind, RandomDist, RngAlgorithm, Scalar, UnaryOp, contiguous_strides,
+    BinaryOp, DType, GenKind, RandomDist, ReduceOp, RngAlgorithm, Scalar, UnaryOp,
+    contiguous_strides,
 };
 use crate::proggen::kernel::{FusedKernel, IndexMap, Instr, ParamKind};
 use std::fmt::Write;
@@ -261,7 +264,47 @@ fn range_param(slot: Option<u32>) -> String {
 const SUB: usize = 256;
 
 /// The C source of one fused kernel's function; compile it after [`HEADER`].
-pub fn render(k: &FusedKernel) -> String {
+/// The longest reduced segment the C code reduces itself. The executor's grouping block and its
+/// calls' element counts are multiples of it, so such segments never straddle either, and the
+/// tile VM reduces each of them whole, with the arithmetic [`render_segments`] repeats.
+pub const SEGMENT_MAX: usize = 1024;
+
+/// Whether `k`'s C code (rendered with `segments`) reduces its segments itself: it has
+/// reductions, its reduced extent is a power of two up to [`SEGMENT_MAX`], and it draws no
+/// batched random numbers.
+pub fn segmented(k: &FusedKernel) -> bool {
+    let l = k.domain.inner;
+    !k.reductions.is_empty()
+        && l.is_power_of_two()
+        && l <= SEGMENT_MAX
+        && !k.domain.shape.is_empty()
+        && reduced_axes(k).is_some()
+        && !k.instrs.iter().any(|i| {
+            matches!(
+                i,
+                Instr::Random {
+                    map: IndexMap::Contiguous,
+                    ..
+                }
+            )
+        })
+}
+
+/// The first reduced axis of `k`'s domain: the trailing axes whose extents multiply to the
+/// reduced extent.
+fn reduced_axes(k: &FusedKernel) -> Option<usize> {
+    let shape = &k.domain.shape;
+    let (mut nk, mut inner) = (shape.len(), 1);
+    while nk > 0 && inner < k.domain.inner {
+        nk -= 1;
+        inner *= shape[nk];
+    }
+    (inner == k.domain.inner && nk < shape.len()).then_some(nk)
+}
+
+/// The C source of one fused kernel's function; compile it after [`HEADER`]. With `segments`
+/// (only for a kernel that is [`segmented`]), its reductions are finished in the kernel.
+pub fn render(k: &FusedKernel, segments: bool) -> String {
     let mut s = String::with_capacity(4096);
     s.push_str("u32 af_kernel(const void *const *in_, void *const *out_, void *const *red_, const uint64_t *restrict params, uint64_t t0, uint64_t n) {\n");
     for (p, d) in k.inputs.iter().enumerate() {
@@ -325,7 +368,9 @@ pub fn render(k: &FusedKernel) -> String {
     // position costs an increment, not a division per axis (and the compiler can vectorise the
     // row: its loads are contiguous, broadcast or strided in `i`).
     let rows = needs_index && batched.is_empty() && !shape.is_empty();
-    if rows {
+    if segments {
+        render_segments(k, &mut s);
+    } else if rows {
         render_rows(k, &mut s);
     } else {
         if batched.is_empty() {
@@ -373,6 +418,326 @@ pub fn render(k: &FusedKernel) -> String {
     }
     s.push_str("  return fault;\n}\n");
     s
+}
+
+/// The element loop one reduced segment at a time (a kernel that is [`segmented`]; its calls
+/// cover whole segments): the kept axes' positions once per segment, each reduction accumulated
+/// in locals with the tile VM's arithmetic for a segment inside one block (`exec::cpu::reduce`:
+/// float sums and products in eight f64 lanes by position modulo 8, lanes added in order, then
+/// the identity; extrema folded from the identity; arg-extrema keep the first NaN, else the first
+/// strictly best), and the result written to the reduction's output. Nothing goes to `red`.
+fn render_segments(k: &FusedKernel, s: &mut String) {
+    let shape = &k.domain.shape;
+    let l = k.domain.inner;
+    let first = reduced_axes(k).expect("a segmented kernel");
+    let cs = contiguous_strides(shape);
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let t = ctype(k.outputs[r.output as usize]);
+        let _ = writeln!(s, "  {t} *restrict rout{ri} = ({t} *)out_[{}];", r.output);
+    }
+    let mut reduced_positions = String::new();
+    for d in first..shape.len() {
+        let _ = writeln!(
+            reduced_positions,
+            "    uint64_t d{d} = (c / {}u) % {}u;",
+            cs[d],
+            shape[d].max(1)
+        );
+    }
+    // Work that depends on the position within the segment only (a broadcast operand along the
+    // reduced axes: k-means' centroids) runs once per call into tables `h<j>[c]`.
+    let statements = instr_statements(k, None, true);
+    let hoist = hoisting(k, first);
+    let tabled: Vec<usize> = (0..hoist.len())
+        .filter(|&j| hoist[j] == Hoist::Table)
+        .collect();
+    if !tabled.is_empty() {
+        for &j in &tabled {
+            let t = ctype(k.reg_dtypes[k.instrs[j].dst() as usize]);
+            let _ = writeln!(s, "  {t} h{j}[{l}];");
+        }
+        let _ = writeln!(s, "  for (uint64_t c = 0; c < {l}u; c++) {{");
+        s.push_str(&reduced_positions);
+        s.push_str(&declarations(k));
+        for (j, st) in statements.iter().enumerate() {
+            if hoist[j] != Hoist::No || matches!(k.instrs[j], Instr::Const { .. }) {
+                s.push_str(st);
+            }
+        }
+        for &j in &tabled {
+            let _ = writeln!(s, "    h{j}[c] = r{};", k.instrs[j].dst());
+        }
+        s.push_str("  }\n");
+    }
+    let _ = writeln!(
+        s,
+        "  for (uint64_t i0 = 0; i0 < n; i0 += {l}u) {{\n    uint64_t lin0 = t0 + i0;\n    uint64_t o = lin0 / {l}u;"
+    );
+    for d in 0..first {
+        let _ = writeln!(
+            s,
+            "    uint64_t d{d} = (lin0 / {}u) % {}u;",
+            cs[d],
+            shape[d].max(1)
+        );
+    }
+    let lanes = l >= 8;
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let _ = writeln!(s, "    {}", accumulator(k, ri, r.op, lanes));
+    }
+    if lanes {
+        let _ = writeln!(
+            s,
+            "    for (uint64_t c8 = 0; c8 < {l}u; c8 += 8) {{\n    for (uint64_t l = 0; l < 8; l++) {{\n    uint64_t c = c8 + l;"
+        );
+    } else {
+        let _ = writeln!(s, "    for (uint64_t c = 0; c < {l}u; c++) {{");
+    }
+    s.push_str("    uint64_t i = i0 + c; (void)i;\n    uint64_t lin = lin0 + c;\n");
+    s.push_str(&reduced_positions);
+    s.push_str(&declarations(k));
+    for (j, st) in statements.iter().enumerate() {
+        match hoist[j] {
+            Hoist::No => s.push_str(st),
+            Hoist::Unused => {}
+            Hoist::Table => {
+                let _ = writeln!(s, "    r{} = h{j}[c];", k.instrs[j].dst());
+            }
+        }
+    }
+    for st in &k.stores {
+        let _ = writeln!(s, "    out{}[lin] = r{};", st.output, st.reg);
+    }
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let _ = writeln!(s, "    {}", accumulate(k, ri, r.op, r.reg, lanes));
+    }
+    s.push_str("    }\n");
+    if lanes {
+        for (ri, r) in k.reductions.iter().enumerate() {
+            if let Some(fold) = chunk_fold(k, ri, r.op) {
+                let _ = writeln!(s, "    {fold}");
+            }
+        }
+        s.push_str("    }\n");
+    }
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let _ = writeln!(s, "    {}", finish(k, ri, r.op, lanes));
+    }
+    s.push_str("  }\n");
+}
+
+/// What a segmented kernel does with an instruction inside its segment loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hoist {
+    /// It depends on the segment: computed for every element.
+    No,
+    /// It depends on the position within the segment only, and only such work reads it: computed
+    /// once per call, before the loop.
+    Unused,
+    /// As `Unused`, but the per-element work reads it: computed once per call into a table.
+    Table,
+}
+
+/// Which instructions of `k` depend on the position within the segment only (reduced axes from
+/// `first` on): constants, loads whose maps move along reduced axes only, and operations on
+/// those. A constant read per element stays in place (it costs nothing); other values read per
+/// element come from a table.
+fn hoisting(k: &FusedKernel, first: usize) -> Vec<Hoist> {
+    let segment_only = |map: &IndexMap| match map {
+        IndexMap::Contiguous => false,
+        IndexMap::Strided { strides, .. } => strides[..first].iter().all(|&s| s == 0),
+        IndexMap::Folded { dims } => dims
+            .iter()
+            .all(|d| d.coef[..first.min(d.coef.len())].iter().all(|&c| c == 0)),
+    };
+    let n = k.instrs.len();
+    let mut inv = vec![false; n];
+    let mut needed = vec![false; n];
+    let mut writer: Vec<Option<usize>> = vec![None; k.reg_dtypes.len()];
+    for (j, ins) in k.instrs.iter().enumerate() {
+        let reads: &[u32] = match ins {
+            Instr::Unary { a, .. } | Instr::Cast { a, .. } => std::slice::from_ref(a),
+            Instr::Binary { a, b, .. } => &[*a, *b],
+            Instr::Select { cond, a, b, .. } => &[*cond, *a, *b],
+            _ => &[],
+        };
+        let producers: Vec<Option<usize>> = reads.iter().map(|&r| writer[r as usize]).collect();
+        inv[j] = match ins {
+            Instr::Const { .. } => true,
+            Instr::Load { map, .. } => segment_only(map),
+            Instr::Random { .. } | Instr::Gen { .. } => false,
+            _ => producers.iter().all(|p| p.is_some_and(|p| inv[p])),
+        };
+        if !inv[j] {
+            for p in producers.into_iter().flatten() {
+                needed[p] = true;
+            }
+        }
+        writer[ins.dst() as usize] = Some(j);
+    }
+    let finals = k
+        .stores
+        .iter()
+        .map(|st| st.reg)
+        .chain(k.reductions.iter().map(|r| r.reg));
+    for r in finals {
+        if let Some(p) = writer[r as usize] {
+            needed[p] = true;
+        }
+    }
+    (0..n)
+        .map(|j| match (inv[j], needed[j], &k.instrs[j]) {
+            (false, _, _) | (true, true, Instr::Const { .. }) => Hoist::No,
+            (true, false, _) => Hoist::Unused,
+            (true, true, _) => Hoist::Table,
+        })
+        .collect()
+}
+
+/// Whether register type `d` sums and multiplies in f64 (floats) rather than wrapping (integers).
+fn float_acc(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F64)
+}
+
+/// The declaration of reduction `ri`'s accumulator, set to its identity.
+fn accumulator(k: &FusedKernel, ri: usize, op: ReduceOp, lanes: bool) -> String {
+    let r = &k.reductions[ri];
+    let t = k.reg_dtypes[r.reg as usize];
+    let ct = ctype(t);
+    match op {
+        ReduceOp::Sum | ReduceOp::Prod if float_acc(t) => {
+            let id = if op == ReduceOp::Sum { "0.0" } else { "1.0" };
+            if lanes {
+                format!("f64 a{ri}[8] = {{{id}, {id}, {id}, {id}, {id}, {id}, {id}, {id}}};")
+            } else {
+                // No whole chunk of 8: the eight identity lanes fold to the identity.
+                format!("f64 a{ri} = {id};")
+            }
+        }
+        ReduceOp::Sum => format!("u32 a{ri} = 0u;"),
+        ReduceOp::Prod => format!("u32 a{ri} = 1u;"),
+        ReduceOp::Max | ReduceOp::Min => {
+            let max = op == ReduceOp::Max;
+            let id = match (t, max) {
+                (DType::F32 | DType::F64, true) => "-INFINITY".to_string(),
+                (DType::F32 | DType::F64, false) => "INFINITY".to_string(),
+                (DType::I32, true) => "INT32_MIN".to_string(),
+                (DType::I32, false) => "INT32_MAX".to_string(),
+                (_, true) => "0u".to_string(),
+                (_, false) => "UINT32_MAX".to_string(),
+            };
+            format!("{ct} a{ri} = ({ct}){id};")
+        }
+        ReduceOp::ArgMax | ReduceOp::ArgMin if lanes => {
+            format!("{ct} a{ri} = 0; u32 b{ri} = 0u; {ct} v{ri}[8];")
+        }
+        ReduceOp::ArgMax | ReduceOp::ArgMin => format!("{ct} a{ri} = 0; u32 b{ri} = 0u;"),
+        ReduceOp::Any => format!("b8 a{ri} = 0;"),
+        ReduceOp::All => format!("b8 a{ri} = 1;"),
+    }
+}
+
+/// One element's update of reduction `ri`'s accumulator from register `reg` (position `c` in
+/// the segment, lane `l`).
+fn accumulate(k: &FusedKernel, ri: usize, op: ReduceOp, reg: u32, lanes: bool) -> String {
+    let t = k.reg_dtypes[reg as usize];
+    let v = format!("r{reg}");
+    let nan = |x: &str| {
+        if float_acc(t) {
+            format!("isnan({x})")
+        } else {
+            "0".into()
+        }
+    };
+    match op {
+        ReduceOp::Sum | ReduceOp::Prod if float_acc(t) => {
+            let o = if op == ReduceOp::Sum { '+' } else { '*' };
+            if lanes {
+                format!("a{ri}[l] = a{ri}[l] {o} (f64){v};")
+            } else {
+                format!("a{ri} = a{ri} {o} (f64){v};")
+            }
+        }
+        ReduceOp::Sum => format!("a{ri} = a{ri} + (u32){v};"),
+        ReduceOp::Prod => format!("a{ri} = a{ri} * (u32){v};"),
+        ReduceOp::Max => format!("a{ri} = af_max_{}(a{ri}, {v});", ctype(t)),
+        ReduceOp::Min => format!("a{ri} = af_min_{}(a{ri}, {v});", ctype(t)),
+        // Kept per chunk of 8 and folded by `chunk_fold`.
+        ReduceOp::ArgMax | ReduceOp::ArgMin if lanes => format!("v{ri}[l] = {v};"),
+        ReduceOp::ArgMax | ReduceOp::ArgMin => {
+            let cmp = if op == ReduceOp::ArgMax { '>' } else { '<' };
+            format!(
+                "{{ int take = (c == 0) | ((({v} {cmp} a{ri}) | {}) & !{}); a{ri} = take ? {v} : a{ri}; b{ri} = take ? (u32)c : b{ri}; }}",
+                nan(&v),
+                nan(&format!("a{ri}"))
+            )
+        }
+        ReduceOp::Any => format!("a{ri} = a{ri} | {v};"),
+        ReduceOp::All => format!("a{ri} = a{ri} & {v};"),
+    }
+}
+
+/// An arg-extremum over a chunk of 8 values `v<ri>` (positions `c8 ..`), folded into the
+/// segment's running best: the chunk's first NaN if it has one, else the first position holding
+/// its extreme value (the first strictly best, as a sequential scan finds: an equal value
+/// earlier would have been kept), then combined with the earlier chunks' best by the same rule.
+/// Without branches on the values: finding the extreme and the matching mask vectorise.
+fn chunk_fold(k: &FusedKernel, ri: usize, op: ReduceOp) -> Option<String> {
+    if !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+        return None;
+    }
+    let r = &k.reductions[ri];
+    let t = k.reg_dtypes[r.reg as usize];
+    let ct = ctype(t);
+    let cmp = if op == ReduceOp::ArgMax { '>' } else { '<' };
+    let v = format!("v{ri}");
+    let (nan_mask, nan_m, nan_a) = if float_acc(t) {
+        (
+            format!(
+                "u32 nm = 0; for (int j = 0; j < 8; j++) nm |= (u32)(isnan({v}[j]) != 0) << j;"
+            ),
+            "isnan(m)".to_string(),
+            format!("isnan(a{ri})"),
+        )
+    } else {
+        ("u32 nm = 0;".to_string(), "0".into(), "0".into())
+    };
+    Some(format!(
+        "{{ {nan_mask} {ct} m; u32 bj; \
+         if (nm) {{ bj = (u32)__builtin_ctz(nm); m = {v}[bj]; }} \
+         else {{ m = {v}[0]; for (int j = 1; j < 8; j++) m = {v}[j] {cmp} m ? {v}[j] : m; \
+         u32 em = 0; for (int j = 0; j < 8; j++) em |= (u32)({v}[j] == m) << j; bj = (u32)__builtin_ctz(em); }} \
+         int take = (c8 == 0) | (((m {cmp} a{ri}) | {nan_m}) & !{nan_a}); \
+         a{ri} = take ? m : a{ri}; b{ri} = take ? (u32)c8 + bj : b{ri}; }}"
+    ))
+}
+
+/// Writes reduction `ri`'s result for segment `o`.
+fn finish(k: &FusedKernel, ri: usize, op: ReduceOp, lanes: bool) -> String {
+    let r = &k.reductions[ri];
+    let t = k.reg_dtypes[r.reg as usize];
+    let out = ctype(k.outputs[r.output as usize]);
+    match op {
+        ReduceOp::Sum | ReduceOp::Prod if float_acc(t) => {
+            let (o, id) = if op == ReduceOp::Sum {
+                ('+', "0.0")
+            } else {
+                ('*', "1.0")
+            };
+            let total = if lanes {
+                let mut e = format!("a{ri}[0]");
+                for j in 1..8 {
+                    e = format!("({e} {o} a{ri}[{j}])");
+                }
+                e
+            } else {
+                format!("a{ri}")
+            };
+            format!("rout{ri}[o] = ({out})({id} {o} {total});")
+        }
+        ReduceOp::ArgMax | ReduceOp::ArgMin => format!("rout{ri}[o] = b{ri};"),
+        _ => format!("rout{ri}[o] = ({out})a{ri};"),
+    }
 }
 
 /// The element loop in rows along the domain's last axis: each element's position costs an
@@ -441,11 +806,32 @@ fn render_rows(k: &FusedKernel, s: &mut String) {
 /// One element's statements: the register program, its stores and reduction inputs. `fast` as in
 /// [`index`]; `rows` when the loop keeps each axis's position in `d<k>` (an iota over the domain
 /// is then that position).
-fn body(k: &FusedKernel, mut fast: Option<&mut Fast>, rows: bool) -> String {
+fn body(k: &FusedKernel, fast: Option<&mut Fast>, rows: bool) -> String {
+    let mut s = declarations(k);
+    for st in instr_statements(k, fast, rows) {
+        s.push_str(&st);
+    }
+    for st in &k.stores {
+        let _ = writeln!(s, "    out{}[lin] = r{};", st.output, st.reg);
+    }
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let _ = writeln!(s, "    red{ri}[i] = r{};", r.reg);
+    }
+    s
+}
+
+/// The element's fault flag and registers.
+fn declarations(k: &FusedKernel) -> String {
     let mut s = String::from("    u32 bad = 0; (void)bad;\n");
     for (r, d) in k.reg_dtypes.iter().enumerate() {
         let _ = writeln!(s, "    {} r{r};", ctype(*d));
     }
+    s
+}
+
+/// Each instruction's statements (its assignment, and its fault check where it can fault).
+fn instr_statements(k: &FusedKernel, mut fast: Option<&mut Fast>, rows: bool) -> Vec<String> {
+    let mut out = Vec::with_capacity(k.instrs.len());
     let shape = &k.domain.shape;
     let mut at = |map: &IndexMap| index(map, shape, fast.as_deref_mut());
     // Register types before allocation, to know each operand's element type.
@@ -493,18 +879,13 @@ fn body(k: &FusedKernel, mut fast: Option<&mut Fast>, rows: bool) -> String {
             Instr::Select { cond, a, b, .. } => format!("(r{cond} ? r{a} : r{b})"),
             Instr::Cast { to, a, .. } => format!("af_cast_{}_{}(r{a})", ctype(t(*a)), ctype(*to)),
         };
-        let _ = writeln!(s, "    r{dst} = {rhs};");
+        let mut s = format!("    r{dst} = {rhs};\n");
         if let Instr::Binary { op, a, .. } = ins
             && faults(*op, t(*a))
         {
             let _ = writeln!(s, "    if (bad) {{ fault = {}u; bad = 0; }}", i + 1);
         }
+        out.push(s);
     }
-    for st in &k.stores {
-        let _ = writeln!(s, "    out{}[lin] = r{};", st.output, st.reg);
-    }
-    for (ri, r) in k.reductions.iter().enumerate() {
-        let _ = writeln!(s, "    red{ri}[i] = r{};", r.reg);
-    }
-    s
+    out
 }
