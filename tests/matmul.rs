@@ -288,6 +288,37 @@ fn small_results_over_long_k() {
     assert!(d.intrinsics_launched > 0, "3 x 6 is the GEMM's: {d:?}");
 }
 
+/// The same kind of products with the rewrite off, through the intrinsic: up to 64 results over
+/// a long `k` (the CPU's dot-product pass, blocks of 8192 positions summed in f64; a device's
+/// GEMM), just past it (the GEMM again), every form and operand layout, against the triple loop.
+#[test]
+fn short_results_over_long_k_through_the_intrinsic() {
+    let _g = SERIAL.lock();
+    let mut r = rng(2111);
+    let forms: &[(&[usize], &[usize])] = &[
+        (&[8, 20_000], &[20_000, 2]),
+        (&[8, 8200], &[8200, 8]),
+        (&[9, 8200], &[8200, 8]),
+        (&[16, 4096], &[4096, 1]),
+        (&[4100], &[4100, 3]),
+        (&[2, 3, 9000], &[9000, 2]),
+        (&[3, 1, 4097], &[3, 4097, 3]),
+    ];
+    let before = Runtime::stats();
+    for &(sa, sb) in forms {
+        float_case::<f32>(&mut r, sa, sb);
+        float_case::<f64>(&mut r, sa, sb);
+    }
+    let d = Runtime::stats().since(&before);
+    assert!(d.intrinsics_launched > 0, "the intrinsic ran: {d:?}");
+    no_fallbacks(&before, "short products");
+    // Sums of ones are exact: every position of every block counts once.
+    for k in [4096usize, 8192, 8193, 65_537] {
+        let c = Array::<f32>::ones(&[3, k]).matmul(&Array::<f32>::ones(&[k, 2]));
+        assert_eq!(read(&c), vec![k as f32; 6], "k = {k}");
+    }
+}
+
 /// k-means' product `onehotᵀ @ p`: the one-hot matrix (`eq` and `cast` of the assignments) fuses
 /// into the reduction, one kernel and nothing of `n x k` stored.
 #[test]

@@ -1,8 +1,11 @@
 //! The matrix product on the CPU. f32 and f64: `matrixmultiply`'s GEMM per matrix, reading each
 //! operand through its strides (a transposed operand costs nothing); one large product lets
 //! `matrixmultiply` split the work over its own threads (the crate's `threading` feature), a batch
-//! of small products runs one GEMM per matrix on rayon's threads. i32 and u32: a loop over blocks
-//! of rows with rayon, wrapping arithmetic (exact modulo 2^32).
+//! of small products runs one GEMM per matrix on rayon's threads. A product with a handful of
+//! results over a long inner extent (k-means' one-hot product `[8, n] @ [n, 2]`, `aᵀ b` of a tall
+//! matrix and a vector) is a few long dot products instead: one pass over the inner extent in
+//! fixed blocks on rayon's threads, accumulating in f64 (`short_long`). i32 and u32: a loop over
+//! blocks of rows with rayon, wrapping arithmetic (exact modulo 2^32).
 
 use super::Geometry;
 use crate::error::Error;
@@ -28,6 +31,12 @@ pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Re
             let (a, b, c): (&[_], &[_], &mut [_]) = ($a, $b, $c);
             if g.k == 0 {
                 c.fill(0.0);
+                return Ok(());
+            }
+            if mn <= SHORT_RESULT && g.k >= LONG_K {
+                for (t, c) in c.chunks_mut(mn).enumerate() {
+                    short_long(&g, t, a, b, c);
+                }
                 return Ok(());
             }
             let one = |t: usize, c: &mut [_]| {
@@ -80,6 +89,80 @@ pub fn run(call: &IntrinsicCall, inputs: &[&TypedVec], out: &mut TypedVec) -> Re
         }
     }
     Ok(())
+}
+
+/// Results per product (`m * n`) up to which a long product runs as dot products.
+const SHORT_RESULT: usize = 64;
+/// Inner extents from which it does. The GEMM packs both operands in panels made for large
+/// results: k-means' `[8, 200000] @ [200000, 2]` took 2.3 ms of a 7 ms step there (2-core AMD EPYC,
+/// `benches/workloads.rs`), where one pass over the 1.6 million products is memory-bound.
+const LONG_K: usize = 4096;
+/// Inner positions per task of a dot-product pass; the blocks' sums are added in block order, so
+/// the result does not depend on the number of threads.
+const K_BLOCK: usize = 8192;
+
+/// Float elements as the dot-product pass reads and writes them.
+trait Real: Copy + Send + Sync {
+    fn f(self) -> f64;
+    fn of(x: f64) -> Self;
+}
+impl Real for f32 {
+    fn f(self) -> f64 {
+        self as f64
+    }
+    fn of(x: f64) -> Self {
+        x as f32
+    }
+}
+impl Real for f64 {
+    fn f(self) -> f64 {
+        self
+    }
+    fn of(x: f64) -> Self {
+        x
+    }
+}
+
+/// Batch item `t` of a product with at most [`SHORT_RESULT`] results and a long inner extent:
+/// every result's dot product in one pass over `p`, blocks of [`K_BLOCK`] positions on rayon's
+/// threads, each accumulating all `m * n` sums in f64, then the blocks added in order.
+fn short_long<T: Real>(g: &Geometry, t: usize, a: &[T], b: &[T], c: &mut [T]) {
+    let (oa, ob) = g.offsets(t);
+    let (m, n) = (g.m, g.n);
+    // Accumulators `acc[j * m + i]`: for each `p`, column `a[.., p]` times each `b[p, j]` is
+    // added to a run of `m` sums, which vectorises when that column is contiguous (`a_rs == 1`:
+    // a transposed tall operand, as `onehotᵀ`).
+    let block = |k0: usize| -> [f64; SHORT_RESULT] {
+        let mut acc = [0.0f64; SHORT_RESULT];
+        let mut col = [0.0f64; SHORT_RESULT];
+        for p in k0..(k0 + K_BLOCK).min(g.k) {
+            let (ap, bp) = (oa + p * g.a_cs, ob + p * g.b_rs);
+            if g.a_rs == 1 {
+                for (c, x) in col[..m].iter_mut().zip(&a[ap..ap + m]) {
+                    *c = x.f();
+                }
+            } else {
+                for (i, c) in col[..m].iter_mut().enumerate() {
+                    *c = a[ap + i * g.a_rs].f();
+                }
+            }
+            for (j, run) in acc[..m * n].chunks_exact_mut(m).enumerate() {
+                let bj = b[bp + j * g.b_cs].f();
+                for (s, &c) in run.iter_mut().zip(&col[..m]) {
+                    *s += c * bj;
+                }
+            }
+        }
+        acc
+    };
+    let blocks: Vec<[f64; SHORT_RESULT]> = (0..g.k.div_ceil(K_BLOCK))
+        .into_par_iter()
+        .map(|q| block(q * K_BLOCK))
+        .collect();
+    for (r, out) in c.iter_mut().enumerate() {
+        let (i, j) = (r / n, r % n);
+        *out = T::of(blocks.iter().fold(0.0, |s, acc| s + acc[j * m + i]));
+    }
 }
 
 /// The integer product: blocks of [`INT_ROWS`] rows of one matrix per task; each row of `b`
