@@ -266,7 +266,7 @@ const SUB: usize = 256;
 /// The C source of one fused kernel's function; compile it after [`HEADER`].
 /// The longest reduced segment the C code reduces itself. The executor's grouping block and its
 /// calls' element counts are multiples of it, so such segments never straddle either, and the
-/// tile VM reduces each of them whole, with the arithmetic [`render_segments`] repeats.
+/// tile VM reduces each of them whole, with the arithmetic the C loop repeats.
 pub const SEGMENT_MAX: usize = 1024;
 
 /// Whether `k`'s C code (rendered with `segments`) reduces its segments itself: it has
