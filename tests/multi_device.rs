@@ -7,7 +7,7 @@
 
 mod common;
 
-use arrayflow::{Array, Backend, Device, DeviceChoice, Runtime, Stats};
+use arrayflow::{Array, Backend, Device, Runtime, Stats};
 use common::*;
 
 /// Tests that read the process-wide statistics run one at a time.
@@ -19,13 +19,7 @@ fn required(b: &str) -> bool {
 
 /// Starts the runtime on every device (once per process) and takes the statistics lock.
 fn start() -> parking_lot::MutexGuard<'static, ()> {
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    STARTED.call_once(|| {
-        Runtime::builder()
-            .device(DeviceChoice::All)
-            .start()
-            .expect("this test binary starts the runtime first");
-    });
+    start_on_every_device();
     SERIAL.lock()
 }
 

@@ -252,6 +252,16 @@ fn random_draws_agree_bit_for_bit() {
     }
 }
 
+/// An f64 result's bits, to compare two tiers exactly.
+fn bits(v: Vec<f64>) -> Vec<u64> {
+    v.into_iter().map(f64::to_bits).collect()
+}
+
+/// An f32 result's bits, widened to sit in one list with f64 results.
+fn bits32(v: Vec<f32>) -> Vec<u64> {
+    v.into_iter().map(|x| x.to_bits() as u64).collect()
+}
+
 /// Reductions over outer and middle axes (walked in the input's row order on the CPU) of fused
 /// expressions, a random draw and a one-hot cast: the same bits on both tiers.
 #[test]
@@ -268,12 +278,6 @@ fn outer_axis_reductions_agree_bit_for_bit() {
         let noise = rng.normal::<f64>(shape);
         let e = (&a * &b + 1.0).sin() + &noise;
         let f = e.cast::<f32>();
-        let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
-        let bits32 = |v: Vec<f32>| {
-            v.into_iter()
-                .map(|x| x.to_bits() as u64)
-                .collect::<Vec<_>>()
-        };
         vec![
             bits(e.sum_axis(axis).to_vec().unwrap()),
             bits(e.prod_axis(axis).to_vec().unwrap()),
@@ -367,12 +371,6 @@ fn segment_reductions_agree_bit_for_bit() {
         let f = e.cast::<f32>();
         let i = (&a * 4.0).cast::<i32>() - (&c * 8.0).cast::<i32>();
         let u = i.cast::<u32>();
-        let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
-        let bits32 = |v: Vec<f32>| {
-            v.into_iter()
-                .map(|x| x.to_bits() as u64)
-                .collect::<Vec<_>>()
-        };
         let flo = vec![
             bits(e.sum_axis(1).to_vec().unwrap()),
             bits(e.prod_axis(1).to_vec().unwrap()),

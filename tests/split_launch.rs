@@ -9,7 +9,7 @@
 
 mod common;
 
-use arrayflow::{Array, Device, DeviceChoice, Runtime, SplitMode, Stats, s};
+use arrayflow::{Array, Device, Runtime, SplitMode, Stats, s};
 use common::*;
 
 /// Tests that read the process-wide statistics run one at a time.
@@ -18,13 +18,7 @@ static SERIAL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 /// Starts the runtime on every device (once per process) and takes the statistics lock; `None`
 /// when fewer than two devices run (nothing to split between two devices).
 fn start() -> Option<parking_lot::MutexGuard<'static, ()>> {
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    STARTED.call_once(|| {
-        Runtime::builder()
-            .device(DeviceChoice::All)
-            .start()
-            .expect("this test binary starts the runtime first");
-    });
+    start_on_every_device();
     let g = SERIAL.lock();
     if Runtime::live_devices().len() < 3 {
         let required = std::env::var("ARRAYFLOW_REQUIRE_BACKENDS").is_ok_and(|v| v.contains(','));

@@ -39,14 +39,14 @@ impl SectionGuard<'_> {
     }
 }
 
+/// Pops the section when the closure panicked (or, nested, returned). The outermost section's
+/// thread gives the front end back through its [`OwnerGuard`], dropped after this guard.
 impl Drop for SectionGuard<'_> {
     fn drop(&mut self) {
         let mut fe = self.inner.fe.lock();
         fe.sections.pop();
         if self.outermost {
             fe.block_depth -= 1;
-            fe.section_owner = None;
-            self.inner.section_done.notify_all();
             if std::thread::panicking() {
                 // The section's ops stay queued and run with the next flush as ordinary work;
                 // the trace-cache key never saw them, so that flush must not use the cache.

@@ -24,6 +24,17 @@ pub struct Domain {
 }
 
 impl Domain {
+    /// The first reduced axis: the trailing axes from it on multiply to the reduced extent
+    /// `inner`. `None` when no run of trailing axes does, or when nothing is reduced.
+    pub fn first_reduced_axis(&self) -> Option<usize> {
+        let (mut first, mut inner) = (self.shape.len(), 1);
+        while first > 0 && inner < self.inner {
+            first -= 1;
+            inner *= self.shape[first];
+        }
+        (inner == self.inner && first < self.shape.len()).then_some(first)
+    }
+
     pub fn len(&self) -> usize {
         self.shape.iter().product()
     }

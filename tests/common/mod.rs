@@ -553,3 +553,15 @@ pub fn trap_found_where_computed(
         assert!(!t.device, "{t}");
     }
 }
+
+/// Starts the runtime on every device (`DeviceChoice::All`), once per process: for test binaries
+/// that spread work over several executors themselves, before anything else uses the runtime.
+pub fn start_on_every_device() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        arrayflow::Runtime::builder()
+            .device(arrayflow::DeviceChoice::All)
+            .start()
+            .expect("this test binary starts the runtime first");
+    });
+}

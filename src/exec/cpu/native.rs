@@ -1,8 +1,9 @@
 //! The CPU's native tier: fused kernels rendered to C (`proggen::codegen::c`), compiled by the
 //! system C compiler into a shared library, loaded with `libloading`, and run over the domain in
 //! parallel (a reduction over outer axes as its row-order form, accumulated by `rows`, as on the
-//! tile VM; one over short power-of-two segments reduced inside the C kernel, `c::segmented`). Compiled kernels are kept by the program cache (`exec/program_cache.rs`, kind `cpu`),
-//! in memory and on disk, keyed by a checksum of source, compiler, flags and CPU: each shared
+//! tile VM; one over short power-of-two segments reduced inside the C kernel, `c::segmented`).
+//! Compiled kernels are kept by the program cache (`exec/program_cache.rs`, kind `cpu`), in
+//! memory and on disk, keyed by a checksum of source, compiler, flags and CPU: each shared
 //! object carries the cache's record as a trailer (so it stays loadable) and its C source lies
 //! beside it (`<key>.c`, for reading only); a file whose record does not match or that fails to
 //! load is rebuilt, never trusted.
@@ -333,7 +334,7 @@ fn lookup_inner(k: &FusedKernel, hot: bool, whole: bool) -> Option<Arc<NativeKer
         return None;
     }
     let start = std::time::Instant::now();
-    let body = c::render(k, whole && c::segmented(k));
+    let body = c::render(k, whole);
     let key = Key::of(&[&toolchain_key().0.to_le_bytes(), body.as_bytes()]);
     {
         let mut cache = cache().loaded();

@@ -80,15 +80,7 @@ impl RowPlan {
         let rank = perm.len();
         let shape = &k.domain.shape;
         // The number of kept axes: those before the reduced extent in the domain.
-        let mut nk = rank;
-        let mut inner = 1;
-        while nk > 0 && inner < k.domain.inner {
-            nk -= 1;
-            inner *= shape[nk];
-        }
-        if inner != k.domain.inner || nk == rank {
-            return None;
-        }
+        let nk = k.domain.first_reduced_axis()?;
         let first = perm[nk];
         if (nk..rank).any(|j| perm[j] != first + (j - nk)) {
             return None;

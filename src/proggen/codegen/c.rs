@@ -263,7 +263,6 @@ fn range_param(slot: Option<u32>) -> String {
 /// Elements per sub-block whose random values are generated ahead of the element loop.
 const SUB: usize = 256;
 
-/// The C source of one fused kernel's function; compile it after [`HEADER`].
 /// The longest reduced segment the C code reduces itself. The executor's grouping block and its
 /// calls' element counts are multiples of it, so such segments never straddle either, and the
 /// tile VM reduces each of them whole, with the arithmetic the C loop repeats.
@@ -277,9 +276,17 @@ pub fn segmented(k: &FusedKernel) -> bool {
     !k.reductions.is_empty()
         && l.is_power_of_two()
         && l <= SEGMENT_MAX
-        && !k.domain.shape.is_empty()
-        && reduced_axes(k).is_some()
-        && !k.instrs.iter().any(|i| {
+        && k.domain.first_reduced_axis().is_some()
+        && batched_randoms(k).is_empty()
+}
+
+/// The random draws read contiguously: generated a sub-block at a time before the element loop
+/// (eight Philox blocks at once, every word used), not one Philox block per element.
+fn batched_randoms(k: &FusedKernel) -> Vec<usize> {
+    k.instrs
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| {
             matches!(
                 i,
                 Instr::Random {
@@ -288,23 +295,15 @@ pub fn segmented(k: &FusedKernel) -> bool {
                 }
             )
         })
+        .map(|(n, _)| n)
+        .collect()
 }
 
-/// The first reduced axis of `k`'s domain: the trailing axes whose extents multiply to the
-/// reduced extent.
-fn reduced_axes(k: &FusedKernel) -> Option<usize> {
-    let shape = &k.domain.shape;
-    let (mut nk, mut inner) = (shape.len(), 1);
-    while nk > 0 && inner < k.domain.inner {
-        nk -= 1;
-        inner *= shape[nk];
-    }
-    (inner == k.domain.inner && nk < shape.len()).then_some(nk)
-}
-
-/// The C source of one fused kernel's function; compile it after [`HEADER`]. With `segments`
-/// (only for a kernel that is [`segmented`]), its reductions are finished in the kernel.
-pub fn render(k: &FusedKernel, segments: bool) -> String {
+/// The C source of one fused kernel's function; compile it after [`HEADER`]. `whole`: the kernel
+/// runs over its domain in domain order (not a row-order form, whose `red` tiles the executor
+/// accumulates), so a [`segmented`] kernel finishes its reductions itself.
+pub fn render(k: &FusedKernel, whole: bool) -> String {
+    let segments = whole && segmented(k);
     let mut s = String::with_capacity(4096);
     s.push_str("u32 af_kernel(const void *const *in_, void *const *out_, void *const *red_, const uint64_t *restrict params, uint64_t t0, uint64_t n) {\n");
     for (p, d) in k.inputs.iter().enumerate() {
@@ -338,23 +337,7 @@ pub fn render(k: &FusedKernel, segments: bool) -> String {
             );
         }
     }
-    // Random values read contiguously are generated a sub-block at a time before the element
-    // loop (eight Philox blocks at once, every word used), not one Philox block per element.
-    let batched: Vec<usize> = k
-        .instrs
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| {
-            matches!(
-                i,
-                Instr::Random {
-                    map: IndexMap::Contiguous,
-                    ..
-                }
-            )
-        })
-        .map(|(n, _)| n)
-        .collect();
+    let batched = batched_randoms(k);
     s.push_str("  u32 fault = 0;\n");
     let needs_index = k.instrs.iter().any(|i| match i {
         Instr::Load { map, .. } | Instr::Gen { map, .. } | Instr::Random { map, .. } => {
@@ -429,7 +412,7 @@ pub fn render(k: &FusedKernel, segments: bool) -> String {
 fn render_segments(k: &FusedKernel, s: &mut String) {
     let shape = &k.domain.shape;
     let l = k.domain.inner;
-    let first = reduced_axes(k).expect("a segmented kernel");
+    let first = k.domain.first_reduced_axis().expect("a segmented kernel");
     let cs = contiguous_strides(shape);
     for (ri, r) in k.reductions.iter().enumerate() {
         let t = ctype(k.outputs[r.output as usize]);
