@@ -472,6 +472,107 @@ fn segment_reductions_agree_bit_for_bit() {
     }
 }
 
+/// Short segments over several kept and reduced axes (the C loop across segments: kept positions
+/// from the segment's index, reduced ones from the position in it), k-means' distance-argmin
+/// kernel among them, against the tile VM's bits and plain loops.
+#[test]
+fn short_segments_over_several_axes_agree_bit_for_bit() {
+    if !native_tier_runs() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    // (shape, reduced axes): each reduced segment 1 to 16 long.
+    let cases: [(&[usize], &[usize]); 5] = [
+        (&[37, 5, 8], &[2]),
+        (&[6, 7, 4, 4], &[2, 3]),
+        (&[3, 4, 5, 2], &[3]),
+        (&[16, 300], &[0]),
+        (&[9, 2, 11, 16], &[1, 3]),
+    ];
+    for (case, &(shape, axes)) in cases.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let v: Vec<f64> = data(n, 40 + case as u64)
+            .into_iter()
+            .enumerate()
+            .map(|(k, x)| {
+                if k % 97 == 5 {
+                    f64::NAN
+                } else {
+                    (x * 8.0).round() / 8.0
+                }
+            })
+            .collect();
+        let run = || {
+            let a = Array::from_slice(&v, shape);
+            let e = (&a * 1.5 - 0.25).abs();
+            let f = e.cast::<f32>();
+            (
+                bits(e.sum_axes(axes).to_vec().unwrap()),
+                bits32(f.sum_axes(axes).to_vec().unwrap()),
+                bits32(f.max_axes(axes).to_vec().unwrap()),
+                bits(e.prod_axes(axes).to_vec().unwrap()),
+                f.argmin_axes(axes).to_vec().unwrap(),
+                e.argmax_axes(axes).to_vec().unwrap(),
+            )
+        };
+        Runtime::set_native(NativeMode::Off);
+        let vm = run();
+        Runtime::set_native(NativeMode::Require);
+        let before = Runtime::stats();
+        let native = run();
+        let st = Runtime::stats().since(&before);
+        Runtime::set_native(NativeMode::Auto);
+        assert!(st.native_launches > 0, "{st:?}");
+        let what = format!("{shape:?} over {axes:?}");
+        same(&[vm.0], std::slice::from_ref(&native.0), &what);
+        same(&[vm.1], &[native.1], &what);
+        same(&[vm.2], &[native.2], &what);
+        same(&[vm.3], &[native.3], &what);
+        same(&[vm.4], std::slice::from_ref(&native.4), &what);
+        same(&[vm.5], std::slice::from_ref(&native.5), &what);
+        // Oracle: every segment gathered by plain loops, its f64 sum within rounding, its argmin
+        // the first NaN, else the first smallest.
+        let strides: Vec<usize> = (0..shape.len())
+            .map(|d| shape[d + 1..].iter().product())
+            .collect();
+        let kept: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+        let segs: usize = kept.iter().map(|&d| shape[d]).product();
+        let len = n / segs;
+        for o in 0..segs {
+            let mut base = 0;
+            let mut rest = o;
+            for &d in kept.iter().rev() {
+                base += (rest % shape[d]) * strides[d];
+                rest /= shape[d];
+            }
+            let seg: Vec<f64> = (0..len)
+                .map(|c| {
+                    let mut at = base;
+                    let mut rest = c;
+                    for &d in axes.iter().rev() {
+                        at += (rest % shape[d]) * strides[d];
+                        rest /= shape[d];
+                    }
+                    ((v[at] * 1.5 - 0.25).abs() as f32) as f64
+                })
+                .collect();
+            let mut b = 0;
+            for (j, &x) in seg.iter().enumerate().skip(1) {
+                if !seg[b].is_nan() && (x.is_nan() || x < seg[b]) {
+                    b = j;
+                }
+            }
+            assert_eq!(native.4[o], b as u32, "{what}: argmin of segment {o}");
+            let sum: f64 = seg.iter().sum();
+            let got = f64::from_bits(native.0[o]);
+            assert!(
+                (got.is_nan() && sum.is_nan()) || (got - sum).abs() <= 1e-9 * (1.0 + sum.abs()),
+                "{what}: sum of segment {o}: {got} against {sum}"
+            );
+        }
+    }
+}
+
 fn s(r: std::ops::Range<usize>) -> Slice {
     Slice::from(r)
 }

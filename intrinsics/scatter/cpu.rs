@@ -247,11 +247,17 @@ fn add<T: Acc, I: Idx>(g: &Geom, idx: &[I], data: &[T], vals: &[T], out: &mut [T
                 }
                 for j in lo..hi {
                     let s0 = (p * g.ni + j) * post;
-                    for q in 0..post {
-                        let s = s0 + q;
-                        let ip = if g.along { s } else { j };
-                        let t = idx[ip].at() * post + q;
-                        acc[t] = T::add_part(acc[t], vals[s].part());
+                    if g.along {
+                        for q in 0..post {
+                            let t = idx[s0 + q].at() * post + q;
+                            acc[t] = T::add_part(acc[t], vals[s0 + q].part());
+                        }
+                    } else {
+                        // One index for the `post` sources: a row of the target.
+                        let t = idx[j].at() * post;
+                        for (a, v) in acc[t..t + post].iter_mut().zip(&vals[s0..s0 + post]) {
+                            *a = T::add_part(*a, v.part());
+                        }
                     }
                 }
                 acc

@@ -658,9 +658,12 @@ pub const SHORT_SUM: usize = 4;
 /// kernel (k-means' distances then fuse into the `argmin` that reads them). The same value as the
 /// reduction: added in order from `+0.0` (the final `+ 0.0` turns a sum of `-0.0`s into `+0.0`;
 /// it changes nothing else), f32 accumulated in f64 where the executor has f64 (the CPU, OpenCL
-/// with fp64), in f32 where its sums are f32 (wgpu).
+/// with fp64), in f32 where its sums are f32 (wgpu). Two f32 terms are added in f32 everywhere:
+/// the f64 sum rounded to f32 is the f32 sum, bit for bit (double rounding is harmless for one
+/// addition when the wide format has at least 2p + 2 bits, 53 >= 2 * 24 + 2; Figueroa 1995), and
+/// the conversions would cost k-means' distance kernel half its speed.
 fn short_sum(a: &Handle, axis: usize, site: Site) -> Result<Handle> {
-    let wide = Inner::get().sched.fp64_everywhere();
+    let wide = a.shape[axis] > 2 && Inner::get().sched.fp64_everywhere();
     let acc = if a.dtype == DType::F32 && wide {
         DType::F64
     } else {

@@ -134,6 +134,8 @@ const FLAGS: &[&str] = &[
     // Float ops never trap here (no FP exception handlers), so GCC may evaluate both arms of a
     // select and vectorise it: the values are unchanged.
     "-fno-trapping-math",
+    // `#pragma omp simd` (segments of a short reduction, `codegen/c.rs`) without OpenMP's runtime.
+    "-fopenmp-simd",
     "-fPIC",
     "-shared",
 ];

@@ -3,8 +3,9 @@
 //! vectorises it), stores element-wise results to `out`, and writes each reduction's input to
 //! `red` (the Rust side reduces those tiles exactly as the tile VM does). A kernel whose reduced
 //! segments are short powers of two ([`segmented`]: `argmin_axis(1)` of `[n, 8]`, row sums of
-//! 1024) reduces each segment itself, with the tile VM's arithmetic, and writes the results. It
-//! returns 0, or 1 + the index of an instruction that faulted (integer division by zero).
+//! 1024) reduces each segment itself, with the tile VM's arithmetic, and writes the results;
+//! segments up to 16 long run one per trip of a loop vectorised across segments. It returns 0,
+//! or 1 + the index of an instruction that faulted (integer division by zero).
 
 use crate::ir::{
     BinaryOp, DType, GenKind, RandomDist, ReduceOp, RngAlgorithm, Scalar, UnaryOp,
@@ -452,6 +453,16 @@ fn render_segments(k: &FusedKernel, s: &mut String) {
         }
         s.push_str("  }\n");
     }
+    if l <= ACROSS_MAX && k.instrs.len() * l <= ACROSS_BUDGET {
+        let seg = Segment {
+            first,
+            reduced_positions: &reduced_positions,
+            statements: &statements,
+            hoist: &hoist,
+        };
+        render_across(k, &seg, s);
+        return;
+    }
     let _ = writeln!(
         s,
         "  for (uint64_t i0 = 0; i0 < n; i0 += {l}u) {{\n    uint64_t lin0 = t0 + i0;\n    uint64_t o = lin0 / {l}u;"
@@ -479,18 +490,13 @@ fn render_segments(k: &FusedKernel, s: &mut String) {
     s.push_str("    uint64_t i = i0 + c; (void)i;\n    uint64_t lin = lin0 + c;\n");
     s.push_str(&reduced_positions);
     s.push_str(&declarations(k));
-    for (j, st) in statements.iter().enumerate() {
-        match hoist[j] {
-            Hoist::No => s.push_str(st),
-            Hoist::Unused => {}
-            Hoist::Table => {
-                let _ = writeln!(s, "    r{} = h{j}[c];", k.instrs[j].dst());
-            }
-        }
-    }
-    for st in &k.stores {
-        let _ = writeln!(s, "    out{}[lin] = r{};", st.output, st.reg);
-    }
+    let seg = Segment {
+        first,
+        reduced_positions: &reduced_positions,
+        statements: &statements,
+        hoist: &hoist,
+    };
+    element_statements(k, &seg, s);
     for (ri, r) in k.reductions.iter().enumerate() {
         let _ = writeln!(s, "    {}", accumulate(k, ri, r.op, r.reg, lanes));
     }
@@ -507,6 +513,103 @@ fn render_segments(k: &FusedKernel, s: &mut String) {
         let _ = writeln!(s, "    {}", finish(k, ri, r.op, lanes));
     }
     s.push_str("  }\n");
+}
+
+/// Longest reduced segment [`render_across`] writes out position by position.
+const ACROSS_MAX: usize = 16;
+/// Most instructions times segment length [`render_across`] writes (its code grows with both).
+const ACROSS_BUDGET: usize = 4096;
+
+/// What [`render_segments`] has worked out for a segmented kernel's element code.
+struct Segment<'a> {
+    /// The first reduced domain axis.
+    first: usize,
+    /// Statements setting the reduced axes' positions `d<first>..` from `c`.
+    reduced_positions: &'a str,
+    /// Each instruction's statements.
+    statements: &'a [String],
+    /// What the segment loop does with each instruction.
+    hoist: &'a [Hoist],
+}
+
+/// Short segments (up to [`ACROSS_MAX`]: k-means' `argmin_axis(1)` over 8 centroids) one segment
+/// per trip of a loop the C compiler vectorises across segments, each segment's positions
+/// written out one after another (`c` a constant in each), its accumulators in locals. Loads
+/// that depend on the segment only (a point's coordinates) are then the same expression in
+/// every position, which the compiler loads once. Same arithmetic as the loop of
+/// [`render_segments`]: float sums and products in f64 lanes by position modulo 8, arg-extrema
+/// by the sequential rule that its chunks of 8 reproduce.
+fn render_across(k: &FusedKernel, seg: &Segment, s: &mut String) {
+    let shape = &k.domain.shape;
+    let l = k.domain.inner;
+    let cs = contiguous_strides(shape);
+    // Lanes for float sums and products over whole chunks of 8; arg-extrema scan sequentially.
+    let lanes = |op: ReduceOp| l >= 8 && !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+    let can_fault = k.instrs.iter().any(|i| match i {
+        Instr::Binary { op, a, .. } => faults(*op, k.reg_dtypes[*a as usize]),
+        _ => false,
+    });
+    // Segments are independent; a kernel that can fault keeps its `fault` word in order.
+    if !can_fault {
+        s.push_str("  _Pragma(\"omp simd\")\n");
+    }
+    let _ = writeln!(
+        s,
+        "  for (uint64_t o = t0 / {l}u; o < (t0 + n) / {l}u; o++) {{\n    uint64_t lin0 = o * {l}u;\n    uint64_t i0 = lin0 - t0; (void)i0;"
+    );
+    // The kept axes' positions from the segment's index (their strides are multiples of `l`;
+    // the outermost needs no modulo).
+    for d in 0..seg.first {
+        let q = cs[d] / l;
+        let pos = if q == 1 {
+            "o".to_string()
+        } else {
+            format!("(o / {q}u)")
+        };
+        if d == 0 {
+            let _ = writeln!(s, "    uint64_t d0 = {pos};");
+        } else {
+            let _ = writeln!(s, "    uint64_t d{d} = {pos} % {}u;", shape[d].max(1));
+        }
+    }
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let _ = writeln!(s, "    {}", accumulator(k, ri, r.op, lanes(r.op)));
+    }
+    for c in 0..l {
+        let _ = writeln!(
+            s,
+            "    {{\n    const uint64_t c = {c}u, l = {}u; (void)l;\n    uint64_t i = i0 + c; (void)i;\n    uint64_t lin = lin0 + c;",
+            c % 8
+        );
+        s.push_str(seg.reduced_positions);
+        s.push_str(&declarations(k));
+        element_statements(k, seg, s);
+        for (ri, r) in k.reductions.iter().enumerate() {
+            let _ = writeln!(s, "    {}", accumulate(k, ri, r.op, r.reg, lanes(r.op)));
+        }
+        s.push_str("    }\n");
+    }
+    for (ri, r) in k.reductions.iter().enumerate() {
+        let _ = writeln!(s, "    {}", finish(k, ri, r.op, lanes(r.op)));
+    }
+    s.push_str("  }\n");
+}
+
+/// One element's statements in a segment loop: the instructions not hoisted (tabled ones read
+/// from their table) and the element-wise stores.
+fn element_statements(k: &FusedKernel, seg: &Segment, s: &mut String) {
+    for (j, st) in seg.statements.iter().enumerate() {
+        match seg.hoist[j] {
+            Hoist::No => s.push_str(st),
+            Hoist::Unused => {}
+            Hoist::Table => {
+                let _ = writeln!(s, "    r{} = h{j}[c];", k.instrs[j].dst());
+            }
+        }
+    }
+    for st in &k.stores {
+        let _ = writeln!(s, "    out{}[lin] = r{};", st.output, st.reg);
+    }
 }
 
 /// What a segmented kernel does with an instruction inside its segment loop.
@@ -649,8 +752,15 @@ fn accumulate(k: &FusedKernel, ri: usize, op: ReduceOp, reg: u32, lanes: bool) -
         ReduceOp::ArgMax | ReduceOp::ArgMin if lanes => format!("v{ri}[l] = {v};"),
         ReduceOp::ArgMax | ReduceOp::ArgMin => {
             let cmp = if op == ReduceOp::ArgMax { '>' } else { '<' };
+            // A float kept by a bit-mask select: GCC leaves `?:` of floats here a branch, which
+            // stops the loop across segments from vectorising.
+            let keep = if float_acc(t) {
+                format!("af_sel_{}(take, {v}, a{ri})", ctype(t))
+            } else {
+                format!("take ? {v} : a{ri}")
+            };
             format!(
-                "{{ int take = (c == 0) | ((({v} {cmp} a{ri}) | {}) & !{}); a{ri} = take ? {v} : a{ri}; b{ri} = take ? (u32)c : b{ri}; }}",
+                "{{ int take = (c == 0) | ((({v} {cmp} a{ri}) | {}) & !{}); a{ri} = {keep}; b{ri} = take ? (u32)c : b{ri}; }}",
                 nan(&v),
                 nan(&format!("a{ri}"))
             )
