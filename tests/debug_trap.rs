@@ -342,6 +342,10 @@ fn a_nan_in_pass_k_suspends_there_and_resumes_to_the_oracle() {
             assert!(d.kernels >= 1 && d.fallbacks == 0, "{d:?}");
         }
         assert_eq!(y.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+        // Traps turned off meanwhile, the launch still resumes to its end (its passes as cut).
+        if pass == 8192 {
+            Runtime::traps(TrapConfig::off());
+        }
         assert_eq!(Runtime::resume().unwrap(), 1);
         let yv = y.to_vec().unwrap();
         assert!(Runtime::take_traps().is_empty());

@@ -34,11 +34,12 @@ use std::sync::Arc;
 
 /// Where a suspended launch's work is.
 pub(super) enum Work<B, P> {
-    /// On the device: its plan, its buffers (outputs written up to the pass that trapped), and
-    /// the next pass.
+    /// On the device: its plan, its buffers (outputs written up to the pass that trapped), its
+    /// passes (cut when it started, whatever the pass size when it resumes) and the next one.
     Device {
         plan: Arc<DevicePlan<P>>,
         held: Held<B>,
+        geo: Geometry,
         next: usize,
     },
     /// On the CPU tile VM, from host copies of its inputs.
@@ -107,8 +108,8 @@ fn geometry(task: &Task, pass_elements: usize) -> Geometry {
     )
 }
 
-/// The configured pass size (a launch suspended when passes were on resumes in passes of the
-/// size in force now, or one pass when they were turned off).
+/// The configured pass size (on the tile VM, a launch suspended when passes were on resumes in
+/// passes of the size in force now, or one pass when they were turned off).
 fn pass_elements() -> usize {
     crate::debug::trap::current()
         .and_then(|c| c.pass_elements)
@@ -171,7 +172,8 @@ impl<A: DeviceApi> GpuLoop<A> {
         }
         // One kernel, however many passes (`dispatches` counts those).
         Counters::add(&self.counters.device.kernels, 1);
-        self.device_passes(task, plan, held, 0);
+        let geo = geometry(&task, pass_elements());
+        self.device_passes(task, plan, held, geo, 0);
     }
 
     /// Runs the passes of a device launch from pass `next` on: to the end, or to the pass that
@@ -181,9 +183,9 @@ impl<A: DeviceApi> GpuLoop<A> {
         task: Task,
         plan: Arc<DevicePlan<A::Program>>,
         held: Held<A::Buf>,
+        geo: Geometry,
         next: usize,
     ) {
-        let geo = geometry(&task, pass_elements());
         for p in next..geo.passes {
             let (first, end) = geo.range(p);
             let words = self
@@ -205,6 +207,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                     let work = Work::Device {
                         plan,
                         held,
+                        geo,
                         next: p + 1,
                     };
                     return self.suspend_launch(task, work, e);
@@ -445,6 +448,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                 Work::Device {
                     plan,
                     mut held,
+                    geo,
                     next,
                 } => {
                     // The fault words start at zero again; inputs another task swapped out
@@ -465,7 +469,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                                 .try_for_each(|&b| self.resident(b, &keep))
                         });
                     match ready {
-                        Ok(()) => self.device_passes(s.task, plan, held, next),
+                        Ok(()) => self.device_passes(s.task, plan, held, geo, next),
                         Err(e) => {
                             self.give_back(held);
                             let e = device_error(format!("cannot resume a launch: {e}"));
