@@ -421,6 +421,42 @@ fn resume_counts_the_launches_of_every_executor() {
     assert!(Runtime::take_traps().is_empty());
 }
 
+/// A launch in passes whose kernel faults otherwise (integer division by zero beside a checked
+/// op) fails with the division's error on every executor, as one launch does, and leaves
+/// nothing suspended; the elements before the fault are not a trap.
+#[test]
+fn a_fault_that_is_not_a_trap_fails_a_launch_in_passes() {
+    let _g = lock();
+    let mut r = rng(0xd1f0);
+    let n = 9000;
+    let x = rand_f32(&mut r, n, 0.5, 4.0);
+    let a: Vec<i32> = (0..n).map(|_| r.random_range(-100..100)).collect();
+    let mut b: Vec<i32> = (0..n).map(|_| r.random_range(1..9)).collect();
+    b[r.random_range(n / 2..n)] = 0;
+    Runtime::traps(TrapConfig::nan().passes(2048));
+    let before = Runtime::stats();
+    let (xa, aa, ba) = (
+        Array::from_slice(&x, &[n]),
+        Array::from_slice(&a, &[n]),
+        Array::from_slice(&b, &[n]),
+    );
+    let y = &xa.sqrt() + &(&aa / &ba).cast::<f32>();
+    let e = y.to_vec().unwrap_err();
+    assert_ne!(e.kind(), ErrorKind::Trap, "{e}");
+    assert!(e.to_string().contains("division by zero"), "{e}");
+    // On a device, the passes before the fault ran there; the CPU ran the launch for the error.
+    if on_device() {
+        let d = Runtime::stats().device.since(&before.device);
+        assert!(
+            d.kernels >= 1 && d.dispatches >= 2 && d.fallbacks == 1,
+            "{d:?}"
+        );
+    }
+    assert!(Runtime::take_traps().is_empty());
+    assert_eq!(Runtime::resume().unwrap(), 0);
+    Runtime::traps(TrapConfig::off());
+}
+
 /// Runs `Runtime::execute()` on another thread; fails (instead of hanging) when it has not
 /// returned within a minute.
 #[track_caller]
