@@ -2,8 +2,11 @@
 //! assertions on random data with bad values planted at random positions. Each trap must name the
 //! first bad element (the planted position with the lowest index, found by a plain loop), its
 //! value and the op's call site, on whichever executor runs the kernel; traps on and nothing
-//! failing leave results bit-identical; a launch in passes stops after the pass with the first
-//! bad element, lets independent work run, and resumes to the one-launch result.
+//! failing leave results bit-identical; a launch in passes (on a device, one dispatch per pass,
+//! checked through the device counters and the trap's `device` flag) gives one launch's bits
+//! for any pass size, stops after the pass with the first bad element, lets independent work
+//! run, and resumes to the one-launch result; `Runtime::resume` counts the launches of every
+//! executor.
 //!
 //! The trap configuration is process-wide, so the tests take turns (`lock`).
 
@@ -188,6 +191,7 @@ fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
     assert!(Runtime::take_traps().is_empty());
 
     Runtime::traps(TrapConfig::nan().passes(pass));
+    let before = Runtime::stats();
     let a = Array::from_slice(&x, &[n]);
     let line = line!() + 1;
     let s = a.sqrt();
@@ -195,6 +199,8 @@ fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
     let e = y.to_vec().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Trap);
     let t = one_trap();
+    // On a device, the device ran the passes and named the element.
+    trap_found_where_computed(&t, &before, false);
     assert_eq!(
         (t.kind, t.element, t.op.as_str()),
         (TrapKind::Nan, p1, "sqrt")
@@ -218,6 +224,7 @@ fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
     assert_eq!(y.to_vec().unwrap_err().kind(), ErrorKind::Trap);
     let t = one_trap();
     assert_eq!((t.element, t.pass), (p2, Some((3, passes))));
+    assert_eq!(t.device, on_device(), "{t}");
     // ... and then to the end: the same bits as one launch, and the waiting work done.
     assert_eq!(Runtime::resume().unwrap(), 1);
     Runtime::traps(TrapConfig::off());
@@ -243,6 +250,211 @@ fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
         );
     }
     assert_eq!(Runtime::resume().unwrap(), 0);
+}
+
+/// Launches in passes of any size (one not dividing the length, one longer than it) give the
+/// bits of one unchecked launch and the plain-loop values; on a device the passes run there (one
+/// dispatch of the same program per pass, nothing on the CPU).
+#[test]
+fn passes_of_any_size_give_one_launchs_bits() {
+    let _g = lock();
+    let mut r = rng(0x9a5e);
+    let n = 30_001;
+    let x = rand_f32(&mut r, n, 0.5, 4.0);
+    let y = rand_f32(&mut r, n, 1.0, 2.0);
+    let run = || {
+        let (a, b) = (Array::from_slice(&x, &[n]), Array::from_slice(&y, &[n]));
+        ((&a.sqrt() * 3.0 + &b) / &b).to_vec().unwrap()
+    };
+    let whole = run();
+    for (i, (v, w)) in whole.iter().zip(chain_oracle(&x, &y)).enumerate() {
+        assert!(
+            ((*v as f64) - w).abs() <= 1e-5 * w.abs(),
+            "element {i}: {v} vs {w}"
+        );
+    }
+    let tile = Runtime::config().tile.min(n);
+    for pass in [1000, 4096, 7777, n, 1 << 20] {
+        let passes = n.div_ceil(pass.div_ceil(tile) * tile);
+        Runtime::traps(TrapConfig::nan().inf().passes(pass));
+        let before = Runtime::stats();
+        let v = run();
+        let d = Runtime::stats().device.since(&before.device);
+        Runtime::traps(TrapConfig::off());
+        assert!(Runtime::take_traps().is_empty());
+        if on_device() {
+            assert!(
+                d.kernels >= 1 && d.fallbacks == 0 && d.dispatches >= passes as u64,
+                "pass {pass} ({passes} passes): {d:?}"
+            );
+        }
+        for (i, (a, b)) in whole.iter().zip(&v).enumerate() {
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "pass {pass}, element {i}: {a} vs {b}"
+            );
+        }
+    }
+}
+
+/// A NaN planted in pass k (pass sizes that divide the length, that do not, and one longer than
+/// it): the trap names the element, pass k and the count, found where the launch ran; while the
+/// launch is suspended an independent array is computed (on the device too) and read; resumed,
+/// the launch's results equal the plain loop's (NaN where planted).
+#[test]
+fn a_nan_in_pass_k_suspends_there_and_resumes_to_the_oracle() {
+    let _g = lock();
+    let mut r = rng(0x4a55);
+    let n = 25_000;
+    let tile = Runtime::config().tile.min(n);
+    let c = rand_f32(&mut r, n, -1.0, 1.0);
+    for pass in [3000usize, 8192, 1 << 16] {
+        let per = pass.div_ceil(tile) * tile;
+        let passes = n.div_ceil(per);
+        let k = r.random_range(0..passes);
+        let bad = r.random_range(k * per..((k + 1) * per).min(n));
+        let mut x = rand_f32(&mut r, n, 0.5, 4.0);
+        x[bad] = -r.random_range(0.5f32..2.0);
+        Runtime::traps(TrapConfig::nan().passes(pass));
+        let before = Runtime::stats();
+        let a = Array::from_slice(&x, &[n]);
+        let line = line!() + 1;
+        let y = &a.sqrt() * 0.5;
+        assert_eq!(y.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+        let t = one_trap();
+        assert_eq!(
+            (t.element, t.pass, t.suspended, t.op.as_str()),
+            (bad, Some((k, passes)), true, "sqrt"),
+            "pass {pass}: {t}"
+        );
+        assert!(t.value.is_nan(), "{t}");
+        assert_site(&t, line);
+        trap_found_where_computed(&t, &before, false);
+        // Independent work (itself checked, in passes) runs and reads while it is suspended.
+        let before = Runtime::stats();
+        let ind = (&Array::from_slice(&c, &[n]) * 2.0).to_vec().unwrap();
+        for (i, (v, w)) in ind.iter().zip(&c).enumerate() {
+            assert_eq!(*v, w * 2.0, "element {i}");
+        }
+        if on_device() {
+            let d = Runtime::stats().device.since(&before.device);
+            assert!(d.kernels >= 1 && d.fallbacks == 0, "{d:?}");
+        }
+        assert_eq!(y.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+        // Traps turned off meanwhile, the launch still resumes to its end (its passes as cut).
+        if pass == 8192 {
+            Runtime::traps(TrapConfig::off());
+        }
+        assert_eq!(Runtime::resume().unwrap(), 1);
+        let yv = y.to_vec().unwrap();
+        assert!(Runtime::take_traps().is_empty());
+        for (i, (v, &xi)) in yv.iter().zip(&x).enumerate() {
+            if i == bad {
+                assert!(v.is_nan(), "element {i}: {v}");
+                continue;
+            }
+            let w = (xi as f64).sqrt() * 0.5;
+            assert!(
+                ((*v as f64) - w).abs() <= 1e-6 * w,
+                "element {i}: {v} vs {w}"
+            );
+        }
+        Runtime::traps(TrapConfig::off());
+        assert_eq!(Runtime::resume().unwrap(), 0);
+    }
+}
+
+/// `Runtime::resume` resumes the suspended launches of every executor and counts them: two
+/// element-wise launches (on the device where one runs) and a reduction's (on the CPU, where
+/// kernels with reductions run in passes), each suspended by its own NaN.
+#[test]
+fn resume_counts_the_launches_of_every_executor() {
+    let _g = lock();
+    let mut r = rng(0xc0de);
+    let n = 10_000;
+    let mut xs: Vec<Vec<f32>> = (0..3).map(|_| rand_f32(&mut r, n, 0.5, 4.0)).collect();
+    let bad: Vec<usize> = (0..3).map(|_| r.random_range(0..n)).collect();
+    for (x, &b) in xs.iter_mut().zip(&bad) {
+        x[b] = -1.0;
+    }
+    Runtime::traps(TrapConfig::nan().ops(&["sqrt"]).passes(2048));
+    let y0 = Array::from_slice(&xs[0], &[n]).sqrt();
+    assert_eq!(y0.eval().unwrap_err().kind(), ErrorKind::Trap);
+    let y1 = &Array::from_slice(&xs[1], &[n]).sqrt() + 1.0;
+    assert_eq!(y1.eval().unwrap_err().kind(), ErrorKind::Trap);
+    let s2 = Array::from_slice(&xs[2], &[n]).sqrt().sum();
+    assert_eq!(s2.eval().unwrap_err().kind(), ErrorKind::Trap);
+    let ts = Runtime::take_traps();
+    assert_eq!(ts.len(), 3, "{ts:#?}");
+    let tile = Runtime::config().tile.min(n);
+    let per = 2048usize.div_ceil(tile) * tile;
+    for (t, &b) in ts.iter().zip(&bad) {
+        assert_eq!((t.element, t.suspended), (b, true), "{t}");
+        assert_eq!(t.pass, Some((b / per, n.div_ceil(per))), "{t}");
+    }
+    // Where each ran: the element-wise ones on the device, the reduction on the CPU.
+    assert_eq!((ts[0].device, ts[1].device), (on_device(), on_device()));
+    assert!(!ts[2].device, "{}", ts[2]);
+    assert_eq!(Runtime::resume().unwrap(), 3);
+    assert_eq!(Runtime::resume().unwrap(), 0);
+    Runtime::traps(TrapConfig::off());
+    let (v0, v1, v2) = (
+        y0.to_vec().unwrap(),
+        y1.to_vec().unwrap(),
+        s2.to_vec().unwrap(),
+    );
+    for i in 0..n {
+        let (w0, w1) = ((xs[0][i] as f64).sqrt(), (xs[1][i] as f64).sqrt() + 1.0);
+        if i == bad[0] {
+            assert!(v0[i].is_nan());
+        } else {
+            assert!(((v0[i] as f64) - w0).abs() <= 1e-6 * w0, "element {i}");
+        }
+        if i == bad[1] {
+            assert!(v1[i].is_nan());
+        } else {
+            assert!(((v1[i] as f64) - w1).abs() <= 1e-6 * w1, "element {i}");
+        }
+    }
+    assert!(v2[0].is_nan(), "{v2:?}");
+    assert!(Runtime::take_traps().is_empty());
+}
+
+/// A launch in passes whose kernel faults otherwise (integer division by zero beside a checked
+/// op) fails with the division's error on every executor, as one launch does, and leaves
+/// nothing suspended; the elements before the fault are not a trap.
+#[test]
+fn a_fault_that_is_not_a_trap_fails_a_launch_in_passes() {
+    let _g = lock();
+    let mut r = rng(0xd1f0);
+    let n = 9000;
+    let x = rand_f32(&mut r, n, 0.5, 4.0);
+    let a: Vec<i32> = (0..n).map(|_| r.random_range(-100..100)).collect();
+    let mut b: Vec<i32> = (0..n).map(|_| r.random_range(1..9)).collect();
+    b[r.random_range(n / 2..n)] = 0;
+    Runtime::traps(TrapConfig::nan().passes(2048));
+    let before = Runtime::stats();
+    let (xa, aa, ba) = (
+        Array::from_slice(&x, &[n]),
+        Array::from_slice(&a, &[n]),
+        Array::from_slice(&b, &[n]),
+    );
+    let y = &xa.sqrt() + &(&aa / &ba).cast::<f32>();
+    let e = y.to_vec().unwrap_err();
+    assert_ne!(e.kind(), ErrorKind::Trap, "{e}");
+    assert!(e.to_string().contains("division by zero"), "{e}");
+    // On a device, the passes before the fault ran there; the CPU ran the launch for the error.
+    if on_device() {
+        let d = Runtime::stats().device.since(&before.device);
+        assert!(
+            d.kernels >= 1 && d.dispatches >= 2 && d.fallbacks == 1,
+            "{d:?}"
+        );
+    }
+    assert!(Runtime::take_traps().is_empty());
+    assert_eq!(Runtime::resume().unwrap(), 0);
+    Runtime::traps(TrapConfig::off());
 }
 
 /// Runs `Runtime::execute()` on another thread; fails (instead of hanging) when it has not

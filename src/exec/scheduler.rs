@@ -102,7 +102,8 @@ pub(crate) enum SchedMsg {
         task: u64,
         result: Result<()>,
     },
-    /// Resume the launches a trap suspended (`Runtime::resume`); the reply is how many.
+    /// Resume the launches a trap suspended (`Runtime::resume`): every executor replies with
+    /// how many it resumed.
     Resume(Sender<usize>),
     /// Move `buf` to executor `exec` once it is written (`Array::to_device`).
     Place {
@@ -120,7 +121,7 @@ pub(crate) enum SchedMsg {
         buf: BufferId,
         reply: Sender<Option<usize>>,
     },
-    /// The CPU executor suspended a task (`Some`: a trap stopped its launch after a pass, or it
+    /// An executor suspended a task (`Some`: a trap stopped its launch after a pass, or it
     /// waits for such a launch's results; reads of its results return this error meanwhile)
     /// or is resuming it (`None`). A suspended task finishes at `Runtime::resume`: barriers do
     /// not wait for it, and waits for its results (or results computed from them) return the
@@ -185,7 +186,7 @@ pub(crate) enum ExecMsg {
     /// (`crate::debug::trap::device`; 0 when the kernel keeps none or none failed).
     RerunOnCpu(Task, u32),
     /// Run the passes left of the launches a trap suspended (`crate::debug::trap`), then the
-    /// tasks that waited for them; reply how many launches were resumed (devices reply 0).
+    /// tasks that waited for them; reply how many launches were resumed.
     Resume(Sender<usize>),
     Shutdown,
 }
@@ -495,13 +496,19 @@ impl Scheduler {
             ))
         })
     }
-    /// Resumes the launches a trap suspended on the CPU executor; returns how many.
+    /// Resumes the launches a trap suspended on every executor; returns how many.
     pub fn resume(&self) -> Result<usize> {
-        let (reply, rx) = crossbeam_channel::bounded(1);
+        let (reply, rx) = crossbeam_channel::unbounded();
         self.send(SchedMsg::Resume(reply));
-        self.spin
-            .recv(&rx)
-            .map_err(|_| Error::new(ErrorKind::Runtime, "the execution scheduler stopped"))
+        // One reply per executor.
+        let mut n = 0;
+        for _ in &self.names {
+            n += self
+                .spin
+                .recv(&rx)
+                .map_err(|_| Error::new(ErrorKind::Runtime, "the execution scheduler stopped"))?;
+        }
+        Ok(n)
     }
     /// Makes `buf` the application's memory at `ptr` (written in place, never stored).
     pub fn bind_external(&self, buf: BufferId, ptr: super::HostDest) {
@@ -615,7 +622,7 @@ struct SchedulerLoop {
     fault_errors: AHashMap<u64, Error>,
     next_task: u64,
     barriers: Vec<Sender<()>>,
-    /// Tasks the CPU executor holds suspended by a trap ([`SchedMsg::Suspended`]), with the
+    /// Tasks an executor holds suspended by a trap ([`SchedMsg::Suspended`]), with the
     /// error their results read as meanwhile.
     suspended: AHashMap<u64, Error>,
     /// When each move between executors began (only while profiling).
@@ -865,7 +872,11 @@ impl SchedulerLoop {
                     self.arrived(buf, to, data)
                 }
             }
-            SchedMsg::Resume(reply) => self.send_exec(0, ExecMsg::Resume(reply)),
+            SchedMsg::Resume(reply) => {
+                for e in 0..self.execs.len() {
+                    self.send_exec(e, ExecMsg::Resume(reply.clone()));
+                }
+            }
             SchedMsg::Suspended { task, error } => {
                 // A task that already finished (its completion was handled on a synchronous
                 // call before this message) is not held.
@@ -885,12 +896,16 @@ impl SchedulerLoop {
 
     /// The executors that can run `program` (bit `i` for executor `i`): the CPU always, a device
     /// when it computes the program's element types. Launches in passes (trap checks with
-    /// `TrapConfig::passes`) run on the CPU tile VM alone, where a pass that traps can stay
-    /// suspended.
+    /// `TrapConfig::passes`) of kernels with reductions run on the CPU tile VM alone, where a
+    /// pass that traps can stay suspended; element-wise ones also on devices, which dispatch them
+    /// pass by pass (`exec/gpu/passes.rs`) when the device's first-failing word can name any of
+    /// their elements (`debug::trap::device::fits`).
     fn allowed(&self, program: &Program) -> u32 {
         if let Kernel::Fused(k) = &*program.kernel
             && !k.traps.is_empty()
             && crate::debug::trap::current().is_some_and(|c| c.pass_elements.is_some())
+            && !(k.reductions.is_empty()
+                && crate::debug::trap::device::fits(k.domain.len(), k.traps.len()))
         {
             return bit(0);
         }

@@ -27,11 +27,13 @@ pub struct TrapConfig {
     /// The ops whose float results NaN/Inf traps check, by name (`div`, `log`, ...); `None`:
     /// every element-wise op.
     pub ops: Option<Vec<String>>,
-    /// Cut CPU launches of kernels with checks into passes of about this many elements; a pass
-    /// with a trap stops the launch, which stays suspended until `Runtime::resume` (`None`: one
-    /// pass, and a trap fails the launch). Checked kernels then run on the CPU. While a launch
-    /// is suspended, `Runtime::execute()` waits for all other work but not for it (nor for
-    /// work that reads its results), and waits for its results return the trap's error.
+    /// Cut launches of kernels with checks into passes of about this many elements (whole
+    /// tiles); a pass with a trap stops the launch, which stays suspended on its executor until
+    /// `Runtime::resume` (`None`: one pass, and a trap fails the launch). Element-wise kernels
+    /// run in passes where they are computed (a device dispatches one range per pass); kernels
+    /// with reductions then run on the CPU. While a launch is suspended, `Runtime::execute()`
+    /// waits for all other work but not for it (nor for work that reads its results), and waits
+    /// for its results return the trap's error.
     pub pass_elements: Option<usize>,
 }
 

@@ -11,11 +11,17 @@
 //!   a trap naming the first bad position (lowest linear index) and its multi-dimensional index.
 //! - **Assertions** (`assert.rs`): `a.assert_finite()`, `a.assert_in_range(lo, hi)`,
 //!   `mask.assert_true("message")`, recorded lazily and checked where the array is computed.
-//! - **Passes** (`pass=N`, [`TrapConfig::passes`]): the CPU tile VM runs a checked launch in
-//!   passes of about N elements; the pass that traps stops the launch, which stays suspended
-//!   while other work goes on, and `Runtime::resume` finishes it. The scheduler's barrier
-//!   (`Runtime::execute`) does not wait for a suspended task or the work waiting for it, and
-//!   waits for their results (`eval`) return the trap's error (`exec/scheduler.rs`).
+//! - **Passes** (`pass=N`, [`TrapConfig::passes`]): a checked launch runs in passes of about N
+//!   elements, whole tiles ([`passes::Geometry`], the same cut on every executor); the pass that
+//!   traps stops the launch, which stays suspended on its executor while other work goes on, and
+//!   `Runtime::resume` finishes it (every executor's). Element-wise kernels run in passes where
+//!   they are computed: the CPU tile VM (`exec/cpu/suspend.rs`), or a device, which dispatches the
+//!   same compiled kernel once per pass over its range of elements (`codegen::lower`) and reads
+//!   the trap words after each (`exec/gpu/passes.rs`; split kernels and kernels the device does
+//!   not run take the tile VM there). Kernels with reductions, which passes cannot cut into
+//!   independent ranges, run on the CPU executor. The scheduler's barrier (`Runtime::execute`)
+//!   does not wait for a suspended task or the work waiting for it, and waits for their results
+//!   (`eval`) return the trap's error (`exec/scheduler.rs`).
 //!
 //! Where checks run: the program generator attaches [`check::TrapCheck`]s to a fused kernel
 //! (`proggen/builder.rs`; a check tests the result of one instruction, at the kernel's own

@@ -1,10 +1,12 @@
-//! Resumable launches in passes (the secondary seed 001's re-launch loop, on the CPU tile VM):
-//! [`TrapSink`] collects the first failing element of a launch as its tiles run, and
+//! Resumable launches in passes (the secondary seed 001's re-launch loop): [`Geometry`] is how a
+//! launch is cut (whole tiles per pass, the same elements on every executor); on the CPU tile
+//! VM, [`TrapSink`] collects the first failing element of a launch as its tiles run, and
 //! [`Progress`] is where a launch cut into passes stands: the next tile, and the reduction
-//! partials of the tiles that ran. A launch whose pass trapped stays suspended in the CPU
-//! executor (`exec/cpu/suspend.rs`): its results read as the trap's error, tasks that read them
-//! wait, other work goes on, and `Runtime::resume` runs the passes left. [`first_failing`] is the
-//! tile VM's test of one check over a tile.
+//! partials of the tiles that ran. A launch whose pass trapped stays suspended in the executor
+//! that ran it (`exec/cpu/suspend.rs`; on a device, `exec/gpu/passes.rs`, which dispatches each
+//! pass of an element-wise kernel over its range of elements): its results read as the trap's
+//! error, tasks that read them wait, other work goes on, and `Runtime::resume` runs the passes
+//! left. [`first_failing`] is the tile VM's test of one check over a tile.
 
 use super::check::TrapCheck;
 use crate::exec::cpu::slices::Src;
@@ -34,6 +36,39 @@ impl TrapSink {
             return None;
         }
         *self.first.lock()
+    }
+}
+
+/// How a launch of `len` elements in tiles of `tile` is cut into passes of about `pass_elements`
+/// elements: whole tiles per pass, as the tile VM cuts it (`exec/cpu/vm.rs`, `run_checked`), so
+/// the device executors, which dispatch each pass over its range of elements, cut at the same
+/// elements and a trap names the same pass on every executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// The launch's elements.
+    pub len: usize,
+    /// Elements per pass (the last may have fewer).
+    pub per_pass: usize,
+    /// How many passes.
+    pub passes: usize,
+}
+
+impl Geometry {
+    /// The passes of a launch of `len` elements in tiles of `tile` (a launch shorter than the
+    /// tile is one tile), about `pass_elements` each.
+    pub fn new(len: usize, tile: usize, pass_elements: usize) -> Geometry {
+        let tile = tile.min(len).max(1);
+        let per_pass = pass_elements.max(1).div_ceil(tile) * tile;
+        Geometry {
+            len,
+            per_pass,
+            passes: len.div_ceil(per_pass),
+        }
+    }
+    /// Pass `p`'s elements, `first .. end`.
+    pub fn range(&self, p: usize) -> (usize, usize) {
+        let first = (p * self.per_pass).min(self.len);
+        (first, (first + self.per_pass).min(self.len))
     }
 }
 
@@ -82,4 +117,20 @@ pub fn first_failing(c: &TrapCheck, v: Src, operands: &[Src]) -> Option<(usize, 
         };
         fails.then_some((i, x))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Geometry;
+
+    #[test]
+    fn passes_are_whole_tiles_and_cover_the_launch() {
+        let g = Geometry::new(20_000, 1024, 3000);
+        assert_eq!((g.per_pass, g.passes), (3072, 7));
+        assert_eq!((g.range(0), g.range(6)), ((0, 3072), (18_432, 20_000)));
+        // Longer than the launch, or a launch shorter than a tile: one pass.
+        assert_eq!(Geometry::new(20_000, 1024, 1 << 20).passes, 1);
+        assert_eq!(Geometry::new(100, 1024, 10).passes, 1);
+        assert_eq!(Geometry::new(0, 1024, 10).passes, 0);
+    }
 }

@@ -36,8 +36,9 @@ impl Runtime {
     pub fn take_traps() -> Vec<Trap> {
         super::report::take()
     }
-    /// Runs the passes left of every launch a trap suspended (see [`TrapConfig::passes`]), then
-    /// the work that waited for them; returns how many launches were resumed. A launch that traps
+    /// Runs the passes left of every launch a trap suspended (see [`TrapConfig::passes`]), on
+    /// every executor, then the work that waited for them; returns how many launches were
+    /// resumed. A launch that traps
     /// again in a later pass is suspended again. Reads after this see the finished results.
     pub fn resume() -> crate::Result<usize> {
         Inner::get().sched.resume()

@@ -395,8 +395,9 @@ impl CpuLoop {
 }
 
 /// The pass size a task's launch runs in: for a fused kernel with trap checks while passes are
-/// configured (`crate::debug::trap`); `None` for one launch.
-fn passes(task: &Task) -> Option<usize> {
+/// configured (`crate::debug::trap`); `None` for one launch. Device executors ask the same
+/// (`exec/gpu/passes.rs`).
+pub(crate) fn passes(task: &Task) -> Option<usize> {
     match &*task.program.kernel {
         Kernel::Fused(k) if !k.traps.is_empty() => {
             crate::debug::trap::current().and_then(|c| c.pass_elements)

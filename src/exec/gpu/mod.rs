@@ -20,6 +20,7 @@ mod fallback;
 mod kept;
 pub mod opencl;
 mod opencl_staging;
+mod passes;
 mod plans;
 mod staging;
 mod store;
@@ -62,7 +63,9 @@ pub(crate) trait DeviceApi: Send + 'static {
     fn zero(&mut self, buf: &mut Self::Buf, bytes: u64) -> Result<(), String>;
     /// Compiles (or finds in the program cache) the plan's source.
     fn compile(&mut self, plan: &GpuPlan) -> Result<Arc<Self::Program>, String>;
-    /// Enqueues pass `pass` of `plan` with `bufs` bound in the pass's order.
+    /// Enqueues pass `pass` of `plan` with `bufs` bound in the pass's order, in `groups`
+    /// work-groups (the pass's own count, or fewer for a range of a ranged pass,
+    /// `plans::Step::range`).
     fn dispatch(
         &mut self,
         prog: &Self::Program,
@@ -70,6 +73,7 @@ pub(crate) trait DeviceApi: Send + 'static {
         pass: usize,
         bufs: &[&Self::Buf],
         params: &[u64],
+        groups: u32,
     ) -> Result<(), String>;
     /// Reads `out.len()` elements of `buf` into `out`'s memory, then calls `done`. `out` must stay
     /// valid until then (the caller keeps it alive in `done`). The executor calls
@@ -238,6 +242,7 @@ fn spawn<A: DeviceApi>(
             failed: AHashMap::new(),
             external: AHashMap::new(),
             launched: Vec::new(),
+            suspend: Default::default(),
         }
         .run(rx, spin)
     })
@@ -273,6 +278,8 @@ struct GpuLoop<A: DeviceApi> {
     /// Flush start times of the programs enqueued since the last submission: their launch time
     /// (`stats().device.launch_ns`) ends when the submission hands them to the device.
     launched: Vec<std::time::Instant>,
+    /// Launches in passes a trap suspended, and the tasks waiting for them (`passes.rs`).
+    suspend: passes::Suspensions<A::Buf, A::Program>,
 }
 
 impl<A: DeviceApi> GpuLoop<A> {
@@ -337,9 +344,9 @@ impl<A: DeviceApi> GpuLoop<A> {
                     self.submit();
                 }
                 ExecMsg::Free(buf) => self.free(buf),
-                // Launches suspended by a trap live on the CPU executor only.
                 ExecMsg::Resume(reply) => {
-                    let _ = reply.send(0);
+                    let n = self.resume();
+                    let _ = reply.send(n);
                 }
                 ExecMsg::Shutdown => break,
             }
@@ -577,6 +584,9 @@ impl<A: DeviceApi> GpuLoop<A> {
 
     /// Forgets buffer `buf`: its device memory goes to the pool.
     fn free(&mut self, buf: BufferId) {
+        if self.free_held_back(buf) {
+            return;
+        }
         self.failed.remove(&buf);
         self.external.remove(&buf);
         self.store.free(buf);
@@ -587,11 +597,22 @@ impl<A: DeviceApi> GpuLoop<A> {
             &self.counters.device.received_ns,
             task.started.elapsed().as_nanos() as u64,
         );
+        // Tasks that read a suspended launch's results wait for it (`passes.rs`).
+        if self.waits_for_suspended(&task) {
+            return;
+        }
         if let Some(e) = task.inputs.iter().find_map(|b| self.failed.get(b)) {
             let e = e.clone();
             return self.finish_now(&task, Err(e));
         }
         let plan = self.plans.get(&task.program.kernel, &mut self.api);
+        if super::cpu::passes(&task).is_some() {
+            let plan = match plan {
+                plans::Runnable::Device(p) => Some(p),
+                plans::Runnable::Cpu(_) => None,
+            };
+            return self.run_in_passes(task, plan);
+        }
         let t0 = crate::profile::now();
         let result = match plan {
             plans::Runnable::Device(plan) => match self.run_on_device(&task, &plan) {
@@ -676,7 +697,7 @@ impl<A: DeviceApi> GpuLoop<A> {
         if timing.on {
             self.api.set_timing(timing);
         }
-        let enqueued = self.enqueue(task, dplan, &held);
+        let enqueued = self.enqueue(task, dplan, &held, None);
         if timing.on {
             self.api.set_timing(timing::Timing::default());
         }
@@ -864,12 +885,15 @@ impl<A: DeviceApi> GpuLoop<A> {
         Ok(())
     }
 
-    /// Enqueues every pass of every step with its buffers bound.
+    /// Enqueues every pass of every step with its buffers bound. A ranged pass
+    /// (`plans::Step::range`) runs elements `range` (`None`: all of them) in as many of its
+    /// work-groups as that range needs.
     fn enqueue(
         &mut self,
         task: &Task,
         dplan: &plans::DevicePlan<A::Program>,
         held: &Held<A::Buf>,
+        range: Option<(u64, u64)>,
     ) -> Result<(), String> {
         let steps = dplan.steps.iter().zip(&held.scratch).zip(&held.kept_hit);
         for ((step, scratch), &hit) in steps {
@@ -905,9 +929,20 @@ impl<A: DeviceApi> GpuLoop<A> {
                 if pass.groups > 0 {
                     Counters::add(&self.counters.device.dispatches, 1);
                     let bufs: Vec<&A::Buf> = pass.buffers.iter().map(bind).collect();
-                    tracing::trace!(target: "arrayflow::exec::dispatch", "{} params {:?}", timing::label(&step.plan, pi), task.params);
+                    let (params, groups) = match step.range {
+                        Some((slot, len)) if pi == 0 => {
+                            let (first, end) = range.unwrap_or((0, len));
+                            let mut p = task.params.to_vec();
+                            p.resize(slot as usize, 0);
+                            p.extend([first, end]);
+                            let groups = range_groups(pass.groups, len, end - first);
+                            (std::borrow::Cow::Owned(p), groups)
+                        }
+                        _ => (std::borrow::Cow::Borrowed(&task.params[..]), pass.groups),
+                    };
+                    tracing::trace!(target: "arrayflow::exec::dispatch", "{} params {:?}", timing::label(&step.plan, pi), params);
                     self.api
-                        .dispatch(&step.program, &step.plan, pi, &bufs, &task.params)?;
+                        .dispatch(&step.program, &step.plan, pi, &bufs, &params, groups)?;
                 }
             }
         }
@@ -1029,6 +1064,15 @@ impl Countdown {
             }
         })
     }
+}
+
+/// Work-groups for `n` of a ranged pass's `len` elements: the pass's share of its `groups`, at
+/// least one (its grid-stride loop covers any range with any count).
+fn range_groups(groups: u32, len: u64, n: u64) -> u32 {
+    if len == 0 {
+        return groups;
+    }
+    ((groups as u64 * n).div_ceil(len)).clamp(1, groups.max(1) as u64) as u32
 }
 
 fn with_site(e: Error, site: Option<crate::ir::Site>) -> Error {

@@ -437,6 +437,7 @@ impl DeviceApi for OpenClApi {
         pass: usize,
         bufs: &[&Buffer<u8>],
         params: &[u64],
+        groups: u32,
     ) -> Result<(), String> {
         let p = &plan.passes[pass];
         let kernels = prog.kernels.lock();
@@ -454,7 +455,7 @@ impl DeviceApi for OpenClApi {
                         .map_err(err)?;
                 }
             }
-            let global = p.groups as usize * p.local as usize;
+            let global = groups as usize * p.local as usize;
             let local = p.local as usize;
             let mut event: opencl3::types::cl_event = std::ptr::null_mut();
             let timed = self.timing.on;

@@ -707,6 +707,7 @@ impl DeviceApi for WgpuApi {
         pass: usize,
         bufs: &[&wgpu::Buffer],
         params: &[u64],
+        groups: u32,
     ) -> Result<(), String> {
         let p = &plan.passes[pass];
         // Parameters: immediates, set on the pass below; or a storage buffer made for this
@@ -760,7 +761,7 @@ impl DeviceApi for WgpuApi {
         if immediate_words > 0 {
             cp.set_immediates(0, bytemuck::cast_slice(&immediates[..immediate_words]));
         }
-        cp.dispatch_workgroups(p.groups, 1, 1);
+        cp.dispatch_workgroups(groups, 1, 1);
         Ok(())
     }
 

@@ -389,6 +389,25 @@ pub struct Lowered<'k> {
     pub first: Option<u32>,
     /// The passes to dispatch, in order: `af_kernel`, then `af_final` for chunked reductions.
     pub passes: Vec<PassPlan>,
+    /// An element-wise kernel with trap checks ([`ranged`]): `af_kernel` runs over the elements
+    /// `af_lo .. af_hi` only, two parameter slots after the kernel's own (`k.params.len()` and
+    /// the next), so a launch in resumable passes (`crate::debug::trap::passes`) dispatches the
+    /// same program once per pass; a whole launch binds `0 .. len`. Such kernels take the scalar
+    /// layout, whose grid-stride loop takes any range and any number of work-groups.
+    pub range: bool,
+}
+
+/// Whether `k` is lowered with an element range ([`Lowered::range`]): element-wise, with trap
+/// checks. Kernels with reductions cannot be cut into independent ranges this simply.
+pub fn ranged(k: &FusedKernel) -> bool {
+    k.reductions.is_empty() && !k.traps.is_empty()
+}
+
+/// The range slots of a ranged kernel's plan, for its executor: `Some((slot, len))` when its
+/// first pass takes the first and end element as parameter slots `slot` and `slot + 1` (after
+/// the kernel's own) of its `len` elements ([`Lowered::range`]).
+pub fn range_slots(k: &FusedKernel) -> Option<(u32, u64)> {
+    ranged(k).then(|| (k.params.len() as u32, k.domain.len() as u64))
 }
 
 impl Lowered<'_> {
@@ -652,7 +671,9 @@ fn layout(k: &FusedKernel, p: &Policy) -> Layout {
         k.domain.len() as u64,
     );
     if k.reductions.is_empty() {
-        return match p.quads.filter(|q| quads_fit(k, q, p)) {
+        // A ranged kernel takes the scalar loop (any range, any number of work-groups).
+        let quads = p.quads.filter(|q| !ranged(k) && quads_fit(k, q, p));
+        return match quads {
             Some(q) => {
                 let quads = len / 4;
                 let groups = quads
@@ -787,6 +808,7 @@ pub fn lower<'k>(k: &'k FusedKernel, t: Target, p: &Policy) -> Lowered<'k> {
         passes: Vec::new(),
         coords,
         steps,
+        range: ranged(k),
     };
     let chunked = match layout {
         // At least one element, so that no scratch buffer is empty (no results: no partials).
@@ -846,7 +868,7 @@ fn passes(l: &Lowered, p: &Policy) -> Vec<PassPlan> {
             let mut b: Vec<BufArg> = (0..k.inputs.len() as u32).map(BufArg::Input).collect();
             b.extend((0..k.outputs.len() as u32).map(BufArg::Output));
             b.extend((0..l.scratch.len() as u32).map(BufArg::Scratch));
-            (b, !k.params.is_empty())
+            (b, !k.params.is_empty() || l.range)
         }
         Binding::Used => {
             let mut b: Vec<BufArg> = l.loaded.iter().map(|&i| BufArg::Input(i)).collect();
@@ -861,7 +883,7 @@ fn passes(l: &Lowered, p: &Policy) -> Vec<PassPlan> {
                 }
             }
             b.extend(l.fault.map(BufArg::Scratch));
-            (b, l.reads_params)
+            (b, l.reads_params || l.range)
         }
     };
     let mut passes = vec![PassPlan {

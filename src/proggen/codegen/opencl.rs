@@ -6,7 +6,10 @@
 //! [`super::lower`] under this target's [`Policy`]; this file prints them as OpenCL C.
 //!
 //! Every entry runs work-groups of [`LOCAL`] threads, in grid-stride loops (at most
-//! [`MAX_GROUPS`] groups; element-wise kernels up to 2^20). Without reductions the plan is one
+//! [`MAX_GROUPS`] groups; element-wise kernels up to 2^20). An element-wise kernel with trap checks
+//! takes the scalar loop over the elements `af_lo .. af_hi` of two arguments after the parameter
+//! slots (`lower::Lowered::range`: a launch in resumable passes dispatches one range per pass).
+//! Without reductions the plan is one
 //! pass `af_kernel` looping over the domain's quads (four consecutive elements, vector loads and
 //! stores), by default one quad per thread, a work-group per 256 quads (`vector_loop`; the scalar
 //! alternative takes `UNROLL` elements a global size apart).
@@ -174,6 +177,11 @@ fn kernel_args(l: &Lowered) -> Vec<String> {
     for slot in 0..k.params.len() {
         args.push(format!("ulong p{slot}"));
     }
+    if l.range {
+        // The elements this dispatch runs (`Lowered::range`).
+        args.push("ulong af_lo".into());
+        args.push("ulong af_hi".into());
+    }
     args
 }
 
@@ -221,20 +229,28 @@ fn kernel_entry(l: &Lowered, t: Target) -> String {
             // work-group and their loads are independent, so more bytes are in flight per thread.
             // A 32-bit loop counter where the domain allows (64-bit compares and adds take two
             // instructions each on GPUs); `lin` stays 64-bit for the index arithmetic.
-            let (ty, sfx) = if len < 1 << 31 {
+            // A ranged kernel runs the elements `af_lo .. af_hi` (`Lowered::range`).
+            let (ty, sfx) = if len < 1 << 31 && !l.range {
                 ("uint", "u")
             } else {
                 ("ulong", "UL")
             };
+            let (first, end) = if l.range {
+                ("af_lo + get_global_id(0)".to_string(), "af_hi".to_string())
+            } else {
+                ("get_global_id(0)".to_string(), format!("{len}{sfx}"))
+            };
             let _ = writeln!(
                 s,
                 "  const {ty} gs = get_global_size(0);\n  \
-                 for ({ty} i = get_global_id(0); i < {len}{sfx}; i += {UNROLL}{sfx} * gs) {{"
+                 for ({ty} i = {first}; i < {end}; i += {UNROLL}{sfx} * gs) {{"
             );
             let body = element_body(l, t, Access::Scalar);
             for u in 0..UNROLL {
                 let guard = if u == 0 {
                     String::new()
+                } else if l.range {
+                    "if (lin < af_hi) ".to_string()
                 } else {
                     format!("if (lin < {len}UL) ")
                 };

@@ -18,7 +18,10 @@
 //!   `vin{p}.x`, `.y`, ..., writing `vout{o}.x`, ...; generators, random draws and fault checks
 //!   work per lane as in the scalar form), then one 16-byte store per output
 //!   (`out{o}[q] = vout{o}`). An input also read through another map would need scalar access,
-//!   so such a kernel (and any other that does not qualify) takes the scalar form.
+//!   so such a kernel (and any other that does not qualify) takes the scalar form, as does a
+//!   kernel with trap checks (`lower::Lowered::range`: it runs the elements `af_lo .. af_hi` of
+//!   two parameter slots after its own, striding by the dispatched threads, so a launch in
+//!   resumable passes dispatches one range per pass).
 //!   `ARRAYFLOW_WGPU_VECTOR=0` forces the scalar form, for comparison;
 //! - no reduction, scalar form: one pass `af_kernel`; each of the `G` threads handles [`UNROLL`]
 //!   elements per loop trip, `base + u * G` for `u` in `0..UNROLL` (`base` from the thread's
@@ -492,7 +495,9 @@ fn bindings(l: &Lowered, pass: usize, quads: bool, t: Target) -> (String, Option
         }
     }
     let words = if l.passes[pass].params {
-        b.add_params(k.params.len(), t.immediates)
+        // A ranged kernel's two range slots follow the kernel's own (`Lowered::range`).
+        let slots = k.params.len() + if l.range && pass == 0 { 2 } else { 0 };
+        b.add_params(slots, t.immediates)
     } else {
         None
     };
@@ -833,30 +838,51 @@ fn render_quads(l: &Lowered, t: Target, quads: u32, q_trip: u32) -> (String, Opt
 /// Scalar form: each thread handles [`UNROLL`] elements per loop trip, `base + u * G` for `u` in
 /// `0..UNROLL` (`G` threads in all, `base` stepping by `UNROLL * G`), each in a block of its own, so
 /// the loads of the copies are independent and each one coalesced across the threads.
+///
+/// A ranged kernel (`Lowered::range`) runs the elements `af_lo .. af_hi` of its two range slots,
+/// its stride the dispatched threads (`num_workgroups`), so a pass may dispatch fewer groups.
 fn render_scalar(l: &Lowered, t: Target) -> (String, Option<u32>) {
     let len = l.k.domain.len();
     let threads = l.passes[0].groups.max(1) * LOCAL;
     let (decls, words) = bindings(l, 0, false, t);
     let element = body(l, "        ", Access::Scalar);
+    let end = if l.range {
+        "af_hi".to_string()
+    } else {
+        format!("{len}u")
+    };
     let mut copies = String::new();
     for u in 0..UNROLL {
-        let lin = if u == 0 {
-            "base".to_string()
-        } else {
-            format!("base + {}u", u * threads)
+        let lin = match u {
+            0 => "base".to_string(),
+            _ if l.range => format!("base + {u}u * af_threads"),
+            _ => format!("base + {}u", u * threads),
         };
         let _ = write!(
             copies,
-            "    {{\n      let lin = {lin};\n      if (lin < {len}u) {{\n{element}      }}\n    }}\n",
+            "    {{\n      let lin = {lin};\n      if (lin < {end}) {{\n{element}      }}\n    }}\n",
         );
     }
+    let (args, range, first, step) = if l.range {
+        let slot = 2 * l.k.params.len();
+        (
+            ", @builtin(num_workgroups) nwg: vec3<u32>",
+            format!(
+                "  let af_lo = params[{slot}u];\n  let af_hi = params[{}u];\n  let af_threads = nwg.x * {LOCAL}u;\n",
+                slot + 2
+            ),
+            "af_lo + gid.x",
+            format!("{UNROLL}u * af_threads"),
+        )
+    } else {
+        ("", String::new(), "gid.x", format!("{}u", UNROLL * threads))
+    };
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}{}  for (var base = gid.x; base < {len}u; base += {}u) {{\n{copies}  }}\n}}\n",
+        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>{args}) {{\n{}{}{range}  for (var base = {first}; base < {end}; base += {step}) {{\n{copies}  }}\n}}\n",
         set_zero("gid"),
         body_prelude(l),
-        UNROLL * threads,
     );
     (s, words)
 }
