@@ -453,13 +453,13 @@ fn render_segments(k: &FusedKernel, s: &mut String) {
         }
         s.push_str("  }\n");
     }
+    let seg = Segment {
+        first,
+        reduced_positions: &reduced_positions,
+        statements: &statements,
+        hoist: &hoist,
+    };
     if l <= ACROSS_MAX && k.instrs.len() * l <= ACROSS_BUDGET {
-        let seg = Segment {
-            first,
-            reduced_positions: &reduced_positions,
-            statements: &statements,
-            hoist: &hoist,
-        };
         render_across(k, &seg, s);
         return;
     }
@@ -490,12 +490,6 @@ fn render_segments(k: &FusedKernel, s: &mut String) {
     s.push_str("    uint64_t i = i0 + c; (void)i;\n    uint64_t lin = lin0 + c;\n");
     s.push_str(&reduced_positions);
     s.push_str(&declarations(k));
-    let seg = Segment {
-        first,
-        reduced_positions: &reduced_positions,
-        statements: &statements,
-        hoist: &hoist,
-    };
     element_statements(k, &seg, s);
     for (ri, r) in k.reductions.iter().enumerate() {
         let _ = writeln!(s, "    {}", accumulate(k, ri, r.op, r.reg, lanes));
