@@ -14,7 +14,7 @@ mod common;
 
 use arrayflow::{Array, ErrorKind, Runtime};
 use arrayflow::{Trap, TrapConfig, TrapKind};
-use common::{on_device, rand_f32, rng, trap_found_where_computed};
+use common::{on_device, rand_f32, rng, several_devices, trap_found_where_computed};
 use rand::RngExt;
 use std::sync::{Mutex, MutexGuard};
 
@@ -224,7 +224,7 @@ fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
     assert_eq!(y.to_vec().unwrap_err().kind(), ErrorKind::Trap);
     let t = one_trap();
     assert_eq!((t.element, t.pass), (p2, Some((3, passes))));
-    assert_eq!(t.device, on_device(), "{t}");
+    assert!(ran_where_expected(t.device), "{t}");
     // ... and then to the end: the same bits as one launch, and the waiting work done.
     assert_eq!(Runtime::resume().unwrap(), 1);
     Runtime::traps(TrapConfig::off());
@@ -370,6 +370,13 @@ fn a_nan_in_pass_k_suspends_there_and_resumes_to_the_oracle() {
     }
 }
 
+/// Whether a trapped launch ran where this process runs element-wise kernels: on its one device
+/// executor, or on the CPU without one. With several executors live (`ARRAYFLOW_DEVICE=all`),
+/// placement decides where each program runs, and either answer holds.
+fn ran_where_expected(device: bool) -> bool {
+    several_devices() || device == on_device()
+}
+
 /// `Runtime::resume` resumes the suspended launches of every executor and counts them: two
 /// element-wise launches (on the device where one runs) and a reduction's (on the CPU, where
 /// kernels with reductions run in passes), each suspended by its own NaN.
@@ -399,7 +406,10 @@ fn resume_counts_the_launches_of_every_executor() {
         assert_eq!(t.pass, Some((b / per, n.div_ceil(per))), "{t}");
     }
     // Where each ran: the element-wise ones on the device, the reduction on the CPU.
-    assert_eq!((ts[0].device, ts[1].device), (on_device(), on_device()));
+    assert!(
+        ran_where_expected(ts[0].device) && ran_where_expected(ts[1].device),
+        "{ts:#?}"
+    );
     assert!(!ts[2].device, "{}", ts[2]);
     assert_eq!(Runtime::resume().unwrap(), 3);
     assert_eq!(Runtime::resume().unwrap(), 0);
