@@ -107,6 +107,25 @@ pub(crate) trait DeviceApi: Send + 'static {
     fn park(&mut self);
 }
 
+/// Enqueues the download of `buf` into `out`; the receiver hears its result once it has
+/// arrived. The executor's blocking downloads (a swap to the host, a checked launch's fault
+/// words, a resumed launch's reads into caller memory) wait on it with `wait_download`.
+fn enqueue_download<A: DeviceApi>(
+    api: &mut A,
+    buf: &A::Buf,
+    out: HostSlice,
+) -> Receiver<Result<(), String>> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    api.download(
+        buf,
+        out,
+        Box::new(move |r| {
+            let _ = tx.send(r);
+        }),
+    );
+    rx
+}
+
 /// Host memory a download writes: `len` elements of `dtype` at `ptr`.
 #[derive(Clone, Copy)]
 pub struct HostSlice {
@@ -392,6 +411,14 @@ impl<A: DeviceApi> GpuLoop<A> {
         }
     }
 
+    /// Submits what was enqueued and blocks until the download behind `arrived`
+    /// ([`enqueue_download`]) has written its host memory.
+    fn wait_download(&mut self, arrived: Receiver<Result<(), String>>) -> Result<(), String> {
+        self.submit();
+        self.api.park();
+        arrived.recv().map_err(|_| "download lost".to_string())?
+    }
+
     /// Hands what was enqueued to the device API's submission; the programs enqueued since the
     /// last one count as launched now.
     fn submit(&mut self) {
@@ -523,18 +550,9 @@ impl<A: DeviceApi> GpuLoop<A> {
             let (dtype, len) = self.store.shape(buf).expect("victims are known");
             let mut out = Box::new(TypedVec::zeros(dtype, len));
             let slice = HostSlice::of(&mut out);
-            let (tx, rx) = crossbeam_channel::bounded(1);
             let dev = self.store.device(buf).expect("victims are on the device");
-            self.api.download(
-                dev,
-                slice,
-                Box::new(move |r| {
-                    let _ = tx.send(r);
-                }),
-            );
-            self.submit();
-            self.api.park();
-            rx.recv().map_err(|_| "download lost".to_string())??;
+            let arrived = enqueue_download(&mut self.api, dev, slice);
+            self.wait_download(arrived)?;
             self.store.insert_host(buf, Arc::new(*out));
         }
         self.store.drop_device(buf);

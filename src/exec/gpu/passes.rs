@@ -19,7 +19,7 @@
 //! the CPU executor (`exec/scheduler.rs`, `allowed`).
 
 use super::plans::DevicePlan;
-use super::{DeviceApi, GpuLoop, Held, HostSlice, device_error, fallback};
+use super::{DeviceApi, GpuLoop, Held, HostSlice, device_error, enqueue_download, fallback};
 use crate::counters::Counters;
 use crate::debug::trap::passes::{Geometry, Progress};
 use crate::debug::trap::{codegen::TRAP_FAULT, device, report};
@@ -238,17 +238,8 @@ impl<A: DeviceApi> GpuLoop<A> {
             dtype: DType::U32,
             len: 2,
         };
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        self.api.download(
-            buf,
-            slice,
-            Box::new(move |r| {
-                let _ = tx.send(r);
-            }),
-        );
-        self.submit();
-        self.api.park();
-        rx.recv().map_err(|_| "download lost".to_string())??;
+        let arrived = enqueue_download(&mut self.api, buf, slice);
+        self.wait_download(arrived)?;
         Ok(*cell)
     }
 
@@ -327,18 +318,9 @@ impl<A: DeviceApi> GpuLoop<A> {
             }
         }
         for (b, slice) in external {
-            let (tx, rx) = crossbeam_channel::bounded(1);
             let dev = self.store.device(b).expect("just stored");
-            self.api.download(
-                dev,
-                slice,
-                Box::new(move |r| {
-                    let _ = tx.send(r);
-                }),
-            );
-            self.submit();
-            self.api.park();
-            if let Ok(Err(e)) = rx.recv() {
+            let arrived = enqueue_download(&mut self.api, dev, slice);
+            if let Err(e) = self.wait_download(arrived) {
                 let e = device_error(format!("download failed: {e}"));
                 return self.finish_now(&task, Err(e));
             }
