@@ -11,7 +11,7 @@
 //!   line `m < n / R` as the points `m + t n / R`, multiplies point `t` by
 //!   `exp(-+2 pi i (m mod s) t / (s R))`, transforms them, and stores point `k` at
 //!   `(m / s) s R + m mod s + k s`. Its lines `m` are neighbours in memory, and a work-group
-//!   holds at least 8 (mostly 16) of them, its threads walking the block line-fastest
+//!   holds at least 8 of them ([`ACROSS_POINTS`] points), its threads walking the block line-fastest
 //!   (`across`): every load and store reads runs of neighbouring elements. The scratch arrays
 //!   between passes alternate.
 //! - `rfft` of even `n`: a transform of `n / 2` points of the pairs `x[2j] + i x[2j+1]`, its
@@ -48,13 +48,43 @@ pub const WGSL_LOCAL_BYTES: usize = 16384;
 const GROUP_POINTS: usize = 1024;
 /// Neighbouring lines a work-group of strided lines aims to hold.
 const ADJACENT: usize = 16;
-/// Longest line along a strided axis that takes one pass (a work-group then holds at least 8
-/// neighbouring lines where local memory holds 4096 points; fewer where it holds less).
+/// Most points of a work-group's block of neighbouring lines. A thread keeps its butterflies'
+/// values in registers across the barrier between a stage's reads and writes, so a bigger block
+/// (more butterflies per thread) costs registers and occupancy: on an NVIDIA H200, 2^24 points
+/// as three global passes took 1.17 ms with blocks of 4096 points (16 lines of 256; 177
+/// registers a thread) and 736 us with 2048 (BENCHMARKS.md).
+const ACROSS_POINTS: usize = 2048;
+/// Longest line along a strided axis that takes one pass (a work-group then holds at least 4
+/// neighbouring lines: [`ACROSS_POINTS`] points, or fewer where local memory holds less).
 pub const STRIDED_ONE: usize = 512;
 /// Longest radix of a global Stockham pass.
 pub const STRIDED_MAX: usize = 256;
-/// Most threads of a work-group.
+/// Most threads of a work-group (`ARRAYFLOW_FFT_THREADS` overrides it, for tuning).
 const MAX_LOCAL: usize = 256;
+
+/// A tuning override from the environment (read once per process).
+fn tuning(name: &'static str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// [`MAX_LOCAL`], or its override.
+fn max_local() -> usize {
+    static V: std::sync::LazyLock<usize> =
+        std::sync::LazyLock::new(|| tuning("ARRAYFLOW_FFT_THREADS", MAX_LOCAL));
+    *V
+}
+
+/// The local memory an OpenCL plan uses: [`OPENCL_LOCAL_BYTES`], or its override
+/// (`ARRAYFLOW_FFT_LOCAL_BYTES`, for tuning).
+pub fn opencl_local_bytes() -> usize {
+    static V: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+        tuning("ARRAYFLOW_FFT_LOCAL_BYTES", OPENCL_LOCAL_BYTES).min(OPENCL_LOCAL_BYTES)
+    });
+    *V
+}
 /// Most work-groups of a pass (grid-stride loops cover the rest).
 pub const MAX_GROUPS: usize = 65535;
 /// Threads of a work-group of the element-wise passes.
@@ -380,14 +410,16 @@ impl Builder {
         // walking them line-fastest so that each load and store reads neighbours.
         let across = self.post > 1 || mc > 1;
         let batch = if across {
-            (GROUP_POINTS.max(ADJACENT * len) / len).min(self.lmax / len)
+            (GROUP_POINTS.max(ADJACENT * len) / len)
+                .min(self.lmax / len)
+                .min(ACROSS_POINTS / len)
         } else {
             GROUP_POINTS / len
         }
         .clamp(1, lines.max(1));
         let min_r = radices.iter().copied().min().unwrap_or(1);
         let work = batch * len / min_r;
-        let local = work.next_multiple_of(64).clamp(64, MAX_LOCAL);
+        let local = work.next_multiple_of(64).clamp(64, max_local());
         let groups = lines.div_ceil(batch).clamp(1, MAX_GROUPS);
         self.steps.push(Step::Lines(LinePass {
             len,

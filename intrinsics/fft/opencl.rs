@@ -2,7 +2,7 @@
 //! (`af_fft_p0`, `af_fft_p1`, ..; arguments `src`, `dst`), the bodies from `kernel.rs`.
 //! `Complex<f32>` as `float2`; `Complex<f64>` as `double2` on devices with `cl_khr_fp64`.
 
-use super::gpu::{self, OPENCL_LOCAL_BYTES, Plan, Step, Store};
+use super::gpu::{self, Plan, Step, Store};
 use super::kernel::{Dialect, elem_body, elem_count, line_body};
 use super::twiddle;
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 /// The plan of an FFT call on an OpenCL device.
 pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
-    let plan = gpu::plan(call, OPENCL_LOCAL_BYTES)?;
+    let plan = gpu::plan(call, gpu::opencl_local_bytes())?;
     if plan.f64 && !t.fp64 {
         return Err(Unsupported("the device does not compute f64".into()));
     }
