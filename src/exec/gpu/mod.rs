@@ -108,8 +108,8 @@ pub(crate) trait DeviceApi: Send + 'static {
 }
 
 /// Enqueues the download of `buf` into `out`; the receiver hears its result once it has
-/// arrived. The executor's blocking downloads (a swap to the host, a checked launch's fault
-/// words, a resumed launch's reads into caller memory) wait on it with `wait_download`.
+/// arrived. A checked launch's fault words and a resumed launch's reads into caller memory wait
+/// on it with `wait_download` (a buffer's host copy goes through `export` and `host_copy`).
 fn enqueue_download<A: DeviceApi>(
     api: &mut A,
     buf: &A::Buf,
@@ -546,14 +546,9 @@ impl<A: DeviceApi> GpuLoop<A> {
 
     fn swap_out(&mut self, buf: BufferId) -> Result<(), String> {
         let t0 = crate::profile::now();
-        if self.store.host(buf).is_none() {
-            let (dtype, len) = self.store.shape(buf).expect("victims are known");
-            let mut out = Box::new(TypedVec::zeros(dtype, len));
-            let slice = HostSlice::of(&mut out);
-            let dev = self.store.device(buf).expect("victims are on the device");
-            let arrived = enqueue_download(&mut self.api, dev, slice);
-            self.wait_download(arrived)?;
-            self.store.insert_host(buf, Arc::new(*out));
+        // A failed buffer's data is never read (reads report its error): it is dropped, not kept.
+        if !self.failed.contains_key(&buf) {
+            self.host_copy(buf).map_err(|e| e.to_string())?;
         }
         self.store.drop_device(buf);
         Counters::add(&self.counters.device.swapped_out, 1);
