@@ -64,21 +64,26 @@ fn on_cpu() -> bool {
 /// assertion, the fault, comparison mode and native tier are reset for the next test.
 struct FaultScope {
     _lock: parking_lot::MutexGuard<'static, ()>,
+    native: NativeMode,
 }
 
 /// The scope (always `Some`: every executor plants faults).
 fn fault_scope() -> Option<FaultScope> {
     let lock = SERIAL.lock();
+    let native = Runtime::native();
     Runtime::set_native(NativeMode::Off);
     Runtime::clear_mismatches();
-    Some(FaultScope { _lock: lock })
+    Some(FaultScope {
+        _lock: lock,
+        native,
+    })
 }
 
 impl Drop for FaultScope {
     fn drop(&mut self) {
         inject_fault(None);
         Runtime::set_compare(None);
-        Runtime::set_native(NativeMode::Auto);
+        Runtime::set_native(self.native);
     }
 }
 
@@ -95,6 +100,7 @@ fn chain_inputs(n: usize, seed: u64) -> (Array<f32>, Array<f32>) {
 #[test]
 fn every_op_agrees_with_its_reference_on_both_tiers() {
     let _g = SERIAL.lock();
+    let mode_before = Runtime::native();
     for native in [NativeMode::Off, NativeMode::Always] {
         Runtime::set_native(native);
         for mode in [CompareMode::AfterComputation, CompareMode::OnCopyOut] {
@@ -111,7 +117,7 @@ fn every_op_agrees_with_its_reference_on_both_tiers() {
             assert_eq!(out.len(), 64 + 4 + 64 + 3);
         }
     }
-    Runtime::set_native(NativeMode::Auto);
+    Runtime::set_native(mode_before);
 }
 
 #[test]

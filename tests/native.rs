@@ -58,13 +58,14 @@ fn native_and_tile_vm_agree_bit_for_bit() {
     let n = 50_000;
     let a = Array::from_slice(&data(n, 1), &[n]);
     let b = Array::from_slice(&data(n, 2), &[n]);
+    let mode_before = Runtime::native();
     Runtime::set_native(NativeMode::Off);
     let vm = mixed(&a, &b, 9);
     Runtime::set_native(NativeMode::Require);
     let before = Runtime::stats();
     let native = mixed(&a, &b, 9);
     let s = Runtime::stats().since(&before);
-    Runtime::set_native(NativeMode::Auto);
+    Runtime::set_native(mode_before);
     assert!(s.kernels_launched >= 3, "{s:?}");
     assert_eq!(
         s.native_launches, s.kernels_launched,
@@ -110,6 +111,7 @@ fn the_disk_cache_is_reused_and_a_corrupt_entry_rebuilt() {
     let _ = std::fs::remove_dir_all(&dir);
     // SAFETY: tests in this file run one at a time; nothing else reads the environment meanwhile.
     unsafe { std::env::set_var("ARRAYFLOW_CACHE_DIR", &dir) };
+    let mode_before = Runtime::native();
     Runtime::set_native(NativeMode::Require);
     let n = 4096;
     let v = data(n, 3);
@@ -158,7 +160,7 @@ fn the_disk_cache_is_reused_and_a_corrupt_entry_rebuilt() {
     let third = Runtime::stats();
     let y3 = run();
     assert_eq!(Runtime::stats().since(&third).native_compiles, 1);
-    Runtime::set_native(NativeMode::Auto);
+    Runtime::set_native(mode_before);
     unsafe { std::env::remove_var("ARRAYFLOW_CACHE_DIR") };
     let _ = std::fs::remove_dir_all(&dir);
     for i in 0..n {
@@ -166,6 +168,45 @@ fn the_disk_cache_is_reused_and_a_corrupt_entry_rebuilt() {
         assert!((y1[i] - want).abs() <= 1e-14 * want.abs().max(1.0));
         assert_eq!(y1[i].to_bits(), y2[i].to_bits());
         assert_eq!(y1[i].to_bits(), y3[i].to_bits());
+    }
+}
+
+/// A kernel whose compilation `auto` started in the background is waited for, not reported
+/// unavailable, when the mode becomes `require` meanwhile (another test of a binary run with
+/// `ARRAYFLOW_NATIVE=require` may switch modes like this), and its native result agrees with the
+/// tile VM's bit for bit.
+#[test]
+fn a_kernel_compiling_in_the_background_is_awaited_when_native_code_is_required() {
+    if !native_tier_runs() {
+        return;
+    }
+    let _g = SERIAL.lock();
+    // A fresh disk cache and nothing loaded: the compilation is real (tens of milliseconds).
+    let dir = std::env::temp_dir().join(format!("arrayflow-native-wait-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // SAFETY: tests in this file run one at a time; nothing else reads the environment meanwhile.
+    unsafe { std::env::set_var("ARRAYFLOW_CACHE_DIR", &dir) };
+    arrayflow::exec::cpu::native::forget_loaded();
+    let mode_before = Runtime::native();
+    let n = 100_000; // above `auto`'s threshold, so `auto` compiles it in the background
+    let v = data(n, 11);
+    let a = Array::from_slice(&v, &[n]);
+    let run = || ((&a * 0.5 - 0.25).sinh() + a.cos().abs().sqrt()).to_vec();
+    Runtime::set_native(NativeMode::Off);
+    let vm = run();
+    Runtime::set_native(NativeMode::Auto);
+    let auto = run();
+    Runtime::set_native(NativeMode::Require);
+    let native = run();
+    Runtime::set_native(mode_before);
+    unsafe { std::env::remove_var("ARRAYFLOW_CACHE_DIR") };
+    let _ = std::fs::remove_dir_all(&dir);
+    let (vm, auto, native) = (vm.unwrap(), auto.unwrap(), native.unwrap());
+    for i in 0..n {
+        let want = (v[i] * 0.5 - 0.25).sinh() + v[i].cos().abs().sqrt();
+        assert!((vm[i] - want).abs() <= 1e-14 * want.abs().max(1.0), "{i}");
+        assert_eq!(vm[i].to_bits(), auto[i].to_bits(), "{i}");
+        assert_eq!(vm[i].to_bits(), native[i].to_bits(), "{i}");
     }
 }
 
@@ -192,11 +233,12 @@ fn random_draws_agree_bit_for_bit() {
         let f = rng.normal::<f64>(&[100_003]).sum().item().unwrap();
         (a, b, c, d, e, f)
     };
+    let mode_before = Runtime::native();
     Runtime::set_native(NativeMode::Off);
     let vm = draw();
     Runtime::set_native(NativeMode::Require);
     let native = draw();
-    Runtime::set_native(NativeMode::Auto);
+    Runtime::set_native(mode_before);
     let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits32(&vm.0), bits32(&native.0), "uniform f32");
@@ -301,13 +343,14 @@ fn outer_axis_reductions_agree_bit_for_bit() {
         (&[50, 3000, 7][..], 1),
         (&[4, 9, 3][..], 1),
     ] {
+        let mode_before = Runtime::native();
         Runtime::set_native(NativeMode::Off);
         let vm = run(shape, axis);
         Runtime::set_native(NativeMode::Require);
         let before = Runtime::stats();
         let native = run(shape, axis);
         let s = Runtime::stats().since(&before);
-        Runtime::set_native(NativeMode::Auto);
+        Runtime::set_native(mode_before);
         assert!(s.native_launches > 0, "{s:?}");
         assert_eq!(vm, native, "{shape:?} axis {axis}");
     }
@@ -415,13 +458,14 @@ fn segment_reductions_agree_bit_for_bit() {
     };
     for l in [1usize, 2, 4, 8, 16, 64, 1024] {
         let rows = (70_000 / l).max(3);
+        let mode_before = Runtime::native();
         Runtime::set_native(NativeMode::Off);
         let vm = run(rows, l);
         Runtime::set_native(NativeMode::Require);
         let before = Runtime::stats();
         let native = run(rows, l);
         let s = Runtime::stats().since(&before);
-        Runtime::set_native(NativeMode::Auto);
+        Runtime::set_native(mode_before);
         assert!(s.native_launches > 0, "{s:?}");
         same(&vm.0, &native.0, &format!("floats, rows of {l}"));
         same(
@@ -515,13 +559,14 @@ fn short_segments_over_several_axes_agree_bit_for_bit() {
                 e.argmax_axes(axes).to_vec().unwrap(),
             )
         };
+        let mode_before = Runtime::native();
         Runtime::set_native(NativeMode::Off);
         let vm = run();
         Runtime::set_native(NativeMode::Require);
         let before = Runtime::stats();
         let native = run();
         let st = Runtime::stats().since(&before);
-        Runtime::set_native(NativeMode::Auto);
+        Runtime::set_native(mode_before);
         assert!(st.native_launches > 0, "{st:?}");
         let what = format!("{shape:?} over {axes:?}");
         same(&[vm.0], std::slice::from_ref(&native.0), &what);
@@ -628,13 +673,14 @@ fn folded_rows_run_a_fast_interior_and_agree_with_the_oracle() {
             mid.to_vec().unwrap(),
         ]
     };
+    let mode_before = Runtime::native();
     Runtime::set_native(NativeMode::Off);
     let vm = programs(&a);
     Runtime::set_native(NativeMode::Require);
     let before = Runtime::stats();
     let native = programs(&a);
     let st = Runtime::stats().since(&before);
-    Runtime::set_native(NativeMode::Auto);
+    Runtime::set_native(mode_before);
     assert_eq!(st.native_launches, st.kernels_launched, "{st:?}");
     for (k, (x, y)) in vm.iter().zip(&native).enumerate() {
         assert_eq!(x.len(), y.len());

@@ -359,6 +359,7 @@ fn native_kernels_with_bad_cache_files_are_recompiled() {
     let dir = temp_dir("native");
     // SAFETY: tests that read the environment run under SERIAL or read none.
     unsafe { std::env::set_var("ARRAYFLOW_CACHE_DIR", &dir) };
+    let mode_before = Runtime::native();
     Runtime::set_native(NativeMode::Require);
     let n = 5000;
     let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin() * 3.0).collect();
@@ -420,7 +421,7 @@ fn native_kernels_with_bad_cache_files_are_recompiled() {
             "{what}"
         );
     }
-    Runtime::set_native(NativeMode::Auto);
+    Runtime::set_native(mode_before);
     unsafe { std::env::remove_var("ARRAYFLOW_CACHE_DIR") };
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -271,11 +271,12 @@ fn both_cpu_tiers_agree_bit_for_bit() {
         )
     };
     for alg in ALGS {
+        let mode_before = Runtime::native();
         Runtime::set_native(NativeMode::Off);
         let vm = draw(alg);
         Runtime::set_native(NativeMode::Require);
         let native = draw(alg);
-        Runtime::set_native(NativeMode::Auto);
+        Runtime::set_native(mode_before);
         let b32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let b64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(b32(&vm.0), b32(&native.0), "{alg:?} uniform f32");

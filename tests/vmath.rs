@@ -249,13 +249,14 @@ fn f64_within_one_step_of_the_c_library() {
 /// `f` through the public API on the tile VM and on the native tier.
 fn both_tiers<T: arrayflow::Float>(xs: &[T], f: fn(&Array<T>) -> Array<T>) -> (Vec<T>, Vec<T>) {
     let a = Array::from_slice(xs, &[xs.len()]);
+    let mode_before = Runtime::native();
     Runtime::set_native(NativeMode::Off);
     let vm = f(&a).to_vec().unwrap();
     Runtime::set_native(NativeMode::Require);
     let before = Runtime::stats();
     let native = f(&a).to_vec().unwrap();
     let s = Runtime::stats().since(&before);
-    Runtime::set_native(NativeMode::Auto);
+    Runtime::set_native(mode_before);
     assert!(
         s.native_launches >= 1 && s.native_launches == s.kernels_launched,
         "{s:?}"

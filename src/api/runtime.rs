@@ -251,6 +251,11 @@ impl Runtime {
     pub fn set_native(mode: NativeMode) {
         crate::exec::cpu::native::set_mode(mode);
     }
+    /// The native tier's current mode (see [`Runtime::set_native`]), for code that changes it
+    /// for a while and puts it back.
+    pub fn native() -> NativeMode {
+        crate::exec::cpu::native::mode()
+    }
     /// The largest result (elements per batch item, `m * n`) of a matrix product over a long
     /// inner extent (4096 or more) that is recorded as a fused multiply and sum, so the operands'
     /// producers fuse into it and nothing is stored. 0 (the default, unless `ARRAYFLOW_SMALL_MATMUL`

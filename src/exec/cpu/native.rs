@@ -24,7 +24,7 @@ use crate::proggen::codegen::c;
 use crate::proggen::kernel::FusedKernel;
 use crate::proggen::sequence::Kernel;
 use ahash::AHashMap;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use rayon::prelude::*;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
@@ -291,13 +291,15 @@ pub fn lookup(
             }
         }
     };
-    let r = lookup_inner(k, hot, whole);
+    // One reading of the mode for the whole lookup: another thread may change it meanwhile.
+    let mode = mode();
+    let r = lookup_inner(k, mode, hot, whole);
     if let Some(nk) = &r
         && let Some(e) = memo().lock().get_mut(&id)
     {
         e.native = Some(nk.clone());
     }
-    if mode() == NativeMode::Require && r.is_none() && !super::fault::any_fault() {
+    if mode == NativeMode::Require && r.is_none() && !super::fault::any_fault() {
         return Err(Error::new(ErrorKind::Runtime, "ARRAYFLOW_NATIVE=require, but this kernel could not be compiled to native code")
             .hint("install a C compiler (`cc`), or see the arrayflow::native warning in the log for the compiler's message"));
     }
@@ -325,11 +327,21 @@ fn memo() -> &'static Mutex<AHashMap<usize, Memo>> {
     M.get_or_init(|| Mutex::new(AHashMap::new()))
 }
 
-fn lookup_inner(k: &FusedKernel, hot: bool, whole: bool) -> Option<Arc<NativeKernel>> {
+/// Signalled whenever a compilation finishes (its state leaves `Compiling`).
+fn compiled() -> &'static Condvar {
+    static C: Condvar = Condvar::new();
+    &C
+}
+
+fn lookup_inner(
+    k: &FusedKernel,
+    mode: NativeMode,
+    hot: bool,
+    whole: bool,
+) -> Option<Arc<NativeKernel>> {
     if super::fault::any_fault() {
         return None;
     }
-    let mode = mode();
     if mode == NativeMode::Off
         || (mode == NativeMode::Auto && k.domain.len() < min_elements() && !hot)
     {
@@ -341,6 +353,14 @@ fn lookup_inner(k: &FusedKernel, hot: bool, whole: bool) -> Option<Arc<NativeKer
     {
         let mut cache = cache().loaded();
         LOOKUP_NS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        // `always` / `require` want this launch native: while another thread compiles the same
+        // kernel (tests or threads tracing one program), wait for its result rather than
+        // reporting the kernel unavailable.
+        while matches!(mode, NativeMode::Always | NativeMode::Require)
+            && matches!(cache.get(&key), Some(State::Compiling))
+        {
+            compiled().wait(&mut cache);
+        }
         match cache.get(&key) {
             Some(State::Ready(nk)) => {
                 MEMORY_HITS.fetch_add(1, Ordering::Relaxed);
@@ -365,6 +385,7 @@ fn lookup_inner(k: &FusedKernel, hot: bool, whole: bool) -> Option<Arc<NativeKer
             _ => None,
         };
         cache().insert(key, state);
+        compiled().notify_all();
         ready
     };
     let src = format!("{}\n{body}", c::HEADER);
