@@ -562,7 +562,7 @@ fn dft(a: &CArr, n: usize, axis: usize, inverse: bool, norm: u8, keep: usize, u:
                 })
                 .collect();
             let se: f64 = line.iter().map(|x| x.1).sum();
-            if se.is_infinite() {
+            if !se.is_finite() {
                 return Err("transform of a don't-care value".into());
             }
             let l2 = line
@@ -775,6 +775,10 @@ fn cz_node(z: &Cz, ty: Ty, get: &dyn Fn(usize) -> R<OArr>) -> R<CArr> {
         Cz::Join { re, im } => zip2(&get(*re)?, &get(*im)?, C::new, |a, b, i| a.e[i] + b.e[i])?,
         Cz::Cast { a } => real_in(&get(*a)?),
         Cz::Polar { r, t } => zip2(&get(*r)?, &get(*t)?, C::from_polar, |a, b, i| {
+            if a.e[i].is_infinite() || b.e[i].is_infinite() {
+                // A don't-care operand (its infinite bound times a zero one would be NaN).
+                return DC;
+            }
             let m = a.v[i].abs();
             rnd(u, a.e[i] + (m + a.e[i]) * b.e[i], fu, m)
         })?,
