@@ -62,6 +62,8 @@ pub mod ir;
 #[doc(hidden)]
 #[path = "../primitives/mod.rs"]
 pub mod primitives;
+#[doc(hidden)]
+pub mod settings;
 
 #[doc(hidden)]
 pub mod api;

@@ -370,6 +370,80 @@ fn a_nan_in_pass_k_suspends_there_and_resumes_to_the_oracle() {
     }
 }
 
+/// The profiler records a launch in passes once, when its last pass ends, timed by the host over
+/// all its passes (suspended in pass 1 and resumed), with each pass a `pass` event of the
+/// executor that ran it; the results still equal the plain loop's.
+#[test]
+fn the_profiler_records_each_pass_and_the_launch_once() {
+    use arrayflow::profile::db;
+    let _g = lock();
+    let mut r = rng(0x9a55);
+    let n = 25_000;
+    let tile = Runtime::config().tile.min(n);
+    let pass = 3000usize;
+    let per = pass.div_ceil(tile) * tile;
+    let passes = n.div_ceil(per);
+    let bad = r.random_range(per..(2 * per).min(n));
+    let mut x = rand_f32(&mut r, n, 0.5, 4.0);
+    x[bad] = -1.5;
+    let dir = std::env::temp_dir().join(format!("arrayflow-trap-profile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    Runtime::traps(TrapConfig::nan().passes(pass));
+    let a = Array::from_slice(&x, &[n]);
+    Runtime::execute();
+    let guard = Runtime::profile(&dir).expect("the profiler starts");
+    let line = line!() + 1;
+    let y = (&a.sqrt() + 0.25) * 3.0;
+    assert_eq!(y.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+    let t = one_trap();
+    assert_eq!(t.pass, Some((1, passes)), "{t}");
+    assert_eq!(Runtime::resume().unwrap(), 1);
+    let yv = y.to_vec().unwrap();
+    Runtime::traps(TrapConfig::off());
+    guard.finish().expect("the run is written");
+    let run = db::read(&dir).expect("the run reads back");
+    let _ = std::fs::remove_dir_all(&dir);
+    for (i, (v, &xi)) in yv.iter().zip(&x).enumerate() {
+        if i == bad {
+            assert!(v.is_nan(), "element {i}: {v}");
+            continue;
+        }
+        let w = ((xi as f64).sqrt() + 0.25) * 3.0;
+        assert!(
+            ((*v as f64) - w).abs() <= 1e-6 * w,
+            "element {i}: {v} vs {w}"
+        );
+    }
+    let pass_events: Vec<_> = run.runtime.iter().filter(|e| e.kind == "pass").collect();
+    assert_eq!(pass_events.len(), passes, "{pass_events:?}");
+    let site = format!("tests/debug_trap.rs:{line}");
+    let ck: Vec<_> = run
+        .cks
+        .iter()
+        .filter(|c| c.sites.iter().any(|s| s.site == site))
+        .collect();
+    assert_eq!(ck.len(), 1, "one kernel at {site}: {ck:?}");
+    let ck = ck[0];
+    assert_eq!(
+        (ck.launches, ck.measured, ck.time_source.as_str()),
+        (1, 1, "host"),
+        "{ck:?}"
+    );
+    let in_passes: u64 = pass_events.iter().map(|e| e.dur_ns).sum();
+    assert_eq!(
+        ck.device_ns, in_passes,
+        "{ck:?} against its passes {pass_events:?}"
+    );
+    // Where the passes ran: on the device when one ran the launch (its own executor index),
+    // else on the CPU.
+    let detail = if ck.executor == 0 { "cpu" } else { "device" };
+    assert!(
+        pass_events.iter().all(|e| e.detail == detail),
+        "{ck:?} {pass_events:?}"
+    );
+    assert!(ran_where_expected(ck.executor != 0), "{ck:?}");
+}
+
 /// Whether a trapped launch ran where this process runs element-wise kernels: on its one device
 /// executor, or on the CPU without one. With several executors live (`ARRAYFLOW_DEVICE=all`),
 /// placement decides where each program runs, and either answer holds.

@@ -64,10 +64,7 @@ const MAX_LOCAL: usize = 256;
 
 /// A tuning override from the environment (read once per process).
 fn tuning(name: &'static str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
+    crate::settings::number(name).unwrap_or(default)
 }
 
 /// [`MAX_LOCAL`], or its override.

@@ -51,12 +51,7 @@ fn reuse_check_from_env() -> u32 {
 
 impl Default for Config {
     fn default() -> Self {
-        let env = |k: &str, d: usize| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
+        let env = |k: &str, d: usize| crate::settings::number(k).unwrap_or(d);
         Config {
             queue_threshold: env("ARRAYFLOW_QUEUE_THRESHOLD", 512),
             max_outstanding: env("ARRAYFLOW_MAX_OUTSTANDING", 256),

@@ -132,10 +132,7 @@ static LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// `ARRAYFLOW_CACHE_LIMIT_MB`, else [`DEFAULT_LIMIT_MB`].
 pub fn limit_mb_from_env() -> u64 {
-    std::env::var("ARRAYFLOW_CACHE_LIMIT_MB")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(DEFAULT_LIMIT_MB)
+    crate::settings::number("ARRAYFLOW_CACHE_LIMIT_MB").unwrap_or(DEFAULT_LIMIT_MB)
 }
 
 /// Sets the size limit of each kind's disk cache (the runtime does, from its configuration).

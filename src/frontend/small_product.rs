@@ -75,10 +75,7 @@ pub fn set_limit(max_result: usize) {
 pub fn min_inner() -> usize {
     static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *MIN.get_or_init(|| {
-        std::env::var("ARRAYFLOW_SMALL_MATMUL_MIN_K")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(MIN_INNER)
+        crate::settings::number("ARRAYFLOW_SMALL_MATMUL_MIN_K").unwrap_or(MIN_INNER)
     })
 }
 

@@ -140,7 +140,9 @@ pub struct Launch {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeEvent {
     /// What happened: `flush`, `generate`, `trace_lookup`, `macro_lookup`, `program_cache`,
-    /// `compile`, `flow_wait`, `fallback`, `move`, `swap`, `read`, `write`.
+    /// `compile`, `flow_wait`, `fallback`, `move`, `swap`, `read`, `write`, `pass` (one pass of
+    /// a launch in passes, detail `device` or `cpu`; the launch itself is one record when its
+    /// last pass ends).
     pub kind: String,
     /// More about it (a flush's reason, a compile's executor, a move's direction).
     pub detail: String,

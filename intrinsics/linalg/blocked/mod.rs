@@ -212,9 +212,7 @@ impl Blocked {
                 call.op.name()
             )));
         }
-        let nb = std::env::var("ARRAYFLOW_LINALG_GPU_NB")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
+        let nb = crate::settings::number("ARRAYFLOW_LINALG_GPU_NB")
             .filter(|&v| v == LEAF_NB || v == 32 || v == 64)
             .unwrap_or(match n {
                 ..=256 => 32,

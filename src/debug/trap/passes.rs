@@ -79,6 +79,9 @@ pub struct Progress {
     pub next_tile: usize,
     /// The reduction partials of the tiles run, in tile order (as one launch makes them).
     pub partials: Vec<crate::exec::cpu::vm::TaskPartials>,
+    /// The host's time in the passes run so far (the profiler records the launch with their sum
+    /// when its last pass ends, however often it was suspended).
+    pub host_ns: u64,
 }
 
 /// Element `i` of a tile as f64 (complex values as 0).

@@ -236,6 +236,8 @@ impl CpuLoop {
             }
             timed
         });
+        // A launch in passes makes its own record when its last pass ends (`profile_passes`).
+        let in_passes = passes(&task).is_some();
         let ran = self.run_task(&task);
         // Read (and disarmed) whatever happened to the task.
         let clock = if timed == Some(true) {
@@ -264,6 +266,7 @@ impl CpuLoop {
         };
         if let Some(timed) = timed
             && result.is_ok()
+            && !in_passes
         {
             use crate::profile::LaunchTiming as L;
             let (ns, end, how) = match clock {
@@ -355,7 +358,10 @@ impl CpuLoop {
                     Some(pass),
                 );
                 match r {
-                    Ok(vm::Checked::Done) => Ok(()),
+                    Ok(vm::Checked::Done { host_ns }) => {
+                        profile_passes(task, 0, host_ns);
+                        Ok(())
+                    }
                     Ok(vm::Checked::Trapped(e, Some(progress))) => {
                         drop(refs);
                         for &b in &task.outputs {
@@ -403,6 +409,22 @@ pub(crate) fn passes(task: &Task) -> Option<usize> {
             crate::debug::trap::current().and_then(|c| c.pass_elements)
         }
         _ => None,
+    }
+}
+
+/// The profiler's record of a launch that ran in passes, made when its last pass ends (on
+/// executor `exec`): one launch of its kernel timed by the host over all its passes, however
+/// often a trap suspended it (each pass is a `pass` runtime event besides).
+pub(crate) fn profile_passes(task: &Task, exec: u32, host_ns: u64) {
+    if crate::profile::active() {
+        let end = std::time::Instant::now();
+        crate::exec::scheduler::profile_launch(
+            task,
+            exec,
+            host_ns,
+            Some(end),
+            crate::profile::LaunchTiming::Host,
+        );
     }
 }
 
@@ -461,7 +483,7 @@ pub(crate) fn run_program(
                         Default::default(),
                         None,
                     )? {
-                        vm::Checked::Done => Ok(()),
+                        vm::Checked::Done { .. } => Ok(()),
                         vm::Checked::Trapped(e, _) => Err(e),
                     };
                 }

@@ -85,10 +85,7 @@ fn min_elements() -> usize {
     if v != usize::MAX {
         return v;
     }
-    let v = std::env::var("ARRAYFLOW_NATIVE_MIN")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1 << 16);
+    let v = crate::settings::number("ARRAYFLOW_NATIVE_MIN").unwrap_or(1 << 16);
     MIN_ELEMENTS.store(v, Ordering::Relaxed);
     v
 }

@@ -91,7 +91,10 @@ impl CpuLoop {
                 }
                 other => {
                     let result = match other {
-                        Ok(vm::Checked::Done) => Ok(()),
+                        Ok(vm::Checked::Done { host_ns }) => {
+                            super::profile_passes(&s.task, 0, host_ns);
+                            Ok(())
+                        }
                         Ok(vm::Checked::Trapped(e, None)) | Err(e) => Err(e),
                         Ok(vm::Checked::Trapped(_, Some(_))) => unreachable!(),
                     };

@@ -198,8 +198,9 @@ pub fn run_fused(
 
 /// How a launch with trap checks ended.
 pub enum Checked {
-    /// Every tile ran and nothing trapped (reductions finished).
-    Done,
+    /// Every tile ran and nothing trapped (reductions finished); `host_ns`: the host's time in
+    /// all the launch's passes (0 without passes).
+    Done { host_ns: u64 },
     /// A check failed: the error naming the first failing element. With passes, the launch
     /// stopped after the pass that trapped and `Progress` says where it resumes.
     Trapped(Error, Option<Progress>),
@@ -239,6 +240,7 @@ pub fn run_checked(
         )
     };
     while progress.next_tile < tiles {
+        let t0 = pass_elements.map(|_| std::time::Instant::now());
         let (a, b) = (
             progress.next_tile,
             (progress.next_tile + per_pass).min(tiles),
@@ -262,6 +264,13 @@ pub fn run_checked(
         })?;
         progress.partials.extend(results);
         progress.next_tile = b;
+        if let Some(t0) = t0 {
+            let ns = t0.elapsed().as_nanos() as u64;
+            progress.host_ns += ns;
+            if crate::profile::active() {
+                crate::profile::runtime_took("pass", "cpu", t0, ns);
+            }
+        }
         if let Some((lin, c, value)) = sink.first() {
             let check = &k.traps[c];
             let mut t = crate::debug::trap::report::Trap::of_check(check, lin, value);
@@ -275,7 +284,9 @@ pub fn run_checked(
         }
     }
     finish(k, Ok(std::mem::take(&mut progress.partials)), outputs)?;
-    Ok(Checked::Done)
+    Ok(Checked::Done {
+        host_ns: progress.host_ns,
+    })
 }
 
 /// The first failing `(element, check, value)` in the tile that holds element `lin`, checks

@@ -172,9 +172,7 @@ impl Limits {
     /// `ARRAYFLOW_DEVICE_KERNEL_LIMIT`, `ARRAYFLOW_SPIN_US`, `ARRAYFLOW_OPENCL_DEFER` and
     /// `ARRAYFLOW_WGPU_HOLD`.
     pub fn from_env() -> Limits {
-        fn num<T: std::str::FromStr>(key: &str) -> Option<T> {
-            std::env::var(key).ok().and_then(|v| v.trim().parse().ok())
-        }
+        use crate::settings::number as num;
         Limits {
             memory: std::env::var("ARRAYFLOW_DEVICE_MEMORY")
                 .ok()

@@ -35,12 +35,14 @@ use std::sync::Arc;
 /// Where a suspended launch's work is.
 pub(super) enum Work<B, P> {
     /// On the device: its plan, its buffers (outputs written up to the pass that trapped), its
-    /// passes (cut when it started, whatever the pass size when it resumes) and the next one.
+    /// passes (cut when it started, whatever the pass size when it resumes), the next one and
+    /// the host's time in those run.
     Device {
         plan: Arc<DevicePlan<P>>,
         held: Held<B>,
         geo: Geometry,
         next: usize,
+        ns: u64,
     },
     /// On the CPU tile VM, from host copies of its inputs.
     Host {
@@ -173,11 +175,12 @@ impl<A: DeviceApi> GpuLoop<A> {
         // One kernel, however many passes (`dispatches` counts those).
         Counters::add(&self.counters.device.kernels, 1);
         let geo = geometry(&task, pass_elements());
-        self.device_passes(task, plan, held, geo, 0);
+        self.device_passes(task, plan, held, geo, 0, 0);
     }
 
-    /// Runs the passes of a device launch from pass `next` on: to the end, or to the pass that
-    /// traps (the launch is then suspended).
+    /// Runs the passes of a device launch from pass `next` on (the host's time in those before:
+    /// `ns`): to the end, or to the pass that traps (the launch is then suspended). Each pass is
+    /// timed by the host from its enqueue to its fault words' arrival.
     fn device_passes(
         &mut self,
         task: Task,
@@ -185,12 +188,19 @@ impl<A: DeviceApi> GpuLoop<A> {
         held: Held<A::Buf>,
         geo: Geometry,
         next: usize,
+        mut ns: u64,
     ) {
         for p in next..geo.passes {
             let (first, end) = geo.range(p);
+            let t0 = std::time::Instant::now();
             let words = self
                 .enqueue(&task, &plan, &held, Some((first as u64, end as u64)))
                 .and_then(|()| self.fault_words(&plan.steps[0].plan, &held));
+            let pass_ns = t0.elapsed().as_nanos() as u64;
+            ns += pass_ns;
+            if crate::profile::active() {
+                crate::profile::runtime_took("pass", "device", t0, pass_ns);
+            }
             let words = match words {
                 Ok(w) => w,
                 Err(e) => {
@@ -209,6 +219,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                         held,
                         geo,
                         next: p + 1,
+                        ns,
                     };
                     return self.suspend_launch(task, work, e);
                 }
@@ -223,7 +234,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                 }
             }
         }
-        self.finish_device_passes(task, held);
+        self.finish_device_passes(task, held, ns);
     }
 
     /// Waits for the fault buffer's words after a pass (and zeroes them for the next).
@@ -286,10 +297,11 @@ impl<A: DeviceApi> GpuLoop<A> {
         }
     }
 
-    /// A launch that ran all its passes on the device: its outputs join the store (external ones
-    /// are downloaded to the application's memory), its scratch goes back to the pool, and it is
-    /// reported done once that is.
-    fn finish_device_passes(&mut self, task: Task, held: Held<A::Buf>) {
+    /// A launch that ran all its passes on the device (the host's time in them: `ns`): its
+    /// outputs join the store (external ones are downloaded to the application's memory), its
+    /// scratch goes back to the pool, the profiler records it, and it is reported done once that
+    /// is.
+    fn finish_device_passes(&mut self, task: Task, held: Held<A::Buf>, ns: u64) {
         let Held {
             outputs,
             temps,
@@ -326,6 +338,7 @@ impl<A: DeviceApi> GpuLoop<A> {
             }
         }
         self.launched.push(task.started);
+        crate::exec::cpu::profile_passes(&task, task.exec as u32, ns);
         self.finish_now(&task, Ok(()));
     }
 
@@ -379,7 +392,11 @@ impl<A: DeviceApi> GpuLoop<A> {
                 };
                 return self.suspend_launch(task, work, e);
             }
-            Ok(vm::Checked::Done) => Ok(()),
+            Ok(vm::Checked::Done { host_ns }) => {
+                // The tile VM ran it, on this thread: the CPU's record, as other fallbacks.
+                crate::exec::cpu::profile_passes(&task, 0, host_ns);
+                Ok(())
+            }
             Ok(vm::Checked::Trapped(e, None)) | Err(e) => Err(e),
         };
         if result.is_ok() {
@@ -432,6 +449,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                     mut held,
                     geo,
                     next,
+                    ns,
                 } => {
                     // The fault words start at zero again; inputs another task swapped out
                     // come back.
@@ -451,7 +469,7 @@ impl<A: DeviceApi> GpuLoop<A> {
                                 .try_for_each(|&b| self.resident(b, &keep))
                         });
                     match ready {
-                        Ok(()) => self.device_passes(s.task, plan, held, geo, next),
+                        Ok(()) => self.device_passes(s.task, plan, held, geo, next, ns),
                         Err(e) => {
                             self.give_back(held);
                             let e = device_error(format!("cannot resume a launch: {e}"));

@@ -21,10 +21,7 @@ pub trait Sized64 {
 /// The bytes of staging each direction may keep: `var` in MiB (`0`: no staging), else
 /// `default_mb`.
 pub fn limit(var: &str, default_mb: u64) -> u64 {
-    let mb: u64 = std::env::var(var)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default_mb);
+    let mb: u64 = crate::settings::number(var).unwrap_or(default_mb);
     mb << 20
 }
 

@@ -187,10 +187,7 @@ pub fn tuning() -> &'static Tuning {
     T.get_or_init(|| {
         let on = |k: &str| std::env::var(k).map_or(true, |v| v.trim() != "0");
         let num = |k: &str, default: u64, lo: u64, hi: u64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .map_or(default, |v: u64| v.clamp(lo, hi))
+            crate::settings::number(k).map_or(default, |v: u64| v.clamp(lo, hi))
         };
         Tuning {
             opencl_vector: on("ARRAYFLOW_OPENCL_VECTOR"),
