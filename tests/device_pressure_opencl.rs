@@ -32,3 +32,10 @@ fn profiled_swaps_carry_bytes_and_time() {
         pressure::profiled_swaps_carry_bytes_and_time();
     }
 }
+
+#[test]
+fn split_kernels_in_passes_run_on_the_tile_vm() {
+    if let Some(_one_at_a_time) = pressure::start(Backend::OpenCl) {
+        pressure::split_kernels_in_passes_run_on_the_tile_vm();
+    }
+}

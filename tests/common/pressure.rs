@@ -5,7 +5,7 @@
 //! the CPU, and big kernels are split and retried — and every result must still be right.
 #![allow(dead_code)]
 
-use arrayflow::{Array, Backend, DeviceChoice, DeviceLimits, Runtime};
+use arrayflow::{Array, Backend, DeviceChoice, DeviceLimits, ErrorKind, Runtime, TrapConfig};
 use std::sync::OnceLock;
 
 /// Starts the runtime on `backend` once and returns a guard that runs this file's tests one at a
@@ -207,4 +207,65 @@ pub fn big_kernels_are_split() {
         "split kernels must run on the device: {:?}",
         st.device
     );
+}
+
+/// A checked launch in passes whose kernel the device splits (over the 8-instruction limit)
+/// cannot be cut into passes on the device (its halves would number their checks apart): the
+/// device executor runs its passes on the CPU tile VM from host copies of its inputs, stops
+/// after the pass holding the planted NaN, stays suspended while other work runs on the device,
+/// and resumes to the plain loop's values.
+pub fn split_kernels_in_passes_run_on_the_tile_vm() {
+    let n = 20_000;
+    let mut a = data(n, 5);
+    let bad = 13_001;
+    a[bad] = -1.0;
+    let tile = Runtime::config().tile.min(n);
+    let pass: usize = 4096;
+    let per = pass.div_ceil(tile) * tile;
+    let passes = n.div_ceil(per);
+    Runtime::traps(TrapConfig::nan().passes(pass));
+    let before = Runtime::stats();
+    let x = Array::from_vec(a.clone(), &[n]);
+    let mut t = x.sqrt();
+    for k in 0..6 {
+        t = (&t + k as f32) * 0.5 + &x;
+    }
+    assert_eq!(t.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+    let traps = Runtime::take_traps();
+    assert_eq!(traps.len(), 1, "{traps:?}");
+    let tr = &traps[0];
+    assert_eq!(
+        (tr.element, tr.pass, tr.suspended, tr.device, tr.op.as_str()),
+        (bad, Some((bad / per, passes)), true, false, "sqrt"),
+        "{tr}"
+    );
+    let st = Runtime::stats().since(&before);
+    assert!(
+        st.device.splits > 0 && st.device.fallbacks > 0,
+        "{:?}",
+        st.device
+    );
+    // Other work runs on the device meanwhile.
+    let b = data(n, 6);
+    let other = (Array::from_vec(b.clone(), &[n]) * 2.0).to_vec().unwrap();
+    for (i, (&g, &w)) in other.iter().zip(&b).enumerate() {
+        assert_eq!(g, w * 2.0, "[{i}]");
+    }
+    assert_eq!(t.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+    assert_eq!(Runtime::resume().unwrap(), 1);
+    let got = t.to_vec().unwrap();
+    Runtime::traps(TrapConfig::off());
+    assert!(Runtime::take_traps().is_empty());
+    for (i, (&g, &xa)) in got.iter().zip(&a).enumerate() {
+        if i == bad {
+            assert!(g.is_nan(), "[{i}] {g}");
+            continue;
+        }
+        let xa = xa as f64;
+        let w = (0..6).fold(xa.sqrt(), |w, k| (w + k as f64) * 0.5 + xa);
+        assert!(
+            (g as f64 - w).abs() <= 1e-5 * w.abs().max(1.0),
+            "[{i}] {g} vs {w}"
+        );
+    }
 }
