@@ -640,3 +640,59 @@ fn stepping_a_scope_computes_only_that_scope() {
         }
     }
 }
+
+/// A replayed code reuse section's fused kernel is kept like a flushed one: stepping the array a
+/// replay returned re-runs that replay's kernel (its input and its parameter's value), each op
+/// named by the section's recorded op and line, the stored step bit-identical to the replay's
+/// result; the arrays of earlier calls (recorded, re-recorded by the replay check, replayed)
+/// still step to their own values.
+#[test]
+fn a_replayed_sections_kernel_steps_with_the_replays_values() {
+    let _s = scope();
+    let mut rng = Lcg(0x5eed_0029);
+    let mut calls = Vec::new();
+    for call in 0..5 {
+        let x = rng.values(N);
+        let c = 0.25 + call as f32 * 0.5;
+        let a = Array::from_slice(&x, &[ROWS, COLS]);
+        let before = Runtime::stats();
+        let line = line!() + 2;
+        let out = Runtime::reuse_with(&[&a], &[c], &[], |ins, ps| {
+            vec![((&ins[0] * &ps[0]) + 1.0f32).sin() * &ins[0]]
+        })
+        .unwrap();
+        let replayed = Runtime::stats().since(&before).macros.hits == 1;
+        let y = out.into_iter().next().unwrap();
+        let got = y.to_vec().unwrap();
+        calls.push((x, c, y, got, replayed, line));
+    }
+    let replays = calls.iter().filter(|c| c.4).count();
+    assert!(replays >= 2, "{replays} of the calls replayed");
+    for (call, (x, c, y, got, replayed, line)) in calls.iter().enumerate() {
+        let oracle = |j: usize| ((x[j] as f64 * *c as f64) + 1.0).sin() * x[j] as f64;
+        let steps = Runtime::step_kernel(y, StepScope::All).unwrap();
+        let ops: Vec<&str> = steps.iter().map(|r| r.op.as_str()).collect();
+        let sin = steps.iter().find(|r| r.op == "sin").expect("a sin step");
+        assert_eq!(
+            (sin.site.file(), sin.site.line()),
+            (file!(), *line),
+            "call {call} (replayed: {replayed}): {ops:?}"
+        );
+        let last = steps.iter().rfind(|r| r.stored.is_some()).unwrap();
+        assert_eq!(last.op, "mul", "call {call}: {ops:?}");
+        assert_eq!(last.elements.len(), N);
+        for (k, &j) in last.elements.iter().enumerate() {
+            assert_eq!(
+                last.bits[k],
+                got[j].to_bits() as u64,
+                "call {call} (replayed: {replayed}) at {j}"
+            );
+            let want = oracle(j);
+            assert!(
+                (last.values[k] - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                "call {call} at {j}: {} vs {want}",
+                last.values[k]
+            );
+        }
+    }
+}

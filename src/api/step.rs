@@ -11,8 +11,8 @@ use crate::error::Result;
 use crate::runtime::Inner;
 
 impl Runtime {
-    /// Keeps the last `kernels` fused kernels of later flushes for stepping (0: off, the
-    /// default). A kept kernel holds its input buffers (they are freed when it is dropped from
+    /// Keeps the last `kernels` fused kernels of later flushes and replayed code reuse sections
+    /// for stepping (0: off, the default). A kept kernel holds its input buffers (they are freed when it is dropped from
     /// the kept ones, or when stepping is switched off), its parameter values and its flush's
     /// IR nodes (with their reference values in comparison mode).
     ///
@@ -26,7 +26,8 @@ impl Runtime {
     /// micro-kernel per IR node, on the executor that ran it, and returns each step's values at
     /// `scope`: loads of the kernel's inputs, then each operation in the kernel's order, then its
     /// reductions. The kernel must have been kept ([`Runtime::set_stepping`] before the flush
-    /// that computed it).
+    /// or the replay that computed it; a replayed kernel's steps name the section's recorded ops
+    /// and call sites, and have no reference values).
     ///
     /// ```
     /// use arrayflow::{Array, Runtime, StepScope};

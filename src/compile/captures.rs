@@ -1,12 +1,15 @@
 //! The debugger's stepping hook in the flush: with stepping on (`Runtime::set_stepping`), each
 //! fused kernel of the sequence is kept (`debug::step::capture`) with its parameter values, its
 //! input buffers (pinned in the scheduler until the capture is evicted) and the flush's nodes, so
-//! it can be re-run one operation at a time later. Off, this costs one atomic load per flush.
+//! it can be re-run one operation at a time later; a replayed code reuse section's fused kernels
+//! are kept the same way, with the section's recorded nodes. Off, this costs one atomic load per
+//! flush.
 
+use super::macro_cache::MacroEntry;
 use super::state::{FrontEnd, Inner};
 use crate::debug::step::capture::KernelCapture;
 use crate::exec::BufferId;
-use crate::ir::NodeId;
+use crate::ir::{NodeId, NodeInfo};
 use crate::proggen::Generated;
 use crate::proggen::sequence::Kernel;
 use ahash::AHashMap;
@@ -45,25 +48,7 @@ impl Inner {
         params: &[Arc<[u64]>],
     ) {
         let node_of: AHashMap<u32, NodeId> = g.inputs.iter().chain(&g.stored).copied().collect();
-        // The flush's nodes and the inputs they read, as recorded (before the port table drops
-        // the intermediates).
-        let mut nodes = AHashMap::new();
-        for id in &g.processed {
-            if let Some(n) = fe.nodes.get(id) {
-                for i in &n.inputs {
-                    if let Some(input) = fe.nodes.get(i) {
-                        nodes.entry(*i).or_insert_with(|| input.clone());
-                    }
-                }
-                nodes.insert(*id, n.clone());
-            }
-        }
-        for &(_, id) in &g.inputs {
-            if let Some(n) = fe.nodes.get(&id) {
-                nodes.entry(id).or_insert_with(|| n.clone());
-            }
-        }
-        let nodes = Arc::new(nodes);
+        let nodes = Arc::new(recorded_nodes(fe, g));
         let mut unpin = Vec::new();
         for (pi, p) in g.sequence.programs.iter().enumerate() {
             if !matches!(&*p.kernel, Kernel::Fused(_)) {
@@ -83,6 +68,7 @@ impl Inner {
                 inputs,
                 members: g.members[pi].clone(),
                 nodes: nodes.clone(),
+                replayed: None,
             };
             unpin.extend(self.captures.lock().push(cap));
         }
@@ -90,4 +76,78 @@ impl Inner {
             self.sched.pin(b, false);
         }
     }
+
+    /// Keeps the fused kernels of a replay of `entry` about to be handed off (stepping on),
+    /// bound to this call's buffers and parameter values; `outputs`: the node of each of the
+    /// section's outputs in this call. Their nodes are the recording's (ops, call sites); the
+    /// arrays the replay returns find them.
+    pub(crate) fn capture_replay(
+        &self,
+        entry: &MacroEntry,
+        bindings: &[BufferId],
+        params: &[Arc<[u64]>],
+        outputs: &[NodeId],
+    ) {
+        let sk = &entry.kernels;
+        let replay_node = |f: u32| {
+            entry
+                .outputs
+                .iter()
+                .zip(outputs)
+                .find(|((g, _, _), _)| *g == f)
+                .map_or(NO_NODE, |(_, &id)| id)
+        };
+        let mut unpin = Vec::new();
+        for (pi, p) in entry.seq.programs.iter().enumerate() {
+            if !matches!(&*p.kernel, Kernel::Fused(_)) {
+                continue;
+            }
+            let node = |f: &u32| sk.node_of.get(f).copied().unwrap_or(NO_NODE);
+            let inputs: Vec<BufferId> = p.inputs.iter().map(|&f| bindings[f as usize]).collect();
+            for &b in &inputs {
+                self.sched.pin(b, true);
+            }
+            let cap = KernelCapture {
+                kernel: p.kernel.clone(),
+                launch: p.launch.clone(),
+                params: params[pi].clone(),
+                input_nodes: p.inputs.iter().map(node).collect(),
+                outputs: p.outputs.iter().map(node).collect(),
+                output_buffers: p.outputs.iter().map(|&f| bindings[f as usize]).collect(),
+                inputs,
+                members: sk.members[pi].clone(),
+                nodes: sk.nodes.clone(),
+                replayed: Some(p.outputs.iter().map(|&f| replay_node(f)).collect()),
+            };
+            unpin.extend(self.captures.lock().push(cap));
+        }
+        for b in unpin {
+            self.sched.pin(b, false);
+        }
+    }
+}
+
+/// A node no array has (a replayed kernel's result that is not one of the section's outputs).
+const NO_NODE: NodeId = NodeId(u64::MAX);
+
+/// The nodes a flush of `g` processed and the inputs they read, as recorded (taken before the
+/// port table drops the intermediates).
+pub(crate) fn recorded_nodes(fe: &FrontEnd, g: &Generated) -> AHashMap<NodeId, NodeInfo> {
+    let mut nodes = AHashMap::new();
+    for id in &g.processed {
+        if let Some(n) = fe.nodes.get(id) {
+            for i in &n.inputs {
+                if let Some(input) = fe.nodes.get(i) {
+                    nodes.entry(*i).or_insert_with(|| input.clone());
+                }
+            }
+            nodes.insert(*id, n.clone());
+        }
+    }
+    for &(_, id) in &g.inputs {
+        if let Some(n) = fe.nodes.get(&id) {
+            nodes.entry(id).or_insert_with(|| n.clone());
+        }
+    }
+    nodes
 }

@@ -254,7 +254,8 @@ fn generate_or_reuse(
         Counters::add(&rt.counters.sequences_generated, 1);
         let g = generate(&fe.nodes, entries, &rt.gen_config, policy);
         let values = param_values(&g, &fe.nodes);
-        fe.capture = Some(Some((g.clone(), values)));
+        let kernels = super::macro_cache::SectionKernels::of(fe, &g);
+        fe.capture = Some(Some((g.clone(), values, kernels)));
         fe.key.clear();
         return g;
     }

@@ -44,6 +44,34 @@ pub struct MacroEntry {
     pub reference: Option<RefProgram>,
     /// Replays so far (the replay check re-records some of them).
     pub replays: std::sync::atomic::AtomicU64,
+    /// What stepping a replay's fused kernels needs (`Runtime::set_stepping`).
+    pub kernels: SectionKernels,
+}
+
+/// What the debugger's stepper needs to keep a replayed section's fused kernels
+/// (`compile/captures.rs`): the recording's node of each formal, each program's members, and
+/// the recorded nodes (ops, shapes, call sites; without reference values, which were the
+/// recording call's).
+pub struct SectionKernels {
+    pub node_of: AHashMap<FormalId, NodeId>,
+    pub members: Vec<Vec<crate::proggen::builder::Member>>,
+    pub nodes: Arc<AHashMap<NodeId, crate::ir::NodeInfo>>,
+}
+
+impl SectionKernels {
+    /// Those of the sequence `g` just generated from `fe`'s nodes.
+    pub fn of(fe: &super::state::FrontEnd, g: &crate::proggen::Generated) -> SectionKernels {
+        let mut nodes = super::captures::recorded_nodes(fe, g);
+        for n in nodes.values_mut() {
+            n.reference = None;
+            n.magnitude = None;
+        }
+        SectionKernels {
+            node_of: g.inputs.iter().chain(&g.stored).copied().collect(),
+            members: g.members.clone(),
+            nodes: Arc::new(nodes),
+        }
+    }
 }
 
 /// Where a step of a reference program takes an input from.

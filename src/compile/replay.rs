@@ -59,7 +59,7 @@ impl Inner {
                 base
             })
             .collect();
-        let params = entry
+        let params: Vec<Arc<[u64]>> = entry
             .params
             .iter()
             .map(|srcs| {
@@ -112,6 +112,10 @@ impl Inner {
             self.replay_references(fe, entry, inputs, values, &bases, &outputs);
         }
         let checks = self.replay_checks(fe, entry, &outputs);
+        if self.stepping() {
+            let ids: Vec<NodeId> = outputs.iter().map(|h| h.id).collect();
+            self.capture_replay(entry, &bindings, &params, &ids);
+        }
         self.hand_off(Submission {
             origin: Origin::Replay,
             seq: seq.clone(),

@@ -28,9 +28,16 @@ pub struct FrontEnd {
     /// Code reuse sections entered and not yet ended, outermost first.
     pub sections: Vec<Recording>,
     /// Set before a section's final flush: that flush keeps its generated sequence here.
-    /// The sequence, with each program's parameter values at generation time.
+    /// The sequence, with each program's parameter values at generation time and the nodes it
+    /// was generated from (for stepping replays: `compile/captures.rs`).
     #[allow(clippy::type_complexity)]
-    pub capture: Option<Option<(crate::proggen::Generated, Vec<Vec<u64>>)>>,
+    pub capture: Option<
+        Option<(
+            crate::proggen::Generated,
+            Vec<Vec<u64>>,
+            crate::compile::macro_cache::SectionKernels,
+        )>,
+    >,
     pub next_id: u64,
     pub block_depth: u32,
     /// The thread recording the outermost code reuse section: other threads' calls wait until it

@@ -380,7 +380,7 @@ impl Inner {
             .at(site)
             .hint("a value the closure captured changed (or a condition inside it): pass scalars that change as parameters (`Runtime::reuse_with`) and values that change what the closure does as control values"));
         }
-        let Some((g, values)) = generated else {
+        let Some((g, values, kernels)) = generated else {
             return Ok(outputs);
         };
         // Every external the sequence reads must be one of the inputs.
@@ -445,6 +445,7 @@ impl Inner {
             params,
             rngs,
             replays: Default::default(),
+            kernels,
         };
         let before = fe.macros.counts;
         fe.macros.insert(key, Arc::new(entry));

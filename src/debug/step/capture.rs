@@ -35,6 +35,11 @@ pub struct KernelCapture {
     /// the processed nodes and the kernel's inputs, for the reference values and the
     /// reproducing program.
     pub nodes: Arc<AHashMap<NodeId, NodeInfo>>,
+    /// For a kernel of a replayed code reuse section: the node each output has in the replaying
+    /// call (`NodeId(u64::MAX)` for one that is not a section output). Its other node ids
+    /// (`outputs`, `members`, `input_nodes`, `nodes`) are the recording's, so it is found by
+    /// these alone.
+    pub replayed: Option<Vec<NodeId>>,
 }
 
 impl KernelCapture {
@@ -95,12 +100,17 @@ impl Captures {
         unpin
     }
 
-    /// The most recent kernel that stored `id`, else the most recent that computed it inside.
+    /// The most recent kernel that stored `id`, else the most recent that computed it inside (a
+    /// replayed kernel is found by its replaying call's outputs only).
     pub fn find(&self, id: NodeId) -> Option<Arc<KernelCapture>> {
         let newest = || self.kernels.iter().rev();
         newest()
-            .find(|c| c.outputs.contains(&id))
-            .or_else(|| newest().find(|c| c.members.iter().flatten().any(|(n, _)| *n == id)))
+            .find(|c| c.replayed.as_ref().unwrap_or(&c.outputs).contains(&id))
+            .or_else(|| {
+                newest().find(|c| {
+                    c.replayed.is_none() && c.members.iter().flatten().any(|(n, _)| *n == id)
+                })
+            })
             .cloned()
     }
 }

@@ -60,7 +60,7 @@ impl Inner {
         }
         let capture = self.captures.lock().find(id).ok_or_else(|| {
             let why = if self.stepping() {
-                "no kept fused kernel computed this array (it was computed by an intrinsic, by a replayed code reuse section, before stepping was switched on, or longer ago than the kept kernels)"
+                "no kept fused kernel computed this array (it was computed by an intrinsic, before stepping was switched on, or longer ago than the kept kernels)"
             } else {
                 "stepping is off, so no fused kernel was kept"
             };
