@@ -1494,6 +1494,10 @@ impl SchedulerLoop {
     }
 
     fn read(&mut self, b: BufferId, reply: Sender<Result<Arc<TypedVec>>>) {
+        if let Some(e) = self.buffers.get(&b).and_then(|s| self.reads_in_order(s)) {
+            self.send_exec(e, ExecMsg::MoveDataOut { buf: b, reply });
+            return;
+        }
         match self.buffers.get_mut(&b) {
             None => {
                 let _ = reply.send(Err(Error::new(
@@ -1501,17 +1505,38 @@ impl SchedulerLoop {
                     "read of a buffer the runtime does not know",
                 )));
             }
-            // Queued on the CPU executor, which runs its messages in order: the read can go
-            // there now and is served right after the program (a failure is reported there
-            // too). Saves the executor's round trip through this thread on every small read.
-            Some(s) if matches!(s.status, Status::InFlight(0)) && s.external.is_none() => {
-                self.send_exec(0, ExecMsg::MoveDataOut { buf: b, reply });
-            }
             Some(s) if matches!(s.status, Status::Unwritten | Status::InFlight(_)) => {
                 s.reads.push(reply)
             }
             Some(_) => self.serve_read(b, reply),
         }
+    }
+
+    /// The executor a read of `s` can go to now, before its producer finishes: the one it is
+    /// queued on, which runs its messages in order, so the read is served right after the
+    /// program (on a device, a download queued behind the kernel), saving the executor's round
+    /// trip through this thread on every small read. On the CPU always; on a device only when the
+    /// value is final when the kernel ends: its program cannot fault (a fault reruns it on the
+    /// CPU after the kernels queued behind it), no producer upstream may still fault, and no
+    /// split launch is in flight. `None`: the read waits for the producer's completion.
+    fn reads_in_order(&self, s: &BufState) -> Option<usize> {
+        let Status::InFlight(e) = s.status else {
+            return None;
+        };
+        if s.external.is_some() {
+            return None;
+        }
+        if e == 0 {
+            return Some(0);
+        }
+        let p = s.producer?;
+        let task = self.tasks.get(&p)?;
+        let settled = task.exec == e
+            && !may_fault(&task.program)
+            && !self.fault_deps.contains_key(&p)
+            && self.slices.is_empty()
+            && self.homes.is_empty();
+        settled.then_some(e)
     }
 
     fn serve_read(&mut self, b: BufferId, reply: Sender<Result<Arc<TypedVec>>>) {
