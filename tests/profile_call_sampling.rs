@@ -168,9 +168,13 @@ fn sampled_reports_rank_sites_and_agree_with_an_unsampled_run() {
         rec[mode].push(sites.clone().map(|s| cost(&s).host_ns as f64));
     }
     Sampling::set(None);
-    // Sampled against unsampled, per site (medians of the runs): each site's share of the
-    // estimated time within 0.2, its estimated time and its recording time within a factor of 3.
-    let med = |m: usize, v: &[Vec<[f64; 3]>], i: usize| median(v[m].iter().map(|e| e[i]).collect());
+    // Sampled against unsampled, per site: each site's share of the estimated time within 0.2
+    // (medians of the runs' shares), its estimated time and its recording time within a factor
+    // of 3 (the fastest run of each: other work on the machine stalls a run now and then, by
+    // 10x in a loaded run of CI's queue, and the least disturbed run measures the code).
+    let fastest = |m: usize, v: &[Vec<[f64; 3]>], i: usize| {
+        v[m].iter().map(|e| e[i]).fold(f64::INFINITY, f64::min)
+    };
     let share =
         |m: usize, i: usize| median(est[m].iter().map(|e| e[i] / (e[0] + e[1] + e[2])).collect());
     for i in 0..3 {
@@ -180,7 +184,7 @@ fn sampled_reports_rank_sites_and_agree_with_an_unsampled_run() {
             "site {i}: share sampled {part} vs unsampled {full} ({est:?})"
         );
         for (what, v) in [("estimated", &est), ("host", &rec)] {
-            let (full, part) = (med(0, v, i), med(1, v, i));
+            let (full, part) = (fastest(0, v, i), fastest(1, v, i));
             assert!(
                 part > full / 3.0 && part < full * 3.0,
                 "site {i}: sampled {what} time {part} ns vs unsampled {full} ns ({v:?})"

@@ -152,7 +152,8 @@ fn elementwise(n: &NodeInfo, inputs: &[CondInput], result: &TypedVec, out: Toler
                 *a |= m.get(i).as_f64().is_infinite();
             }
         }
-        if !matches!(input.value.dtype(), DType::F32 | DType::F64) {
+        let complex = matches!(input.value.dtype(), DType::C64 | DType::C128);
+        if !complex && !matches!(input.value.dtype(), DType::F32 | DType::F64) {
             continue;
         }
         let allowed: Vec<f64> = input
@@ -164,8 +165,24 @@ fn elementwise(n: &NodeInfo, inputs: &[CondInput], result: &TypedVec, out: Toler
             continue;
         }
         let mut worst = vec![0.0f64; len];
-        for sign in [-1.0, 1.0] {
-            let moved_input = shifted(input.value, &allowed, sign);
+        // A real input moves to both ends of its interval; a complex one to the four corners of
+        // its box, and onto the real axis from either side where the box reaches it (so `arg`,
+        // `ln` or `sqrt` at the negative real axis get the whole jump across their cut: the two
+        // signs of a zero imaginary part are both right).
+        let moves: &[Move] = if complex {
+            &[
+                Move::Corner(-1.0, -1.0),
+                Move::Corner(1.0, 1.0),
+                Move::Corner(-1.0, 1.0),
+                Move::Corner(1.0, -1.0),
+                Move::Axis(1.0),
+                Move::Axis(-1.0),
+            ]
+        } else {
+            &[Move::Corner(-1.0, 0.0), Move::Corner(1.0, 0.0)]
+        };
+        for &m in moves {
+            let moved_input = shifted(input.value, &allowed, m);
             let mut args = values.clone();
             args[k] = (&moved_input, input.shape);
             let Ok(v) = reference::eval(n, &args) else {
@@ -226,19 +243,61 @@ fn rem_steps(n: &NodeInfo, inputs: &[CondInput], change: &mut [f64]) {
     }
 }
 
-/// `v + sign * allowed` per element, in `v`'s type (elements that may be anything stay).
-fn shifted(v: &TypedVec, allowed: &[f64], sign: f64) -> TypedVec {
-    let at = |i: usize| {
-        let a = if allowed[i].is_finite() {
+/// Where [`shifted`] moves an input element within its allowed interval (or box).
+#[derive(Clone, Copy)]
+enum Move {
+    /// The real part (a real value) by `.0 * allowed`, the imaginary part by `.1 * allowed`.
+    Corner(f64, f64),
+    /// A complex value whose imaginary part is within `allowed` of 0 onto the real axis, its
+    /// imaginary part a zero of `.0`'s sign (real values and other complex values stay).
+    Axis(f64),
+}
+
+/// Each element of `v` moved by `m` within its allowance, in `v`'s type (elements that may be
+/// anything stay).
+fn shifted(v: &TypedVec, allowed: &[f64], m: Move) -> TypedVec {
+    let a = |i: usize| {
+        if allowed[i].is_finite() {
             allowed[i]
         } else {
             0.0
-        };
-        v.get(i).as_f64() + sign * a
+        }
+    };
+    let real = |i: usize, x: f64| match m {
+        Move::Corner(r, _) => x + r * a(i),
+        Move::Axis(_) => x,
+    };
+    let complex = |i: usize, re: f64, im: f64| match m {
+        Move::Corner(r, j) => (re + r * a(i), im + j * a(i)),
+        Move::Axis(s) if im.abs() <= a(i) => (re, 0.0f64.copysign(s)),
+        Move::Axis(_) => (re, im),
     };
     match v {
-        TypedVec::F32(x) => TypedVec::F32((0..x.len()).map(|i| at(i) as f32).collect()),
-        _ => TypedVec::F64((0..v.len()).map(at).collect()),
+        TypedVec::F32(x) => TypedVec::F32(
+            x.iter()
+                .enumerate()
+                .map(|(i, &e)| real(i, e as f64) as f32)
+                .collect(),
+        ),
+        TypedVec::C64(x) => TypedVec::C64(
+            x.iter()
+                .enumerate()
+                .map(|(i, z)| {
+                    let (re, im) = complex(i, z.re as f64, z.im as f64);
+                    num_complex::Complex::new(re as f32, im as f32)
+                })
+                .collect(),
+        ),
+        TypedVec::C128(x) => TypedVec::C128(
+            x.iter()
+                .enumerate()
+                .map(|(i, z)| {
+                    let (re, im) = complex(i, z.re, z.im);
+                    num_complex::Complex::new(re, im)
+                })
+                .collect(),
+        ),
+        _ => TypedVec::F64((0..v.len()).map(|i| real(i, v.get(i).as_f64())).collect()),
     }
 }
 
