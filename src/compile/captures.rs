@@ -11,7 +11,7 @@ use crate::debug::step::capture::KernelCapture;
 use crate::exec::BufferId;
 use crate::ir::{NodeId, NodeInfo};
 use crate::proggen::Generated;
-use crate::proggen::sequence::Kernel;
+use crate::proggen::sequence::{Kernel, Program, ProgramSequence};
 use ahash::AHashMap;
 use std::sync::Arc;
 
@@ -48,33 +48,14 @@ impl Inner {
         params: &[Arc<[u64]>],
     ) {
         let node_of: AHashMap<u32, NodeId> = g.inputs.iter().chain(&g.stored).copied().collect();
-        let nodes = Arc::new(recorded_nodes(fe, g));
-        let mut unpin = Vec::new();
-        for (pi, p) in g.sequence.programs.iter().enumerate() {
-            if !matches!(&*p.kernel, Kernel::Fused(_)) {
-                continue;
-            }
-            let inputs: Vec<BufferId> = p.inputs.iter().map(|&f| bindings[f as usize]).collect();
-            for &b in &inputs {
-                self.sched.pin(b, true);
-            }
-            let cap = KernelCapture {
-                kernel: p.kernel.clone(),
-                launch: p.launch.clone(),
-                params: params[pi].clone(),
-                input_nodes: p.inputs.iter().map(|f| node_of[f]).collect(),
-                outputs: p.outputs.iter().map(|f| node_of[f]).collect(),
-                output_buffers: p.outputs.iter().map(|&f| bindings[f as usize]).collect(),
-                inputs,
-                members: g.members[pi].clone(),
-                nodes: nodes.clone(),
-                replayed: None,
-            };
-            unpin.extend(self.captures.lock().push(cap));
-        }
-        for b in unpin {
-            self.sched.pin(b, false);
-        }
+        let kept = Kept {
+            seq: &g.sequence,
+            bindings,
+            params,
+            members: &g.members,
+            nodes: Arc::new(recorded_nodes(fe, g)),
+        };
+        self.keep_fused(&kept, |f| node_of[&f], |_| None);
     }
 
     /// Keeps the fused kernels of a replay of `entry` about to be handed off (stepping on),
@@ -97,27 +78,48 @@ impl Inner {
                 .find(|((g, _, _), _)| *g == f)
                 .map_or(NO_NODE, |(_, &id)| id)
         };
+        let kept = Kept {
+            seq: &entry.seq,
+            bindings,
+            params,
+            members: &sk.members,
+            nodes: sk.nodes.clone(),
+        };
+        self.keep_fused(
+            &kept,
+            |f| sk.node_of.get(&f).copied().unwrap_or(NO_NODE),
+            |p| Some(p.outputs.iter().map(|&f| replay_node(f)).collect()),
+        );
+    }
+
+    /// Keeps each fused kernel of `k.seq` with its input buffers pinned; `node`: the node of a
+    /// formal, `replayed`: a replay's nodes of a program's outputs.
+    fn keep_fused(
+        &self,
+        k: &Kept,
+        node: impl Fn(u32) -> NodeId,
+        replayed: impl Fn(&Program) -> Option<Vec<NodeId>>,
+    ) {
         let mut unpin = Vec::new();
-        for (pi, p) in entry.seq.programs.iter().enumerate() {
+        for (pi, p) in k.seq.programs.iter().enumerate() {
             if !matches!(&*p.kernel, Kernel::Fused(_)) {
                 continue;
             }
-            let node = |f: &u32| sk.node_of.get(f).copied().unwrap_or(NO_NODE);
-            let inputs: Vec<BufferId> = p.inputs.iter().map(|&f| bindings[f as usize]).collect();
+            let inputs: Vec<BufferId> = p.inputs.iter().map(|&f| k.bindings[f as usize]).collect();
             for &b in &inputs {
                 self.sched.pin(b, true);
             }
             let cap = KernelCapture {
                 kernel: p.kernel.clone(),
                 launch: p.launch.clone(),
-                params: params[pi].clone(),
-                input_nodes: p.inputs.iter().map(node).collect(),
-                outputs: p.outputs.iter().map(node).collect(),
-                output_buffers: p.outputs.iter().map(|&f| bindings[f as usize]).collect(),
+                params: k.params[pi].clone(),
+                input_nodes: p.inputs.iter().map(|&f| node(f)).collect(),
+                outputs: p.outputs.iter().map(|&f| node(f)).collect(),
+                output_buffers: p.outputs.iter().map(|&f| k.bindings[f as usize]).collect(),
                 inputs,
-                members: sk.members[pi].clone(),
-                nodes: sk.nodes.clone(),
-                replayed: Some(p.outputs.iter().map(|&f| replay_node(f)).collect()),
+                members: k.members[pi].clone(),
+                nodes: k.nodes.clone(),
+                replayed: replayed(p),
             };
             unpin.extend(self.captures.lock().push(cap));
         }
@@ -125,6 +127,15 @@ impl Inner {
             self.sched.pin(b, false);
         }
     }
+}
+
+/// A program sequence about to be handed off, as [`Inner::keep_fused`] keeps its kernels.
+struct Kept<'a> {
+    seq: &'a ProgramSequence,
+    bindings: &'a [BufferId],
+    params: &'a [Arc<[u64]>],
+    members: &'a [Vec<crate::proggen::builder::Member>],
+    nodes: Arc<AHashMap<NodeId, NodeInfo>>,
 }
 
 /// A node no array has (a replayed kernel's result that is not one of the section's outputs).
