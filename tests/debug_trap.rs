@@ -14,7 +14,7 @@ mod common;
 
 use arrayflow::{Array, ErrorKind, Runtime};
 use arrayflow::{Trap, TrapConfig, TrapKind};
-use common::{on_device, rand_f32, rng, several_devices, trap_found_where_computed};
+use common::{on_device, pass_cut, rand_f32, rng, several_devices, trap_found_where_computed};
 use rand::RngExt;
 use std::sync::{Mutex, MutexGuard};
 
@@ -167,9 +167,7 @@ fn passes_stop_at_the_trapping_pass_let_other_work_run_and_resume() {
     let mut r = rng(0x9a55);
     let n = 20_000;
     let pass: usize = 4096;
-    let tile = Runtime::config().tile.min(n);
-    let per = pass.div_ceil(tile) * tile;
-    let passes = n.div_ceil(per);
+    let (per, passes) = pass_cut(n, pass);
     let mut x = rand_f32(&mut r, n, 0.5, 4.0);
     let c = rand_f32(&mut r, n, -1.0, 1.0);
     // One bad element in the second pass, one in the fourth.
@@ -278,9 +276,8 @@ fn passes_of_any_size_give_one_launchs_bits() {
             "element {i}: {v} vs {w}"
         );
     }
-    let tile = Runtime::config().tile.min(n);
     for pass in [1000, 4096, 7777, n, 1 << 20] {
-        let passes = n.div_ceil(pass.div_ceil(tile) * tile);
+        let (_, passes) = pass_cut(n, pass);
         Runtime::traps(TrapConfig::nan().inf().passes(pass));
         let before = Runtime::stats();
         let v = run();
@@ -312,11 +309,9 @@ fn a_nan_in_pass_k_suspends_there_and_resumes_to_the_oracle() {
     let _g = lock();
     let mut r = rng(0x4a55);
     let n = 25_000;
-    let tile = Runtime::config().tile.min(n);
     let c = rand_f32(&mut r, n, -1.0, 1.0);
     for pass in [3000usize, 8192, 1 << 16] {
-        let per = pass.div_ceil(tile) * tile;
-        let passes = n.div_ceil(per);
+        let (per, passes) = pass_cut(n, pass);
         let k = r.random_range(0..passes);
         let bad = r.random_range(k * per..((k + 1) * per).min(n));
         let mut x = rand_f32(&mut r, n, 0.5, 4.0);
@@ -379,10 +374,8 @@ fn the_profiler_records_each_pass_and_the_launch_once() {
     let _g = lock();
     let mut r = rng(0x9a55);
     let n = 25_000;
-    let tile = Runtime::config().tile.min(n);
     let pass = 3000usize;
-    let per = pass.div_ceil(tile) * tile;
-    let passes = n.div_ceil(per);
+    let (per, passes) = pass_cut(n, pass);
     let bad = r.random_range(per..(2 * per).min(n));
     let mut x = rand_f32(&mut r, n, 0.5, 4.0);
     x[bad] = -1.5;
@@ -473,11 +466,10 @@ fn resume_counts_the_launches_of_every_executor() {
     assert_eq!(s2.eval().unwrap_err().kind(), ErrorKind::Trap);
     let ts = Runtime::take_traps();
     assert_eq!(ts.len(), 3, "{ts:#?}");
-    let tile = Runtime::config().tile.min(n);
-    let per = 2048usize.div_ceil(tile) * tile;
+    let (per, passes) = pass_cut(n, 2048);
     for (t, &b) in ts.iter().zip(&bad) {
         assert_eq!((t.element, t.suspended), (b, true), "{t}");
-        assert_eq!(t.pass, Some((b / per, n.div_ceil(per))), "{t}");
+        assert_eq!(t.pass, Some((b / per, passes)), "{t}");
     }
     // Where each ran: the element-wise ones on the device, the reduction on the CPU.
     assert!(

@@ -37,6 +37,23 @@ fn mixed(a: &Array<f64>, b: &Array<f64>, seed: u64) -> (Vec<f64>, Vec<f32>, Vec<
     )
 }
 
+/// A new, empty disk cache (`ARRAYFLOW_CACHE_DIR`) for kernels compiled from now on; call under
+/// `SERIAL`, and [`drop_cache`] after.
+fn fresh_cache(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("arrayflow-native-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // SAFETY: tests in this file run one at a time; nothing else reads the environment meanwhile.
+    unsafe { std::env::set_var("ARRAYFLOW_CACHE_DIR", &dir) };
+    dir
+}
+
+/// Back to the default disk cache; `dir` is removed.
+fn drop_cache(dir: &std::path::Path) {
+    // SAFETY: as in `fresh_cache`.
+    unsafe { std::env::remove_var("ARRAYFLOW_CACHE_DIR") };
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// These tests exercise the CPU executor's native tier; on a device executor kernels run on the
 /// device, so they print a skip there.
 fn native_tier_runs() -> bool {
@@ -107,10 +124,7 @@ fn the_disk_cache_is_reused_and_a_corrupt_entry_rebuilt() {
         return;
     }
     let _g = SERIAL.lock();
-    let dir = std::env::temp_dir().join(format!("arrayflow-native-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    // SAFETY: tests in this file run one at a time; nothing else reads the environment meanwhile.
-    unsafe { std::env::set_var("ARRAYFLOW_CACHE_DIR", &dir) };
+    let dir = fresh_cache("test");
     let mode_before = Runtime::native();
     Runtime::set_native(NativeMode::Require);
     let n = 4096;
@@ -161,8 +175,7 @@ fn the_disk_cache_is_reused_and_a_corrupt_entry_rebuilt() {
     let y3 = run();
     assert_eq!(Runtime::stats().since(&third).native_compiles, 1);
     Runtime::set_native(mode_before);
-    unsafe { std::env::remove_var("ARRAYFLOW_CACHE_DIR") };
-    let _ = std::fs::remove_dir_all(&dir);
+    drop_cache(&dir);
     for i in 0..n {
         let want = (v[i] * 1.25 + 0.75).exp2().ln();
         assert!((y1[i] - want).abs() <= 1e-14 * want.abs().max(1.0));
@@ -182,10 +195,7 @@ fn a_kernel_compiling_in_the_background_is_awaited_when_native_code_is_required(
     }
     let _g = SERIAL.lock();
     // A fresh disk cache and nothing loaded: the compilation is real (tens of milliseconds).
-    let dir = std::env::temp_dir().join(format!("arrayflow-native-wait-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    // SAFETY: tests in this file run one at a time; nothing else reads the environment meanwhile.
-    unsafe { std::env::set_var("ARRAYFLOW_CACHE_DIR", &dir) };
+    let dir = fresh_cache("wait");
     arrayflow::exec::cpu::native::forget_loaded();
     let mode_before = Runtime::native();
     let n = 100_000; // above `auto`'s threshold, so `auto` compiles it in the background
@@ -199,8 +209,7 @@ fn a_kernel_compiling_in_the_background_is_awaited_when_native_code_is_required(
     Runtime::set_native(NativeMode::Require);
     let native = run();
     Runtime::set_native(mode_before);
-    unsafe { std::env::remove_var("ARRAYFLOW_CACHE_DIR") };
-    let _ = std::fs::remove_dir_all(&dir);
+    drop_cache(&dir);
     let (vm, auto, native) = (vm.unwrap(), auto.unwrap(), native.unwrap());
     for i in 0..n {
         let want = (v[i] * 0.5 - 0.25).sinh() + v[i].cos().abs().sqrt();

@@ -12,9 +12,9 @@ use crate::runtime::Inner;
 
 impl Runtime {
     /// Keeps the last `kernels` fused kernels of later flushes and replayed code reuse sections
-    /// for stepping (0: off, the default). A kept kernel holds its input buffers (they are freed when it is dropped from
-    /// the kept ones, or when stepping is switched off), its parameter values and its flush's
-    /// IR nodes (with their reference values in comparison mode).
+    /// for stepping (0: off, the default). A kept kernel holds its input buffers (they are freed
+    /// when it is dropped from the kept ones, or when stepping is switched off), its parameter
+    /// values and its flush's IR nodes (with their reference values in comparison mode).
     ///
     /// Comparison mode keeps kernels of its own to narrow mismatches
     /// ([`crate::debug::CompareConfig::narrow`]); the larger of the two counts is kept.

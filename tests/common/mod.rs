@@ -565,3 +565,11 @@ pub fn start_on_every_device() {
             .expect("this test binary starts the runtime first");
     });
 }
+
+/// How a checked launch of `n` elements is cut into passes of about `pass` elements (whole tiles
+/// of the configured tile, the same cut on every executor): elements per pass, and passes.
+pub fn pass_cut(n: usize, pass: usize) -> (usize, usize) {
+    let tile = arrayflow::Runtime::config().tile.min(n);
+    let per = pass.div_ceil(tile) * tile;
+    (per, n.div_ceil(per))
+}

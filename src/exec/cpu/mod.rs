@@ -236,9 +236,11 @@ impl CpuLoop {
             }
             timed
         });
-        // A launch in passes makes its own record when its last pass ends (`profile_passes`).
-        let in_passes = passes(&task).is_some();
-        let ran = self.run_task(&task);
+        // Read once: whether the launch runs in passes decides how it runs and how it is
+        // recorded (a launch in passes makes its own record when its last pass ends,
+        // `profile_passes`).
+        let pass = passes(&task);
+        let ran = self.run_task(&task, pass);
         // Read (and disarmed) whatever happened to the task.
         let clock = if timed == Some(true) {
             crate::profile::kernel_clock()
@@ -266,7 +268,7 @@ impl CpuLoop {
         };
         if let Some(timed) = timed
             && result.is_ok()
-            && !in_passes
+            && pass.is_none()
         {
             use crate::profile::LaunchTiming as L;
             let (ns, end, how) = match clock {
@@ -291,9 +293,9 @@ impl CpuLoop {
         let _ = self.sched.send(SchedMsg::Suspended { task, error });
     }
 
-    /// Runs a task; `Ok(false)` when it did not finish: a trap suspended it, or it waits for a
-    /// suspended launch's results.
-    fn run_task(&mut self, task: &Task) -> Result<bool, Error> {
+    /// Runs a task (in passes of `pass` elements when set: [`passes`]); `Ok(false)` when it did
+    /// not finish: a trap suspended it, or it waits for a suspended launch's results.
+    fn run_task(&mut self, task: &Task, pass: Option<usize>) -> Result<bool, Error> {
         if self.suspend.any()
             && let Some(&b) = task.inputs.iter().find(|&&b| self.suspend.pending(b))
         {
@@ -342,7 +344,7 @@ impl CpuLoop {
             })
             .collect();
         let refs: Vec<&TypedVec> = inputs.iter().map(|a| &**a).collect();
-        let result = match passes(task) {
+        let result = match pass {
             Some(pass) => {
                 let Kernel::Fused(k) = &*task.program.kernel else {
                     unreachable!("passes are for fused kernels")
