@@ -300,6 +300,146 @@ fn passes_of_any_size_give_one_launchs_bits() {
     }
 }
 
+/// The bits of a reduction test's outputs: a full sum, row sums, column sums (a thread per
+/// result), an argmax over rows and the row sums of rows of four (a thread per row on wgpu), all
+/// of `sqrt(x)` for `x` of `[rows, cols]`.
+fn reductions_of(x: &[f32], rows: usize, cols: usize) -> Vec<Vec<u32>> {
+    let a = Array::from_slice(x, &[rows, cols]).sqrt();
+    let bits = |v: Vec<f32>| v.iter().map(|f| f.to_bits()).collect();
+    vec![
+        bits(a.sum().to_vec().unwrap()),
+        bits(a.sum_axis(1).to_vec().unwrap()),
+        bits(a.sum_axis(0).to_vec().unwrap()),
+        (&a * 2.0).argmax_axis(1).to_vec().unwrap(),
+        bits(
+            a.reshape(&[rows * cols / 4, 4])
+                .sum_axis(1)
+                .to_vec()
+                .unwrap(),
+        ),
+    ]
+}
+
+/// Kernels with reductions in passes of any size give one launch's bits (a pass longer than the
+/// launch) and the f64 oracle's values: a full sum, row and column sums, an argmax over rows, row
+/// sums of short rows; on a device the passes run there (many dispatches, nothing on the CPU).
+#[test]
+fn reductions_in_passes_of_any_size_give_one_launchs_bits() {
+    let _g = lock();
+    let mut r = rng(0x5ed0);
+    let (rows, cols) = (300, 260);
+    let x = rand_f32(&mut r, rows * cols, 0.5, 4.0);
+    Runtime::traps(TrapConfig::nan().passes(1 << 30));
+    let whole = reductions_of(&x, rows, cols);
+    assert!(Runtime::take_traps().is_empty());
+    // The oracle, in f64.
+    let s = |i: usize, j: usize| (x[i * cols + j] as f64).sqrt();
+    let total: f64 = (0..rows)
+        .flat_map(|i| (0..cols).map(move |j| (i, j)))
+        .map(|(i, j)| s(i, j))
+        .sum();
+    let row = |i: usize| (0..cols).map(|j| s(i, j)).sum::<f64>();
+    let col = |j: usize| (0..rows).map(|i| s(i, j)).sum::<f64>();
+    let close = |v: u32, w: f64, what: &str| {
+        let v = f32::from_bits(v) as f64;
+        assert!((v - w).abs() <= 1e-5 * w, "{what}: {v} vs {w}");
+    };
+    close(whole[0][0], total, "sum");
+    for (i, (&v, &m)) in whole[1].iter().zip(&whole[3]).enumerate() {
+        close(v, row(i), &format!("row {i}"));
+        let best = (0..cols).fold(0, |b, j| if s(i, j) > s(i, b) { j } else { b });
+        assert_eq!(m as usize, best, "argmax of row {i}");
+    }
+    for (j, &v) in whole[2].iter().enumerate() {
+        close(v, col(j), &format!("column {j}"));
+    }
+    for q in 0..rows * cols / 4 {
+        let w: f64 = (0..4).map(|u| (x[4 * q + u] as f64).sqrt()).sum();
+        close(whole[4][q], w, &format!("short row {q}"));
+    }
+    for pass in [1000, 7777, 40_000] {
+        Runtime::traps(TrapConfig::nan().passes(pass));
+        let before = Runtime::stats();
+        let v = reductions_of(&x, rows, cols);
+        let d = Runtime::stats().device.since(&before.device);
+        Runtime::traps(TrapConfig::off());
+        assert!(Runtime::take_traps().is_empty());
+        if on_device() {
+            // Small passes: each kernel in several (a whole launch is one or two dispatches).
+            let cut = pass > 10_000 || d.dispatches > 2 * d.kernels;
+            assert!(
+                d.kernels >= 5 && d.fallbacks == 0 && cut,
+                "pass {pass}: {d:?}"
+            );
+        }
+        for (o, (a, b)) in whole.iter().zip(&v).enumerate() {
+            assert_eq!(a, b, "pass {pass}, output {o}");
+        }
+    }
+}
+
+/// A NaN in a row sum's kernel in passes: the trap names the lowest of the planted elements, the
+/// op and line, found where the launch ran (on a device, by the device, in one of its passes;
+/// on the CPU in the CPU's pass); resumed, the sums equal one launch's bits (NaN in the rows
+/// planted) and the oracle elsewhere.
+#[test]
+fn a_nan_in_a_reduction_in_passes_suspends_and_resumes_to_one_launchs_bits() {
+    let _g = lock();
+    let mut r = rng(0x7ed5);
+    let (rows, cols) = (400, 300);
+    let n = rows * cols;
+    for pass in [2500usize, 30_000] {
+        let mut x = rand_f32(&mut r, n, 0.5, 4.0);
+        let (bad, first) = plant(&mut r, n, 2);
+        for &b in &bad {
+            x[b] = -r.random_range(0.5f32..2.0);
+        }
+        let sums = |pass: usize| {
+            Runtime::traps(TrapConfig::nan().passes(pass));
+            let before = Runtime::stats();
+            let line = line!() + 1;
+            let y = Array::from_slice(&x, &[rows, cols]).sqrt().sum_axis(1);
+            assert_eq!(y.to_vec().unwrap_err().kind(), ErrorKind::Trap);
+            let t = one_trap();
+            assert_eq!(
+                (t.element, t.suspended, t.op.as_str()),
+                (first, true, "sqrt"),
+                "pass {pass}: {t}"
+            );
+            assert_site(&t, line);
+            trap_found_where_computed(&t, &before, false);
+            let (k, passes) = t.pass.expect("a launch in passes names its pass");
+            if t.device {
+                assert!(k < passes, "{t}");
+            } else {
+                let (per, cut) = pass_cut(n, pass);
+                assert_eq!((k, passes), (first / per, cut), "{t}");
+            }
+            // Resumed (other bad elements trap again, in later passes) to the end.
+            let mut resumed = 0;
+            while Runtime::resume().unwrap() == 1 {
+                resumed += 1;
+                assert!(resumed <= bad.len(), "resumed {resumed} times");
+                let _ = y.to_vec();
+            }
+            Runtime::traps(TrapConfig::off());
+            Runtime::take_traps();
+            y.to_vec().unwrap()
+        };
+        let one = sums(1 << 30);
+        let v = sums(pass);
+        for (i, (a, b)) in one.iter().zip(&v).enumerate() {
+            assert_eq!(a.to_bits(), b.to_bits(), "pass {pass}, row {i}: {a} vs {b}");
+            if bad.iter().any(|&p| p / cols == i) {
+                assert!(a.is_nan(), "row {i}: {a}");
+            } else {
+                let w: f64 = (0..cols).map(|j| (x[i * cols + j] as f64).sqrt()).sum();
+                assert!(((*a as f64) - w).abs() <= 1e-5 * w, "row {i}: {a} vs {w}");
+            }
+        }
+    }
+}
+
 /// A NaN planted in pass k (pass sizes that divide the length, that do not, and one longer than
 /// it): the trap names the element, pass k and the count, found where the launch ran; while the
 /// launch is suspended an independent array is computed (on the device too) and read; resumed,
@@ -445,8 +585,8 @@ fn ran_where_expected(device: bool) -> bool {
 }
 
 /// `Runtime::resume` resumes the suspended launches of every executor and counts them: two
-/// element-wise launches (on the device where one runs) and a reduction's (on the CPU, where
-/// kernels with reductions run in passes), each suspended by its own NaN.
+/// element-wise launches and a reduction's (on the device where one runs), each suspended by its
+/// own NaN.
 #[test]
 fn resume_counts_the_launches_of_every_executor() {
     let _g = lock();
@@ -469,14 +609,16 @@ fn resume_counts_the_launches_of_every_executor() {
     let (per, passes) = pass_cut(n, 2048);
     for (t, &b) in ts.iter().zip(&bad) {
         assert_eq!((t.element, t.suspended), (b, true), "{t}");
-        assert_eq!(t.pass, Some((b / per, passes)), "{t}");
+        assert!(ran_where_expected(t.device), "{t}");
     }
-    // Where each ran: the element-wise ones on the device, the reduction on the CPU.
-    assert!(
-        ran_where_expected(ts[0].device) && ran_where_expected(ts[1].device),
-        "{ts:#?}"
-    );
-    assert!(!ts[2].device, "{}", ts[2]);
+    // The element-wise launches' passes are the CPU's cut everywhere; the reduction's on a
+    // device are its own.
+    for t in &ts[..2] {
+        assert_eq!(t.pass, Some((t.element / per, passes)), "{t}");
+    }
+    if !ts[2].device {
+        assert_eq!(ts[2].pass, Some((ts[2].element / per, passes)), "{}", ts[2]);
+    }
     assert_eq!(Runtime::resume().unwrap(), 3);
     assert_eq!(Runtime::resume().unwrap(), 0);
     Runtime::traps(TrapConfig::off());

@@ -50,5 +50,6 @@ void af_concat_{i}(__global const {ty} *part, __global {ty} *out) {{
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }

@@ -52,5 +52,6 @@ fn af_part{j}(@builtin(global_invocation_id) gid: vec3<u32>) {{
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     }
 }

@@ -46,6 +46,7 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
         fault: None,
         immediate_words: None,
         kept: plan.kept(),
+        range: None,
     })
 }
 

@@ -51,6 +51,7 @@ pub fn render(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsupported> 
         fault: None,
         immediate_words: None,
         kept: plan.kept(),
+        range: None,
     })
 }
 

@@ -227,5 +227,6 @@ void af_count_zero(__global uint *counts) {{
         fault: (!hist).then_some(0),
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }

@@ -210,5 +210,6 @@ fn af_count_zero(@builtin(global_invocation_id) gid: vec3<u32>) {{
         fault: (!hist).then_some(0),
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }

@@ -85,6 +85,7 @@ void af_matmul_sum(__global const {el} *part, __global {el} *c) {{
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 

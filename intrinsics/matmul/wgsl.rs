@@ -85,6 +85,7 @@ fn af_matmul_sum(@builtin(global_invocation_id) gid: vec3<u32>) {{
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 

@@ -135,6 +135,7 @@ pub fn render(op: ReduceOp, g: Rows, d: DType, t: Target) -> Result<GpuPlan, Uns
                 fault: None,
                 immediate_words: None,
                 kept: None,
+                range: None,
             })
         }
         GpuLayout::Columns { chunks, chunk } => {
@@ -168,6 +169,7 @@ pub fn render(op: ReduceOp, g: Rows, d: DType, t: Target) -> Result<GpuPlan, Uns
                 fault: None,
                 immediate_words: None,
                 kept: None,
+                range: None,
             })
         }
     }

@@ -145,6 +145,7 @@ pub fn render(op: ReduceOp, g: Rows, d: DType) -> Result<GpuPlan, Unsupported> {
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 

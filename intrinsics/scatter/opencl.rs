@@ -160,6 +160,7 @@ void af_scatter_add(__global const {it} *idx, __global const {ty} *vals, __globa
             fault: Some(0),
             immediate_words: None,
             kept: None,
+            range: None,
         });
     }
     source.push_str(&format!(
@@ -226,6 +227,7 @@ void af_scatter_write(__global const {it} *idx, __global const {ty} *vals, __glo
         fault: Some(0),
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 
@@ -445,6 +447,7 @@ void af_scatter_sum(__global const {ty} *data, __global const {acc} *part, __glo
         fault: Some(0),
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 

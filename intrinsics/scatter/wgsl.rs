@@ -130,6 +130,7 @@ fn af_scatter_add(@builtin(global_invocation_id) gid: vec3<u32>) {{
             fault: Some(0),
             immediate_words: None,
             kept: None,
+            range: None,
         });
     }
     source.push_str(&format!(
@@ -205,6 +206,7 @@ fn af_scatter_write(@builtin(global_invocation_id) gid: vec3<u32>) {{
         fault: Some(0),
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 
@@ -424,6 +426,7 @@ fn af_scatter_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         fault: Some(0),
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 

@@ -492,6 +492,7 @@ pub fn render_sort(
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 
@@ -707,5 +708,6 @@ pub fn render_runs(call: &IntrinsicCall, _t: Target) -> Result<GpuPlan, Unsuppor
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }

@@ -336,6 +336,7 @@ pub fn render_opencl(
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 
@@ -607,5 +608,6 @@ pub fn render_wgsl(call: &IntrinsicCall, r: Rows, k: usize) -> Result<GpuPlan, U
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }

@@ -564,6 +564,7 @@ pub fn render_sort(
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }
 
@@ -782,5 +783,6 @@ pub fn render_runs(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
         fault: None,
         immediate_words: None,
         kept: None,
+        range: None,
     })
 }

@@ -896,16 +896,15 @@ impl SchedulerLoop {
 
     /// The executors that can run `program` (bit `i` for executor `i`): the CPU always, a device
     /// when it computes the program's element types. Launches in passes (trap checks with
-    /// `TrapConfig::passes`) of kernels with reductions run on the CPU tile VM alone, where a
-    /// pass that traps can stay suspended; element-wise ones also on devices, which dispatch them
-    /// pass by pass (`exec/gpu/passes.rs`) when the device's first-failing word can name any of
-    /// their elements (`debug::trap::device::fits`).
+    /// `TrapConfig::passes`) run on devices, which dispatch them pass by pass
+    /// (`exec/gpu/passes.rs`), when the device's first-failing word can name any of their
+    /// elements (`debug::trap::device::fits`); otherwise on the CPU tile VM alone, where a pass
+    /// that traps can stay suspended.
     fn allowed(&self, program: &Program) -> u32 {
         if let Kernel::Fused(k) = &*program.kernel
             && !k.traps.is_empty()
             && crate::debug::trap::current().is_some_and(|c| c.pass_elements.is_some())
-            && !(k.reductions.is_empty()
-                && crate::debug::trap::device::fits(k.domain.len(), k.traps.len()))
+            && !crate::debug::trap::device::fits(k.domain.len(), k.traps.len())
         {
             return bit(0);
         }

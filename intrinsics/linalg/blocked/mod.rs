@@ -388,6 +388,7 @@ impl Blocked {
             fault: s.fault,
             immediate_words: None,
             kept: None,
+            range: None,
         }
     }
 }

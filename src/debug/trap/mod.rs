@@ -14,12 +14,14 @@
 //! - **Passes** (`pass=N`, [`TrapConfig::passes`]): a checked launch runs in passes of about N
 //!   elements, whole tiles ([`passes::Geometry`], the same cut on every executor); the pass that
 //!   traps stops the launch, which stays suspended on its executor while other work goes on, and
-//!   `Runtime::resume` finishes it (every executor's). Element-wise kernels run in passes where
-//!   they are computed: the CPU tile VM (`exec/cpu/suspend.rs`), or a device, which dispatches the
-//!   same compiled kernel once per pass over its range of elements (`codegen::lower`) and reads
-//!   the trap words after each (`exec/gpu/passes.rs`; split kernels and kernels the device does
-//!   not run take the tile VM there). Kernels with reductions, which passes cannot cut into
-//!   independent ranges, run on the CPU executor. The scheduler's barrier (`Runtime::execute`)
+//!   `Runtime::resume` finishes it (every executor's). Kernels run in passes where they are
+//!   computed: the CPU tile VM (`exec/cpu/suspend.rs`), or a device, which dispatches the same
+//!   compiled kernel once per pass over its range of elements (`codegen::lower`) and reads the
+//!   trap words after each (`exec/gpu/passes.rs`; split kernels and kernels the device does not
+//!   run take the tile VM there). A kernel with reductions runs its passes over runs of its
+//!   work-group slots (each slot's partials its own, so the passes give one launch's bits; the
+//!   final combining pass after the last): the trap names the same element as on the CPU, the
+//!   pass in the device's own cut. The scheduler's barrier (`Runtime::execute`)
 //!   does not wait for a suspended task or the work waiting for it, and waits for their results
 //!   (`eval`) return the trap's error (`exec/scheduler.rs`).
 //!

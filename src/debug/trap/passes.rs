@@ -4,7 +4,7 @@
 //! [`Progress`] is where a launch cut into passes stands: the next tile, and the reduction
 //! partials of the tiles that ran. A launch whose pass trapped stays suspended in the executor
 //! that ran it (`exec/cpu/suspend.rs`; on a device, `exec/gpu/passes.rs`, which dispatches each
-//! pass of an element-wise kernel over its range of elements): its results read as the trap's
+//! pass over its range of elements, or of a reduction's work-group slots): its results read as the trap's
 //! error, tasks that read them wait, other work goes on, and `Runtime::resume` runs the passes
 //! left. [`first_failing`] is the tile VM's test of one check over a tile.
 
@@ -41,8 +41,10 @@ impl TrapSink {
 
 /// How a launch of `len` elements in tiles of `tile` is cut into passes of about `pass_elements`
 /// elements: whole tiles per pass, as the tile VM cuts it (`exec/cpu/vm.rs`, `run_checked`), so
-/// the device executors, which dispatch each pass over its range of elements, cut at the same
-/// elements and a trap names the same pass on every executor.
+/// the device executors, which dispatch each pass of an element-wise kernel over its range of
+/// elements, cut at the same elements and a trap names the same pass on every executor. (A
+/// device cuts a reduction's launch into runs of its work-group slots instead, with the same
+/// type over those units: `exec/gpu/passes.rs`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
     /// The launch's elements.

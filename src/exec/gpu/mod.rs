@@ -896,9 +896,10 @@ impl<A: DeviceApi> GpuLoop<A> {
         Ok(())
     }
 
-    /// Enqueues every pass of every step with its buffers bound. A ranged pass
-    /// (`plans::Step::range`) runs elements `range` (`None`: all of them) in as many of its
-    /// work-groups as that range needs.
+    /// Enqueues every pass of every step with its buffers bound. A ranged plan
+    /// ([`GpuPlan::range`]) runs its first pass over the units `range` (`None`: all of them) in as
+    /// many of its work-groups as that range needs, and its later passes only with the range that
+    /// ends the launch.
     fn enqueue(
         &mut self,
         task: &Task,
@@ -936,17 +937,20 @@ impl<A: DeviceApi> GpuLoop<A> {
                 }
                 _ => 0,
             };
+            let ranged = step.plan.range.map(|r| (r, range.unwrap_or((0, r.units))));
             for (pi, pass) in step.plan.passes.iter().enumerate().skip(skip) {
+                if matches!(ranged, Some((r, (_, end)))if pi > 0 && end < r.units) {
+                    continue;
+                }
                 if pass.groups > 0 {
                     Counters::add(&self.counters.device.dispatches, 1);
                     let bufs: Vec<&A::Buf> = pass.buffers.iter().map(bind).collect();
-                    let (params, groups) = match step.range {
-                        Some((slot, len)) if pi == 0 => {
-                            let (first, end) = range.unwrap_or((0, len));
+                    let (params, groups) = match ranged {
+                        Some((r, (first, end))) if pi == 0 => {
                             let mut p = task.params.to_vec();
-                            p.resize(slot as usize, 0);
+                            p.resize(r.slot as usize, 0);
                             p.extend([first, end]);
-                            let groups = range_groups(pass.groups, len, end - first);
+                            let groups = range_groups(pass.groups, r.units, end - first);
                             (std::borrow::Cow::Owned(p), groups)
                         }
                         _ => (std::borrow::Cow::Borrowed(&task.params[..]), pass.groups),

@@ -1,6 +1,6 @@
 //! Launches in resumable passes on a device executor (issue 24, `TrapConfig::passes`; the CPU
 //! executor's are in `exec/cpu/suspend.rs`). An element-wise kernel with trap checks whose device
-//! plan is one ranged step keeping the first-failing word (`plans::Step::range`,
+//! plan is one ranged step keeping the first-failing word ([`GpuPlan::range`],
 //! [`GpuPlan::first_word`]) runs on the device pass by pass: each pass is one dispatch of the same
 //! compiled program over its range of elements (the CPU's cut, [`Geometry`]), after which the
 //! executor waits for the fault words. A pass that traps stops the launch: the CPU tile VM runs
@@ -11,12 +11,18 @@
 //! `Runtime::resume` ([`GpuLoop::resume`]) runs the passes left into the same buffers, so the
 //! results equal one launch's bit for bit.
 //!
+//! A kernel with reductions runs in passes the same way over its first pass's work-group slots
+//! ([`GpuPlan::range`]): each slot's partials or results are its own, whichever dispatch runs
+//! it, so the passes give one launch's bits; its final pass (combining chunk partials) runs once,
+//! after the last. Its passes are cut at whole slots (or results, or blocks of results), about
+//! the pass size's elements each, each a run of elements in order, so the first failing element
+//! is the same as on the CPU, though the pass numbers are the device's own.
+//!
 //! What passes cannot cut simply on the device runs in passes on the CPU tile VM here instead,
 //! from host copies, and suspends the same way: a split kernel (its halves number their checks
 //! apart), a kernel the device does not run, one whose keys do not fit the first-failing word,
 //! and a pass whose fault is not a trap the CPU confirms (integer division by zero: the CPU's run
-//! gives the exact error). Kernels with reductions never come here: the scheduler keeps them on
-//! the CPU executor (`exec/scheduler.rs`, `allowed`).
+//! gives the exact error).
 
 use super::plans::DevicePlan;
 use super::{DeviceApi, GpuLoop, Held, HostSlice, device_error, enqueue_download, fallback};
@@ -98,16 +104,29 @@ impl<B, P> Suspensions<B, P> {
 /// Whether a device plan runs in passes on the device: one ranged step keeping the first-failing
 /// word, not a hand-written intrinsic.
 fn on_device<P>(plan: &DevicePlan<P>) -> bool {
-    matches!(&plan.steps[..], [s] if s.range.is_some() && s.plan.first_word()) && !plan.intrinsic
+    matches!(&plan.steps[..], [s] if s.plan.range.is_some() && s.plan.first_word())
+        && !plan.intrinsic
 }
 
-/// The passes of `task`'s launch under the configured pass size.
-fn geometry(task: &Task, pass_elements: usize) -> Geometry {
-    Geometry::new(
-        task.program.launch.domain_len,
-        task.program.launch.tile,
-        pass_elements,
-    )
+/// The passes of `task`'s launch under the configured pass size, in the units of its plan's range
+/// (`plan`): an element-wise kernel's elements, cut as the CPU cuts them (whole tiles per pass),
+/// so a trap names the same pass on every executor; a reduction's work-group slots (or results),
+/// whole aligned runs of them of about the pass size's elements each, so its passes are the
+/// device's own (each a run of elements in order: the trap's element is the CPU's).
+fn geometry(task: &Task, plan: &GpuPlan, pass_elements: usize) -> Geometry {
+    let r = plan.range.expect("a plan run in passes is ranged");
+    match &*task.program.kernel {
+        Kernel::Fused(k) if k.reductions.is_empty() => Geometry::new(
+            task.program.launch.domain_len,
+            task.program.launch.tile,
+            pass_elements,
+        ),
+        _ => Geometry::new(
+            r.units as usize,
+            r.align as usize,
+            pass_elements.div_ceil(r.elements as usize),
+        ),
+    }
 }
 
 /// The configured pass size (on the tile VM, a launch suspended when passes were on resumes in
@@ -174,7 +193,7 @@ impl<A: DeviceApi> GpuLoop<A> {
         }
         // One kernel, however many passes (`dispatches` counts those).
         Counters::add(&self.counters.device.kernels, 1);
-        let geo = geometry(&task, pass_elements());
+        let geo = geometry(&task, &plan.steps[0].plan, pass_elements());
         self.device_passes(task, plan, held, geo, 0, 0);
     }
 

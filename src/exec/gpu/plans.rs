@@ -36,10 +36,6 @@ pub struct Step<P> {
     pub program: Arc<P>,
     pub inputs: Vec<Slot>,
     pub outputs: Vec<Slot>,
-    /// For a ranged kernel (`lower::Lowered::range`, a checked element-wise kernel): its first
-    /// pass's range slots and length (`lower::range_slots`): a whole launch binds `0, len`, a
-    /// launch in resumable passes one range per dispatch (`passes.rs`).
-    pub range: Option<(u32, u64)>,
 }
 
 pub struct DevicePlan<P> {
@@ -143,7 +139,6 @@ fn build<A: DeviceApi>(
                 program,
                 inputs: (0..c.in_shapes.len()).map(Slot::Task).collect(),
                 outputs: vec![Slot::Task(0)],
-                range: None,
             });
         }
     }
@@ -177,7 +172,6 @@ fn pattern_step<A: DeviceApi>(k: &FusedKernel, api: &mut A) -> Option<Step<A::Pr
         program,
         inputs: (0..call.in_shapes.len()).map(Slot::Task).collect(),
         outputs: vec![Slot::Task(0)],
-        range: None,
     })
 }
 
@@ -228,7 +222,6 @@ fn build_fused<A: DeviceApi>(
                 program,
                 inputs: ins,
                 outputs: outs,
-                range: crate::proggen::codegen::lower::range_slots(k),
             });
             return Ok(());
         }

@@ -83,6 +83,29 @@ pub struct GpuPlan {
     pub immediate_words: Option<u32>,
     /// Leading passes whose result an executor may keep between launches ([`Kept`]).
     pub kept: Option<Kept>,
+    /// The first pass runs a range of the kernel's work ([`Ranged`]).
+    pub range: Option<Ranged>,
+}
+
+/// A kernel whose first pass runs a range of its work units (a fused kernel with trap checks,
+/// so that a launch in resumable passes dispatches the same program once per range,
+/// `exec/gpu/passes.rs`). Parameter slots `slot` and `slot + 1`, after the kernel's own, hold the
+/// first and end unit: a whole launch binds `0 .. units`; the passes after the first (a
+/// reduction's `af_final`) run once, after the range that ends at `units`. The units `a .. b`
+/// (`a` and `b` multiples of `align`, or `b = units`) cover one run of the domain's elements in
+/// linear order, later units later elements, so the first failing element of the first range that
+/// has one is the launch's first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ranged {
+    /// The first of the two range slots.
+    pub slot: u32,
+    /// Units of the whole launch: elements of an element-wise kernel; a reduction's first-pass
+    /// work-group slots, or its results where a thread takes a result.
+    pub units: u64,
+    /// About how many domain elements a unit covers (1 for an element-wise kernel).
+    pub elements: u64,
+    /// Ranges start and end at multiples of this many units (or at `units`).
+    pub align: u64,
 }
 
 /// Leading passes of a plan that compute a constant table (Bluestein's transformed chirp
@@ -134,6 +157,7 @@ impl GpuPlan {
             fault: fault_word.then_some(0),
             immediate_words: None,
             kept: None,
+            range: None,
         }
     }
 }

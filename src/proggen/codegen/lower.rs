@@ -9,7 +9,7 @@
 //! What differs between targets is data, not code: a printer passes its [`Policy`] (work-group
 //! size, unrolling, when quads are taken, how reductions are split, which buffers a pass binds).
 
-use super::gpu::{BufArg, GpuPlan, Pass, Target, elem_bytes};
+use super::gpu::{BufArg, GpuPlan, Pass, Ranged, Target, elem_bytes};
 use crate::ir::{
     BinaryOp, DType, GenKind, RandomDist, ReduceOp, RngAlgorithm, UnaryOp, contiguous_strides,
 };
@@ -389,25 +389,46 @@ pub struct Lowered<'k> {
     pub first: Option<u32>,
     /// The passes to dispatch, in order: `af_kernel`, then `af_final` for chunked reductions.
     pub passes: Vec<PassPlan>,
-    /// An element-wise kernel with trap checks ([`ranged`]): `af_kernel` runs over the elements
-    /// `af_lo .. af_hi` only, two parameter slots after the kernel's own (`k.params.len()` and
-    /// the next), so a launch in resumable passes (`crate::debug::trap::passes`) dispatches the
-    /// same program once per pass; a whole launch binds `0 .. len`. Such kernels take the scalar
-    /// layout, whose grid-stride loop takes any range and any number of work-groups.
+    /// A kernel with trap checks ([`ranged`]): `af_kernel` runs a range of its units only (an
+    /// element-wise kernel's elements, a reduction's work-group slots or, in the rows layout,
+    /// results; [`GpuPlan::range`]), two parameter slots after the kernel's own (`k.params.len()`
+    /// and the next), so a launch in resumable passes (`crate::debug::trap::passes`) dispatches
+    /// the same program once per pass; a whole launch binds `0 .. units`. Element-wise, such
+    /// kernels take the scalar layout, whose grid-stride loop takes any range and any number of
+    /// work-groups; a reduction's slot loop takes any range as it is.
     pub range: bool,
 }
 
-/// Whether `k` is lowered with an element range ([`Lowered::range`]): element-wise, with trap
-/// checks. Kernels with reductions cannot be cut into independent ranges this simply.
+/// Whether `k` is lowered with a unit range ([`Lowered::range`]): it has trap checks.
 pub fn ranged(k: &FusedKernel) -> bool {
-    k.reductions.is_empty() && !k.traps.is_empty()
+    !k.traps.is_empty()
 }
 
-/// The range slots of a ranged kernel's plan, for its executor: `Some((slot, len))` when its
-/// first pass takes the first and end element as parameter slots `slot` and `slot + 1` (after
-/// the kernel's own) of its `len` elements ([`Lowered::range`]).
-pub fn range_slots(k: &FusedKernel) -> Option<(u32, u64)> {
-    ranged(k).then(|| (k.params.len() as u32, k.domain.len() as u64))
+/// The units of a ranged kernel (`l.range`) under layout `layout` with work-groups of `local`:
+/// elements; results of the rows layout (a thread walks a result's row); the work-group slots of
+/// the reduction layouts, slot `g` serving results block `g / chunks` over chunk `g % chunks`,
+/// so consecutive slots cover consecutive elements when a block is one result, and whole blocks
+/// (`chunks` slots) do otherwise.
+fn range_of(k: &FusedKernel, layout: &Layout, local: u64) -> Ranged {
+    let (outer, inner) = (k.domain.outer as u64, k.domain.inner as u64);
+    let (units, elements, align) = match *layout {
+        Layout::Quads { .. } | Layout::Scalar { .. } => (k.domain.len() as u64, 1, 1),
+        Layout::Rows { .. } => (outer, inner, 1),
+        Layout::Reduce(r) => {
+            let per = local / r.threads;
+            if per == 1 {
+                (r.slots, r.chunk, 1)
+            } else {
+                (r.slots, (per * inner).div_ceil(r.chunks), r.chunks)
+            }
+        }
+    };
+    Ranged {
+        slot: k.params.len() as u32,
+        units,
+        elements: elements.max(1),
+        align: align.max(1),
+    }
 }
 
 impl Lowered<'_> {
@@ -938,6 +959,9 @@ impl Lowered<'_> {
                 .collect(),
             immediate_words,
             kept: None,
+            range: self
+                .range
+                .then(|| range_of(self.k, &self.layout, local as u64)),
         }
     }
 }

@@ -6,9 +6,10 @@
 //! [`super::lower`] under this target's [`Policy`]; this file prints them as OpenCL C.
 //!
 //! Every entry runs work-groups of [`LOCAL`] threads, in grid-stride loops (at most
-//! [`MAX_GROUPS`] groups; element-wise kernels up to 2^20). An element-wise kernel with trap checks
-//! takes the scalar loop over the elements `af_lo .. af_hi` of two arguments after the parameter
-//! slots (`lower::Lowered::range`: a launch in resumable passes dispatches one range per pass).
+//! [`MAX_GROUPS`] groups; element-wise kernels up to 2^20). A kernel with trap checks runs the
+//! units `af_lo .. af_hi` of two arguments after the parameter slots (`lower::Lowered::range`: a
+//! launch in resumable passes dispatches one range per pass): an element-wise one takes the
+//! scalar loop over those elements, a reduction's `af_kernel` loops over those work-group slots.
 //! Without reductions the plan is one
 //! pass `af_kernel` looping over the domain's quads (four consecutive elements, vector loads and
 //! stores), by default one quad per thread, a work-group per 256 quads (`vector_loop`; the scalar
@@ -290,12 +291,17 @@ fn reduction_loop(l: &Lowered, t: Target, r: ReduceLayout) -> String {
         ..
     } = r;
     let mut s = String::new();
+    // A ranged kernel runs the slots `af_lo .. af_hi` (`Lowered::range`).
+    let (first, end) = if l.range {
+        ("af_lo + get_group_id(0)".to_string(), "af_hi".to_string())
+    } else {
+        ("get_group_id(0)".to_string(), format!("{}UL", r.slots))
+    };
     let _ = writeln!(
         s,
-        "  for (ulong g = get_group_id(0); g < {n}UL; g += get_num_groups(0)) {{\n    \
+        "  for (ulong g = {first}; g < {end}; g += get_num_groups(0)) {{\n    \
          const ulong o = (g / {chunks}UL) * {per}UL + lid / {threads}u, \
          j0 = (g % {chunks}UL) * {chunk}UL, j1 = min(j0 + {chunk}UL, {inner}UL);",
-        n = r.slots,
         per = LOCAL as u64 / threads,
     );
     if chunks > 1 {

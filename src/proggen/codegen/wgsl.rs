@@ -21,7 +21,8 @@
 //!   so such a kernel (and any other that does not qualify) takes the scalar form, as does a
 //!   kernel with trap checks (`lower::Lowered::range`: it runs the elements `af_lo .. af_hi` of
 //!   two parameter slots after its own, striding by the dispatched threads, so a launch in
-//!   resumable passes dispatches one range per pass).
+//!   resumable passes dispatches one range per pass; a reduction with trap checks runs the
+//!   results, or work-group slots, `af_lo .. af_hi` the same way).
 //!   `ARRAYFLOW_WGPU_VECTOR=0` forces the scalar form, for comparison;
 //! - no reduction, scalar form: one pass `af_kernel`; each of the `G` threads handles [`UNROLL`]
 //!   elements per loop trip, `base + u * G` for `u` in `0..UNROLL` (`base` from the thread's
@@ -864,13 +865,9 @@ fn render_scalar(l: &Lowered, t: Target) -> (String, Option<u32>) {
         );
     }
     let (args, range, first, step) = if l.range {
-        let slot = 2 * l.k.params.len();
         (
-            ", @builtin(num_workgroups) nwg: vec3<u32>",
-            format!(
-                "  let af_lo = params[{slot}u];\n  let af_hi = params[{}u];\n  let af_threads = nwg.x * {LOCAL}u;\n",
-                slot + 2
-            ),
+            RANGE_ARG,
+            format!("{}  let af_threads = nwg.x * {LOCAL}u;\n", range_prelude(l)),
             "af_lo + gid.x",
             format!("{UNROLL}u * af_threads"),
         )
@@ -885,6 +882,41 @@ fn render_scalar(l: &Lowered, t: Target) -> (String, Option<u32>) {
         body_prelude(l),
     );
     (s, words)
+}
+
+/// The entry argument a ranged kernel (`Lowered::range`) takes: the dispatched work-groups.
+const RANGE_ARG: &str = ", @builtin(num_workgroups) nwg: vec3<u32>";
+
+/// A ranged kernel's first and end unit, `af_lo` and `af_hi`, from its two range slots (the low
+/// words of the slots after the kernel's own).
+fn range_prelude(l: &Lowered) -> String {
+    let slot = 2 * l.k.params.len();
+    format!(
+        "  let af_lo = params[{slot}u];\n  let af_hi = params[{}u];\n",
+        slot + 2
+    )
+}
+
+/// The loop over the first pass's units `var` (`first`, a grid-stride loop of `stride` from
+/// `id`, up to `units`): over `af_lo .. af_hi` for a ranged kernel, striding by the dispatched
+/// work-groups (times `per_group` units each).
+fn unit_loop(l: &Lowered, var: &str, id: &str, units: u64, groups: u32, per_group: u32) -> String {
+    if l.range {
+        format!(
+            "{}  for (var {var} = af_lo + {id}; {var} < af_hi; {var} += nwg.x * {per_group}u) {{\n",
+            range_prelude(l)
+        )
+    } else {
+        format!(
+            "  for (var {var} = {id}; {var} < {units}u; {var} += {}u) {{\n",
+            groups.max(1) * per_group
+        )
+    }
+}
+
+/// The entry arguments after the ids (the dispatched work-groups for a ranged kernel).
+fn range_args(l: &Lowered) -> &'static str {
+    if l.range { RANGE_ARG } else { "" }
 }
 
 /// Short reductions: one thread per result evaluates its row and writes the results.
@@ -903,10 +935,11 @@ fn render_thread_rows(l: &Lowered, t: Target) -> (String, Option<u32>) {
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}{}  for (var o = gid.x; o < {outer}u; o += {}u) {{\n{init}    for (var i = 0u; i < {inner}u; i++) {{\n      let lin = o * {inner}u + i;\n{}{fold}    }}\n{write_out}  }}\n}}\n",
+        "\n// ---- kernel ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(global_invocation_id) gid: vec3<u32>{}) {{\n{}{}{}{init}    for (var i = 0u; i < {inner}u; i++) {{\n      let lin = o * {inner}u + i;\n{}{fold}    }}\n{write_out}  }}\n}}\n",
+        range_args(l),
         set_zero("gid"),
         body_prelude(l),
-        groups.max(1) * LOCAL,
+        unit_loop(l, "o", "gid.x", outer as u64, groups, LOCAL),
         body(l, "      ", Access::Scalar)
     );
     (s, words)
@@ -1051,9 +1084,11 @@ fn render_chunked(
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel: chunks ----\n{decls}{wg}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}{}  for (var job = wid.x; job < {jobs}u; job += {groups}u) {{\n    let o = job / {c}u;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n{init}    var i0 = first + tid;\n    for (; i0 + {}u < end; i0 += {}u) {{\n{unrolled}    }}\n    for (; i0 < end; i0 += {LOCAL}u) {{\n      {{\n        let i = i0;\n        let lin = o * {inner}u + i;\n{element}{}      }}\n    }}\n{combine}{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
+        "\n// ---- kernel: chunks ----\n{decls}{wg}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32{}) {{\n{}{}{}    let o = job / {c}u;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n{init}    var i0 = first + tid;\n    for (; i0 + {}u < end; i0 += {}u) {{\n{unrolled}    }}\n    for (; i0 < end; i0 += {LOCAL}u) {{\n      {{\n        let i = i0;\n        let lin = o * {inner}u + i;\n{element}{}      }}\n    }}\n{combine}{}    workgroupBarrier();\n{tree}    if (tid == 0u) {{\n{results}    }}\n    workgroupBarrier();\n  }}\n}}\n",
+        range_args(l),
         set_zero("wid"),
         body_prelude(l),
+        unit_loop(l, "job", "wid.x", jobs, groups, 1),
         (UNROLL - 1) * LOCAL,
         UNROLL * LOCAL,
         accs[0].fold,
@@ -1149,9 +1184,11 @@ fn render_columns(
     let mut s = String::new();
     let _ = write!(
         s,
-        "\n// ---- kernel: columns ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {{\n{}{}  for (var job = wid.x; job < {jobs}u; job += {groups}u) {{\n    let o = (job / {c}u) * {LOCAL}u + tid;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n    if (o < {outer}u) {{\n{init}      var i0 = first;\n      for (; i0 + {}u < end; i0 += {UNROLL}u) {{\n{unrolled}      }}\n      for (; i0 < end; i0++) {{\n        {{\n          let i = i0;\n          let lin = o * {inner}u + i;\n{element}{}        }}\n      }}\n{combine}{results}    }}\n  }}\n}}\n",
+        "\n// ---- kernel: columns ----\n{decls}\n@compute @workgroup_size({LOCAL})\nfn af_kernel(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32{}) {{\n{}{}{}    let o = (job / {c}u) * {LOCAL}u + tid;\n    let first = (job % {c}u) * {chunk}u;\n    let end = min(first + {chunk}u, {inner}u);\n    if (o < {outer}u) {{\n{init}      var i0 = first;\n      for (; i0 + {}u < end; i0 += {UNROLL}u) {{\n{unrolled}      }}\n      for (; i0 < end; i0++) {{\n        {{\n          let i = i0;\n          let lin = o * {inner}u + i;\n{element}{}        }}\n      }}\n{combine}{results}    }}\n  }}\n}}\n",
+        range_args(l),
         set_zero("wid"),
         body_prelude(l),
+        unit_loop(l, "job", "wid.x", jobs, groups, 1),
         UNROLL - 1,
         accs[0].fold,
     );
