@@ -18,7 +18,9 @@ pub fn run_all(
     inputs: &[&TypedVec],
     outputs: &mut [TypedVec],
 ) -> Result<(), Error> {
-    super::def(&call.op).cpu(call, inputs, outputs)
+    super::def(&call.op).cpu(call, inputs, outputs)?;
+    super::fault::corrupt(call, outputs);
+    Ok(())
 }
 
 /// An execution error of an intrinsic (the program fails; its results become invalid).

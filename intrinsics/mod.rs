@@ -64,6 +64,7 @@
 pub mod concat;
 pub mod conv;
 pub mod cpu;
+pub mod fault;
 pub mod fft;
 pub mod gather;
 pub mod histogram;
@@ -167,6 +168,13 @@ pub trait IntrinsicDef: Sync {
     /// that produced input 0).
     fn moves_data(&self) -> bool {
         false
+    }
+
+    /// The public API call that records `op`, as a Rust expression on the inputs' variables
+    /// `args` (shapes `shapes`), for the debugger's reproducing programs
+    /// (`src/debug/step/repro.rs`); `None` where none is written (the program then says so).
+    fn spelling(&self, _op: &Intrinsic, _args: &[String], _shapes: &[&[usize]]) -> Option<String> {
+        None
     }
 
     /// Whether the intrinsic takes complex inputs (`Complex<f32>`, `Complex<f64>`); the front end

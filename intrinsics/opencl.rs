@@ -17,7 +17,9 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     if !t.fp64 && (call.dtype == DType::F64 || call.in_dtypes.contains(&DType::F64)) {
         return Err(Unsupported("the device does not compute f64".into()));
     }
-    super::def(&call.op).opencl(call, t)
+    let mut plan = super::def(&call.op).opencl(call, t)?;
+    super::fault::plant(call, &mut plan, true);
+    Ok(plan)
 }
 
 /// Renders the tiled transpose of a fused kernel that

@@ -33,7 +33,9 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
             call.op.name()
         )));
     }
-    super::def(&call.op).wgsl(call, t)
+    let mut plan = super::def(&call.op).wgsl(call, t)?;
+    super::fault::plant(call, &mut plan, false);
+    Ok(plan)
 }
 
 /// Renders the tiled transpose of a fused kernel that

@@ -18,7 +18,7 @@
 //!
 //! Tests run one at a time: fault injection and comparison mode are process-wide.
 
-use arrayflow::debug::inject_fault;
+use arrayflow::debug::{inject_fault, inject_intrinsic_fault};
 use arrayflow::ir::BinaryOp;
 use arrayflow::{Array, CompareConfig, CompareMode, MismatchAction, Runtime, StepScope};
 use parking_lot::Mutex;
@@ -60,6 +60,7 @@ struct Scope {
 impl Drop for Scope {
     fn drop(&mut self) {
         inject_fault(None);
+        inject_intrinsic_fault(None);
         Runtime::set_stepping(0);
         Runtime::set_compare(None);
         Runtime::clear_mismatches();
@@ -70,6 +71,7 @@ impl Drop for Scope {
 fn scope() -> Scope {
     let lock = SERIAL.lock();
     inject_fault(None);
+    inject_intrinsic_fault(None);
     Runtime::set_compare(Some(
         CompareConfig::new(CompareMode::OnCopyOut).action(MismatchAction::Log),
     ));
@@ -574,6 +576,88 @@ fn a_kernel_input_that_already_differed_is_traced_to_the_kernel_computing_it() {
         "{d}"
     );
     assert!(d.program.contains(".tanh()") && !d.program.contains(".exp()"));
+}
+
+/// An intrinsic planted wrong (test-only: a `cumsum`'s result comes out `2x + 1` on whichever
+/// executor runs it) between two fused kernels: stepping its array shows its launch as one step
+/// with the executor's values and the references; a mismatch on the second kernel's result is
+/// traced through that kernel's load to the intrinsic, whose input agrees with its reference, so
+/// the divergence names the `cumsum` call (op, line, element, both values against an f64 oracle);
+/// its reproducing program writes the intrinsic's input out, calls `cumsum`, and compiled and run
+/// prints the reference value, or with the fault planted the optimised one.
+#[test]
+fn a_divergence_in_an_intrinsic_is_traced_to_it_and_it_steps_as_one_step() {
+    let _s = scope();
+    let mut rng = Lcg(0x1a7e_0024);
+    let (xa, xb) = (rng.values(N), rng.values(COLS));
+    let a = Array::from_slice(&xa, &[ROWS, COLS]);
+    let b = Array::from_slice(&xb, &[COLS]);
+    inject_intrinsic_fault(Some("scan"));
+    let t1 = (&a * 0.5f32).tanh();
+    let l_scan = line!() + 1;
+    let t2 = t1.cumsum(1);
+    let l_sub = line!() + 1;
+    let t3 = (&t2 * 0.1f32).exp() - &b;
+    let _ = t3.to_vec().unwrap();
+    // The f64 oracle of the cumulative sum.
+    let oracle = |j: usize| {
+        let (r, c) = (j / COLS, j % COLS);
+        (0..=c)
+            .map(|k| (0.5 * xa[r * COLS + k] as f64).tanh())
+            .sum::<f64>()
+    };
+    let close = |v: f64, w: f64| (v - w).abs() <= 1e-5 * (1.0 + w.abs());
+    let ds = Runtime::divergences().unwrap();
+    let d = ds
+        .iter()
+        .find(|d| d.mismatch.site.line() == l_sub)
+        .unwrap_or_else(|| panic!("no divergence for the read: {ds:#?}"));
+    assert_eq!(
+        (d.op.as_str(), d.site.file(), d.site.line()),
+        ("scan", file!(), l_scan),
+        "{d}"
+    );
+    let j = d.element;
+    assert!(close(d.reference, oracle(j)), "{d} against {}", oracle(j));
+    assert!(close(d.optimised, 2.0 * oracle(j) + 1.0), "{d}");
+    // The intrinsic's array steps as one step: the executor's values and the references.
+    let steps = Runtime::step_kernel(&t2, StepScope::Range(j..j + 3)).unwrap();
+    assert_eq!(steps.len(), 1, "{steps:#?}");
+    let st = &steps[0];
+    assert_eq!((st.op.as_str(), st.site.line()), ("scan", l_scan), "{st:?}");
+    assert_eq!(
+        (st.elements.clone(), st.shape.clone()),
+        ((j..j + 3).collect(), vec![ROWS, COLS])
+    );
+    let reference = st.reference.as_ref().expect("comparison mode's reference");
+    for (k, &e) in st.elements.iter().enumerate() {
+        assert!(close(st.values[k], 2.0 * oracle(e) + 1.0), "{st:?}");
+        assert!(close(reference[k], oracle(e)), "{st:?}");
+    }
+    // The reproducing program: the intrinsic's input written out, then `cumsum`.
+    let text = &d.program;
+    println!("on {}: {d}\n{text}", Runtime::executor());
+    assert!(text.starts_with("// Reproduces `scan`"), "{text}");
+    for needle in ["Array::<f32>::from_slice(&[", ".cumsum(1)", ".to_vec()?"] {
+        assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
+    }
+    assert!(!text.contains(".exp()"), "{text}");
+    let faulty = text.replacen(
+        "fn main() -> arrayflow::Result<()> {",
+        "fn main() -> arrayflow::Result<()> {\n    if std::env::var_os(\"REPRO_FAULT\").is_some() {\n        arrayflow::debug::inject_intrinsic_fault(Some(\"scan\"));\n    }",
+        1,
+    );
+    let bin = compile_program(&faulty, "intrinsic");
+    for fault in [false, true] {
+        let (element, value) = run_program(&bin, fault);
+        assert_eq!(element, j, "{text}");
+        let want = if fault { d.optimised } else { d.reference };
+        assert!(
+            close(value, want),
+            "fault {fault}: printed {value}, want {want}: {d}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(bin.parent().unwrap());
 }
 
 /// Stepping a scope of a 2^20-element fused kernel runs its micro-kernels over the box of the

@@ -29,6 +29,15 @@ impl IntrinsicDef for Concat {
         "concat"
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        let parts: Vec<String> = args.iter().map(|a| format!("&{a}")).collect();
+        Some(format!(
+            "Array::concat(&[{}], {})",
+            parts.join(", "),
+            axis_of(op)
+        ))
+    }
+
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let axis = axis_of(op);
         let first = inputs

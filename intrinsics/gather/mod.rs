@@ -30,6 +30,10 @@ impl IntrinsicDef for Gather {
         "gather"
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        Some(format!("{}.gather(&{}, {})", args[0], args[1], axis_of(op)))
+    }
+
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let axis = axis_of(op);
         let (a, idx) = (inputs[0], inputs[1]);

@@ -249,6 +249,26 @@ impl IntrinsicDef for Matmul {
         "matmul"
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], shapes: &[&[usize]]) -> Option<String> {
+        let (ta, tb) = flags(op);
+        // A transposed operand is stored with its last two axes swapped.
+        let operand = |v: &String, shape: &[usize], trans: bool| {
+            let r = shape.len();
+            if trans && r >= 2 {
+                let mut perm: Vec<usize> = (0..r).collect();
+                perm.swap(r - 1, r - 2);
+                format!("{v}.permute(&{perm:?})")
+            } else {
+                v.clone()
+            }
+        };
+        Some(format!(
+            "{}.matmul(&{})",
+            operand(&args[0], shapes[0], ta),
+            operand(&args[1], shapes[1], tb)
+        ))
+    }
+
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let (a, b) = (inputs[0], inputs[1]);
         let (ta, tb) = flags(op);

@@ -126,6 +126,11 @@ impl IntrinsicDef for Scan {
         "scan"
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        let (rop, axis) = parts(op);
+        Some(format!("{}.{}({axis})", args[0], scan_name(rop)))
+    }
+
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let (rop, axis) = parts(op);
         let a = inputs[0];

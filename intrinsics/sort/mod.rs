@@ -166,6 +166,12 @@ impl IntrinsicDef for Sort {
         "sort"
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        let (axis, descending) = sort_op(op);
+        let order = if descending { "_descending" } else { "" };
+        Some(format!("{}.sort_axis{order}({axis})", args[0]))
+    }
+
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let (axis, _) = sort_op(op);
         let a = inputs[0];
@@ -254,6 +260,12 @@ impl IntrinsicDef for Sort {
 impl IntrinsicDef for Argsort {
     fn name(&self) -> &'static str {
         "argsort"
+    }
+
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        let (axis, descending) = sort_op(op);
+        let order = if descending { "_descending" } else { "" };
+        Some(format!("{}.argsort_axis{order}({axis})", args[0]))
     }
 
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
@@ -453,6 +465,15 @@ impl Take {
 impl IntrinsicDef for TakeAlongAxis {
     fn name(&self) -> &'static str {
         "take_along_axis"
+    }
+
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        Some(format!(
+            "{}.take_along_axis(&{}, {})",
+            args[0],
+            args[1],
+            take_axis(op)
+        ))
     }
 
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {

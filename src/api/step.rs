@@ -27,7 +27,9 @@ impl Runtime {
     /// `scope`: loads of the kernel's inputs, then each operation in the kernel's order, then its
     /// reductions. The kernel must have been kept ([`Runtime::set_stepping`] before the flush
     /// or the replay that computed it; a replayed kernel's steps name the section's recorded ops
-    /// and call sites, and have no reference values).
+    /// and call sites, and have no reference values). An array an intrinsic computed (`matmul`,
+    /// `sort`, a scan, an FFT, ...) is one step, the intrinsic's own: its result as the executor
+    /// computed it at the scope's elements of the array, with the reference in comparison mode.
     ///
     /// ```
     /// use arrayflow::{Array, Runtime, StepScope};
@@ -46,15 +48,15 @@ impl Runtime {
     pub fn step_kernel<T: Element>(array: &Array<T>, scope: StepScope) -> Result<Vec<StepRecord>> {
         let site = site();
         let inner = Inner::get();
-        inner
-            .step_node(array.h.id, site, &scope)?
-            .records(&scope, site)
+        inner.step_records(array.h.id, site, &scope)
     }
 
     /// The first diverging op of each mismatch comparison mode found so far whose result came
-    /// from a kept fused kernel ([`Runtime::set_stepping`]): the kernel is stepped on the
-    /// executor that ran it and each IR node's value is compared with its reference. Runs what
-    /// is queued and waits for pending checks first.
+    /// from a kept kernel ([`Runtime::set_stepping`]): a fused kernel is stepped on the executor
+    /// that ran it and each IR node's value is compared with its reference; an intrinsic's launch
+    /// (`matmul`, `sort`, ...) is one step, whose inputs are compared first. An input that already
+    /// differed is traced to the kept kernel that computed it. Runs what is queued and waits for
+    /// pending checks first.
     pub fn divergences() -> Result<Vec<Divergence>> {
         let inner = Inner::get();
         let mismatches = Runtime::mismatches();

@@ -1,9 +1,9 @@
 //! The debugger's stepping hook in the flush: with stepping on (`Runtime::set_stepping`), each
-//! fused kernel of the sequence is kept (`debug::step::capture`) with its parameter values, its
-//! input buffers (pinned in the scheduler until the capture is evicted) and the flush's nodes, so
-//! it can be re-run one operation at a time later; a replayed code reuse section's fused kernels
-//! are kept the same way, with the section's recorded nodes. Off, this costs one atomic load per
-//! flush.
+//! kernel of the sequence is kept (`debug::step::capture`) with its parameter values, its input
+//! buffers (pinned in the scheduler until the capture is evicted; an intrinsic's outputs too) and
+//! the flush's nodes, so a fused kernel can be re-run one operation at a time later and an
+//! intrinsic's launch shown as one step; a replayed code reuse section's kernels are kept the same
+//! way, with the section's recorded nodes. Off, this costs one atomic load per flush.
 
 use super::macro_cache::MacroEntry;
 use super::state::{FrontEnd, Inner};
@@ -11,7 +11,7 @@ use crate::debug::step::capture::KernelCapture;
 use crate::exec::BufferId;
 use crate::ir::{NodeId, NodeInfo};
 use crate::proggen::Generated;
-use crate::proggen::sequence::{Kernel, Program, ProgramSequence};
+use crate::proggen::sequence::{Program, ProgramSequence};
 use ahash::AHashMap;
 use std::sync::Arc;
 
@@ -92,8 +92,8 @@ impl Inner {
         );
     }
 
-    /// Keeps each fused kernel of `k.seq` with its input buffers pinned; `node`: the node of a
-    /// formal, `replayed`: a replay's nodes of a program's outputs.
+    /// Keeps each kernel of `k.seq` with its buffers pinned ([`KernelCapture::pinned`]);
+    /// `node`: the node of a formal, `replayed`: a replay's nodes of a program's outputs.
     fn keep_fused(
         &self,
         k: &Kept,
@@ -102,13 +102,7 @@ impl Inner {
     ) {
         let mut unpin = Vec::new();
         for (pi, p) in k.seq.programs.iter().enumerate() {
-            if !matches!(&*p.kernel, Kernel::Fused(_)) {
-                continue;
-            }
             let inputs: Vec<BufferId> = p.inputs.iter().map(|&f| k.bindings[f as usize]).collect();
-            for &b in &inputs {
-                self.sched.pin(b, true);
-            }
             let cap = KernelCapture {
                 kernel: p.kernel.clone(),
                 launch: p.launch.clone(),
@@ -117,10 +111,13 @@ impl Inner {
                 outputs: p.outputs.iter().map(|&f| node(f)).collect(),
                 output_buffers: p.outputs.iter().map(|&f| k.bindings[f as usize]).collect(),
                 inputs,
-                members: k.members[pi].clone(),
+                members: k.members.get(pi).cloned().unwrap_or_default(),
                 nodes: k.nodes.clone(),
                 replayed: replayed(p),
             };
+            for b in cap.pinned() {
+                self.sched.pin(b, true);
+            }
             unpin.extend(self.captures.lock().push(cap));
         }
         for b in unpin {

@@ -1,8 +1,10 @@
 //! Test-only fault injection (feature `fault-injection`): comparison mode's and the debugger's tests
-//! make one binary operation compute wrongly and check that the mismatch is found and named. The
-//! switch lives here, below the executors, because the tile VM (`exec/cpu/vm.rs`) and the OpenCL
-//! and WGSL renderers (`codegen/opencl.rs`, `codegen/wgsl.rs`, through [`planted`]) all read it.
-//! Re-exported by `debug`, which owns the tests' view of it.
+//! make one binary operation, or one intrinsic, compute wrongly and check that the mismatch is
+//! found and named. The switch lives here, below the executors, because the tile VM
+//! (`exec/cpu/vm.rs`), the OpenCL and WGSL renderers (`codegen/opencl.rs`, `codegen/wgsl.rs`,
+//! through [`planted`]) and the intrinsic library's entries (`intrinsics/cpu.rs`, `opencl.rs`,
+//! `wgsl.rs`, through [`intrinsic_faulty`]) all read it. Re-exported by `debug`, which owns the
+//! tests' view of it.
 
 /// Test-only fault injection: while set, `op` computes wrongly on a float result. The tile VM
 /// makes the first element of every tile off (`2x + 1`); the OpenCL and WGSL renderers make every
@@ -31,13 +33,44 @@ pub fn faulty(_op: crate::ir::BinaryOp) -> bool {
     false
 }
 
-/// Which fault is injected (0: none), for caches of rendered kernels: a kernel rendered with a
-/// fault is another program than the same kernel rendered without.
+/// Test-only fault injection: while set, the intrinsic named `name` (its registry name: `scan`,
+/// `matmul`, `sort`, ...) computes wrongly: every element of its first output, when it is f32 or
+/// f64, comes out `2x + 1`. On the CPU after the intrinsic's own code ran
+/// (`intrinsics/cpu.rs`); on a GPU by a pass appended to its plan (`intrinsics/mod.rs`,
+/// `plant`), so the plan is another program in the program cache.
+#[cfg(feature = "fault-injection")]
+pub fn inject_intrinsic_fault(name: Option<&'static str>) {
+    *INTRINSIC_FAULT.write() = name;
+}
+
+#[cfg(feature = "fault-injection")]
+static INTRINSIC_FAULT: parking_lot::RwLock<Option<&'static str>> = parking_lot::RwLock::new(None);
+
+/// Whether the intrinsic named `name` is the injected fault.
 #[inline]
-pub fn fault_code() -> u8 {
+pub fn intrinsic_faulty(_name: &str) -> bool {
     #[cfg(feature = "fault-injection")]
     {
-        FAULT.load(std::sync::atomic::Ordering::Relaxed)
+        *INTRINSIC_FAULT.read() == Some(_name)
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    false
+}
+
+/// Which faults are injected (0: none), for caches of rendered kernels: a kernel rendered with a
+/// fault is another program than the same kernel rendered without. The low byte is the binary
+/// op's, the high byte a tag of the intrinsic's name.
+#[inline]
+pub fn fault_code() -> u16 {
+    #[cfg(feature = "fault-injection")]
+    {
+        let tag = INTRINSIC_FAULT.read().map_or(0, |n| {
+            1 + n
+                .bytes()
+                .fold(0u16, |h, b| h.wrapping_mul(31).wrapping_add(b as u16))
+                % 255
+        });
+        FAULT.load(std::sync::atomic::Ordering::Relaxed) as u16 | tag << 8
     }
     #[cfg(not(feature = "fault-injection"))]
     0

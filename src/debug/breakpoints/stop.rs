@@ -241,16 +241,15 @@ impl Stop {
     }
     /// Steps inside the fused kernel that computed array `id` (the seed's micro-kernels, see
     /// [`crate::Runtime::step_kernel`]): one record per IR node of the kernel with its values at
-    /// `scope`. A pending array is computed first (intrusive whatever the mode); the kernel must
-    /// have been kept ([`crate::Runtime::set_stepping`]; the console keeps the last 8).
+    /// `scope` (an intrinsic's result: one step, its own). A pending array is computed first
+    /// (intrusive whatever the mode); the kernel must have been kept
+    /// ([`crate::Runtime::set_stepping`]; the console keeps the last 8).
     pub fn step_kernel(
         &self,
         id: ArrayId,
         scope: crate::StepScope,
     ) -> Result<Vec<crate::StepRecord>> {
-        Inner::get()
-            .step_node(id.0, self.site, &scope)?
-            .records(&scope, self.site)
+        Inner::get().step_records(id.0, self.site, &scope)
     }
     /// Stops again at the next API call that records a result.
     pub fn step(&mut self) {

@@ -1,21 +1,23 @@
-//! What the stepper keeps of a fused kernel when stepping is on (`Runtime::set_stepping`): the
-//! kernel, its launch and parameter values, its input buffers (pinned in the scheduler, so they
-//! outlive their release), the IR node each instruction computes, and the nodes of the flush that
-//! ran it. The last few kernels are kept, most recent last; evicting one unpins its inputs.
+//! What the stepper keeps of a kernel when stepping is on (`Runtime::set_stepping`): the kernel,
+//! its launch and parameter values, its input buffers (pinned in the scheduler, so they outlive
+//! their release), the IR node each instruction computes, and the nodes of the flush that ran it.
+//! An intrinsic's launch is kept too, as one step (its output buffers pinned as well, so the
+//! divergence search can compare its result after the flush released it). The last few kernels
+//! are kept, most recent last; evicting one unpins its buffers.
 
 use super::report::Divergence;
 use crate::exec::BufferId;
 use crate::ir::{NodeId, NodeInfo};
 use crate::proggen::builder::Member;
 use crate::proggen::kernel::FusedKernel;
-use crate::proggen::sequence::{Kernel, LaunchSpec};
+use crate::proggen::sequence::{IntrinsicCall, Kernel, LaunchSpec};
 use ahash::AHashMap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// One fused kernel as it ran, kept for stepping.
+/// One kernel as it ran, kept for stepping.
 pub struct KernelCapture {
-    /// The program's kernel (always [`Kernel::Fused`]).
+    /// The program's kernel: fused, or an intrinsic's call.
     pub kernel: Arc<Kernel>,
     pub launch: LaunchSpec,
     /// Its parameter values (constants, random streams), by slot.
@@ -29,7 +31,7 @@ pub struct KernelCapture {
     /// The buffer bound to each kernel output (where the kernel ran is asked of the scheduler
     /// through these, so its micro-kernels run there too).
     pub output_buffers: Vec<BufferId>,
-    /// The node each instruction computes (`None` for loads).
+    /// The node each instruction computes (`None` for loads; empty for an intrinsic).
     pub members: Vec<Member>,
     /// The flush's nodes as they were recorded (ops, inputs, shapes, call sites, references):
     /// the processed nodes and the kernel's inputs, for the reference values and the
@@ -43,12 +45,36 @@ pub struct KernelCapture {
 }
 
 impl KernelCapture {
-    /// The fused kernel.
+    /// The fused kernel (the callers have checked it is one: [`KernelCapture::intrinsic`]).
     pub fn fused(&self) -> &FusedKernel {
         match &*self.kernel {
             Kernel::Fused(k) => k,
-            Kernel::Intrinsic(_) => unreachable!("only fused kernels are captured"),
+            Kernel::Intrinsic(_) => unreachable!("an intrinsic's capture is not stepped inside"),
         }
+    }
+    /// The intrinsic's call, when the kept kernel is one.
+    pub fn intrinsic(&self) -> Option<&IntrinsicCall> {
+        match &*self.kernel {
+            Kernel::Intrinsic(c) => Some(c),
+            Kernel::Fused(_) => None,
+        }
+    }
+    /// The buffers pinned while it is kept: its inputs, and an intrinsic's outputs.
+    pub fn pinned(&self) -> impl Iterator<Item = BufferId> + '_ {
+        let outputs = if self.intrinsic().is_some() {
+            &self.output_buffers[..]
+        } else {
+            &[]
+        };
+        self.inputs.iter().chain(outputs).copied()
+    }
+    /// Which of its outputs array `id` is (a replayed kernel's by the replaying call's nodes).
+    pub fn output_of(&self, id: NodeId) -> Option<usize> {
+        self.replayed
+            .as_ref()
+            .unwrap_or(&self.outputs)
+            .iter()
+            .position(|&o| o == id)
     }
 }
 
@@ -94,7 +120,7 @@ impl Captures {
         let mut unpin = Vec::new();
         while self.kernels.len() > self.keep {
             if let Some(c) = self.kernels.pop_front() {
-                unpin.extend(c.inputs.iter().copied());
+                unpin.extend(c.pinned());
             }
         }
         unpin

@@ -1,5 +1,5 @@
 //! The reproducing program of a divergence: the ops that feed the diverging IR node, written as
-//! Rust on arrayflow's public API. Inputs are the whole arrays the fused kernel read (and the
+//! Rust on arrayflow's public API. Inputs are the whole arrays the kernel read (and the
 //! values of ops the public API has no spelling for here), written as `Array::from_slice` of
 //! their values; every other op of the cone is one statement at its recorded call site. The
 //! program prints the diverging element beside its reference value.
@@ -69,11 +69,13 @@ fn literal(v: Scalar) -> String {
     }
 }
 
-/// The expression computing node `n` from its inputs' variables, or `None` when the public API
-/// has no spelling for it here (it becomes an input).
-fn expression(n: &NodeInfo, args: &[String]) -> Option<String> {
+/// The expression computing node `n` from its inputs' variables (of shapes `shapes`), or `None`
+/// when the public API has no spelling for it here (it becomes an input). An intrinsic's comes
+/// from its definition ([`crate::intrinsics::IntrinsicDef::spelling`]).
+fn expression(n: &NodeInfo, args: &[String], shapes: &[&[usize]]) -> Option<String> {
     let shape = format!("{:?}", &n.shape[..]);
     Some(match &n.op {
+        Op::Intrinsic(i) => return crate::intrinsics::def(i).spelling(i, args, shapes),
         Op::Const(v) => format!(
             "Array::<{}>::full(&{shape}, {})",
             rust_type(n.dtype),
@@ -127,12 +129,19 @@ pub fn program(
     let mut order: Vec<NodeId> = Vec::new();
     let mut seen: AHashSet<NodeId> = AHashSet::new();
     let mut stack = vec![(target.node, false)];
+    // The shapes of a node's inputs (where recorded).
+    let shapes = |n: &NodeInfo| -> Vec<&[usize]> {
+        n.inputs
+            .iter()
+            .map(|i| nodes.get(i).map_or(&[][..], |x| &x.shape[..]))
+            .collect()
+    };
     let is_leaf = |id: NodeId| {
         inputs.contains(&id)
             || nodes.get(&id).is_none_or(|n| {
                 let args: Vec<String> = n.inputs.iter().map(|_| String::new()).collect();
                 n.inputs.iter().any(|i| !nodes.contains_key(i)) && !inputs.contains(&id)
-                    || expression(n, &args).is_none()
+                    || expression(n, &args, &shapes(n)).is_none()
             })
     };
     while let Some((id, expanded)) = stack.pop() {
@@ -212,11 +221,19 @@ pub fn program(
             }
         } else {
             let args: Vec<String> = n.inputs.iter().map(|i| var[i].clone()).collect();
-            let e = expression(n, &args).expect("a non-leaf has a spelling");
+            let e = expression(n, &args, &shapes(n)).expect("a non-leaf has a spelling");
             let _ = writeln!(s, "    let {v} = {e}; // {what}");
         }
     }
     let v = &var[&target.node];
+    if is_leaf(target.node) && !inputs.contains(&target.node) {
+        let _ = writeln!(
+            s,
+            "    // `{}` has no spelling here: {v} holds its reference values; call the op on its \
+             inputs here to reproduce it.",
+            t.op.base_name()
+        );
+    }
     let _ = writeln!(s, "    let values = {v}.to_vec()?;");
     let _ = writeln!(
         s,

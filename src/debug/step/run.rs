@@ -2,7 +2,7 @@
 //! through the one hand-off as a program sequence of their own, pinned to the executor that ran
 //! the fused kernel (the scheduler says which), so every executor runs them by its normal path,
 //! over the box of the domain the scope needs (`window.rs`); their spill buffers are read back,
-//! then released.
+//! then released. A kept intrinsic's launch is one step: its result read at the scope.
 
 use super::capture::KernelCapture;
 use super::micro::{self, MicroPlan};
@@ -52,22 +52,91 @@ fn scope_range(scope: &StepScope, len: usize, tile: usize, site: Site) -> Result
 }
 
 impl Inner {
-    /// Computes node `id` if it is pending, then re-runs the kept fused kernel that computed it
-    /// as micro-kernels on the same executor, over the part of the domain `scope` needs.
-    pub fn step_node(&self, id: NodeId, site: Site, scope: &StepScope) -> Result<Stepped> {
+    /// The steps of the kept kernel that computed node `id` (computed first if it is pending) at
+    /// `scope`'s elements: a fused kernel's micro-kernels, re-run on the executor that ran it
+    /// over the part of the domain `scope` needs, or an intrinsic's launch as one step, its
+    /// result read at those elements of its output.
+    pub fn step_records(
+        &self,
+        id: NodeId,
+        site: Site,
+        scope: &StepScope,
+    ) -> Result<Vec<StepRecord>> {
+        let capture = self.kept_kernel(id, site)?;
+        match capture.intrinsic() {
+            Some(_) => self.intrinsic_step(&capture, id, site, scope),
+            None => self.step_kernel(capture, site, scope)?.records(scope, site),
+        }
+    }
+
+    /// The kept kernel that computed node `id`, after computing it if it is pending.
+    fn kept_kernel(&self, id: NodeId, site: Site) -> Result<Arc<KernelCapture>> {
         if self.front().nodes.get(&id).is_some_and(|n| n.is_pending()) {
             self.read_node(id, site)?;
         }
-        let capture = self.captures.lock().find(id).ok_or_else(|| {
+        self.captures.lock().find(id).ok_or_else(|| {
             let why = if self.stepping() {
-                "no kept fused kernel computed this array (it was computed by an intrinsic, before stepping was switched on, or longer ago than the kept kernels)"
+                "no kept kernel computed this array (it was computed before stepping was switched on, or longer ago than the kept kernels)"
             } else {
-                "stepping is off, so no fused kernel was kept"
+                "stepping is off, so no kernel was kept"
             };
             Error::new(ErrorKind::Argument, why.to_string())
                 .at(site)
-                .hint("call Runtime::set_stepping(n) before the flush that computes the array; it keeps the last n fused kernels")
-        })?;
+                .hint("call Runtime::set_stepping(n) before the flush that computes the array; it keeps the last n kernels")
+        })
+    }
+
+    /// An intrinsic's launch as one step: its output `id` as the executor computed it, at the
+    /// scope's elements (of the output, row-major; a group is the launch's tile of them), with
+    /// comparison mode's reference there when it recorded one.
+    fn intrinsic_step(
+        &self,
+        capture: &KernelCapture,
+        id: NodeId,
+        site: Site,
+        scope: &StepScope,
+    ) -> Result<Vec<StepRecord>> {
+        let call = capture.intrinsic().expect("an intrinsic's capture");
+        let o = capture.output_of(id).unwrap_or(0);
+        let values = self.sched.read(capture.output_buffers[o])?;
+        let range = scope_range(scope, values.len(), capture.launch.tile, site)?;
+        let elements: Vec<usize> = range.collect();
+        let info = capture.nodes.get(&capture.outputs[o]);
+        let reference = info.and_then(|n| n.reference.as_ref()).map(|r| {
+            elements
+                .iter()
+                .map(|&j| {
+                    if j < r.len() {
+                        r.get(j).as_f64()
+                    } else {
+                        f64::NAN
+                    }
+                })
+                .collect()
+        });
+        Ok(vec![StepRecord {
+            step: 0,
+            op: info.map_or_else(|| call.op.name().to_string(), |n| n.op.name()),
+            site: info.map_or(site, |n| n.site),
+            dtype: values.dtype(),
+            shape: info.map_or_else(|| vec![values.len()], |n| n.shape.to_vec()),
+            stored: Some(o),
+            values: elements.iter().map(|&e| values.get(e).as_f64()).collect(),
+            bits: elements.iter().map(|&e| values.get(e).bits()).collect(),
+            at: elements.clone(),
+            elements,
+            reference,
+        }])
+    }
+
+    /// Re-runs kept fused kernel `capture` as micro-kernels over the part of its domain `scope`
+    /// needs.
+    fn step_kernel(
+        &self,
+        capture: Arc<KernelCapture>,
+        site: Site,
+        scope: &StepScope,
+    ) -> Result<Stepped> {
         let k = capture.fused();
         let range = scope_range(scope, k.domain.len(), capture.launch.tile, site)?;
         let window = Window::covering(&k.domain.shape, range);

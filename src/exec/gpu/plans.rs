@@ -89,9 +89,9 @@ impl<P: Send + Sync + 'static> Plans<P> {
         api: &mut A,
     ) -> Runnable<P> {
         // The injected fault (test-only, `proggen::fault`) is rendered into the kernel: a
-        // kernel seen with another fault (or none) is planned again. Addresses stay below 2^56.
+        // kernel seen with another fault (or none) is planned again. Addresses stay below 2^48.
         let key =
-            Arc::as_ptr(kernel) as usize | (crate::proggen::fault::fault_code() as usize) << 56;
+            Arc::as_ptr(kernel) as usize | (crate::proggen::fault::fault_code() as usize) << 48;
         if let Some((_, r)) = self.by_kernel.get(&key) {
             return r.clone();
         }
