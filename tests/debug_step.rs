@@ -353,16 +353,7 @@ fn divergence_names_the_planted_op_on_every_executor() {
             .any(|m| m.op == "sub" && m.site.line() == l_sub && m.site.file() == file!()),
         "the planted fault is caught on the chain's result: {ms:#?}"
     );
-    let ds = Runtime::divergences().unwrap();
-    let d = ds
-        .iter()
-        .find(|d| d.mismatch.site.line() == l_sub)
-        .unwrap_or_else(|| panic!("no divergence for the chain: {ds:#?}"));
-    assert_eq!(
-        (d.op.as_str(), d.site.file(), d.site.line()),
-        ("mul", file!(), l_mul),
-        "{d}"
-    );
+    let d = &divergence_named(l_sub, "mul", l_mul);
     // Both values, against an f64 oracle: the reference is tanh(a + b) * a, the optimised value
     // the planted corruption of it (2x + 1, rounded in f32).
     let j = d.element;
@@ -445,10 +436,35 @@ fn divergence_names_the_planted_op_on_every_executor() {
         "fn main() -> arrayflow::Result<()> {\n    if std::env::var_os(\"REPRO_FAULT\").is_some() {\n        arrayflow::debug::inject_fault(Some(arrayflow::ir::BinaryOp::Mul));\n    }",
         1,
     );
-    let bin = compile_program(&faulty, "divergence");
+    assert_reproduces(&faulty, "divergence", d, j);
+}
+
+/// The divergence found for the mismatch reported at this file's line `line`, which must name op
+/// `op` recorded at line `at`.
+#[track_caller]
+fn divergence_named(line: u32, op: &str, at: u32) -> arrayflow::Divergence {
+    let ds = Runtime::divergences().unwrap();
+    let d = ds
+        .iter()
+        .find(|d| d.mismatch.site.line() == line)
+        .unwrap_or_else(|| panic!("no divergence for the mismatch at line {line}: {ds:#?}"))
+        .clone();
+    assert_eq!(
+        (d.op.as_str(), d.site.file(), d.site.line()),
+        (op, file!(), at),
+        "{d}"
+    );
+    d
+}
+
+/// Compiles reproducing program `program` (whose fault the `REPRO_FAULT` variable plants) and
+/// runs it without and with the fault: it prints divergence `d`'s element `j` with the reference
+/// value, then with the optimised one.
+fn assert_reproduces(program: &str, name: &str, d: &arrayflow::Divergence, j: usize) {
+    let bin = compile_program(program, name);
     for fault in [false, true] {
         let (element, value) = run_program(&bin, fault);
-        assert_eq!(element, j, "{text}");
+        assert_eq!(element, j, "{program}");
         let want = if fault { d.optimised } else { d.reference };
         assert!(
             (value - want).abs() <= 1e-5 * (1.0 + want.abs()),
@@ -559,16 +575,7 @@ fn a_kernel_input_that_already_differed_is_traced_to_the_kernel_computing_it() {
     let l_sub = line!() + 1;
     let t3 = t2.exp() - &b;
     let _ = t3.to_vec().unwrap();
-    let ds = Runtime::divergences().unwrap();
-    let d = ds
-        .iter()
-        .find(|d| d.mismatch.site.line() == l_sub)
-        .unwrap_or_else(|| panic!("no divergence for the read: {ds:#?}"));
-    assert_eq!(
-        (d.op.as_str(), d.site.file(), d.site.line()),
-        ("mul", file!(), l_mul),
-        "{d}"
-    );
+    let d = &divergence_named(l_sub, "mul", l_mul);
     let j = d.element;
     let oracle = (xa[j] as f64 + xb[j % COLS] as f64).tanh() * xa[j] as f64;
     assert!(
@@ -607,16 +614,7 @@ fn a_divergence_in_an_intrinsic_is_traced_to_it_and_it_steps_as_one_step() {
             .sum::<f64>()
     };
     let close = |v: f64, w: f64| (v - w).abs() <= 1e-5 * (1.0 + w.abs());
-    let ds = Runtime::divergences().unwrap();
-    let d = ds
-        .iter()
-        .find(|d| d.mismatch.site.line() == l_sub)
-        .unwrap_or_else(|| panic!("no divergence for the read: {ds:#?}"));
-    assert_eq!(
-        (d.op.as_str(), d.site.file(), d.site.line()),
-        ("scan", file!(), l_scan),
-        "{d}"
-    );
+    let d = &divergence_named(l_sub, "scan", l_scan);
     let j = d.element;
     assert!(close(d.reference, oracle(j)), "{d} against {}", oracle(j));
     assert!(close(d.optimised, 2.0 * oracle(j) + 1.0), "{d}");
@@ -647,17 +645,7 @@ fn a_divergence_in_an_intrinsic_is_traced_to_it_and_it_steps_as_one_step() {
         "fn main() -> arrayflow::Result<()> {\n    if std::env::var_os(\"REPRO_FAULT\").is_some() {\n        arrayflow::debug::inject_intrinsic_fault(Some(\"scan\"));\n    }",
         1,
     );
-    let bin = compile_program(&faulty, "intrinsic");
-    for fault in [false, true] {
-        let (element, value) = run_program(&bin, fault);
-        assert_eq!(element, j, "{text}");
-        let want = if fault { d.optimised } else { d.reference };
-        assert!(
-            close(value, want),
-            "fault {fault}: printed {value}, want {want}: {d}"
-        );
-    }
-    let _ = std::fs::remove_dir_all(bin.parent().unwrap());
+    assert_reproduces(&faulty, "intrinsic", d, j);
 }
 
 /// Stepping a scope of a 2^20-element fused kernel runs its micro-kernels over the box of the

@@ -102,18 +102,7 @@ impl Inner {
         let range = scope_range(scope, values.len(), capture.launch.tile, site)?;
         let elements: Vec<usize> = range.collect();
         let info = capture.nodes.get(&capture.outputs[o]);
-        let reference = info.and_then(|n| n.reference.as_ref()).map(|r| {
-            elements
-                .iter()
-                .map(|&j| {
-                    if j < r.len() {
-                        r.get(j).as_f64()
-                    } else {
-                        f64::NAN
-                    }
-                })
-                .collect()
-        });
+        let reference = reference_at(info, &elements);
         Ok(vec![StepRecord {
             step: 0,
             op: info.map_or_else(|| call.op.name().to_string(), |n| n.op.name()),
@@ -286,17 +275,7 @@ impl Stepped {
                 None => elems.clone(),
             };
             let info = node.and_then(|id| self.capture.nodes.get(&id));
-            let reference = info.and_then(|n| n.reference.as_ref()).map(|r| {
-                at.iter()
-                    .map(|&j| {
-                        if j < r.len() {
-                            r.get(j).as_f64()
-                        } else {
-                            f64::NAN
-                        }
-                    })
-                    .collect()
-            });
+            let reference = reference_at(info, &at);
             out.push(StepRecord {
                 step: n,
                 op: step.op.clone(),
@@ -313,4 +292,21 @@ impl Stepped {
         }
         Ok(out)
     }
+}
+
+/// A node's reference values (comparison mode's, when it recorded them) at its elements `at`
+/// (NaN past its end).
+fn reference_at(info: Option<&crate::ir::NodeInfo>, at: &[usize]) -> Option<Vec<f64>> {
+    let r = info?.reference.as_ref()?;
+    Some(
+        at.iter()
+            .map(|&j| {
+                if j < r.len() {
+                    r.get(j).as_f64()
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect(),
+    )
 }
