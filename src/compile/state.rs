@@ -87,7 +87,7 @@ pub struct Inner {
     pub report: Arc<crate::debug::checker::Report>,
     /// Whether flushes keep their fused kernels for stepping (`Runtime::set_stepping`).
     pub stepping_on: std::sync::atomic::AtomicBool,
-    /// The fused kernels kept for stepping and the divergences found (`debug::step`).
+    /// The kernels kept for stepping and the divergences found (`debug::step`).
     pub captures: Mutex<crate::debug::step::capture::Captures>,
     checker: OnceLock<crossbeam_channel::Sender<crate::debug::checker::CheckJob>>,
     /// The user's error handlers, oldest first (the seed's error-handler stack).

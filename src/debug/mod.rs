@@ -57,9 +57,9 @@ pub struct CompareConfig {
     pub op_tolerances: Vec<(String, DType, Tolerance)>,
     /// Also append each mismatch to this file.
     pub log_file: Option<PathBuf>,
-    /// Fused kernels kept to narrow a mismatch to its first diverging op (0: none). While
-    /// comparison mode is on, the last `narrow` fused kernels are kept as with
-    /// `Runtime::set_stepping` (their inputs held until they are dropped from the kept ones),
+    /// Kernels (fused ones and intrinsics' launches) kept to narrow a mismatch to its first
+    /// diverging op (0: none). While comparison mode is on, the last `narrow` kernels are kept as
+    /// with `Runtime::set_stepping` (their inputs held until they are dropped from the kept ones),
     /// and a mismatch a read reports ([`MismatchAction::Error`], [`MismatchAction::Abort`], and
     /// [`MismatchAction::Log`] on copy-out) names the first IR node whose value differs from its
     /// reference; `Runtime::divergences` gives it with a reproducing program. Default
@@ -68,7 +68,7 @@ pub struct CompareConfig {
     pub narrow: usize,
 }
 
-/// The fused kernels comparison mode keeps for narrowing by default ([`CompareConfig::narrow`]).
+/// The kernels comparison mode keeps for narrowing by default ([`CompareConfig::narrow`]).
 pub const DEFAULT_NARROW_KERNELS: usize = 8;
 
 impl CompareConfig {
@@ -102,7 +102,7 @@ impl CompareConfig {
             narrow: DEFAULT_NARROW_KERNELS,
         }
     }
-    /// Keep the last `kernels` fused kernels to narrow mismatches to their first diverging op
+    /// Keep the last `kernels` kernels to narrow mismatches to their first diverging op
     /// (0: do not narrow); see [`CompareConfig::narrow`].
     pub fn narrow(mut self, kernels: usize) -> Self {
         self.narrow = kernels;

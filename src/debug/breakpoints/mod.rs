@@ -366,7 +366,7 @@ impl Debugger {
         }
     }
     /// The console front end: at a stop it prompts on the terminal (stdin/stdout); `help` lists
-    /// its commands. It keeps the last 8 fused kernels for `stepi`
+    /// its commands. It keeps the last 8 kernels for `stepi`
     /// ([`crate::Runtime::set_stepping`]) unless more are kept already.
     pub fn console() -> Debugger {
         let mut d = Debugger::new().on_stop(console::Console::new().into_callback());
