@@ -648,6 +648,211 @@ fn a_divergence_in_an_intrinsic_is_traced_to_it_and_it_steps_as_one_step() {
     assert_reproduces(&faulty, "intrinsic", d, j);
 }
 
+/// Every intrinsic spelling a reproducing program uses (`IntrinsicDef::spelling`) is Rust on the
+/// public API that computes what the intrinsic does: a program of one statement per spelling,
+/// on small inputs written out, is compiled with rustc and run, and each result it prints equals
+/// the same call made here through the API.
+#[test]
+fn intrinsic_spellings_compile_and_compute_the_intrinsic() {
+    use arrayflow::fft::{self, Norm};
+    use arrayflow::ir::{FftNorm, Intrinsic, ReduceOp};
+    let _s = scope();
+    Runtime::set_compare(None);
+    let spd = [4.0f32, 1.0, 0.5, 1.0, 3.0, 0.25, 0.5, 0.25, 2.0];
+    let (m, r) = (
+        Array::from_slice(&spd, &[3, 3]),
+        [1.0f32, -2.0, 0.5, 3.0, 2.5, -1.0],
+    );
+    let rhs = Array::from_slice(&r, &[3, 2]);
+    let v = Array::from_slice(&[3.0f32, -1.0, 2.0, 0.5, -4.0, 1.5], &[6]);
+    let idx = Array::from_slice(&[2u32, 0, 1], &[3]);
+    let sorted = Array::from_slice(&[-1.0f32, 0.0, 0.0, 2.5, 7.0], &[5]);
+    let ints = Array::from_slice(&[1u32, 3, 1, 0, 3, 3], &[6]);
+    let rows = Array::from_slice(&[0u32, 2, 1, 1, 0, 2, 2, 1, 0], &[3, 3]);
+    // (name, op, argument variables, their shapes, the same call through the API)
+    type Case = (
+        &'static str,
+        Intrinsic,
+        Vec<&'static str>,
+        Vec<Vec<usize>>,
+        Array<f32>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "matmul_ta",
+            Intrinsic::Matmul {
+                trans_a: true,
+                trans_b: false,
+            },
+            vec!["m", "rhs"],
+            vec![vec![3, 3], vec![3, 2]],
+            m.transpose().matmul(&rhs),
+        ),
+        (
+            "concat",
+            Intrinsic::Concat { axis: 0 },
+            vec!["v", "v"],
+            vec![vec![6], vec![6]],
+            Array::concat(&[&v, &v], 0),
+        ),
+        (
+            "gather",
+            Intrinsic::Gather { axis: 0 },
+            vec!["v", "idx"],
+            vec![vec![6], vec![3]],
+            v.gather(&idx, 0),
+        ),
+        (
+            "cummax",
+            Intrinsic::Scan {
+                op: ReduceOp::Max,
+                axis: 1,
+            },
+            vec!["m"],
+            vec![vec![3, 3]],
+            m.cummax(1),
+        ),
+        (
+            "sort",
+            Intrinsic::Sort {
+                axis: 0,
+                descending: true,
+            },
+            vec!["v"],
+            vec![vec![6]],
+            v.sort_axis_descending(0),
+        ),
+        (
+            "argsort",
+            Intrinsic::Argsort {
+                axis: 0,
+                descending: false,
+            },
+            vec!["v"],
+            vec![vec![6]],
+            v.argsort_axis(0).cast::<f32>(),
+        ),
+        (
+            "take_along",
+            Intrinsic::TakeAlongAxis { axis: 1 },
+            vec!["m", "rows"],
+            vec![vec![3, 3], vec![3, 3]],
+            m.take_along_axis(&rows, 1),
+        ),
+        (
+            "scatter_add",
+            Intrinsic::ScatterAdd { axis: 0 },
+            vec!["v", "idx", "r3"],
+            vec![vec![6], vec![3], vec![3]],
+            v.scatter_add(&idx, &v.slice(arrayflow::s![0..3]), 0),
+        ),
+        (
+            "bincount",
+            Intrinsic::Bincount { length: 5 },
+            vec!["ints"],
+            vec![vec![6]],
+            ints.bincount(5).cast::<f32>(),
+        ),
+        (
+            "searchsorted",
+            Intrinsic::SearchSorted { right: true },
+            vec!["sorted", "v"],
+            vec![vec![5], vec![6]],
+            sorted
+                .searchsorted(&v, arrayflow::Side::Right)
+                .cast::<f32>(),
+        ),
+        (
+            "solve",
+            Intrinsic::Solve,
+            vec!["m", "rhs"],
+            vec![vec![3, 3], vec![3, 2]],
+            m.solve(&rhs),
+        ),
+        ("inv", Intrinsic::Inv, vec!["m"], vec![vec![3, 3]], m.inv()),
+        ("det", Intrinsic::Det, vec!["m"], vec![vec![3, 3]], m.det()),
+        (
+            "cholesky",
+            Intrinsic::Cholesky,
+            vec!["m"],
+            vec![vec![3, 3]],
+            m.cholesky(),
+        ),
+        (
+            "fft",
+            Intrinsic::Fft {
+                axis: 0,
+                n: 8,
+                inverse: false,
+                norm: FftNorm::Ortho,
+            },
+            vec!["v"],
+            vec![vec![6]],
+            fft::fft(&v, Some(8), 0, Norm::Ortho).abs(),
+        ),
+    ];
+    let mut text = String::from("use arrayflow::Array;\n\nfn main() -> arrayflow::Result<()> {\n");
+    for line in [
+        format!("    let m = Array::<f32>::from_slice(&{spd:?}, &[3, 3]);"),
+        format!("    let rhs = Array::<f32>::from_slice(&{r:?}, &[3, 2]);"),
+        "    let v = Array::<f32>::from_slice(&[3.0, -1.0, 2.0, 0.5, -4.0, 1.5], &[6]);".into(),
+        "    let r3 = v.slice(arrayflow::s![0..3]);".into(),
+        "    let idx = Array::<u32>::from_slice(&[2, 0, 1], &[3]);".into(),
+        "    let sorted = Array::<f32>::from_slice(&[-1.0, 0.0, 0.0, 2.5, 7.0], &[5]);".into(),
+        "    let ints = Array::<u32>::from_slice(&[1, 3, 1, 0, 3, 3], &[6]);".into(),
+        "    let rows = Array::<u32>::from_slice(&[0, 2, 1, 1, 0, 2, 2, 1, 0], &[3, 3]);".into(),
+    ] {
+        text += &line;
+        text.push('\n');
+    }
+    for (name, op, args, shapes, _) in &cases {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let shapes: Vec<&[usize]> = shapes.iter().map(|s| &s[..]).collect();
+        let e = arrayflow::intrinsics::def(op)
+            .spelling(op, &args, &shapes)
+            .unwrap_or_else(|| panic!("{name} has no spelling"));
+        // Complex results print their moduli; integer ones as f32.
+        let (pre, post) = match *name {
+            "fft" => ("(", ").abs()"),
+            "argsort" | "bincount" | "searchsorted" => ("(", ").cast::<f32>()"),
+            _ => ("", ""),
+        };
+        text += &format!("    println!(\"{name}: {{:?}}\", {pre}{e}{post}.to_vec()?);\n");
+    }
+    text += "    Ok(())\n}\n";
+    let bin = compile_program(&text, "spellings");
+    let out = std::process::Command::new(&bin)
+        .output()
+        .expect("the program runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (name, _, _, _, want) in &cases {
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("{name} not printed:\n{stdout}\n{text}"));
+        let got: Vec<f64> = line
+            .trim_matches(|c| c == '[' || c == ']')
+            .split(", ")
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let want = want.to_vec().unwrap();
+        assert_eq!(got.len(), want.len(), "{name}: {line}\n{text}");
+        for (g, w) in got.iter().zip(&want) {
+            let w = *w as f64;
+            assert!(
+                (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "{name}: {line} vs {want:?}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(bin.parent().unwrap());
+}
+
 /// Stepping a scope of a 2^20-element fused kernel runs its micro-kernels over the box of the
 /// domain the scope needs, not the whole kernel (`stats().stepped_elements`: one element per
 /// step for one element), and the stored step equals the fused result there bit for bit, which

@@ -210,6 +210,24 @@ impl IntrinsicDef for FftDef {
         self.0
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        let (f, axis, n, norm) = match *op {
+            Intrinsic::Fft {
+                axis,
+                n,
+                inverse,
+                norm,
+            } => (if inverse { "ifft" } else { "fft" }, axis, n, norm),
+            Intrinsic::Rfft { axis, n, norm } => ("rfft", axis, n, norm),
+            Intrinsic::Irfft { axis, n, norm } => ("irfft", axis, n, norm),
+            _ => return None,
+        };
+        Some(format!(
+            "arrayflow::fft::{f}(&{}, Some({n}), {axis}, arrayflow::fft::Norm::{norm:?})",
+            args[0]
+        ))
+    }
+
     fn accepts_complex(&self) -> bool {
         true
     }

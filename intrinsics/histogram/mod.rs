@@ -66,6 +66,13 @@ impl IntrinsicDef for Bincount {
         "bincount"
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        match op {
+            Intrinsic::Bincount { length } => Some(format!("{}.bincount({length})", args[0])),
+            _ => None,
+        }
+    }
+
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let x = inputs[0];
         if !x.dtype.is_int() {

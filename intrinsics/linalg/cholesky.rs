@@ -24,6 +24,19 @@ impl IntrinsicDef for CholeskyDef {
         self.0
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        Some(match op {
+            Intrinsic::Cholesky => format!("{}.cholesky()", args[0]),
+            Intrinsic::CholeskySolve => {
+                format!(
+                    "arrayflow::linalg::cholesky_solve(&{}, &{})",
+                    args[0], args[1]
+                )
+            }
+            _ => return None,
+        })
+    }
+
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let name = self.0;
         let dtype = float_dtype(name, inputs, &[], site)?;

@@ -69,6 +69,16 @@ impl IntrinsicDef for LuDef {
         self.0
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        // The factorisations' packed outputs are not what the API returns: no spelling.
+        Some(match op {
+            Intrinsic::Solve => format!("{}.solve(&{})", args[0], args[1]),
+            Intrinsic::Inv => format!("{}.inv()", args[0]),
+            Intrinsic::Det => format!("{}.det()", args[0]),
+            _ => return None,
+        })
+    }
+
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let name = self.0;
         let int: &[usize] = match op {

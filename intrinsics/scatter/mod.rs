@@ -218,6 +218,17 @@ impl IntrinsicDef for ScatterDef {
         name_of(self.0)
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        let (kind, axis) = parts(op);
+        Some(format!(
+            "{}.{}(&{}, &{}, {axis})",
+            args[0],
+            name_of(kind),
+            args[1],
+            args[2]
+        ))
+    }
+
     fn check(&self, op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let (kind, axis) = parts(op);
         let name = name_of(kind);

@@ -638,6 +638,14 @@ impl IntrinsicDef for SearchSorted {
         "searchsorted"
     }
 
+    fn spelling(&self, op: &Intrinsic, args: &[String], _: &[&[usize]]) -> Option<String> {
+        let side = if side_of(op) { "Right" } else { "Left" };
+        Some(format!(
+            "{}.searchsorted(&{}, arrayflow::Side::{side})",
+            args[0], args[1]
+        ))
+    }
+
     fn check(&self, _op: &Intrinsic, inputs: &[Operand], site: Site) -> Result<Vec<Output>> {
         let (a, v) = (inputs[0], inputs[1]);
         check_sortable("searchsorted", a.dtype, site)?;
