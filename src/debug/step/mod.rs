@@ -1,9 +1,10 @@
 //! Stepping inside a fused kernel (seed 000) and the first diverging op (issue 24). With stepping
-//! on, each flush keeps its fused kernels (`capture.rs`, through the flush's hook in
-//! `compile/captures.rs`); a kept kernel re-runs as one micro-kernel per instruction
-//! (`micro.rs`), each loading its operands, doing one operation and storing to a typed spill
-//! buffer, on the executor that ran it (`run.rs`), over the box of the domain the scope needs
-//! (`window.rs`), and its values come back per step at a scope
+//! on, each flush keeps its kernels (`capture.rs`, through the flush's hook in
+//! `compile/captures.rs`; an intrinsic's launch is one step, its result as the executor computed
+//! it, and the divergence search goes through it); a kept fused kernel re-runs as one
+//! micro-kernel per instruction (`micro.rs`), each loading its operands, doing one operation and
+//! storing to a typed spill buffer, on the executor that ran it (`run.rs`), over the box of the
+//! domain the scope needs (`window.rs`), and its values come back per step at a scope
 //! (`report.rs`). In comparison mode a mismatch on a kept kernel's result is narrowed to the first
 //! IR node whose stepped value differs from its reference (`divergence.rs`), with a reproducing
 //! program (`repro.rs`). Comparison mode keeps kernels for this by itself
