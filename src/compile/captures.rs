@@ -39,7 +39,7 @@ impl Inner {
         }
     }
 
-    /// Keeps the fused kernels of a flush about to be handed off (stepping on).
+    /// Keeps the kernels of a flush about to be handed off (stepping on).
     pub(crate) fn capture_kernels(
         &self,
         fe: &FrontEnd,
@@ -55,10 +55,10 @@ impl Inner {
             members: &g.members,
             nodes: Arc::new(recorded_nodes(fe, g)),
         };
-        self.keep_fused(&kept, |f| node_of[&f], |_| None);
+        self.keep_programs(&kept, |f| node_of[&f], |_| None);
     }
 
-    /// Keeps the fused kernels of a replay of `entry` about to be handed off (stepping on),
+    /// Keeps the kernels of a replay of `entry` about to be handed off (stepping on),
     /// bound to this call's buffers and parameter values; `outputs`: the node of each of the
     /// section's outputs in this call. Their nodes are the recording's (ops, call sites); the
     /// arrays the replay returns find them.
@@ -85,7 +85,7 @@ impl Inner {
             members: &sk.members,
             nodes: sk.nodes.clone(),
         };
-        self.keep_fused(
+        self.keep_programs(
             &kept,
             |f| sk.node_of.get(&f).copied().unwrap_or(NO_NODE),
             |p| Some(p.outputs.iter().map(|&f| replay_node(f)).collect()),
@@ -94,7 +94,7 @@ impl Inner {
 
     /// Keeps each kernel of `k.seq` with its buffers pinned ([`KernelCapture::pinned`]);
     /// `node`: the node of a formal, `replayed`: a replay's nodes of a program's outputs.
-    fn keep_fused(
+    fn keep_programs(
         &self,
         k: &Kept,
         node: impl Fn(u32) -> NodeId,
@@ -126,7 +126,7 @@ impl Inner {
     }
 }
 
-/// A program sequence about to be handed off, as [`Inner::keep_fused`] keeps its kernels.
+/// A program sequence about to be handed off, as [`Inner::keep_programs`] keeps its kernels.
 struct Kept<'a> {
     seq: &'a ProgramSequence,
     bindings: &'a [BufferId],

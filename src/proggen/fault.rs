@@ -36,22 +36,35 @@ pub fn faulty(_op: crate::ir::BinaryOp) -> bool {
 /// Test-only fault injection: while set, the intrinsic named `name` (its registry name: `scan`,
 /// `matmul`, `sort`, ...) computes wrongly: every element of its first output, when it is f32 or
 /// f64, comes out `2x + 1`. On the CPU after the intrinsic's own code ran
-/// (`intrinsics/cpu.rs`); on a GPU by a pass appended to its plan (`intrinsics/mod.rs`,
+/// (`intrinsics/cpu.rs`); on a GPU by a pass appended to its plan (`intrinsics/fault.rs`,
 /// `plant`), so the plan is another program in the program cache.
 #[cfg(feature = "fault-injection")]
 pub fn inject_intrinsic_fault(name: Option<&'static str>) {
-    *INTRINSIC_FAULT.write() = name;
+    let mut f = INTRINSIC_FAULT.write();
+    *f = name;
+    // A tag of the name (1..=255; 0: none) for `fault_code`, read without the lock.
+    let tag = name.map_or(0, |n| {
+        1 + n
+            .bytes()
+            .fold(0u16, |h, b| h.wrapping_mul(31).wrapping_add(b as u16))
+            % 255
+    });
+    INTRINSIC_TAG.store(tag as u8, std::sync::atomic::Ordering::SeqCst);
 }
 
 #[cfg(feature = "fault-injection")]
 static INTRINSIC_FAULT: parking_lot::RwLock<Option<&'static str>> = parking_lot::RwLock::new(None);
 
-/// Whether the intrinsic named `name` is the injected fault.
+#[cfg(feature = "fault-injection")]
+static INTRINSIC_TAG: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether the intrinsic named `name` is the injected fault (one atomic load when none is).
 #[inline]
 pub fn intrinsic_faulty(_name: &str) -> bool {
     #[cfg(feature = "fault-injection")]
     {
-        *INTRINSIC_FAULT.read() == Some(_name)
+        INTRINSIC_TAG.load(std::sync::atomic::Ordering::Relaxed) != 0
+            && *INTRINSIC_FAULT.read() == Some(_name)
     }
     #[cfg(not(feature = "fault-injection"))]
     false
@@ -64,13 +77,8 @@ pub fn intrinsic_faulty(_name: &str) -> bool {
 pub fn fault_code() -> u16 {
     #[cfg(feature = "fault-injection")]
     {
-        let tag = INTRINSIC_FAULT.read().map_or(0, |n| {
-            1 + n
-                .bytes()
-                .fold(0u16, |h, b| h.wrapping_mul(31).wrapping_add(b as u16))
-                % 255
-        });
-        FAULT.load(std::sync::atomic::Ordering::Relaxed) as u16 | tag << 8
+        use std::sync::atomic::Ordering::Relaxed;
+        FAULT.load(Relaxed) as u16 | (INTRINSIC_TAG.load(Relaxed) as u16) << 8
     }
     #[cfg(not(feature = "fault-injection"))]
     0

@@ -939,7 +939,8 @@ impl<A: DeviceApi> GpuLoop<A> {
             };
             let ranged = step.plan.range.map(|r| (r, range.unwrap_or((0, r.units))));
             for (pi, pass) in step.plan.passes.iter().enumerate().skip(skip) {
-                if matches!(ranged, Some((r, (_, end)))if pi > 0 && end < r.units) {
+                // A later pass (a reduction's `af_final`) runs after the range that ends the launch.
+                if matches!(ranged, Some((r, (_, end))) if pi > 0 && end < r.units) {
                     continue;
                 }
                 if pass.groups > 0 {

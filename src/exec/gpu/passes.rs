@@ -115,18 +115,16 @@ fn on_device<P>(plan: &DevicePlan<P>) -> bool {
 /// device's own (each a run of elements in order: the trap's element is the CPU's).
 fn geometry(task: &Task, plan: &GpuPlan, pass_elements: usize) -> Geometry {
     let r = plan.range.expect("a plan run in passes is ranged");
-    match &*task.program.kernel {
-        Kernel::Fused(k) if k.reductions.is_empty() => Geometry::new(
-            task.program.launch.domain_len,
-            task.program.launch.tile,
-            pass_elements,
-        ),
-        _ => Geometry::new(
-            r.units as usize,
-            r.align as usize,
-            pass_elements.div_ceil(r.elements as usize),
-        ),
-    }
+    // An element-wise kernel's units are its elements (`r.elements` is 1): whole CPU tiles.
+    let align = match &*task.program.kernel {
+        Kernel::Fused(k) if k.reductions.is_empty() => task.program.launch.tile,
+        _ => r.align as usize,
+    };
+    Geometry::new(
+        r.units as usize,
+        align,
+        pass_elements.div_ceil(r.elements as usize),
+    )
 }
 
 /// The configured pass size (on the tile VM, a launch suspended when passes were on resumes in

@@ -897,9 +897,9 @@ fn range_prelude(l: &Lowered) -> String {
     )
 }
 
-/// The loop over the first pass's units `var` (`first`, a grid-stride loop of `stride` from
-/// `id`, up to `units`): over `af_lo .. af_hi` for a ranged kernel, striding by the dispatched
-/// work-groups (times `per_group` units each).
+/// The head of the first pass's grid-stride loop over its units, `var` starting at `id`: up to
+/// `units`, striding by the `groups` dispatched work-groups of `per_group` units each; for a
+/// ranged kernel over `af_lo .. af_hi`, striding by the work-groups actually dispatched.
 fn unit_loop(l: &Lowered, var: &str, id: &str, units: u64, groups: u32, per_group: u32) -> String {
     if l.range {
         format!(
