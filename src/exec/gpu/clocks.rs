@@ -4,7 +4,7 @@
 //! only after the GPU has been busy for a while and lowers them again between bursts. A runtime's
 //! work is bursts (a kernel, a read, host code, the next kernel), so on an H100 wgpu's kernels ran
 //! at the idle 345 MHz most of the time, 3-20x slower than the same WGSL timed back to back
-//! (BENCHMARKS.md, "wgpu kernels and the GPU's clocks"). While a process holds a compute context
+//! (measured in session 19: BENCHMARKS.md's git history). While a process holds a compute context
 //! (CUDA, or OpenCL, which NVIDIA builds on it) on the GPU, the driver uses its compute policy for
 //! the whole GPU and keeps the clocks up. So the wgpu executor opens an OpenCL context on the same
 //! GPU, when the machine has NVIDIA's OpenCL driver, and holds it (no memory, no queue, no work)
