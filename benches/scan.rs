@@ -22,6 +22,7 @@
 //! ```sh
 //! cargo bench --bench scan                          # CPU
 //! ARRAYFLOW_DEVICE=opencl:1 cargo bench --bench scan  # GPU (the list printed first gives N)
+//! ARRAYFLOW_KERNEL_TIMES=1 ARRAYFLOW_DEVICE=opencl cargo bench --bench scan  # and each pass's time
 //! ```
 
 mod common;
@@ -239,16 +240,20 @@ fn gpu_part(target: Duration) {
     let copy = (&a + 0.0f32).to_vec().expect("copy");
     assert!(copy.iter().zip(&x).all(|(c, v)| c == v), "the copy differs");
     drop((got, copy));
+    // With `ARRAYFLOW_KERNEL_TIMES=1`, each pass's device time (reduce, carry, block scan).
+    let _ = Runtime::take_kernel_times();
     let t_scan = time_loop(target, |k| {
         for _ in 0..k {
             a.cumsum(0).eval().expect("eval");
         }
     });
+    common::print_kernel_times("cumsum");
     let t_copy = time_loop(target, |k| {
         for _ in 0..k {
             (&a + 0.0f32).eval().expect("eval");
         }
     });
+    common::print_kernel_times("copy");
     let after = Runtime::stats().device.since(&before);
     assert_eq!(after.fallbacks, 0, "the scan ran on the CPU");
     header(&format!(

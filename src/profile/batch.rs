@@ -17,9 +17,9 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// Array operations a slot gathers before it sends them.
-const CALLS: usize = 512;
+const CALLS: usize = 4096;
 /// Other events a slot gathers before it sends them.
-const EVENTS: usize = 256;
+const EVENTS: usize = 2048;
 
 /// An array operation's host time when it was counted but not timed.
 pub(super) const UNTIMED: u64 = u64::MAX;
