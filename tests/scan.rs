@@ -293,6 +293,29 @@ fn long_lines_cross_many_gpu_blocks() {
     );
 }
 
+/// Lines of millions of elements: more block totals than one work-group of a GPU carry pass
+/// takes (1024), so the totals are scanned a chunk per work-group and then the chunks' totals
+/// (4,500,017 elements: 1099 blocks of 4096 on OpenCL, 2198 of 2048 on WGSL and for f64); rows
+/// of 1,500,007 put segment starts inside chunks, so a block's carry must not take its chunk's.
+/// Every result against the f64 (or exact integer) oracle; no scan falls back to the CPU.
+#[test]
+fn lines_of_millions_cross_chunks_of_block_totals() {
+    let mut r = rng(0xc4a2);
+    let before = arrayflow::Runtime::stats().device.fallbacks;
+    for (shape, axis) in [(vec![4_500_017], 0), (vec![3, 1_500_007], 1)] {
+        one(&mut r, "f32", Op::Sum, &shape, axis);
+        one(&mut r, "i32", Op::Sum, &shape, axis);
+        one(&mut r, "f64", Op::Sum, &shape, axis);
+        one(&mut r, "f32", Op::Max, &shape, axis);
+        one(&mut r, "u32", Op::Min, &shape, axis);
+    }
+    assert_eq!(
+        arrayflow::Runtime::stats().device.fallbacks,
+        before,
+        "scans fell back to the CPU"
+    );
+}
+
 /// Once a line has seen a NaN the rest of it is NaN, in `cummax` and `cummin`, also across GPU
 /// blocks and chunks; lines without one are not touched. Infinities are ordinary values.
 #[test]

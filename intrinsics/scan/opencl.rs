@@ -1,4 +1,4 @@
-//! Scans along an axis on OpenCL: reduce-then-scan in up to three passes over a scratch buffer
+//! Scans along an axis on OpenCL: reduce-then-scan in up to five passes over scratch buffers
 //! of block (or chunk) totals, laid out by [`GpuLayout`]. No pass waits on another work-group
 //! (no single-pass look-back), so the plan needs no forward-progress guarantee.
 //!
@@ -6,8 +6,13 @@
 //! array move 4-byte elements as 16-byte quads through vector pointers):
 //! - `af_scan_reduce(x, part)`: per block, its total since its last segment start (a segment
 //!   starts at every multiple of `n`), coalesced loads, a tree in local memory;
-//! - `af_scan_carry(part)`: one work-group turns the totals into each block's carry in place
-//!   (an exclusive segmented scan over blocks, 256 x 16 totals per step);
+//! - `af_scan_carry(part)`: up to [`CHUNK`] blocks, one work-group turns the totals into each
+//!   block's carry in place (an exclusive segmented scan over blocks); beyond, a work-group per
+//!   chunk of [`CHUNK`] totals scans its chunk (`af_scan_carry(part, chunk)`) and one more
+//!   work-group scans the chunks' totals (`af_scan_carry_chunks(chunk)`), and
+//!   `af_scan_carry_add(part, chunk)` adds each chunk's carry to its blocks' (a single
+//!   work-group walking 32768 totals in turn took 47 µs of a 2^27 scan's 500 on an H200; the
+//!   block pass combining the two carries itself ran 48 µs slower);
 //! - `af_scan_block(x, [part,] y)`: per block, coalesced loads into local memory, each thread a
 //!   segmented scan of its consecutive elements, a segmented Hillis-Steele scan of the threads'
 //!   totals, the carry added to the elements before the first segment start, coalesced stores.
@@ -23,8 +28,10 @@ use crate::ir::{DType, ReduceOp};
 use crate::proggen::codegen::gpu::{BufArg, GpuPlan, Pass, Target, Unsupported};
 use crate::proggen::codegen::opencl::{ENTRY_ATTR, LOCAL, groups_for};
 
-/// Totals one thread of the carry pass takes per step.
-const CARRY_PER_THREAD: usize = 16;
+/// Totals one thread of a carry pass takes per step: a chunk is 256 x 4 block totals.
+const CARRY_PER_THREAD: usize = 4;
+/// Block totals per chunk (one work-group of the first carry pass each).
+const CHUNK: usize = GPU_LOCAL * CARRY_PER_THREAD;
 
 /// The program's first lines: f64 support where needed, the element type's name `T`, the
 /// combining function `af_scan_comb(a, b)` (`a` first) and the identity `AF_ID`. Written here
@@ -113,9 +120,28 @@ pub fn render(op: ReduceOp, g: Rows, d: DType, t: Target) -> Result<GpuPlan, Uns
                 ix, el, len, n, block, per_thread, blocks, split, quads,
             ));
             let mut passes = Vec::new();
+            let chunks = blocks.div_ceil(CHUNK);
+            let chunk = BufArg::Scratch(1);
+            let mut scratch = Vec::new();
             if split {
+                scratch.push(blocks as u64 * bytes);
                 passes.push(pass("af_scan_reduce", vec![x, part], groups_for(groups, 1)));
-                passes.push(pass("af_scan_carry", vec![part], 1));
+                if chunks > 1 {
+                    scratch.push(chunks as u64 * bytes);
+                    passes.push(pass(
+                        "af_scan_carry",
+                        vec![part, chunk],
+                        groups_for(chunks as u64, 1),
+                    ));
+                    passes.push(pass("af_scan_carry_chunks", vec![chunk], 1));
+                    passes.push(pass(
+                        "af_scan_carry_add",
+                        vec![part, chunk],
+                        groups_for(blocks as u64, LOCAL as u64),
+                    ));
+                } else {
+                    passes.push(pass("af_scan_carry", vec![part], 1));
+                }
                 passes.push(pass(
                     "af_scan_block",
                     vec![x, part, y],
@@ -126,11 +152,7 @@ pub fn render(op: ReduceOp, g: Rows, d: DType, t: Target) -> Result<GpuPlan, Uns
             }
             Ok(GpuPlan {
                 source,
-                scratch: if split {
-                    vec![blocks as u64 * bytes]
-                } else {
-                    Vec::new()
-                },
+                scratch,
                 passes,
                 fault: None,
                 immediate_words: None,
@@ -190,7 +212,6 @@ fn rows_source(
     quads: bool,
 ) -> String {
     let local = GPU_LOCAL;
-    let e2 = CARRY_PER_THREAD;
     // Global memory moves in coalesced runs: thread `lid` takes elements (or, with `quads`, the
     // 16-byte quads of 4-byte elements) `lid + 256 i` of the block. A block wholly inside the
     // array moves quads; the last, partial one single elements.
@@ -289,6 +310,7 @@ fn rows_source(
     const {el} pre = lid == 0u ? carry : (sf[lid - 1u] != 0u ? sv[lid - 1u] : AF_COMB(carry, sv[lid - 1u]));
 "#
     );
+    let carry_kernels = carry_source(ix, el, len, n, block, blocks, &hs);
     let mut s = String::new();
     if split {
         s.push_str(&format!(
@@ -318,40 +340,7 @@ static inline uint af_scan_starts({ix} b) {{
   const {ix} start = b * {block}, end = min(start + {block}, ({ix}){len});
   return ((start + {n} - 1) / {n}) * {n} < end ? 1u : 0u;
 }}
-
-/* One work-group: part[b] becomes block b's carry, the combination since the last segment start
-   before block b (an exclusive segmented scan of the totals), {e2} totals per thread and step. */
-{ENTRY_ATTR}
-void af_scan_carry(__global {el} *part) {{
-  __local {el} sv[{local}];
-  __local uint sf[{local}];
-  const uint lid = get_local_id(0);
-  {el} carry = AF_ID;
-  for ({ix} c0 = 0; c0 < {blocks}; c0 += {local}u * {e2}u) {{
-    {el} loc[{e2}];
-    uint bits = 0u;
-    {el} acc = AF_ID;
-    uint fl = 0u;
-    for (uint j = 0u; j < {e2}u; j++) {{
-      const {ix} b = c0 + lid * {e2}u + j;
-      const {el} t = b < {blocks} ? part[b] : AF_ID;
-      if (b < {blocks} && af_scan_starts(b) != 0u) {{ acc = t; fl = 1u; bits |= 1u << j; }}
-      else acc = AF_COMB(acc, t);
-      loc[j] = acc;
-    }}
-{hs}    {el} run = pre;
-    uint seen = 0u;
-    for (uint j = 0u; j < {e2}u; j++) {{
-      const {ix} b = c0 + lid * {e2}u + j;
-      if (b < {blocks}) part[b] = run;
-      seen |= (bits >> j) & 1u;
-      run = seen != 0u ? loc[j] : AF_COMB(pre, loc[j]);
-    }}
-    carry = sf[{local}u - 1u] != 0u ? sv[{local}u - 1u] : AF_COMB(carry, sv[{local}u - 1u]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }}
-}}
-"#
+{carry_kernels}"#
         ));
     }
     let (part_arg, carry) = if split {
@@ -394,6 +383,120 @@ void af_scan_block(__global const {el} *x, {part_arg}__global {el} *y) {{
 "#
     ));
     s
+}
+
+/// One step of an exclusive segmented scan over `buf[c0 ..]` (`count` totals, `starts(i)`
+/// saying whether total `i` holds a segment start): 256 x [`CARRY_PER_THREAD`] totals become
+/// their carries from `carry`, and `carry` becomes the combination through the step's last.
+fn carry_step(ix: &str, el: &str, count: &str, starts: &str, buf: &str, hs: &str) -> String {
+    let e2 = CARRY_PER_THREAD;
+    let local = GPU_LOCAL;
+    format!(
+        r#"    {el} loc[{e2}];
+    uint bits = 0u;
+    {el} acc = AF_ID;
+    uint fl = 0u;
+    for (uint j = 0u; j < {e2}u; j++) {{
+      const {ix} b = c0 + lid * {e2}u + j;
+      const {el} t = b < {count} ? {buf}[b] : AF_ID;
+      if (b < {count} && {starts}(b) != 0u) {{ acc = t; fl = 1u; bits |= 1u << j; }}
+      else acc = AF_COMB(acc, t);
+      loc[j] = acc;
+    }}
+{hs}    {el} run = pre;
+    uint seen = 0u;
+    for (uint j = 0u; j < {e2}u; j++) {{
+      const {ix} b = c0 + lid * {e2}u + j;
+      if (b < {count}) {buf}[b] = run;
+      seen |= (bits >> j) & 1u;
+      run = seen != 0u ? loc[j] : AF_COMB(pre, loc[j]);
+    }}
+    carry = sf[{local}u - 1u] != 0u ? sv[{local}u - 1u] : AF_COMB(carry, sv[{local}u - 1u]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+"#
+    )
+}
+
+/// The carry passes of a row scan over `blocks` blocks. Up to [`CHUNK`] blocks, one work-group
+/// turns the block totals into carries (`af_scan_carry(part)`). Beyond, two passes:
+/// `af_scan_carry(part, chunk)`, a work-group per chunk of [`CHUNK`] totals, scans each chunk
+/// from the identity and keeps its total in `chunk`; `af_scan_carry_chunks(chunk)`, one
+/// work-group, turns those into the carries into the chunks (so no work-group walks every block
+/// total in turn; the block pass combines the two).
+fn carry_source(
+    ix: &str,
+    el: &str,
+    len: usize,
+    n: usize,
+    block: usize,
+    blocks: usize,
+    hs: &str,
+) -> String {
+    let local = GPU_LOCAL;
+    let chunks = blocks.div_ceil(CHUNK);
+    let head = format!(
+        "  __local {el} sv[{local}];
+  __local uint sf[{local}];
+  const uint lid = get_local_id(0);
+"
+    );
+    let blocks_s = blocks.to_string();
+    let by_block = carry_step(ix, el, &blocks_s, "af_scan_starts", "part", hs);
+    if chunks == 1 {
+        return format!(
+            r#"
+/* One work-group: part[b] becomes block b's carry, the combination since the last segment start
+   before block b (an exclusive segmented scan of the totals). */
+{ENTRY_ATTR}
+void af_scan_carry(__global {el} *part) {{
+{head}  {el} carry = AF_ID;
+  for ({ix} c0 = 0; c0 < {blocks}; c0 += {CHUNK}u) {{
+{by_block}  }}
+}}
+"#
+        );
+    }
+    let span = CHUNK * block;
+    let chunks_s = chunks.to_string();
+    let by_chunk = carry_step(ix, el, &chunks_s, "af_scan_chunk_starts", "chunk", hs);
+    format!(
+        r#"
+/* Whether chunk c (its {CHUNK} blocks) holds a segment start. */
+static inline uint af_scan_chunk_starts({ix} c) {{
+  const {ix} start = c * {span}, end = min(start + {span}, ({ix}){len});
+  return ((start + {n} - 1) / {n}) * {n} < end ? 1u : 0u;
+}}
+
+/* A work-group per chunk: part[b] becomes block b's carry within its chunk (from the identity),
+   chunk[c] the chunk's combination since its last segment start. */
+{ENTRY_ATTR}
+void af_scan_carry(__global {el} *part, __global {el} *chunk) {{
+{head}  for ({ix} c = get_group_id(0); c < {chunks}; c += get_num_groups(0)) {{
+    const {ix} c0 = c * {CHUNK};
+    {el} carry = AF_ID;
+{by_block}    if (lid == 0u) chunk[c] = carry;
+  }}
+}}
+
+/* One work-group: chunk[c] becomes the carry into chunk c (an exclusive segmented scan). */
+{ENTRY_ATTR}
+void af_scan_carry_chunks(__global {el} *chunk) {{
+{head}  {el} carry = AF_ID;
+  for ({ix} c0 = 0; c0 < {chunks}; c0 += {CHUNK}u) {{
+{by_chunk}  }}
+}}
+
+/* part[b] becomes block b's carry: the carry into its chunk, then its carry within the chunk
+   (which alone counts when a segment starts between the chunk's first element and the block's). */
+{ENTRY_ATTR}
+void af_scan_carry_add(__global {el} *part, __global const {el} *chunk) {{
+  for ({ix} b = get_global_id(0); b < {blocks}; b += get_global_size(0)) {{
+    if (((b / {CHUNK}) * {span} + {n} - 1) / {n} * {n} >= b * {block})
+      part[b] = AF_COMB(chunk[b / {CHUNK}], part[b]);
+  }}
+}}
+"#
+    )
 }
 
 /// The entries of a column scan: `chunks` chunks of `chunk` elements per line.

@@ -14,8 +14,10 @@ use crate::proggen::codegen::wgsl::{LOCAL, groups_for};
 
 /// Elements a thread takes in a row block.
 const PER_THREAD: usize = 8;
-/// Totals one thread of the carry pass takes per step.
-const CARRY_PER_THREAD: usize = 8;
+/// Totals one thread of a carry pass takes per step: a chunk is 256 x 4 block totals.
+const CARRY_PER_THREAD: usize = 4;
+/// Block totals per chunk (one work-group of the first carry pass each).
+const CHUNK: usize = GPU_LOCAL * CARRY_PER_THREAD;
 
 /// The helper functions: `af_scan_comb(a, b)` (a first), `af_scan_id()`.
 fn helpers(op: ReduceOp, d: DType) -> Result<String, Unsupported> {
@@ -106,7 +108,20 @@ pub fn render(op: ReduceOp, g: Rows, d: DType) -> Result<GpuPlan, Unsupported> {
                 split,
                 len.is_multiple_of(4),
             ));
-            if split {
+            let chunks = blocks.div_ceil(CHUNK);
+            if chunks > 1 {
+                let chunk = BufArg::Scratch(1);
+                (
+                    vec![
+                        pass("af_scan_reduce", vec![x, part], groups),
+                        pass("af_scan_carry", vec![part, chunk], chunks as u32),
+                        pass("af_scan_carry_chunks", vec![chunk], 1),
+                        pass("af_scan_carry_add", vec![part, chunk], groups_for(blocks)),
+                        pass("af_scan_block", vec![x, part, y], groups),
+                    ],
+                    vec![blocks as u64 * bytes, chunks as u64 * bytes],
+                )
+            } else if split {
                 (
                     vec![
                         pass("af_scan_reduce", vec![x, part], groups),
@@ -174,6 +189,118 @@ fn hillis_steele(t: &str) -> String {
     )
 }
 
+/// One step of an exclusive segmented scan over `buf[c0 ..]` (`count` totals, `starts(i)`
+/// saying whether total `i` holds a segment start): 256 x [`CARRY_PER_THREAD`] totals become
+/// their carries from `carry`, and `carry` becomes the combination through the step's last.
+fn carry_step(t: &str, count: usize, starts: &str, buf: &str, hs: &str) -> String {
+    let e2 = CARRY_PER_THREAD;
+    let local = GPU_LOCAL;
+    format!(
+        "    var loc: array<{t}, {e2}>;
+    var bits = 0u;
+    var acc = af_scan_id();
+    var fl = 0u;
+    for (var j = 0u; j < {e2}u; j++) {{
+      let b = c0 + lid * {e2}u + j;
+      var v = af_scan_id();
+      if (b < {count}u) {{ v = {buf}[b]; }}
+      if (b < {count}u && {starts}(b)) {{
+        acc = v;
+        fl = 1u;
+        bits |= 1u << j;
+      }} else {{
+        acc = af_scan_comb(acc, v);
+      }}
+      loc[j] = acc;
+    }}
+{hs}    var run = pre;
+    var seen = 0u;
+    for (var j = 0u; j < {e2}u; j++) {{
+      let b = c0 + lid * {e2}u + j;
+      if (b < {count}u) {{ {buf}[b] = run; }}
+      seen |= (bits >> j) & 1u;
+      run = loc[j];
+      if (seen == 0u) {{ run = af_scan_comb(pre, run); }}
+    }}
+    let last = sv[{local}u - 1u];
+    if (sf[{local}u - 1u] != 0u) {{ carry = last; }} else {{ carry = af_scan_comb(carry, last); }}
+    workgroupBarrier();
+"
+    )
+}
+
+/// The carry passes of a row scan over `blocks` blocks, as in `opencl.rs`: one work-group up to
+/// [`CHUNK`] blocks (`af_scan_carry`); beyond, a work-group per chunk (`af_scan_carry`, which
+/// also keeps each chunk's total), one over the chunks' totals (`af_scan_carry_chunks`), and
+/// the chunks' carries added to their blocks' (`af_scan_carry_add`).
+fn carry_source(t: &str, len: usize, n: usize, block: usize, blocks: usize, hs: &str) -> String {
+    let chunks = blocks.div_ceil(CHUNK);
+    let by_block = carry_step(t, blocks, "af_scan_starts", "cpart", hs);
+    if chunks == 1 {
+        return format!(
+            "@group(0) @binding(0) var<storage, read_write> cpart: array<{t}>;
+
+// One work-group: cpart[b] becomes block b's carry (an exclusive segmented scan of the totals).
+@compute @workgroup_size({GPU_LOCAL})
+fn af_scan_carry(@builtin(local_invocation_index) lid: u32) {{
+  var carry = af_scan_id();
+  for (var c0 = 0u; c0 < {blocks}u; c0 += {CHUNK}u) {{
+{by_block}  }}
+}}
+"
+        );
+    }
+    let span = CHUNK * block;
+    let by_chunk = carry_step(t, chunks, "af_scan_chunk_starts", "kchunk", hs);
+    format!(
+        "@group(0) @binding(0) var<storage, read_write> cpart: array<{t}>;
+@group(0) @binding(1) var<storage, read_write> cchunk: array<{t}>;
+
+// Whether chunk c (its {CHUNK} blocks) holds a segment start.
+fn af_scan_chunk_starts(c: u32) -> bool {{
+  let start = c * {span}u;
+  let end = min(start + {span}u, {len}u);
+  return ((start + {n}u - 1u) / {n}u) * {n}u < end;
+}}
+
+// A work-group per chunk: cpart[b] becomes block b's carry within its chunk (from the identity),
+// cchunk[c] the chunk's combination since its last segment start.
+@compute @workgroup_size({GPU_LOCAL})
+fn af_scan_carry(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+  for (var c = wid.x; c < {chunks}u; c += nwg.x) {{
+    let c0 = c * {CHUNK}u;
+    var carry = af_scan_id();
+{by_block}    if (lid == 0u) {{ cchunk[c] = carry; }}
+  }}
+}}
+
+@group(0) @binding(0) var<storage, read_write> kchunk: array<{t}>;
+
+// One work-group: kchunk[c] becomes the carry into chunk c (an exclusive segmented scan).
+@compute @workgroup_size({GPU_LOCAL})
+fn af_scan_carry_chunks(@builtin(local_invocation_index) lid: u32) {{
+  var carry = af_scan_id();
+  for (var c0 = 0u; c0 < {chunks}u; c0 += {CHUNK}u) {{
+{by_chunk}  }}
+}}
+
+@group(0) @binding(0) var<storage, read_write> apart: array<{t}>;
+@group(0) @binding(1) var<storage, read> achunk: array<{t}>;
+
+// apart[b] becomes block b's carry: the carry into its chunk, then its carry within the chunk
+// (which alone counts when a segment starts between the chunk's first element and the block's).
+@compute @workgroup_size({GPU_LOCAL})
+fn af_scan_carry_add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
+  for (var b = gid.x; b < {blocks}u; b += nwg.x * {GPU_LOCAL}u) {{
+    if (((b / {CHUNK}u) * {span}u + {n}u - 1u) / {n}u * {n}u >= b * {block}u) {{
+      apart[b] = af_scan_comb(achunk[b / {CHUNK}u], apart[b]);
+    }}
+  }}
+}}
+"
+    )
+}
+
 /// The entries of a row scan (see `opencl.rs`; `af_scan_block` alone without `split`).
 #[allow(clippy::too_many_arguments)]
 fn rows_source(
@@ -187,7 +314,6 @@ fn rows_source(
     quads: bool,
 ) -> String {
     let local = GPU_LOCAL;
-    let e2 = CARRY_PER_THREAD;
     let tile = block + block / 32;
     // Global memory moves in coalesced runs: thread `lid` takes elements (or, with `quads`, the
     // 16-byte quads: the input and output bound as `array<vec4<T>>`, the length a multiple of 4)
@@ -265,6 +391,7 @@ fn rows_source(
         )
     };
     let hs = hillis_steele(t);
+    let carry_kernels = carry_source(t, len, n, block, blocks, &hs);
     let mut s = String::new();
     if split {
         s.push_str(&format!(
@@ -299,45 +426,7 @@ fn af_scan_starts(b: u32) -> bool {{
   return ((start + {n}u - 1u) / {n}u) * {n}u < end;
 }}
 
-@group(0) @binding(0) var<storage, read_write> cpart: array<{t}>;
-
-// One work-group: cpart[b] becomes block b's carry (an exclusive segmented scan of the totals).
-@compute @workgroup_size({local})
-fn af_scan_carry(@builtin(local_invocation_index) lid: u32) {{
-  var carry = af_scan_id();
-  for (var c0 = 0u; c0 < {blocks}u; c0 += {local}u * {e2}u) {{
-    var loc: array<{t}, {e2}>;
-    var bits = 0u;
-    var acc = af_scan_id();
-    var fl = 0u;
-    for (var j = 0u; j < {e2}u; j++) {{
-      let b = c0 + lid * {e2}u + j;
-      var v = af_scan_id();
-      if (b < {blocks}u) {{ v = cpart[b]; }}
-      if (b < {blocks}u && af_scan_starts(b)) {{
-        acc = v;
-        fl = 1u;
-        bits |= 1u << j;
-      }} else {{
-        acc = af_scan_comb(acc, v);
-      }}
-      loc[j] = acc;
-    }}
-{hs}    var run = pre;
-    var seen = 0u;
-    for (var j = 0u; j < {e2}u; j++) {{
-      let b = c0 + lid * {e2}u + j;
-      if (b < {blocks}u) {{ cpart[b] = run; }}
-      seen |= (bits >> j) & 1u;
-      run = loc[j];
-      if (seen == 0u) {{ run = af_scan_comb(pre, run); }}
-    }}
-    let last = sv[{local}u - 1u];
-    if (sf[{local}u - 1u] != 0u) {{ carry = last; }} else {{ carry = af_scan_comb(carry, last); }}
-    workgroupBarrier();
-  }}
-}}
-"
+{carry_kernels}"
         ));
     } else {
         s.push_str(&format!(
