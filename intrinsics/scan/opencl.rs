@@ -310,7 +310,7 @@ fn rows_source(
     const {el} pre = lid == 0u ? carry : (sf[lid - 1u] != 0u ? sv[lid - 1u] : AF_COMB(carry, sv[lid - 1u]));
 "#
     );
-    let carry_kernels = carry_source(ix, el, len, n, block, blocks, &hs);
+    let carry_kernels = carry_source(ix, el, len, block, blocks, &hs);
     let mut s = String::new();
     if split {
         s.push_str(&format!(
@@ -335,10 +335,14 @@ void af_scan_reduce(__global const {el} *x, __global {el} *part) {{
   }}
 }}
 
+/* Whether a segment starts at an element of [lo, hi) (segments start at multiples of {n}). */
+static inline uint af_scan_start_in({ix} lo, {ix} hi) {{
+  return ((lo + {n} - 1) / {n}) * {n} < hi ? 1u : 0u;
+}}
+
 /* Whether block b holds a segment start. */
 static inline uint af_scan_starts({ix} b) {{
-  const {ix} start = b * {block}, end = min(start + {block}, ({ix}){len});
-  return ((start + {n} - 1) / {n}) * {n} < end ? 1u : 0u;
+  return af_scan_start_in(b * {block}, min(b * {block} + {block}, ({ix}){len}));
 }}
 {carry_kernels}"#
         ));
@@ -418,20 +422,13 @@ fn carry_step(ix: &str, el: &str, count: &str, starts: &str, buf: &str, hs: &str
 }
 
 /// The carry passes of a row scan over `blocks` blocks. Up to [`CHUNK`] blocks, one work-group
-/// turns the block totals into carries (`af_scan_carry(part)`). Beyond, two passes:
+/// turns the block totals into carries (`af_scan_carry(part)`). Beyond, three passes:
 /// `af_scan_carry(part, chunk)`, a work-group per chunk of [`CHUNK`] totals, scans each chunk
 /// from the identity and keeps its total in `chunk`; `af_scan_carry_chunks(chunk)`, one
-/// work-group, turns those into the carries into the chunks (so no work-group walks every block
-/// total in turn; the block pass combines the two).
-fn carry_source(
-    ix: &str,
-    el: &str,
-    len: usize,
-    n: usize,
-    block: usize,
-    blocks: usize,
-    hs: &str,
-) -> String {
+/// work-group, turns those into the carries into the chunks; `af_scan_carry_add(part, chunk)`
+/// combines the two into each block's carry (so no work-group walks every block total in turn).
+/// `af_scan_start_in` and `af_scan_starts` come before it in the program.
+fn carry_source(ix: &str, el: &str, len: usize, block: usize, blocks: usize, hs: &str) -> String {
     let local = GPU_LOCAL;
     let chunks = blocks.div_ceil(CHUNK);
     let head = format!(
@@ -463,8 +460,7 @@ void af_scan_carry(__global {el} *part) {{
         r#"
 /* Whether chunk c (its {CHUNK} blocks) holds a segment start. */
 static inline uint af_scan_chunk_starts({ix} c) {{
-  const {ix} start = c * {span}, end = min(start + {span}, ({ix}){len});
-  return ((start + {n} - 1) / {n}) * {n} < end ? 1u : 0u;
+  return af_scan_start_in(c * {span}, min(c * {span} + {span}, ({ix}){len}));
 }}
 
 /* A work-group per chunk: part[b] becomes block b's carry within its chunk (from the identity),
@@ -491,7 +487,7 @@ void af_scan_carry_chunks(__global {el} *chunk) {{
 {ENTRY_ATTR}
 void af_scan_carry_add(__global {el} *part, __global const {el} *chunk) {{
   for ({ix} b = get_global_id(0); b < {blocks}; b += get_global_size(0)) {{
-    if (((b / {CHUNK}) * {span} + {n} - 1) / {n} * {n} >= b * {block})
+    if (af_scan_start_in((b / {CHUNK}) * {span}, b * {block}) == 0u)
       part[b] = AF_COMB(chunk[b / {CHUNK}], part[b]);
   }}
 }}

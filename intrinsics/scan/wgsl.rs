@@ -233,7 +233,7 @@ fn carry_step(t: &str, count: usize, starts: &str, buf: &str, hs: &str) -> Strin
 /// [`CHUNK`] blocks (`af_scan_carry`); beyond, a work-group per chunk (`af_scan_carry`, which
 /// also keeps each chunk's total), one over the chunks' totals (`af_scan_carry_chunks`), and
 /// the chunks' carries added to their blocks' (`af_scan_carry_add`).
-fn carry_source(t: &str, len: usize, n: usize, block: usize, blocks: usize, hs: &str) -> String {
+fn carry_source(t: &str, len: usize, block: usize, blocks: usize, hs: &str) -> String {
     let chunks = blocks.div_ceil(CHUNK);
     let by_block = carry_step(t, blocks, "af_scan_starts", "cpart", hs);
     if chunks == 1 {
@@ -258,9 +258,7 @@ fn af_scan_carry(@builtin(local_invocation_index) lid: u32) {{
 
 // Whether chunk c (its {CHUNK} blocks) holds a segment start.
 fn af_scan_chunk_starts(c: u32) -> bool {{
-  let start = c * {span}u;
-  let end = min(start + {span}u, {len}u);
-  return ((start + {n}u - 1u) / {n}u) * {n}u < end;
+  return af_scan_start_in(c * {span}u, min(c * {span}u + {span}u, {len}u));
 }}
 
 // A work-group per chunk: cpart[b] becomes block b's carry within its chunk (from the identity),
@@ -292,7 +290,7 @@ fn af_scan_carry_chunks(@builtin(local_invocation_index) lid: u32) {{
 @compute @workgroup_size({GPU_LOCAL})
 fn af_scan_carry_add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
   for (var b = gid.x; b < {blocks}u; b += nwg.x * {GPU_LOCAL}u) {{
-    if (((b / {CHUNK}u) * {span}u + {n}u - 1u) / {n}u * {n}u >= b * {block}u) {{
+    if (!af_scan_start_in((b / {CHUNK}u) * {span}u, b * {block}u)) {{
       apart[b] = af_scan_comb(achunk[b / {CHUNK}u], apart[b]);
     }}
   }}
@@ -391,7 +389,7 @@ fn rows_source(
         )
     };
     let hs = hillis_steele(t);
-    let carry_kernels = carry_source(t, len, n, block, blocks, &hs);
+    let carry_kernels = carry_source(t, len, block, blocks, &hs);
     let mut s = String::new();
     if split {
         s.push_str(&format!(
@@ -420,10 +418,13 @@ fn af_scan_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
   }}
 }}
 
+// Whether a segment starts at an element of [lo, hi) (segments start at multiples of {n}).
+fn af_scan_start_in(lo: u32, hi: u32) -> bool {{
+  return ((lo + {n}u - 1u) / {n}u) * {n}u < hi;
+}}
+
 fn af_scan_starts(b: u32) -> bool {{
-  let start = b * {block}u;
-  let end = min(start + {block}u, {len}u);
-  return ((start + {n}u - 1u) / {n}u) * {n}u < end;
+  return af_scan_start_in(b * {block}u, min(b * {block}u + {block}u, {len}u));
 }}
 
 {carry_kernels}"
