@@ -143,6 +143,37 @@ fn div_emul(x: f32, y: f32, recip: impl Fn(f32) -> f32) -> f32 {
     let bx = x.to_bits() & 0x7fff_ffff;
     // let by = bitcast<u32>(y) & 0x7fffffffu;
     let by = y.to_bits() & 0x7fff_ffff;
+    // if (bx - 0x21800000u < 0x3c800000u && by - 0x21800000u < 0x3c800000u) {
+    if bx.wrapping_sub(0x2180_0000) < 0x3c80_0000 && by.wrapping_sub(0x2180_0000) < 0x3c80_0000 {
+        // let ax = bitcast<f32>(bx);
+        let ax = f32::from_bits(bx);
+        // let ay = bitcast<f32>(by);
+        let ay = f32::from_bits(by);
+        // let ra = 1.0f / ay;
+        let ra = recip(ay);
+        // let a0 = af_mul_f32(ax, ra);
+        let a0 = ax * ra;
+        // let a1 = a0 + af_mul_f32(af_residual(ax, a0, ay), ra);
+        let a1 = a0 + residual(ax, a0, ay) * ra;
+        // let ap = bitcast<f32>(bitcast<u32>(a1) + 1u);
+        let ap = f32::from_bits(a1.to_bits().wrapping_add(1));
+        // let am = bitcast<f32>(bitcast<u32>(a1) - 1u);
+        let am = f32::from_bits(a1.to_bits().wrapping_sub(1));
+        // let ea = af_residual(ax, a1, ay);
+        let ea = residual(ax, a1, ay);
+        // var qa = a1;
+        let mut qa = a1;
+        // if (ea + ea > (ap - a1) * ay) { qa = ap; }
+        if ea + ea > (ap - a1) * ay {
+            qa = ap;
+        }
+        // if (ea + ea < (am - a1) * ay) { qa = am; }
+        if ea + ea < (am - a1) * ay {
+            qa = am;
+        }
+        // return bitcast<f32>(s | bitcast<u32>(qa));
+        return f32::from_bits(s | qa.to_bits());
+    }
     // if (bx > 0x7f800000u || by > 0x7f800000u || (bx == by && (bx == 0u || bx == 0x7f800000u))) {
     if bx > 0x7f80_0000 || by > 0x7f80_0000 || (bx == by && (bx == 0 || bx == 0x7f80_0000)) {
         // return af_nan();
@@ -355,6 +386,14 @@ fn division_is_correctly_rounded() {
         );
         n += check_div(xf, yf);
         n += check_div(yf, xf);
+    }
+    // Operands at the edges of the unscaled path's exponents ([-60, 60]) and just outside them.
+    for _ in 0..1_000_000 / SCALE {
+        let edge = [65u32, 66, 67, 68, 186, 187, 188, 189];
+        let pick = |r: u32| edge[(r % 8) as usize];
+        let x = f32::from_bits((pick(rng.random()) << 23) | (rng.random::<u32>() & 0x807f_ffff));
+        let y = f32::from_bits((pick(rng.random()) << 23) | (rng.random::<u32>() & 0x807f_ffff));
+        n += check_div(x, y);
     }
     // Special values and extremes.
     let special = [

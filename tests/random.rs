@@ -239,6 +239,48 @@ fn streams_match_the_oracle_bit_for_bit() {
     }
 }
 
+/// Draws whose length is a multiple of 4 from every position modulo 4 (and across a 2^32 boundary of
+/// the block counter): the GPU kernels' quad form draws a quad's four elements together (one or
+/// two Philox blocks for elements of one word, two or three for a normal's two), so every
+/// alignment of a quad against the Philox blocks is checked against the oracle, bit for bit where
+/// the oracle is exact.
+#[test]
+fn quads_of_draws_at_every_alignment_match_the_oracle() {
+    let key = [0x7654_3210, 0xfedc_ba98];
+    for alg in ALGS {
+        for start in [0, 1, 2, 3, (1u64 << 34) - 5, (1u64 << 34) - 2] {
+            let ctx = |what: &str| format!("{alg:?} from {start}: {what}");
+            let mut rng = Rng::from_key(alg, key, start);
+            let mut o = Walk { alg, key, g: start };
+            let got = read(&rng.uniform::<f32>(&[1024]));
+            let want: Vec<f32> = o.next(1024, 1).iter().map(|r| u24(r[0]) as f32).collect();
+            assert_eq!(got, want, "{}", ctx("uniform f32"));
+            let got = read(&rng.integers::<u32>(&[1024], 3, 1000));
+            let want: Vec<u32> = o
+                .next(1024, 1)
+                .iter()
+                .map(|r| integer(r[0], 997) + 3)
+                .collect();
+            assert_eq!(got, want, "{}", ctx("integers u32 [3, 1000)"));
+            let got = read(&rng.normal::<f32>(&[1024]));
+            let want: Vec<f64> = o.next(1024, 2).iter().map(|r| normal_f32(r)).collect();
+            assert_close(&f64s(&got), &want, 2e-5, &ctx("normal f32"));
+            let got = read(&rng.exponential::<f32>(&[1024], 1.0));
+            let want: Vec<f64> = o.next(1024, 1).iter().map(|r| exponential_f32(r)).collect();
+            assert_close(&f64s(&got), &want, 2e-5, &ctx("exponential f32"));
+            // A draw fused with arithmetic (one kernel: the quads' draw feeds the lanes' math).
+            let got = read(&(rng.uniform::<f32>(&[1024]) * 2.0 + 1.0));
+            let want: Vec<f32> = o
+                .next(1024, 1)
+                .iter()
+                .map(|r| u24(r[0]) as f32 * 2.0 + 1.0)
+                .collect();
+            assert_eq!(got, want, "{}", ctx("uniform f32 * 2 + 1"));
+            assert_eq!(rng.position(), o.g, "{}", ctx("position after the draws"));
+        }
+    }
+}
+
 /// The native tier (C) and the tile VM give the same bits for every generator and
 /// distribution, on draws long enough to be compiled (CPU executor only).
 #[test]

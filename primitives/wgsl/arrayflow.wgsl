@@ -180,18 +180,26 @@ fn af_mul_wide(a: u32, b: u32) -> vec2<u32> {
 // exponent, gives the 2.62-bit fixed-point remainder; the GPU's own sin/cos lose all accuracy
 // there). The table holds 4/pi to 192 bits, 8 new bits per entry.
 fn af_trig_reduce_large(xi: u32) -> vec2<f32> {
+  let k = (xi >> 26u) & 15u;
+  let m = ((xi & 0xffffffu) | 0x800000u) << ((xi >> 23u) & 7u);
+  // Below 512 (exponents 128 to 135) the window is the table's first: constants, no array (a
+  // function-local array indexed at run time is written to the GPU's local memory on every call).
+  if (k == 0u) { return af_trig_reduce_window(m, 0xa2u, 0xf9836e4eu, 0x441529fcu); }
   var tbl = array<u32, 24>(
     0xa2u, 0xa2f9u, 0xa2f983u, 0xa2f9836eu, 0xf9836e4eu, 0x836e4e44u, 0x6e4e4415u, 0x4e441529u,
     0x441529fcu, 0x1529fc27u, 0x29fc2757u, 0xfc2757d1u, 0x2757d1f5u, 0x57d1f534u, 0xd1f534ddu,
     0xf534ddc0u, 0x34ddc0dbu, 0xddc0db62u, 0xc0db6295u, 0xdb629599u, 0x6295993cu, 0x95993c43u,
     0x993c4390u, 0x3c439041u);
-  let k = (xi >> 26u) & 15u;
-  let m = ((xi & 0xffffffu) | 0x800000u) << ((xi >> 23u) & 7u);
-  let r1 = af_mul_wide(m, tbl[k + 4u]);
-  let r2 = af_mul_wide(m, tbl[k + 8u]);
-  // (m * tbl[k] << 32 | (m * tbl[k + 8]) >> 32) + m * tbl[k + 4], modulo 2^64.
+  return af_trig_reduce_window(m, tbl[k], tbl[k + 4u], tbl[k + 8u]);
+}
+// af_trig_reduce_large's arithmetic for the significand m (shifted by the exponent's low bits)
+// and the window's words t0 = tbl[k], t4 = tbl[k + 4], t8 = tbl[k + 8].
+fn af_trig_reduce_window(m: u32, t0: u32, t4: u32, t8: u32) -> vec2<f32> {
+  let r1 = af_mul_wide(m, t4);
+  let r2 = af_mul_wide(m, t8);
+  // (m * t0 << 32 | (m * t8) >> 32) + m * t4, modulo 2^64.
   let lo = r2.y + r1.x;
-  var hi = m * tbl[k] + r1.y + select(0u, 1u, lo < r2.y);
+  var hi = m * t0 + r1.y + select(0u, 1u, lo < r2.y);
   let n = (hi + 0x20000000u) >> 30u;
   hi -= n << 30u;
   let v = f32(bitcast<i32>(hi)) * 4294967296.0f + f32(lo);
@@ -396,7 +404,7 @@ fn af_atanh_f32(x: f32) -> f32 {
   return af_copysign(0.5f * af_log1p((2.0f * t) / (1.0f - t)), x);
 }
 
-// ---- error functions (FreeBSD msun s_erff.c, as in musl) ----
+// ---- error functions (erfc: FreeBSD msun s_erff.c, as in musl; erf: below) ----
 // Copyright (C) 1993 by Sun Microsystems, Inc. All rights reserved.
 // Developed at SunPro, a Sun Microsystems, Inc. business. Permission to use, copy, modify, and
 // distribute this software is freely granted, provided that this notice is preserved.
@@ -446,16 +454,37 @@ fn af_erfc_tail(a: f32) -> f32 {
   let z = bitcast<f32>(bitcast<u32>(a) & 0xffffe000u);
   return af_exp_f32(-z * z - 0.5625f) * af_exp_f32((z - a) * (z + a) + r / q) / a;
 }
+// e^q for q in [-87, 0] (no special values): af_exp_f32 without its checks, scaled by a power of two
+// directly (the result stays normal).
+fn af_exp_neg(q: f32) -> f32 {
+  let n = floor(1.44269504088896341f * q + 0.5f);
+  let r = (q - n * 0.693359375f) - n * -2.12194440e-4f;
+  let p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
+    + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * (r * r) + r + 1.0f;
+  return p * af_pow2i(i32(n));
+}
+// erf is not msun's (four branches with rational functions, three divisions and two exps: 3.6x a
+// copy's time on an H200 under Vulkan) but two polynomials fitted for this library (Chebyshev fits
+// in 40-digit arithmetic, coefficients rounded to f32): below 0.921875, x + x P(x^2) with P of
+// degree 5 fitting erf(x) / x - 1; above, 1 - e^Q(t) with Q of degree 8 fitting ln(erfc(t)) for
+// t = min(|x|, 3.93) (past 3.93 erf rounds to 1). Within 1.13 ulp in f32 arithmetic (a sample of
+// 174,000 points with every f32 near 0.921875); tests/float_sweep.rs checks it on every executor.
 fn af_erf_f32(x: f32) -> f32 {
   let a = abs(x);
   if (af_is_nan_f32(x)) { return x; }
-  if (a < 0.84375f) {
-    if (a < 3.7252903e-09f) { return x + 1.2837916613e-01f * x; }
-    return x + x * af_erf_small(x);
+  if (a < 0.921875f) {
+    let s = x * x;
+    let p = ((((-0.0006004081224091351f * s + 0.004996020346879959f) * s
+      - 0.02676875703036785f) * s + 0.11281882226467133f) * s - 0.3761250078678131f) * s
+      + 0.12837915122509003f;
+    return x + x * p;
   }
-  if (a < 1.25f) { return af_copysign(AF_ERX + af_erf_mid(a), x); }
-  if (a >= 6.0f) { return af_copysign(1.0f, x); }
-  return af_copysign(1.0f - af_erfc_tail(a), x);
+  let t = min(a, 3.93f);
+  let q = (((((((1.667112996983633e-06f * t - 4.661363345803693e-05f) * t
+    + 0.0006011687801219523f) * t - 0.004778482019901276f) * t + 0.02647021785378456f) * t
+    - 0.11015815287828445f) * t - 0.6317521929740906f) * t - 1.1302711963653564f) * t
+    + 0.0003280586388427764f;
+  return af_copysign(1.0f - af_exp_neg(q), x);
 }
 fn af_erfc_f32(x: f32) -> f32 {
   let a = abs(x);
@@ -586,13 +615,31 @@ fn af_unpack_f32(b: u32) -> vec2<i32> {
 // Q = mx / my in (1/2, 2): q1, one Newton step from 1 / my, is within 1 ulp of Q; of q1 and its
 // neighbours the one whose midpoints bracket Q is picked by the exact remainder e = mx - q1 * my
 // (Q is never a midpoint). q times 2^k is exact unless it is subnormal; then the significand is
-// rounded to the subnormal grid with the integer bits of q and the sign of its remainder. Products
-// that feed a sum are opaque (af_mul_f32) as in af_sqrt_f32. The proof is tests/exact_f32.rs,
-// which mirrors this text line by line.
+// rounded to the subnormal grid with the integer bits of q and the sign of its remainder. Operands
+// of exponents in [-60, 60] take the same steps without the unpacking (the steps are invariant
+// under scaling while nothing leaves the normal range). Products that feed a sum are opaque
+// (af_mul_f32) as in af_sqrt_f32. The proof is tests/exact_f32.rs, which mirrors this text line
+// by line.
 fn af_div_f32(x: f32, y: f32) -> f32 {
   let s = (bitcast<u32>(x) ^ bitcast<u32>(y)) & 0x80000000u;
   let bx = bitcast<u32>(x) & 0x7fffffffu;
   let by = bitcast<u32>(y) & 0x7fffffffu;
+  // Both exponents in [-60, 60] (the common case): the same steps on |x| and |y| themselves, with
+  // no unpacking or scaling (every product and remainder stays normal, the quotient is normal).
+  if (bx - 0x21800000u < 0x3c800000u && by - 0x21800000u < 0x3c800000u) {
+    let ax = bitcast<f32>(bx);
+    let ay = bitcast<f32>(by);
+    let ra = 1.0f / ay;
+    let a0 = af_mul_f32(ax, ra);
+    let a1 = a0 + af_mul_f32(af_residual(ax, a0, ay), ra);
+    let ap = bitcast<f32>(bitcast<u32>(a1) + 1u);
+    let am = bitcast<f32>(bitcast<u32>(a1) - 1u);
+    let ea = af_residual(ax, a1, ay);
+    var qa = a1;
+    if (ea + ea > (ap - a1) * ay) { qa = ap; }
+    if (ea + ea < (am - a1) * ay) { qa = am; }
+    return bitcast<f32>(s | bitcast<u32>(qa));
+  }
   if (bx > 0x7f800000u || by > 0x7f800000u || (bx == by && (bx == 0u || bx == 0x7f800000u))) {
     return af_nan();
   }
@@ -945,17 +992,47 @@ fn af_stream(k0: u32, k1: u32, g: vec2<u32>, w: u32) -> vec4<u32> {
   let block = vec2<u32>((g.x >> shift) | (g.y << (32u - shift)), g.y >> shift);
   let b = af_philox(block, k0, k1);
   let first = (g.x & ((1u << shift) - 1u)) * w;
-  var v = array<u32, 4>(b.x, b.y, b.z, b.w);
-  return vec4<u32>(v[first], v[(first + 1u) & 3u], 0u, 0u);
+  // Words first and first + 1 (w = 2: first is 0 or 2) by selects, not a local array.
+  let half = select(b.xy, b.zw, first >= 2u);
+  return vec4<u32>(select(half.x, half.y, (first & 1u) == 1u), half.y, 0u, 0u);
+}
+// The words of stream elements g .. g + 3 of one word each (lane u: element g + u), for a quad of
+// elements: one Philox block where g is a multiple of 4 (a quad of a draw that starts on a
+// block), else the two blocks the quad straddles; af_stream takes a block per element.
+fn af_stream_quad1(k0: u32, k1: u32, g: vec2<u32>) -> vec4<u32> {
+  let s = g.x & 3u;
+  let blk = vec2<u32>((g.x >> 2u) | (g.y << 30u), g.y >> 2u);
+  let b0 = af_philox(blk, k0, k1);
+  if (s == 0u) { return b0; }
+  let b1 = af_philox(af_add64(blk, 1u), k0, k1);
+  var v = array<u32, 8>(b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w);
+  return vec4<u32>(v[s], v[s + 1u], v[s + 2u], v[s + 3u]);
+}
+// The same for elements of two words each: [0] the first words of the four elements, [1] the
+// second; two blocks where g is even, else three.
+fn af_stream_quad2(k0: u32, k1: u32, g: vec2<u32>) -> array<vec4<u32>, 2> {
+  let blk = vec2<u32>((g.x >> 1u) | (g.y << 31u), g.y >> 1u);
+  let b0 = af_philox(blk, k0, k1);
+  let b1 = af_philox(af_add64(blk, 1u), k0, k1);
+  if ((g.x & 1u) == 0u) {
+    return array<vec4<u32>, 2>(vec4<u32>(b0.x, b0.z, b1.x, b1.z), vec4<u32>(b0.y, b0.w, b1.y, b1.w));
+  }
+  let b2 = af_philox(af_add64(blk, 2u), k0, k1);
+  return array<vec4<u32>, 2>(vec4<u32>(b0.z, b1.x, b1.z, b2.x), vec4<u32>(b0.w, b1.y, b1.w, b2.y));
+}
+// Distributions of stream words (af_stream's, or a quad's from af_stream_quad1/2).
+fn af_w_uniform_f32(w: u32) -> f32 { return f32(w >> 8u) * (1.0f / 16777216.0f); }
+fn af_w_normal_f32(w0: u32, w1: u32) -> f32 {
+  let u1 = (f32(w0 >> 8u) + 1.0f) * (1.0f / 16777216.0f);
+  let u2 = f32(w1 >> 8u) * (1.0f / 16777216.0f);
+  return af_sqrt_f32(-2.0f * af_ln_f32(u1)) * af_cos_f32(6.28318530717958647692f * u2);
 }
 fn af_uniform_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
-  return f32(af_stream(k0, k1, g, 1u).x >> 8u) * (1.0f / 16777216.0f);
+  return af_w_uniform_f32(af_stream(k0, k1, g, 1u).x);
 }
 fn af_normal_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
   let r = af_stream(k0, k1, g, 2u);
-  let u1 = (f32(r.x >> 8u) + 1.0f) * (1.0f / 16777216.0f);
-  let u2 = f32(r.y >> 8u) * (1.0f / 16777216.0f);
-  return af_sqrt_f32(-2.0f * af_ln_f32(u1)) * af_cos_f32(6.28318530717958647692f * u2);
+  return af_w_normal_f32(r.x, r.y);
 }
 
 // More distributions (primitives/cpu.rs: exponential_f32, integer_u32).
@@ -987,13 +1064,11 @@ fn af_hash32(k0: u32, k1: u32, c: u32) -> u32 {
   return af_lowbias32(af_lowbias32(c + k0) ^ k1);
 }
 fn af_h_uniform_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
-  return f32(af_hash32(k0, k1, g.x) >> 8u) * (1.0f / 16777216.0f);
+  return af_w_uniform_f32(af_hash32(k0, k1, g.x));
 }
 fn af_h_normal_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
   let c = g.x * 2u;
-  let u1 = (f32(af_hash32(k0, k1, c) >> 8u) + 1.0f) * (1.0f / 16777216.0f);
-  let u2 = f32(af_hash32(k0, k1, c + 1u) >> 8u) * (1.0f / 16777216.0f);
-  return af_sqrt_f32(-2.0f * af_ln_f32(u1)) * af_cos_f32(6.28318530717958647692f * u2);
+  return af_w_normal_f32(af_hash32(k0, k1, c), af_hash32(k0, k1, c + 1u));
 }
 fn af_h_exponential_f32(k0: u32, k1: u32, g: vec2<u32>) -> f32 {
   return af_w_exponential_f32(af_hash32(k0, k1, g.x));

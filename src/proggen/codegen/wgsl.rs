@@ -16,7 +16,9 @@
 //!   (`vin{p} = in{p}[q]`, all of a trip's issued first), the element code once per lane `u`
 //!   with `lin = 4u * q + u` (reading
 //!   `vin{p}.x`, `.y`, ..., writing `vout{o}.x`, ...; generators, random draws and fault checks
-//!   work per lane as in the scalar form), then one 16-byte store per output
+//!   work per lane as in the scalar form, but for Philox draws at the element's own position,
+//!   whose words the quad draws before its lanes, one or two Philox blocks for the four elements
+//!   where each would take one: `quad_streams`), then one 16-byte store per output
 //!   (`out{o}[q] = vout{o}`). An input also read through another map would need scalar access,
 //!   so such a kernel (and any other that does not qualify) takes the scalar form, as does a
 //!   kernel with trap checks (`lower::Lowered::range`: it runs the elements `af_lo .. af_hi` of
@@ -563,7 +565,7 @@ fn body(l: &Lowered, pad: &str, access: Access) -> String {
         }
         let _ = writeln!(e, "{pad}let d{d} = {v};");
     }
-    for step in &l.steps {
+    for (si, step) in l.steps.iter().enumerate() {
         let rhs = match &step.op {
             StepOp::Load { input, at } => {
                 let v = match (access, at) {
@@ -578,6 +580,26 @@ fn body(l: &Lowered, pad: &str, access: Access) -> String {
                 }
             }
             StepOp::Param { slot } => format!("p{slot}"),
+            StepOp::Random {
+                dist, range_slot, ..
+            } if quad_stream(&step.op).is_some() && matches!(access, Access::Lane(_)) => {
+                let Access::Lane(u) = access else {
+                    unreachable!("quad streams are drawn in the quad form only")
+                };
+                let lane = LANES[u];
+                let range = range_slot.map_or("0u".into(), |r| format!("params[{}u]", 2 * r));
+                match dist {
+                    RandomDist::Normal => {
+                        format!("af_w_normal_f32(rw{si}[0].{lane}, rw{si}[1].{lane})")
+                    }
+                    _ => format!(
+                        "af_w_{}_{}(rw{si}.{lane}{})",
+                        dist.name(),
+                        tname(step.ty),
+                        range_arg(*dist, &range)
+                    ),
+                }
+            }
             StepOp::Random {
                 alg,
                 dist,
@@ -768,6 +790,48 @@ pub fn render(k: &FusedKernel, t: Target) -> Result<GpuPlan, Unsupported> {
     Ok(l.plan(with_library(source, t), LOCAL, immediate_words))
 }
 
+/// Words per value of a Philox draw at the element's own position (`Index::Lin`), whose quad
+/// draws its four elements' words together (`af_stream_quad1` / `af_stream_quad2`: one or two
+/// Philox blocks per quad where each element alone takes one), or `None` for every other step.
+fn quad_stream(op: &StepOp) -> Option<u32> {
+    match op {
+        StepOp::Random {
+            alg: RngAlgorithm::Philox,
+            dist,
+            at: Index::Lin,
+            ..
+        } => Some(if *dist == RandomDist::Normal { 2 } else { 1 }),
+        _ => None,
+    }
+}
+
+/// The quad's stream words of each [`quad_stream`] step (`rw{step}`), drawn before its lanes.
+fn quad_streams(l: &Lowered, at: &str) -> String {
+    let mut s = String::new();
+    for (si, step) in l.steps.iter().enumerate() {
+        let (
+            Some(w),
+            StepOp::Random {
+                key_slot,
+                counter_slot,
+                ..
+            },
+        ) = (quad_stream(&step.op), &step.op)
+        else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "      let rw{si} = af_stream_quad{w}(params[{}u], params[{}u], af_add64(vec2<u32>(params[{}u], params[{}u]), 4u * ({at})));",
+            2 * key_slot,
+            2 * key_slot + 1,
+            2 * counter_slot,
+            2 * counter_slot + 1,
+        );
+    }
+    s
+}
+
 /// Quad form: each thread takes Q = [`super::gpu::Tuning::wgpu_quads`] quads per trip of the main
 /// loop (their `vec4` loads first): a work-group's Q × [`LOCAL`] consecutive quads, its threads'
 /// quads [`LOCAL`] apart (one contiguous span per load instruction of the group), trips a grid of
@@ -794,6 +858,7 @@ fn render_quads(l: &Lowered, t: Target, quads: u32, q_trip: u32) -> (String, Opt
             let d = k.outputs[o as usize];
             let _ = writeln!(b, "      var vout{o}: vec4<{}>;", storage_type(d));
         }
+        b.push_str(&quad_streams(l, at));
         for (u, e) in element.iter().enumerate() {
             let _ = write!(
                 b,
