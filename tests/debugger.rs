@@ -398,6 +398,33 @@ fn watchpoints_follow_in_place_updates() {
     close(&[total], &[want], 1e-4, "total");
 }
 
+/// A stop's values read a stored array whose own inputs are gone (the application dropped them
+/// and the flush that stored it let them go): the value at the stop is computed from it.
+#[test]
+fn values_at_a_stop_read_stored_arrays_whose_inputs_are_gone() {
+    let _g = SERIAL.lock();
+    let va = data(64, 81);
+    let seen: Seen = Default::default();
+    let d = Runtime::debug(Debugger::new().on_stop(recorder(&seen)));
+    let v = {
+        let u = Array::from_slice(&va, &[64]);
+        (&u * 2.0f32 + 1.0f32).abs().sqrt()
+    };
+    v.eval().unwrap(); // stored; `u` and the intermediates are gone
+    d.break_at(file!(), line!() + 1);
+    let x = &v * 3.0f32;
+    let got = x.to_vec().unwrap();
+    drop(d);
+    let want: Vec<f64> = va
+        .iter()
+        .map(|&a| (a as f64 * 2.0 + 1.0).abs().sqrt() * 3.0)
+        .collect();
+    let stops = seen.lock().clone();
+    assert_eq!(stops.len(), 1, "{stops:?}");
+    close(&stops[0].3, &want, 1e-6, "x at its stop");
+    close(&f64s(&got), &want, 1e-6, "x");
+}
+
 #[test]
 fn live_arrays_print_and_edits_that_the_continuation_uses() {
     let _g = SERIAL.lock();
