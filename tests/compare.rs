@@ -2,15 +2,18 @@
 //! CPU tiers within the documented tolerances; a deliberately wrong kernel (test-only fault
 //! injection, planted by the tile VM and by the OpenCL and WGSL renderers, so these tests run on
 //! every executor) is caught in both modes, naming the faulty op and this file's line, and the
-//! mismatch a read reports names the first diverging op with no set-up beyond comparison mode;
-//! switching the mode on mid-run starts checking there, and off stops it. Tests run one at a
-//! time.
+//! mismatch a read reports names the first diverging op with no set-up beyond comparison mode
+//! (on a device, whose counters show the faulty kernel ran there, not on the CPU); switching the
+//! mode on mid-run starts checking there, and off stops it. Tests run one at a time.
+
+mod common;
 
 use arrayflow::debug::inject_fault;
 use arrayflow::ir::BinaryOp;
 use arrayflow::{
     Array, CompareConfig, CompareMode, ErrorKind, MismatchAction, NativeMode, Rng, Runtime,
 };
+use common::kernels_ran_on_the_device;
 use parking_lot::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -474,6 +477,11 @@ fn a_mismatch_names_the_first_diverging_op_with_no_set_up() {
         Runtime::set_compare(Some(if narrow { config } else { config.narrow(0) }));
         inject_fault(Some(BinaryOp::Mul));
         let (y, l_mul, l_sub) = chain(&a, &b);
+        // On a device, the faulty kernel runs there (its renderer planted the fault): computed
+        // first with `eval`, apart from the read's check and narrowing.
+        let before = Runtime::stats();
+        y.eval().unwrap();
+        kernels_ran_on_the_device(&before);
         let e = y.to_vec().unwrap_err();
         inject_fault(None);
         assert_eq!(e.kind(), ErrorKind::Mismatch, "{e}");

@@ -2,7 +2,8 @@
 //! (its `demo_child` test, in a second process) inside a detached tmux session with
 //! `ARRAYFLOW_DEBUG=console` and a breakpoint from `ARRAYFLOW_BREAK`, types commands at the
 //! prompt, captures the pane and checks the transcript: the values printed, the edit and the
-//! final result equal plain f32/f64 loops. Skipped (with a message) where tmux is missing, unless
+//! final result equal plain f32/f64 loops; breakpoints added with `break` stop at their line
+//! with its value, and one removed with `delete` does not stop. Skipped (with a message) where tmux is missing, unless
 //! `ARRAYFLOW_REQUIRE_TOOLS` names `tmux` (CI installs it and sets that): then it fails.
 
 use std::process::Command;
@@ -95,11 +96,18 @@ fn console_under_tmux() {
         return;
     }
     let source = include_str!("../examples/debug_demo.rs");
-    let line = source
-        .lines()
-        .position(|l| l.trim_start().starts_with("let w ="))
-        .expect("the demo has `let w =`")
-        + 1;
+    let line_of = |start: &str| {
+        source
+            .lines()
+            .position(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("the demo has `{start}`"))
+            + 1
+    };
+    let line = line_of("let w =");
+    // Breakpoints the console adds with `break`: x's line (2) stops; y's (3) is deleted first.
+    let (line_x, line_y) = (line_of("let x ="), line_of("let y ="));
+    let break_x = format!("break debug_demo.rs:{line_x}");
+    let break_y = format!("break debug_demo.rs:{line_y}");
     let exe = std::env::current_exe().unwrap();
     // The mode's settings travel explicitly (a tmux server keeps the environment it started
     // with); the socket is this process's own.
@@ -146,6 +154,8 @@ fn console_under_tmux() {
         "print v [0:3]",
         "print $",
         "stepi",
+        break_x.as_str(),
+        break_y.as_str(),
         "info breakpoints",
         "set $[2] = 100",
         "print $ [2]",
@@ -164,6 +174,20 @@ fn console_under_tmux() {
         "{pane}"
     );
     tmux.wait_for(|p| prompts(p) >= script.len() + 2, "the prompt after step");
+    // `continue`: the breakpoint `break` added at x's line stops.
+    tmux.send("continue");
+    let pane = tmux.wait_for(|p| p.contains("(breakpoint 2, hit 1)"), "the stop at x");
+    assert!(
+        pane.contains(&format!("debug_demo.rs:{line_x}")),
+        "the stop names x's line:\n{pane}"
+    );
+    tmux.wait_for(|p| prompts(p) >= script.len() + 3, "the prompt at x");
+    // There: x's value, then `delete` the breakpoint at y's line (and one that does not exist).
+    let at_x = ["p $", "delete 3", "delete 9", "info b"];
+    for (k, cmd) in at_x.iter().enumerate() {
+        tmux.send(cmd);
+        tmux.wait_for(|p| prompts(p) >= script.len() + 4 + k, cmd);
+    }
     tmux.send("continue");
     let pane = tmux.wait_for(|p| p.contains("DEMO-EXIT"), "the program's end");
 
@@ -213,6 +237,25 @@ fn console_under_tmux() {
         info.contains(&format!("debug_demo.rs:{line}")) && info.contains("hits 1"),
         "{info}"
     );
+    // `break` added breakpoints 2 and 3 at x's and y's lines, not hit yet.
+    assert!(
+        answer(&pane, &break_x).contains(&format!("breakpoint 2 at debug_demo.rs:{line_x}")),
+        "{pane}"
+    );
+    assert!(
+        answer(&pane, &break_y).contains(&format!("breakpoint 3 at debug_demo.rs:{line_y}")),
+        "{pane}"
+    );
+    for (n, l) in [(2, line_x), (3, line_y)] {
+        let row = info
+            .lines()
+            .find(|r| r.split_whitespace().next() == Some(&n.to_string()))
+            .unwrap_or_else(|| panic!("no breakpoint {n} in:\n{info}"));
+        assert!(
+            row.contains(&format!("debug_demo.rs:{l}")) && row.contains("hits 0"),
+            "{row}"
+        );
+    }
     w[2] = 100.0;
     assert_eq!(shown(&answer(&pane, "set $[2] = 100")), w);
     assert!(answer(&pane, "print $ [2]").contains("100.0"));
@@ -231,5 +274,56 @@ fn console_under_tmux() {
         (printed - total).abs() <= 1e-5 * total,
         "{printed} vs {total}"
     );
+    // At x's breakpoint, x = w - v with the edited w (the reference interpreter's value; v may
+    // have been computed on a device, within an ulp of the f32 loop's).
+    let x: Vec<f32> = w.iter().zip(&v).map(|(a, b)| a - b).collect();
+    let x_shown = shown(&answer(&pane, "p $"));
+    assert_eq!(x_shown.len(), x.len());
+    for (i, (g, e)) in x_shown.iter().zip(&x).enumerate() {
+        assert!(
+            (g - e).abs() <= 1e-6 * e.abs().max(1.0),
+            "x[{i}]: {g} vs {e}"
+        );
+    }
+    // `delete`: breakpoint 3 is gone (and the program did not stop at y's line); 9 never was.
+    assert!(
+        answer(&pane, "delete 3").contains("deleted breakpoint 3"),
+        "{pane}"
+    );
+    assert!(
+        answer(&pane, "delete 9").contains("no breakpoint 9"),
+        "{pane}"
+    );
+    let info = answer(&pane, "info b");
+    assert!(
+        info.lines()
+            .any(|r| r.split_whitespace().next() == Some("2") && r.contains("hits 1")),
+        "{info}"
+    );
+    assert!(
+        !info
+            .lines()
+            .any(|r| r.split_whitespace().next() == Some("3")),
+        "{info}"
+    );
+    assert!(
+        !pane.contains("breakpoint 3, hit"),
+        "stopped at a deleted breakpoint:\n{pane}"
+    );
+    assert!(
+        !pane.contains(&format!("debug_demo.rs:{line_y}:")),
+        "stopped at y's line:\n{pane}"
+    );
+    assert_eq!(prompts(&pane), script.len() + 3 + at_x.len(), "{pane}");
+    // The program's last line: the largest x * x.
+    let max: f64 = x.iter().map(|&a| (a * a) as f64).fold(f64::MIN, f64::max);
+    let printed: f64 = pane
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("max = "))
+        .unwrap_or_else(|| panic!("no max in:\n{pane}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((printed - max).abs() <= 1e-5 * max, "{printed} vs {max}");
     assert!(pane.contains("DEMO-EXIT 0"), "{pane}");
 }

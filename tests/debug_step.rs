@@ -11,16 +11,20 @@
 //!   at its elements;
 //! - with one binary op planted wrong (test-only fault injection, in the tile VM and in the
 //!   OpenCL and WGSL renderers) in the middle of a fused chain, the divergence finder names it
-//!   (op and this file's line) on every executor, the ops before it pass, and its reproducing
+//!   (op and this file's line) on every executor (on a device, whose counters show the faulty
+//!   kernel ran there, with no fallback to the CPU), the ops before it pass, and its reproducing
 //!   program is Rust on the public API naming the ops that feed it: it is compiled (rustc against
 //!   the arrayflow library this test links) and run, and prints the reference value, or with the
 //!   fault injected the optimised value the divergence reports.
 //!
 //! Tests run one at a time: fault injection and comparison mode are process-wide.
 
+mod common;
+
 use arrayflow::debug::{inject_fault, inject_intrinsic_fault};
 use arrayflow::ir::BinaryOp;
 use arrayflow::{Array, CompareConfig, CompareMode, MismatchAction, Runtime, StepScope};
+use common::kernels_ran_on_the_device;
 use parking_lot::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -346,6 +350,11 @@ fn divergence_names_the_planted_op_on_every_executor() {
     let l_sub = line!() + 1;
     let t5 = &t4 - &b;
     drop((t1, t2, t3, t4));
+    // On a device, the faulty kernel runs there (its renderer planted the fault): computed first
+    // with `eval`, apart from the read's checks and narrowing (which run micro-kernels).
+    let before = Runtime::stats();
+    t5.eval().unwrap();
+    kernels_ran_on_the_device(&before);
     let _ = t5.to_vec().unwrap();
     let ms = Runtime::mismatches();
     assert!(

@@ -830,3 +830,160 @@ fn index_trap_names_the_first_bad_gather_index() {
     assert_eq!((t.element, t.value), (first, idx[first] as f64));
     Runtime::traps(TrapConfig::off());
 }
+
+/// Bincount's values are indices into its counts: one out of range (past the length, or
+/// negative) is an index trap naming the first bad position (a plain loop's), its coordinates in
+/// the input, the value and the call site; without traps it is the execution error naming the
+/// value, its position and the line. Good values count as a plain loop counts.
+#[test]
+fn index_trap_names_the_first_bad_bincount_value() {
+    let _g = lock();
+    let mut r = rng(0xb1c0);
+    let (shape, length) = ([20usize, 15], 12usize);
+    let n = shape[0] * shape[1];
+    let good: Vec<i32> = (0..n).map(|_| r.random_range(0..length as i32)).collect();
+    let mut x = good.clone();
+    let (ps, first) = plant(&mut r, n, 3);
+    for (k, &p) in ps.iter().enumerate() {
+        x[p] = if k % 2 == 0 {
+            r.random_range(length as i32..40)
+        } else {
+            -r.random_range(1..9)
+        };
+    }
+    let xa = Array::from_slice(&x, &shape);
+    // Off: the execution error, naming the value, its position and the line.
+    let line = line!() + 1;
+    let e = xa.bincount(length).to_vec().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidResult, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!(
+            "bincount value {} (at position {first})",
+            x[first]
+        )),
+        "{msg}"
+    );
+    assert!(msg.contains(&format!("debug_trap.rs:{line}:")), "{msg}");
+    assert!(Runtime::take_traps().is_empty());
+
+    Runtime::traps(TrapConfig::nan().index());
+    let line = line!() + 1;
+    let c = xa.bincount(length);
+    let e = c.to_vec().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Trap, "{e}");
+    let t = one_trap();
+    assert_eq!(
+        (t.kind, t.op.as_str()),
+        (TrapKind::Index, "bincount"),
+        "{t}"
+    );
+    assert_site(&t, line);
+    assert_eq!((t.element, t.value), (first, x[first] as f64), "{t}");
+    assert_eq!(t.index, vec![first / shape[1], first % shape[1]], "{t}");
+    assert!(ran_where_expected(t.device), "{t}");
+
+    // Traps on and every value in range: the counts of a plain loop.
+    let mut want = vec![0u32; length];
+    for &v in &good {
+        want[v as usize] += 1;
+    }
+    let got = Array::from_slice(&good, &shape)
+        .bincount(length)
+        .to_vec()
+        .unwrap();
+    assert_eq!(got, want);
+    assert!(Runtime::take_traps().is_empty());
+    Runtime::traps(TrapConfig::off());
+}
+
+/// Scatter, scatter_add and put_along_axis: an index out of range is an index trap naming the
+/// first bad position in the flattened indices (a plain loop's), the index and the call site;
+/// without traps, the execution error naming the index, its position and the line.
+#[test]
+fn index_trap_names_the_first_bad_scatter_index() {
+    let _g = lock();
+    let mut r = rng(0x5ca7);
+    let (rows, dim, ni) = (3usize, 40usize, 250usize);
+    let data = rand_f32(&mut r, rows * dim, 0.0, 1.0);
+    let vals = rand_f32(&mut r, rows * ni, 0.0, 1.0);
+    let mut idx: Vec<i32> = (0..ni).map(|_| r.random_range(0..dim as i32)).collect();
+    let (ps, first) = plant(&mut r, ni, 3);
+    for (k, &p) in ps.iter().enumerate() {
+        idx[p] = if k % 2 == 1 {
+            r.random_range(dim as i32..2 * dim as i32)
+        } else {
+            -r.random_range(1..20)
+        };
+    }
+    let d = Array::from_slice(&data, &[rows, dim]);
+    let ix = Array::from_slice(&idx, &[ni]);
+    let v = Array::from_slice(&vals, &[rows, ni]);
+    // Off: the execution error it always was, naming the index, its position and the line.
+    let line = line!() + 1;
+    let e = d.scatter(&ix, &v, 1).to_vec().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidResult, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!(
+            "scatter index {} (at position {first})",
+            idx[first]
+        )),
+        "{msg}"
+    );
+    assert!(msg.contains(&format!("debug_trap.rs:{line}:")), "{msg}");
+    assert!(Runtime::take_traps().is_empty());
+
+    Runtime::traps(TrapConfig::nan().index());
+    // Each recorded and read in turn (one flush would run both, and both would trap).
+    for op in ["scatter", "scatter_add"] {
+        let (s, line) = if op == "scatter" {
+            (d.scatter(&ix, &v, 1), line!())
+        } else {
+            (d.scatter_add(&ix, &v, 1), line!())
+        };
+        let e = s.to_vec().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Trap, "{e}");
+        let t = one_trap();
+        assert_eq!((t.kind, t.op.as_str()), (TrapKind::Index, op), "{t}");
+        assert_site(&t, line);
+        assert_eq!((t.element, t.value), (first, idx[first] as f64), "{t}");
+        assert_eq!(t.index, vec![first], "{t}");
+    }
+    // put_along_axis: indices of the data's rank, flattened row-major for the position.
+    let mut along: Vec<i32> = (0..rows * 2)
+        .map(|_| r.random_range(0..dim as i32))
+        .collect();
+    along[4] = dim as i32 + 3;
+    along[5] = -2;
+    let ia = Array::from_slice(&along, &[rows, 2]);
+    let line = line!() + 1;
+    let p = d.put_along_axis(&ia, &Array::scalar(-1.0f32), 1);
+    let e = p.to_vec().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Trap, "{e}");
+    let t = one_trap();
+    assert_eq!(
+        (t.kind, t.op.as_str()),
+        (TrapKind::Index, "put_along_axis"),
+        "{t}"
+    );
+    assert_site(&t, line);
+    assert_eq!((t.element, t.value), (4, (dim + 3) as f64), "{t}");
+
+    // Traps on and every index in range: scatter's values where a plain loop puts them (the
+    // last duplicate wins).
+    let ok: Vec<i32> = (0..ni).map(|_| r.random_range(0..dim as i32)).collect();
+    let got = d
+        .scatter(&Array::from_slice(&ok, &[ni]), &v, 1)
+        .to_vec()
+        .unwrap();
+    let mut want = data.clone();
+    for p in 0..rows {
+        for (j, &i) in ok.iter().enumerate() {
+            want[p * dim + i as usize] = vals[p * ni + j];
+        }
+    }
+    assert_eq!(got, want);
+    assert!(Runtime::take_traps().is_empty());
+    Runtime::traps(TrapConfig::off());
+}

@@ -2,9 +2,9 @@
 //! hits; the values at a stop equal plain f64 loops; non-intrusive debugging leaves the results
 //! bit-identical and the fusion (kernel and flush counts) unchanged; intrusive stops split the
 //! kernel and give the same numbers; reproducible mode equals the normal run; conditional
-//! breakpoints, watchpoints, ignore counts, delete and disable; live arrays, printing slices, and
-//! edits at a stop that the continuation uses. Tests run one at a time (the debugger and the
-//! statistics are process-wide).
+//! breakpoints, watchpoints (in-place updates, and the computation of the watched array), ignore
+//! counts, delete and disable; live arrays, printing slices, and edits at a stop that the
+//! continuation uses. Tests run one at a time (the debugger and the statistics are process-wide).
 
 use arrayflow::Array;
 use arrayflow::{ArrayId, Breakpoint, DebugMode, Debugger, Runtime, Stats, Stop, StopReason};
@@ -381,21 +381,129 @@ fn watchpoints_follow_in_place_updates() {
     let d = Runtime::debug(Debugger::new().watch(&x).on_stop(recorder(&seen)));
     let other = &x * 3.0f32; // reads x, gives x no new value: no stop
     x += 1.0f32;
+    let l_times = line!() + 1;
     x *= 2.0f32;
     let y = (&x - &other).sum();
+    // Two stops so far, both at the in-place updates (recorded, nothing computed yet).
+    assert_eq!(seen.lock().len(), 2);
+    // The read computes x's latest value (in the same flush): the third stop.
     let total = y.item().unwrap() as f64;
     let info = d.breakpoints();
     drop(d);
     let got = seen.lock().clone();
-    assert_eq!(got.len(), 2);
-    assert!(got.iter().all(|s| matches!(s.2, StopReason::Watch { .. })));
+    assert_eq!(got.len(), 3);
+    assert!(
+        got[..2]
+            .iter()
+            .all(|s| matches!(s.2, StopReason::Watch { .. }))
+    );
+    assert!(
+        matches!(got[2].2, StopReason::Computed { hits: 3, .. }),
+        "{:?}",
+        got[2].2
+    );
+    assert_eq!(
+        got[2].0, l_times,
+        "the computed stop is at the array's line"
+    );
     let plus: Vec<f64> = v.iter().map(|&a| a as f64 + 1.0).collect();
     let times: Vec<f64> = plus.iter().map(|a| a * 2.0).collect();
     close(&got[0].3, &plus, 1e-6, "x after +=");
     close(&got[1].3, &times, 1e-6, "x after *=");
-    assert_eq!(info[0].hits, 2);
+    close(&got[2].3, &times, 1e-6, "x computed");
+    assert_eq!(info[0].hits, 3);
     let want: f64 = times.iter().zip(&v).map(|(t, &a)| t - 3.0 * a as f64).sum();
     close(&[total], &[want], 1e-4, "total");
+}
+
+/// `y = f(x)` and work that reads it, for `watchpoints_stop_once_when_the_array_is_computed`.
+struct Watched {
+    y: Array<f32>,
+    line: u32,
+    s: Array<f32>,
+}
+
+fn watched_program(a: &[f32], b: &[f32]) -> Watched {
+    let x = Array::from_slice(a, &[ROWS, COLS]);
+    let c = Array::from_slice(b, &[ROWS, COLS]);
+    let (y, line) = ((&x * &c + 1.0f32).abs().sqrt(), line!());
+    let s = (&y - &x).exp().sum_axis(1);
+    Watched { y, line, s }
+}
+
+/// A watchpoint on an array produced by `let y = f(x)` (no in-place update) stops once, when the
+/// runtime computes `y` (the read of a result that needs it), not when it is recorded; the stop
+/// is at `y`'s line and shows `y`'s value (an f64 oracle); reading `y` afterwards does not stop
+/// again; the results, kernels and flushes are those of a run without the debugger, bit for bit.
+#[test]
+fn watchpoints_stop_once_when_the_array_is_computed() {
+    let _g = SERIAL.lock();
+    let (a, b) = (data(ROWS * COLS, 71), data(ROWS * COLS, 72));
+    let want: Vec<f64> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &c)| (x as f64 * c as f64 + 1.0).abs().sqrt())
+        .collect();
+    let read = |w: &Watched| (w.s.to_vec().unwrap(), w.y.to_vec().unwrap());
+    let _warm = read(&watched_program(&a, &b));
+
+    let s0 = Runtime::stats();
+    let plain = read(&watched_program(&a, &b));
+    let s1 = Runtime::stats();
+
+    let seen: Seen = Default::default();
+    let d = Runtime::debug(Debugger::new().on_stop(recorder(&seen)));
+    let s2 = Runtime::stats();
+    let w = watched_program(&a, &b);
+    let id = d.watch(&w.y);
+    // Recorded, not computed: no stop yet.
+    assert!(seen.lock().is_empty(), "{:?}", seen.lock());
+    let s_val = w.s.to_vec().unwrap();
+    assert_eq!(seen.lock().len(), 1, "the read that computes y stops once");
+    let y_val = w.y.to_vec().unwrap();
+    let s3 = Runtime::stats();
+    let info = d.breakpoints();
+    drop(d);
+
+    let got = seen.lock().clone();
+    assert_eq!(got.len(), 1, "y is computed once: {got:?}");
+    assert_eq!(got[0].2, StopReason::Computed { id, hits: 1 });
+    assert_eq!(got[0].0, w.line);
+    close(&got[0].3, &want, 1e-6, "y at its computed stop");
+    assert_eq!(info[0].hits, 1);
+    // Bit-identical results, the same kernels and flushes.
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&plain.0), bits(&s_val));
+    assert_eq!(bits(&plain.1), bits(&y_val));
+    assert_eq!(delta(&s0, &s1), delta(&s2, &s3), "kernels/flushes changed");
+    close(&f64s(&y_val), &want, 1e-6, "y");
+}
+
+/// A stop's values read a stored array whose own inputs are gone (the application dropped them
+/// and the flush that stored it let them go): the value at the stop is computed from it.
+#[test]
+fn values_at_a_stop_read_stored_arrays_whose_inputs_are_gone() {
+    let _g = SERIAL.lock();
+    let va = data(64, 81);
+    let seen: Seen = Default::default();
+    let d = Runtime::debug(Debugger::new().on_stop(recorder(&seen)));
+    let v = {
+        let u = Array::from_slice(&va, &[64]);
+        (&u * 2.0f32 + 1.0f32).abs().sqrt()
+    };
+    v.eval().unwrap(); // stored; `u` and the intermediates are gone
+    d.break_at(file!(), line!() + 1);
+    let x = &v * 3.0f32;
+    let got = x.to_vec().unwrap();
+    drop(d);
+    let want: Vec<f64> = va
+        .iter()
+        .map(|&a| (a as f64 * 2.0 + 1.0).abs().sqrt() * 3.0)
+        .collect();
+    let stops = seen.lock().clone();
+    assert_eq!(stops.len(), 1, "{stops:?}");
+    close(&stops[0].3, &want, 1e-6, "x at its stop");
+    close(&f64s(&got), &want, 1e-6, "x");
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! Traps where the data is computed (issue 24): the first failing element a device's kernel finds
 //! itself (its first-failing word), checked against a plain loop's first bad element on random
-//! data with NaNs, infinities and bad gather indices planted at random positions. On a device
-//! the trap record says the device found the element (`Trap::device`) and the CPU ran no
-//! fallback of the launch; on the CPU it says the CPU did. Every mode checks the element, its
-//! index, the op, the call site and the value.
+//! data with NaNs, infinities, bad gather indices and bad bincount values planted at random
+//! positions. On a device the trap record says the device found the element (`Trap::device`)
+//! and the CPU ran no fallback of the launch; on the CPU it says the CPU did. Every mode checks
+//! the element, its index, the op, the call site and the value.
 //!
 //! The trap configuration is process-wide, so the tests take turns (`lock`).
 
@@ -177,6 +177,49 @@ fn the_device_names_the_first_bad_gather_index() {
         assert_eq!((t.element, t.value), (first, idx[first] as f64), "{t}");
         assert_eq!(t.index, vec![first]);
         // The CPU re-runs the gather for the error's message; the device named the position.
+        trap_found_where_computed(&t, &before, true);
+    }
+    Runtime::traps(TrapConfig::off());
+}
+
+#[test]
+fn the_device_names_the_first_bad_bincount_value() {
+    let _g = lock();
+    let mut r = rng(0xb1c7);
+    Runtime::traps(TrapConfig::nan().index());
+    // Lengths that count in registers, in local counters and in global counters.
+    for (round, (length, n)) in [(9usize, 300usize), (700, 5000), (9000, 70_000)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut x: Vec<i32> = (0..n).map(|_| r.random_range(0..length as i32)).collect();
+        for &p in &plant(&mut r, n, 2 + round, &[]) {
+            x[p] = if r.random_bool(0.5) {
+                r.random_range(length as i32..2 * length as i32 + 5)
+            } else {
+                -r.random_range(1..20)
+            };
+        }
+        let first = (0..n)
+            .find(|&j| x[j] < 0 || x[j] as usize >= length)
+            .unwrap();
+        let before = Runtime::stats();
+        let xa = Array::from_slice(&x, &[n]);
+        let line = line!() + 1;
+        let c = xa.bincount(length);
+        let e = c.to_vec().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Trap, "{e}");
+        let t = one_trap();
+        assert_eq!(
+            (t.kind, t.op.as_str()),
+            (TrapKind::Index, "bincount"),
+            "{t}"
+        );
+        assert_eq!(t.site.line(), line, "{t}");
+        assert!(t.site.file().ends_with("trap_devices.rs"), "{t}");
+        assert_eq!((t.element, t.value), (first, x[first] as f64), "{t}");
+        assert_eq!(t.index, vec![first]);
+        // The CPU re-runs the count for the error's message; the device named the position.
         trap_found_where_computed(&t, &before, true);
     }
     Runtime::traps(TrapConfig::off());

@@ -1,6 +1,7 @@
 //! Counting on the CPU: the input cut into fixed chunks counted in parallel, each into its own
 //! counts, added together at the end (counts are integers: the order does not matter).
-//! `bincount` checks every value first (the first one out of range fails the program);
+//! `bincount` checks every value first (the first one out of range fails the program, or with
+//! index traps on is an index trap naming its position, `debug::trap::report::index_fault`);
 //! `histogram` bins each value as the GPU kernels do (a guess settled by comparisons with the
 //! edges, see `mod.rs`).
 
@@ -44,7 +45,14 @@ fn count<T: Copy + Sync>(xs: &[T], counts: &mut [u32], bin: impl Fn(T) -> Option
     }
 }
 
-pub fn bincount(length: usize, x: &TypedVec, out: &mut TypedVec) -> Result<(), Error> {
+/// Counts the values of `x` (of shape `shape`) below `length` into `out`; the first value out
+/// of range (negative, or not below `length`) is an index fault instead.
+pub fn bincount(
+    length: usize,
+    x: &TypedVec,
+    shape: &[usize],
+    out: &mut TypedVec,
+) -> Result<(), Error> {
     let TypedVec::U32(counts) = out else {
         unreachable!("bincount writes u32 counts")
     };
@@ -65,11 +73,15 @@ pub fn bincount(length: usize, x: &TypedVec, out: &mut TypedVec) -> Result<(), E
                 $v.iter().position(|&v| at(v) >= length)
             };
             if let Some(pos) = bad {
-                return Err(exec_error(bincount_range(
-                    &$v[pos].to_string(),
+                let shown = $v[pos].to_string();
+                // With index traps on, a trap naming the position in the (flattened) input.
+                return Err(crate::debug::trap::report::index_fault(
+                    "bincount",
+                    bincount_range(&shown, pos, length),
                     pos,
-                    length,
-                )));
+                    shape,
+                    shown.parse().unwrap_or(f64::NAN),
+                ));
             }
             count($v, counts, |v| Some(at(v)));
         }};

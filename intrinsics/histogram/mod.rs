@@ -9,7 +9,9 @@
 //! Both count over all elements of the input, whatever its shape, into a `u32` array.
 //!
 //! - `bincount`: a value out of range (negative, or `>= length`) fails the program (NumPy's
-//!   `bincount` grows the result instead; here the length is part of the call).
+//!   `bincount` grows the result instead; here the length is part of the call); with index traps
+//!   on it is an index trap naming the first bad position (the device kernels keep the lowest
+//!   bad position in the fault buffer's second word, `debug::trap::device`).
 //! - `histogram`: input 1 holds the edges `e[0] <= ... <= e[bins]` in the data's type (the API
 //!   computes them as NumPy's `linspace` does: `lo + k * ((hi - lo) / bins)` in f64, the last
 //!   exactly `hi`, rounded to the element type). Element `x` counts in bin `k`, the largest
@@ -130,7 +132,12 @@ impl IntrinsicDef for Bincount {
         inputs: &[&TypedVec],
         outputs: &mut [TypedVec],
     ) -> std::result::Result<(), Error> {
-        cpu::bincount(bins_of(&call.op), inputs[0], &mut outputs[0])
+        cpu::bincount(
+            bins_of(&call.op),
+            inputs[0],
+            &call.in_shapes[0],
+            &mut outputs[0],
+        )
     }
 
     fn opencl(&self, call: &IntrinsicCall, t: Target) -> std::result::Result<GpuPlan, Unsupported> {

@@ -5,7 +5,8 @@
 //! adds each non-zero count to the global counts (`atomic_add`) at its end, with a bounded number
 //! of work-groups so that the global adds stay few; with more bins the threads add to the global
 //! counts directly.
-//! `bincount` sets the fault word (scratch 0) for a value out of range; `histogram` bins as
+//! `bincount` sets the fault word (scratch 0) for a value out of range and keeps the lowest bad
+//! position in its second word (`debug::trap::device`, as gather does); `histogram` bins as
 //! `mod.rs` says (a guess, settled by comparisons with the edges, input 1).
 
 use crate::ir::{DType, Intrinsic};
@@ -66,6 +67,14 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     };
     let xt = ctype(call.in_dtypes[0]);
     let local = bins > 0 && bins <= LOCAL_BINS;
+    // bincount keeps the lowest bad position as the first-failing word
+    // (`debug::trap::device`), where it fits.
+    let first = !hist && crate::debug::trap::device::fits(n as usize, 1);
+    let keep = if first {
+        " af_first = max(af_first, 0xffffffffu - (u32)i);"
+    } else {
+        ""
+    };
     let (head, args, body) = if hist {
         (
             format!(
@@ -89,18 +98,21 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
             d => return Err(Unsupported(format!("bincount of {d}"))),
         };
         (
-            "u32 fault = 0u;".to_string(),
+            "u32 fault = 0u, af_first = 0u;".to_string(),
             format!("__global const {xt} *data, __global uint *counts, __global u32 *af_fault"),
             format!(
                 "const {xt} v = data[i];
-    if ({check}) {{ const uint b = (uint)v; AF_COUNT(b); }} else fault = 1u;"
+    if ({check}) {{ const uint b = (uint)v; AF_COUNT(b); }} else {{ fault = 1u;{keep} }}"
             ),
         )
     };
-    let tail = if hist {
-        ""
-    } else {
-        "if (fault != 0u) af_fault[0] = fault;"
+    let tail = match (hist, first) {
+        (true, _) => "",
+        (false, false) => "if (fault != 0u) af_fault[0] = fault;",
+        (false, true) => {
+            "if (fault != 0u) af_fault[0] = fault;
+  if (af_first != 0u) atomic_max(&af_fault[1], af_first);"
+        }
     };
     let count_groups = if local {
         groups_for(n, LOCAL as u64 * PER_THREAD).min(MAX_COUNT_GROUPS as u32)
@@ -207,7 +219,11 @@ void af_count_zero(__global uint *counts) {{
     }
     Ok(GpuPlan {
         source,
-        scratch: if hist { Vec::new() } else { vec![4] },
+        scratch: match (hist, first) {
+            (true, _) => Vec::new(),
+            (false, false) => vec![4],
+            (false, true) => vec![8],
+        },
         passes: vec![
             Pass {
                 entry: "af_count_zero".into(),

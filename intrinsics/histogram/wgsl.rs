@@ -4,7 +4,8 @@
 //! work-groups, added to the global counts at the end, or global atomics past that. A NaN is
 //! recognised from its bits (WGSL lets an implementation assume there are none), so it is never
 //! counted whatever the device does with its comparisons. Values of i32 are read as u32, so a
-//! negative one is out of range (`bincount` sets the fault word).
+//! negative one is out of range (`bincount` sets the fault word and keeps the lowest bad position
+//! in its second word, `debug::trap::device`).
 
 use super::opencl::{LOCAL_BINS, MAX_COUNT_GROUPS, PER_THREAD, PRIVATE_BINS};
 use crate::intrinsics::wgsl::stride;
@@ -30,6 +31,14 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
         d => return Err(Unsupported(format!("wgsl: counting {d} values"))),
     };
     let local = bins > 0 && bins <= LOCAL_BINS;
+    // bincount keeps the lowest bad position as the first-failing word
+    // (`debug::trap::device`), where it fits.
+    let first = !hist && crate::debug::trap::device::fits(n, 1);
+    let raise = if first {
+        " atomicMax(&k_fault[1], 0xffffffffu - i);"
+    } else {
+        ""
+    };
     let count_groups = if local {
         (n.div_ceil(LOCAL as usize * PER_THREAD as usize)
             .min(MAX_COUNT_GROUPS as usize)) as u32
@@ -89,7 +98,7 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
             String::new(),
             format!(
                 "let b = u32(k_x[i]);
-    if (b < {bins}u) {{ {add} }} else {{ atomicStore(&k_fault[0], 1u); }}"
+    if (b < {bins}u) {{ {add} }} else {{ atomicStore(&k_fault[0], 1u);{raise} }}"
             ),
         )
     };
@@ -190,7 +199,11 @@ fn af_count_zero(@builtin(global_invocation_id) gid: vec3<u32>) {{
     }
     Ok(GpuPlan {
         source,
-        scratch: if hist { Vec::new() } else { vec![4] },
+        scratch: match (hist, first) {
+            (true, _) => Vec::new(),
+            (false, false) => vec![4],
+            (false, true) => vec![8],
+        },
         passes: vec![
             Pass {
                 entry: "af_count_zero".into(),

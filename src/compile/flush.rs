@@ -220,6 +220,17 @@ pub fn flush_into(
         started: start,
         pin: None,
     });
+    // Watchpoints on the arrays this flush computes, stored or not (the debugger's hook, when
+    // registered).
+    if super::observe::hooked() {
+        let computed: Vec<NodeId> = generated
+            .stored
+            .iter()
+            .map(|&(_, id)| id)
+            .chain(generated.recomputed.iter().copied())
+            .collect();
+        super::observe::computed(&computed);
+    }
     external.map(|(_, b)| b)
 }
 

@@ -2,7 +2,9 @@
 //! each recorded op (a non-fusible op entering an empty queue, the queue threshold), a read, a read
 //! into the application's memory, an evaluation, a hint, `execute`, the end of the outermost block,
 //! and a code reuse section's boundaries. Every flush starts here; `flush.rs` compiles the queue
-//! and `handoff.rs` submits the result.
+//! and `handoff.rs` submits the result. Once a trigger has released the front end's lock it
+//! calls the debugger's `settled` hook (`observe.rs`), where a watchpoint on an array the flush
+//! computed stops.
 
 use super::Handle;
 use super::state::{FrontEnd, Inner};
@@ -59,6 +61,7 @@ impl Inner {
             }
             fe.nodes.get(&id).and_then(|n| n.buffer())
         };
+        super::observe::settled();
         let buf = buf.ok_or_else(|| {
             Error::new(ErrorKind::Runtime, "array has no buffer after its flush").at(site)
         })?;
@@ -106,6 +109,7 @@ impl Inner {
             enqueue_leaf(&mut fe, h.id);
             crate::compile::flush_into(self, &mut fe, FlushReason::Read, Some(h.id), Some(dest))
         };
+        super::observe::settled();
         let Some(buf) = buf else { return Ok(false) };
         let waited = crate::profile::now();
         let r = self.sched.wait(buf);
@@ -134,6 +138,7 @@ impl Inner {
             }
             self.start(&mut fe, h)
         };
+        super::observe::settled();
         match buf {
             Some(b) => self.sched.wait(b).map_err(|e| invalid_read(e, site)),
             // A constant or a value folded at record time: nothing to compute.
@@ -143,11 +148,14 @@ impl Inner {
 
     /// The application will read `h` soon: start computing it now.
     pub fn hint_read(&self, h: &Handle) {
-        let mut fe = self.front();
-        if !fe.sections.is_empty() {
-            return; // inside a code reuse section the whole section runs together
+        {
+            let mut fe = self.front();
+            if !fe.sections.is_empty() {
+                return; // inside a code reuse section the whole section runs together
+            }
+            self.start(&mut fe, h);
         }
-        self.start(&mut fe, h);
+        super::observe::settled();
     }
 
     /// Starts computing `h` if it is pending (a hint flush); returns its buffer (`None` for a
@@ -168,10 +176,13 @@ impl Inner {
     /// Flushes the queue without waiting (a placement scope's edges: what was recorded before
     /// runs where it would have, what is recorded inside runs where the scope says).
     pub fn flush_now(&self) {
-        let mut fe = self.front();
-        if fe.sections.is_empty() && !fe.queue.is_empty() {
-            flush(self, &mut fe, FlushReason::Execute, None);
+        {
+            let mut fe = self.front();
+            if fe.sections.is_empty() && !fe.queue.is_empty() {
+                flush(self, &mut fe, FlushReason::Execute, None);
+            }
         }
+        super::observe::settled();
     }
 
     /// Computes `h` if needed (without waiting) and moves its value to executor `exec` once it
@@ -184,6 +195,7 @@ impl Inner {
             }
             self.start(&mut fe, h)
         };
+        super::observe::settled();
         if let Some(b) = buf {
             self.sched.place(b, exec);
         }
@@ -208,6 +220,7 @@ impl Inner {
                 flush(self, &mut fe, FlushReason::Execute, None);
             }
         }
+        super::observe::settled();
         self.sched.barrier();
     }
 
@@ -229,6 +242,12 @@ impl Inner {
     }
 
     pub fn end_block(&self, site: Site) -> Result<()> {
+        let r = self.end_block_locked(site);
+        super::observe::settled();
+        r
+    }
+
+    fn end_block_locked(&self, site: Site) -> Result<()> {
         let mut fe = self.front();
         if fe.block_depth == 0 {
             return Err(Error::new(

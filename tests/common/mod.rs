@@ -554,6 +554,24 @@ pub fn trap_found_where_computed(
     }
 }
 
+/// Under one device executor (`ARRAYFLOW_DEVICE=opencl` or `wgpu`): the work since `before`
+/// ran its kernels on the device and none on the CPU in its place (no fallback to the tile VM),
+/// so what those kernels computed (a fault planted by `arrayflow::debug::inject_fault`) came
+/// from the device's renderer. Nothing to check on the CPU or with several devices.
+pub fn kernels_ran_on_the_device(before: &arrayflow::Stats) {
+    if on_device() {
+        let d = arrayflow::Runtime::stats().device.since(&before.device);
+        assert!(
+            d.tasks >= 1 && d.kernels >= 1,
+            "nothing ran on the device: {d:?}"
+        );
+        assert_eq!(
+            d.fallbacks, 0,
+            "the CPU ran a kernel in the device's place: {d:?}"
+        );
+    }
+}
+
 /// Starts the runtime on every device (`DeviceChoice::All`), once per process: for test binaries
 /// that spread work over several executors themselves, before anything else uses the runtime.
 pub fn start_on_every_device() {

@@ -46,7 +46,7 @@ impl Condition {
 pub(crate) enum Location {
     /// A result recorded at this file (suffix match) and line.
     Line { file: String, line: u32 },
-    /// An in-place update of the array whose current node this is.
+    /// The array whose current node this is: its in-place updates, and its computation.
     Watch(NodeId),
 }
 
@@ -112,6 +112,9 @@ pub(crate) struct Armed {
     pub id: BreakpointId,
     pub bp: Breakpoint,
     pub hits: u64,
+    /// A watchpoint: the node whose computation it last stopped at (a node computed again by a
+    /// later flush, as unstored element-wise values are, stops once).
+    pub computed: Option<NodeId>,
 }
 
 impl Armed {

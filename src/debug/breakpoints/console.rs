@@ -97,6 +97,7 @@ fn where_text(stop: &Stop) -> String {
     let why = match stop.reason() {
         StopReason::Breakpoint { id, hits } => format!("breakpoint {id}, hit {hits}"),
         StopReason::Watch { id, hits } => format!("watchpoint {id}, hit {hits}"),
+        StopReason::Computed { id, hits } => format!("watchpoint {id}, hit {hits}: computed"),
         StopReason::Step => "step".to_string(),
     };
     let what = stop

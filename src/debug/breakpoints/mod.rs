@@ -9,6 +9,16 @@
 //! array a new value, and follows the array through those updates. (`x = f(&x)` makes a new array
 //! the runtime cannot tell from any other: watch that with a breakpoint at its line.)
 //!
+//! A watchpoint also stops when the runtime computes the watched array's current value
+//! ([`StopReason::Computed`]): the flush that computes it (stored, or computed inside a fused
+//! kernel without being stored) tells this module through the compile layer's hooks
+//! (`compile::observe::FlushHooks`, registered when a debugger first attaches), under the front
+//! end's lock; the stop itself waits on that thread until the call that flushed (a read, `eval`,
+//! `execute`, a hint, the end of a block, or the next recorded result for a flush a record
+//! triggered) has released the lock. Each value stops once, however often a later flush computes
+//! it again. The stop changes nothing in the flush: in the default mode its values come from the
+//! clone as a breakpoint's do.
+//!
 //! **Off costs nothing measurable.** With no debugger attached each hook is one relaxed atomic
 //! load (`STATE`); everything else is behind it. The first hook of the process (state `UNKNOWN`)
 //! attaches the console if `ARRAYFLOW_DEBUG` asks for it. The module sits in the API's layer: it
@@ -93,6 +103,10 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     /// This thread runs a stop's callback: its own API calls do not stop.
     static IN_STOP: Cell<bool> = const { Cell::new(false) };
+    /// Watchpoints whose array a flush on this thread computed, waiting for the flush's call to
+    /// release the front end's lock: the node and why it stops.
+    static COMPUTED: std::cell::RefCell<Vec<(NodeId, StopReason)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 pub(crate) fn with_session<R>(f: impl FnOnce(&mut Session) -> R) -> Option<R> {
@@ -138,11 +152,67 @@ fn in_section() -> bool {
     !Inner::get().fe.lock().sections.is_empty()
 }
 
+/// The flush hook: `ids` were computed by a flush on this thread (the front end's lock is
+/// held). Watchpoints on them count a hit, and those that stop wait in `COMPUTED`.
+fn computed_hit(ids: &[NodeId]) {
+    if STATE.load(Ordering::Relaxed) != ON || IN_STOP.get() {
+        return;
+    }
+    let hits = with_session(|s| {
+        let mut hits = Vec::new();
+        for b in &mut s.bps {
+            let Location::Watch(n) = b.bp.location else {
+                continue;
+            };
+            if b.computed == Some(n) || !ids.contains(&n) {
+                continue;
+            }
+            b.computed = Some(n);
+            if b.bp.enabled {
+                b.hits += 1;
+                if b.hits > b.bp.ignore {
+                    let reason = StopReason::Computed {
+                        id: b.id,
+                        hits: b.hits,
+                    };
+                    hits.push((n, reason));
+                }
+            }
+        }
+        hits
+    });
+    if let Some(hits) = hits.filter(|h| !h.is_empty()) {
+        COMPUTED.with(|c| c.borrow_mut().extend(hits));
+    }
+}
+
+/// The flush hook after the call that flushed released the front end's lock: the watchpoints
+/// waiting in `COMPUTED` stop, each at its array's call site.
+fn settled_hit() {
+    if IN_STOP.get() {
+        return;
+    }
+    let waiting = COMPUTED.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    if waiting.is_empty() {
+        return;
+    }
+    let Some(mode) = with_session(|s| s.mode) else {
+        return;
+    };
+    for (node, reason) in waiting {
+        if let Some(site) = node_site(node) {
+            stop(node, None, site, mode, reason);
+        }
+    }
+}
+
 #[cold]
 fn result_hit(h: &Handle) {
     if IN_STOP.get() {
         return;
     }
+    // Watchpoints on arrays a flush that this record triggered computed stop first.
+    settled_hit();
     let Some(site) = node_site(h.id) else { return };
     let Some(mode) = with_session(|s| s.mode) else {
         return;
@@ -201,7 +271,7 @@ fn result_hit(h: &Handle) {
         (None, true) => StopReason::Step,
         (None, false) => return,
     };
-    stop(h, site, mode, reason);
+    stop(h.id, Some(h), site, mode, reason);
 }
 
 #[cold]
@@ -233,18 +303,22 @@ fn rebind_hit(old: NodeId, new: &Handle) {
         return;
     };
     if let (Some(reason), Some(site)) = (hit, node_site(new.id)) {
-        stop(new, site, mode, reason);
+        stop(new.id, Some(new), site, mode, reason);
     }
 }
 
-/// Runs the callback for a stop at `h` (recorded at `site`).
-fn stop(h: &Handle, site: Site, mode: DebugMode, reason: StopReason) {
-    if mode == DebugMode::Intrusive && !in_section() {
+/// Runs the callback for a stop at `node` (recorded at `site`); `recorded`: its handle, when
+/// the stop is at the API call that recorded it (intrusive mode computes it there).
+fn stop(node: NodeId, recorded: Option<&Handle>, site: Site, mode: DebugMode, reason: StopReason) {
+    if let Some(h) = recorded
+        && mode == DebugMode::Intrusive
+        && !in_section()
+    {
         // The kernel is split here: this result is computed and stored by the runtime.
         let _ = Inner::get().eval(h, site);
     }
     let Some((generation, callback)) = with_session(|s| {
-        s.last_stop = Some(h.id);
+        s.last_stop = Some(node);
         s.step = false;
         (s.generation, s.on_stop.take())
     }) else {
@@ -252,7 +326,7 @@ fn stop(h: &Handle, site: Site, mode: DebugMode, reason: StopReason) {
     };
     let mut stop = Stop {
         reason,
-        node: h.id,
+        node,
         site,
         mode,
         step: false,
@@ -284,7 +358,12 @@ pub(crate) fn add(bp: Breakpoint) -> BreakpointId {
     with_session(|s| {
         s.next_id += 1;
         let id = BreakpointId(s.next_id);
-        s.bps.push(Armed { id, bp, hits: 0 });
+        s.bps.push(Armed {
+            id,
+            bp,
+            hits: 0,
+            computed: None,
+        });
         id
     })
     .unwrap_or(BreakpointId(0))
@@ -412,7 +491,9 @@ impl Debugger {
         self.bps.push(bp);
         self
     }
-    /// Watches `a`: stops each time an in-place operation gives it a new value.
+    /// Watches `a`: stops each time an in-place operation gives it a new value
+    /// ([`StopReason::Watch`]), and when the runtime computes its current value
+    /// ([`StopReason::Computed`]: the flush that computes it, once per value; not at recording).
     pub fn watch<T: crate::Element>(mut self, a: &crate::Array<T>) -> Debugger {
         self.bps.push(watchpoint(a.h.id));
         self
@@ -430,6 +511,11 @@ impl Debugger {
     }
     /// Attaches it (what [`crate::Runtime::debug`] does): it replaces a debugger attached before.
     pub(crate) fn attach(self) -> DebugGuard {
+        // Watchpoints hear which arrays each flush computes (a no-op while detached).
+        let _ = crate::compile::observe::FLUSH_HOOKS.set(crate::compile::observe::FlushHooks {
+            computed: computed_hit,
+            settled: settled_hit,
+        });
         if self.keep_kernels > crate::compile::Inner::get().captures.lock().keep {
             crate::Runtime::set_stepping(self.keep_kernels);
         }
@@ -450,6 +536,7 @@ impl Debugger {
                 id: BreakpointId(s.next_id),
                 bp,
                 hits: 0,
+                computed: None,
             });
         }
         *SESSION.lock() = Some(s);

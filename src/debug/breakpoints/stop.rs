@@ -39,8 +39,17 @@ pub enum StopReason {
         /// Hits so far.
         hits: u64,
     },
-    /// A watched array got a new value from an in-place operation.
+    /// A watched array got a new value from an in-place operation (recorded, not yet computed).
     Watch {
+        /// The watchpoint's number.
+        id: BreakpointId,
+        /// Hits so far.
+        hits: u64,
+    },
+    /// The runtime computed a watched array: the flush that computes its value (its first read
+    /// or `eval`, `Runtime::execute`, or a flush of work that needs it) was handed to the
+    /// executors. The stop is at the array's own call site.
+    Computed {
         /// The watchpoint's number.
         id: BreakpointId,
         /// Hits so far.
@@ -110,7 +119,8 @@ impl Stop {
     pub fn reason(&self) -> &StopReason {
         &self.reason
     }
-    /// The call site of the API call that stopped.
+    /// The call site of the API call that stopped (at a [`StopReason::Computed`] stop: where the
+    /// watched array was recorded).
     pub fn site(&self) -> Site {
         self.site
     }
@@ -118,7 +128,7 @@ impl Stop {
     pub fn mode(&self) -> DebugMode {
         self.mode
     }
-    /// The array that API call recorded.
+    /// The array that API call recorded (at a [`StopReason::Computed`] stop: the watched array).
     pub fn array(&self) -> ArrayId {
         ArrayId(self.node)
     }

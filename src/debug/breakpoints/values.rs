@@ -132,13 +132,22 @@ fn evaluate(
         let (info, in_shapes): (NodeInfo, Vec<Vec<usize>>) = {
             let fe = inner.fe.lock();
             let info = fe.nodes.get(&n).ok_or_else(|| gone(n, site))?.clone();
-            let shapes = info
-                .inputs
-                .iter()
-                .map(|i| fe.nodes.get(i).map(|x| x.shape.to_vec()))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| gone(n, site))?;
-            (info, shapes)
+            if let NodeState::Stored(_) = info.state {
+                // A stored value is read: its inputs may be gone (stored nodes stop holding them).
+                (info, Vec::new())
+            } else {
+                let mut shapes = Vec::with_capacity(info.inputs.len());
+                for i in &info.inputs {
+                    shapes.push(
+                        fe.nodes
+                            .get(i)
+                            .ok_or_else(|| gone(*i, site))?
+                            .shape
+                            .to_vec(),
+                    );
+                }
+                (info, shapes)
+            }
         };
         if let NodeState::Stored(buf) = info.state {
             let v = inner.sched.read(buf).map_err(|e| e.at(site))?;

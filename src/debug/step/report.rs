@@ -7,10 +7,11 @@ use crate::ir::{DType, Site};
 
 /// Which elements of a fused kernel's domain a step reports.
 ///
-/// The micro-kernels always run over the kernel's whole domain (no executor launches a kernel at
-/// an offset); the scope picks the elements whose values are read back into each
-/// [`StepRecord`]. For a reduction step it picks the results whose reduced elements meet the
-/// scope.
+/// The micro-kernels of an element-wise kernel run over the least box of the domain that covers
+/// the scope's elements (`step::window::Window::covering`: one element computes one element per
+/// step), and the scope picks the elements of that box whose values are read back into each
+/// [`StepRecord`]. A kernel with reductions is stepped over its whole domain; for a reduction
+/// step the scope picks the results whose reduced elements meet it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepScope {
     /// One element of the domain (a work item): its row-major linear index.

@@ -29,9 +29,10 @@ pub struct TrapConfig {
     pub ops: Option<Vec<String>>,
     /// Cut launches of kernels with checks into passes of about this many elements (whole
     /// tiles); a pass with a trap stops the launch, which stays suspended on its executor until
-    /// `Runtime::resume` (`None`: one pass, and a trap fails the launch). Element-wise kernels
-    /// run in passes where they are computed (a device dispatches one range per pass); kernels
-    /// with reductions then run on the CPU. While a launch is suspended, `Runtime::execute()`
+    /// `Runtime::resume` (`None`: one pass, and a trap fails the launch). Kernels run in passes
+    /// where they are computed: a device dispatches one range of elements per pass (for a kernel
+    /// with reductions, one run of its work-group slots, then the final combining pass), the CPU
+    /// tile VM runs whole tiles. While a launch is suspended, `Runtime::execute()`
     /// waits for all other work but not for it (nor for work that reads its results), and waits
     /// for its results return the trap's error.
     pub pass_elements: Option<usize>,

@@ -1,8 +1,9 @@
 //! The device's own first failing element: beside the fault word, a kernel with trap checks (and
-//! gather's index check) keeps a second word, raised by an atomic max to `u32::MAX - key`, where
-//! `key = element * checks + check` (the lowest failing linear element, ties going to the lowest
-//! check number, as on the tile VM). Both words start at zero (0: nothing failed), so the fault
-//! buffer is zeroed as before, and the executor reads both after the launch.
+//! gather's and bincount's index checks) keeps a second word, raised by an atomic max to
+//! `u32::MAX - key`, where `key = element * checks + check` (the lowest failing linear element,
+//! ties going to the lowest check number, as on the tile VM). Both words start at zero (0:
+//! nothing failed), so the fault buffer is zeroed as before, and the executor reads both after
+//! the launch.
 //!
 //! The key must fit below `u32::MAX`: a kernel whose `elements * checks` does not (more than 4 G
 //! element-checks; on WGSL, domains stop at 2^31 elements anyway) keeps only the fault word, and
