@@ -224,3 +224,71 @@ fn the_device_names_the_first_bad_bincount_value() {
     }
     Runtime::traps(TrapConfig::off());
 }
+
+#[test]
+fn the_device_names_the_first_bad_scatter_index() {
+    let _g = lock();
+    let mut r = rng(0x5ca7);
+    Runtime::traps(TrapConfig::nan().index());
+    // Axis lengths whose scatter_add sums in registers (15 targets), in local memory (1200) and
+    // with global atomics (9000); scatter and put_along_axis check the same way at every length.
+    for (round, (dim, ni)) in [(5usize, 300usize), (400, 5000), (3000, 40_000)]
+        .into_iter()
+        .enumerate()
+    {
+        let rows = 3;
+        let data = rand_f32(&mut r, rows * dim, 0.0, 1.0);
+        let vals = rand_f32(&mut r, rows * ni, 0.0, 1.0);
+        let bad = |r: &mut rand::rngs::StdRng| {
+            if r.random_bool(0.5) {
+                r.random_range(dim as i32..2 * dim as i32 + 5)
+            } else {
+                -r.random_range(1..20)
+            }
+        };
+        let mut idx: Vec<i32> = (0..ni).map(|_| r.random_range(0..dim as i32)).collect();
+        for &p in &plant(&mut r, ni, 2 + round, &[]) {
+            idx[p] = bad(&mut r);
+        }
+        // put_along_axis: indices of the data's shape but `ni / 10` along the axis; the position
+        // is in the indices flattened row-major.
+        let na = rows * (ni / 10);
+        let mut along: Vec<i32> = (0..na).map(|_| r.random_range(0..dim as i32)).collect();
+        for &p in &plant(&mut r, na, 2 + round, &[]) {
+            along[p] = bad(&mut r);
+        }
+        let out = |x: i32| x < 0 || x as usize >= dim;
+        let first = (0..ni).find(|&j| out(idx[j])).unwrap();
+        let first_along = (0..na).find(|&j| out(along[j])).unwrap();
+        let d = Array::from_slice(&data, &[rows, dim]);
+        let ix = Array::from_slice(&idx, &[ni]);
+        let v = Array::from_slice(&vals, &[rows, ni]);
+        let ia = Array::from_slice(&along, &[rows, ni / 10]);
+        let va = Array::from_slice(&vals[..na], &[rows, ni / 10]);
+        for op in ["scatter", "scatter_add", "put_along_axis"] {
+            let before = Runtime::stats();
+            let (s, line) = match op {
+                "scatter" => (d.scatter(&ix, &v, 1), line!()),
+                "scatter_add" => (d.scatter_add(&ix, &v, 1), line!()),
+                _ => (d.put_along_axis(&ia, &va, 1), line!()),
+            };
+            let e = s.to_vec().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Trap, "{op}: {e}");
+            let t = one_trap();
+            assert_eq!((t.kind, t.op.as_str()), (TrapKind::Index, op), "{t}");
+            assert_eq!(t.site.line(), line, "{t}");
+            assert!(t.site.file().ends_with("trap_devices.rs"), "{t}");
+            if op == "put_along_axis" {
+                let want = (first_along, along[first_along] as f64);
+                assert_eq!((t.element, t.value), want, "{t}");
+                assert_eq!(t.index, vec![first_along], "{t}");
+            } else {
+                assert_eq!((t.element, t.value), (first, idx[first] as f64), "{t}");
+                assert_eq!(t.index, vec![first], "{t}");
+            }
+            // The CPU re-runs the scatter for the error's message; the device named the position.
+            trap_found_where_computed(&t, &before, true);
+        }
+    }
+    Runtime::traps(TrapConfig::off());
+}

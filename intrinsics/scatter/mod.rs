@@ -22,7 +22,9 @@
 //! work-group and over the work-groups: the same bits on every run), into more in an unspecified
 //! order (local or global atomic adds). So float sums with duplicates may differ in the last
 //! bits between executors (and between runs on a GPU with many targets). An index out of range (negative, or past the axis) fails the program, as
-//! gather's does (no negative indices from the end).
+//! gather's does (no negative indices from the end); with index traps on it is an index trap
+//! naming the first bad position in the flattened indices (the device kernels keep the lowest bad
+//! position in the fault buffer's second word, `debug::trap::device`).
 
 mod cpu;
 mod opencl;

@@ -4,8 +4,9 @@
 //! 1. `af_scatter_init`: `out = data` and the claim array (scratch 1, a u32 per output element)
 //!    set to 0;
 //! 2. `af_scatter_claim`: each source `s` with a valid index does `atomic_max(claim[t], s + 1)`;
-//!    an index out of range sets the fault word (scratch 0) to 1 (every index element is
-//!    checked, even when there are no sources);
+//!    an index out of range sets the fault word (scratch 0) to 1 and keeps the lowest bad
+//!    position in its second word (`debug::trap::device`, as gather does; every pass that checks
+//!    the indices does both). Every index element is checked, even when there are no sources;
 //! 3. `af_scatter_write`: the source whose `s + 1` is its target's claim writes its value, so the
 //!    last duplicate in source order wins whatever the threads' timing.
 //!
@@ -58,6 +59,11 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
         dim = g.dim,
     );
     let n_check = n_src.max(g.n_idx as u64);
+    // The lowest bad index position is kept as the first-failing word (`debug::trap::device`),
+    // where it fits.
+    let first = crate::debug::trap::device::fits(g.n_idx, 1);
+    let (keep, tail) = first_parts(first);
+    let fault_bytes = if first { 8 } else { 4 };
     let mut source = head(t);
     if kind == Kind::Add && call.dtype == DType::F64 {
         source.push_str("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n");
@@ -87,6 +93,7 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
                 n_idx: g.n_idx as u64,
                 n_src,
                 n_check,
+                first,
             };
             return privatised(call.dtype, source, &w, n_out as usize, plan);
         }
@@ -124,22 +131,22 @@ static void af_add_at(__global {ty} *p, const {ty} v) {{
 
 {ENTRY_ATTR}
 void af_scatter_add(__global const {it} *idx, __global const {ty} *vals, __global {ty} *out, __global u32 *af_fault) {{
-  u32 fault = 0u;
+  u32 fault = 0u, af_first = 0u;
   for (ulong s = get_global_id(0); s < {n_check}UL; s += get_global_size(0)) {{
-    if (s < {n_idx}UL) {{ const {it} i = idx[s]; if (!({in_range})) fault = 1u; }}
+    if (s < {n_idx}UL) {{ const {it} i = idx[s]; if (!({in_range})) {{ fault = 1u;{keep} }} }}
     if (s < {n_src}UL) {{
       const {it} i = idx[{pos}];
       if ({in_range}) af_add_at(out + ({target}), vals[s]);
     }}
   }}
-  if (fault != 0u) af_fault[0] = fault;
+  {tail}
 }}
 "#,
             n_idx = g.n_idx,
         ));
         return Ok(GpuPlan {
             source,
-            scratch: vec![4],
+            scratch: vec![fault_bytes],
             passes: vec![
                 pass(
                     "af_scatter_copy",
@@ -175,15 +182,15 @@ void af_scatter_init(__global const {ty} *data, __global {ty} *out, __global uin
 
 {ENTRY_ATTR}
 void af_scatter_claim(__global const {it} *idx, __global uint *claim, __global u32 *af_fault) {{
-  u32 fault = 0u;
+  u32 fault = 0u, af_first = 0u;
   for (ulong s = get_global_id(0); s < {n_check}UL; s += get_global_size(0)) {{
-    if (s < {n_idx}UL) {{ const {it} i = idx[s]; if (!({in_range})) fault = 1u; }}
+    if (s < {n_idx}UL) {{ const {it} i = idx[s]; if (!({in_range})) {{ fault = 1u;{keep} }} }}
     if (s < {n_src}UL) {{
       const {it} i = idx[{pos}];
       if ({in_range}) atomic_max((volatile __global uint *)(claim + ({target})), (uint)(s + 1UL));
     }}
   }}
-  if (fault != 0u) af_fault[0] = fault;
+  {tail}
 }}
 
 {ENTRY_ATTR}
@@ -201,7 +208,7 @@ void af_scatter_write(__global const {it} *idx, __global const {ty} *vals, __glo
     ));
     Ok(GpuPlan {
         source,
-        scratch: vec![4, (n_out * 4).max(4)],
+        scratch: vec![fault_bytes, (n_out * 4).max(4)],
         passes: vec![
             pass(
                 "af_scatter_init",
@@ -233,7 +240,8 @@ void af_scatter_write(__global const {it} *idx, __global const {ty} *vals, __glo
 
 /// What a pass over the sources of a `scatter_add` needs: the index type, the test of an index
 /// `i`, the index position and target of source `s` (a `uint`: the privatised plans keep every
-/// source position below 2^32), and the counts.
+/// source position below 2^32), the counts, and whether the fault buffer keeps the lowest bad
+/// position.
 struct Walk<'a> {
     it: &'a str,
     in_range: &'a str,
@@ -242,11 +250,13 @@ struct Walk<'a> {
     n_idx: u64,
     n_src: u64,
     n_check: u64,
+    /// Whether the lowest bad index position is kept in the fault buffer's second word.
+    first: bool,
 }
 
 impl Walk<'_> {
     /// The loop of a privatised pass over `groups` work-groups: every index element checked
-    /// (`fault` set for one out of range), and for each source with a valid index `add` run with
+    /// (`fault` set for one out of range, and `af_first` raised to its word where kept), and for each source with a valid index `add` run with
     /// its target `t` (a `uint`) and value `v` (of type `acc`). Every thread makes the same
     /// number of trips (barriers follow).
     fn walk(&self, groups: u32, acc: &str, add: &str) -> String {
@@ -259,13 +269,15 @@ impl Walk<'_> {
             target,
             n_idx,
             n_src,
+            first,
             ..
         } = self;
+        let (keep, _) = first_parts(*first);
         format!(
-            "u32 fault = 0u;
+            "u32 fault = 0u, af_first = 0u;
   for (uint k = 0u; k < {trips}u; k++) {{
     const uint s = (uint)get_global_id(0) + k * {threads}u;
-    if (s < {n_idx}u) {{ const {it} i = idx[s]; if (!({in_range})) fault = 1u; }}
+    if (s < {n_idx}u) {{ const {it} i = idx[s]; if (!({in_range})) {{ fault = 1u;{keep} }} }}
     if (s < {n_src}u) {{
       const {it} i = idx[{pos}];
       if ({in_range}) {{
@@ -292,6 +304,7 @@ fn privatised(
     plan: AddPlan,
 ) -> Result<GpuPlan, Unsupported> {
     let ty = ctype(dtype);
+    let (_, tail) = first_parts(w.first);
     let (acc, zero) = match dtype {
         DType::F32 => ("float", "-0.0f"),
         DType::F64 => ("double", "-0.0"),
@@ -335,7 +348,7 @@ void af_scatter_part(__global const {it} *idx, __global const {ty} *vals, __glob
   const uint l = get_local_id(0);
   {acc} {regs};
   {walk}
-{reduce}  if (fault != 0u) af_fault[0] = fault;
+{reduce}  {tail}
 }}
 "#,
                 it = w.it,
@@ -389,7 +402,7 @@ void af_scatter_part(__global const {it} *idx, __global const {ty} *vals, __glob
     {acc} a = lh[t];{sum}
     part[(ulong)get_group_id(0) * {t}UL + t] = a;
   }}
-  if (fault != 0u) af_fault[0] = fault;
+  {tail}
 }}
 "#,
                 it = w.it,
@@ -426,7 +439,7 @@ void af_scatter_sum(__global const {ty} *data, __global const {acc} *part, __glo
     let el = dtype.size() as u64;
     Ok(GpuPlan {
         source,
-        scratch: vec![4, groups as u64 * t as u64 * el],
+        scratch: vec![if w.first { 8 } else { 4 }, groups as u64 * t as u64 * el],
         passes: vec![
             pass(
                 "af_scatter_part",
@@ -449,6 +462,21 @@ void af_scatter_sum(__global const {ty} *data, __global const {acc} *part, __glo
         kept: None,
         range: None,
     })
+}
+
+/// What a checking pass adds for a bad index at position `s` (`af_first` raised to its
+/// first-failing word, `debug::trap::device`), and its last line (the fault word set, and the
+/// second word raised where `first`).
+fn first_parts(first: bool) -> (&'static str, &'static str) {
+    if first {
+        (
+            " af_first = max(af_first, 0xffffffffu - (uint)s);",
+            "if (fault != 0u) af_fault[0] = fault;
+  if (af_first != 0u) atomic_max(&af_fault[1], af_first);",
+        )
+    } else {
+        ("", "if (fault != 0u) af_fault[0] = fault;")
+    }
 }
 
 fn pass(entry: &str, buffers: Vec<BufArg>, groups: u32) -> Pass {

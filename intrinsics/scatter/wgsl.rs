@@ -4,7 +4,8 @@
 //! into many as a copy and a pass of atomic adds; f32 atomics are `atomicCompareExchangeWeak` on
 //! the bits (`atomic<u32>` and `bitcast`, WGSL has no float atomics), in workgroup memory
 //! (`Local`) or in the output. Indices are read as u32, so a
-//! negative i32 is out of range; an index out of range sets the fault word to 1. Each pass
+//! negative i32 is out of range; an index out of range sets the fault word to 1 and keeps the
+//! lowest bad position in its second word (`debug::trap::device`, as gather does). Each pass
 //! declares its own bindings (a buffer is atomic in one pass and plain in another).
 
 use super::{AddPlan, Geom, Kind, PART_LOCAL, parts, sum_lanes};
@@ -33,6 +34,11 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
         ));
     }
     let n_check = n_src.max(n_idx);
+    // The lowest bad index position is kept as the first-failing word (`debug::trap::device`),
+    // where it fits.
+    let first = crate::debug::trap::device::fits(n_idx, 1);
+    let fault_bytes = if first { 8 } else { 4 };
+    let (ra, rc) = (raise("a_fault", first), raise("c_fault", first));
     let post = g.post.max(1);
     let pos = if g.along {
         "s".to_string()
@@ -60,6 +66,7 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
                 n_idx,
                 n_src,
                 n_check,
+                first,
             };
             return privatised(call.dtype, &w, n_out, plan);
         }
@@ -94,7 +101,7 @@ fn af_scatter_copy(@builtin(global_invocation_id) gid: vec3<u32>) {{
 @compute @workgroup_size({LOCAL})
 fn af_scatter_add(@builtin(global_invocation_id) gid: vec3<u32>) {{
   for (var s = gid.x; s < {n_check}u; s += {sc}u) {{
-    if (s < {n_idx}u && u32(a_idx[s]) >= {dim}u) {{ atomicStore(&a_fault[0], 1u); }}
+    if (s < {n_idx}u && u32(a_idx[s]) >= {dim}u) {{ {ra} }}
     if (s < {n_src}u) {{
       let i = u32(a_idx[{pos}]);
       if (i < {dim}u) {{
@@ -109,7 +116,7 @@ fn af_scatter_add(@builtin(global_invocation_id) gid: vec3<u32>) {{
         ));
         return Ok(GpuPlan {
             source,
-            scratch: vec![4],
+            scratch: vec![fault_bytes],
             passes: vec![
                 pass(
                     "af_scatter_copy",
@@ -153,7 +160,7 @@ fn af_scatter_init(@builtin(global_invocation_id) gid: vec3<u32>) {{
 @compute @workgroup_size({LOCAL})
 fn af_scatter_claim(@builtin(global_invocation_id) gid: vec3<u32>) {{
   for (var s = gid.x; s < {n_check}u; s += {sc}u) {{
-    if (s < {n_idx}u && u32(c_idx[s]) >= {dim}u) {{ atomicStore(&c_fault[0], 1u); }}
+    if (s < {n_idx}u && u32(c_idx[s]) >= {dim}u) {{ {rc} }}
     if (s < {n_src}u) {{
       let i = u32(c_idx[{pos}]);
       if (i < {dim}u) {{ atomicMax(&c_claim[{target}], s + 1u); }}
@@ -180,7 +187,7 @@ fn af_scatter_write(@builtin(global_invocation_id) gid: vec3<u32>) {{
     ));
     Ok(GpuPlan {
         source,
-        scratch: vec![4, (n_out as u64 * 4).max(4)],
+        scratch: vec![fault_bytes, (n_out as u64 * 4).max(4)],
         passes: vec![
             pass(
                 "af_scatter_init",
@@ -211,7 +218,8 @@ fn af_scatter_write(@builtin(global_invocation_id) gid: vec3<u32>) {{
 }
 
 /// What a pass over the sources of a `scatter_add` needs (as in `opencl.rs`): the index type,
-/// the index position and target of source `s` (with `i` its index), the axis length and counts.
+/// the index position and target of source `s` (with `i` its index), the axis length, counts,
+/// and whether the fault buffer keeps the lowest bad position.
 struct Walk<'a> {
     ity: &'a str,
     pos: &'a str,
@@ -220,6 +228,8 @@ struct Walk<'a> {
     n_idx: usize,
     n_src: usize,
     n_check: usize,
+    /// Whether the lowest bad index position is kept in the fault buffer's second word.
+    first: bool,
 }
 
 impl Walk<'_> {
@@ -235,12 +245,14 @@ impl Walk<'_> {
             dim,
             n_idx,
             n_src,
+            first,
             ..
         } = self;
+        let rp = raise("p_fault", *first);
         format!(
             "for (var k = 0u; k < {trips}u; k++) {{
     let s = gid.x + k * {threads}u;
-    if (s < {n_idx}u && u32(p_idx[s]) >= {dim}u) {{ atomicStore(&p_fault[0], 1u); }}
+    if (s < {n_idx}u && u32(p_idx[s]) >= {dim}u) {{ {rp} }}
     if (s < {n_src}u) {{
       let i = u32(p_idx[{pos}]);
       if (i < {dim}u) {{
@@ -405,7 +417,7 @@ fn af_scatter_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     );
     Ok(GpuPlan {
         source,
-        scratch: vec![4, groups as u64 * t as u64 * 4],
+        scratch: vec![if w.first { 8 } else { 4 }, groups as u64 * t as u64 * 4],
         passes: vec![
             pass(
                 "af_scatter_part",
@@ -428,6 +440,17 @@ fn af_scatter_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         kept: None,
         range: None,
     })
+}
+
+/// What a checking pass runs for a bad index at position `s`: the fault word (of the atomic
+/// buffer `fault`) set, and where `first` its second word raised to the position's first-failing
+/// word (`debug::trap::device`).
+fn raise(fault: &str, first: bool) -> String {
+    if first {
+        format!("atomicStore(&{fault}[0], 1u); atomicMax(&{fault}[1], 0xffffffffu - s);")
+    } else {
+        format!("atomicStore(&{fault}[0], 1u);")
+    }
 }
 
 fn pass(entry: &str, buffers: Vec<BufArg>, groups: u32) -> Pass {

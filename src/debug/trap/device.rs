@@ -1,5 +1,5 @@
 //! The device's own first failing element: beside the fault word, a kernel with trap checks (and
-//! gather's and bincount's index checks) keeps a second word, raised by an atomic max to
+//! gather's, bincount's and scatter's index checks) keeps a second word, raised by an atomic max to
 //! `u32::MAX - key`, where `key = element * checks + check` (the lowest failing linear element,
 //! ties going to the lowest check number, as on the tile VM). Both words start at zero (0:
 //! nothing failed), so the fault buffer is zeroed as before, and the executor reads both after

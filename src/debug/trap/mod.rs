@@ -37,10 +37,9 @@
 //! for the value (`exec/gpu/device_trap.rs`): the trap names the device's element
 //! ([`report::Trap::device`]). Where the CPU names another element (a device computing a value
 //! differently), or the key does not fit 32 bits, or the kernel was split for the device, the
-//! CPU searches the whole launch as before. Gather's and bincount's device kernels keep their
-//! lowest bad index position the same way (the CPU re-runs the intrinsic for the message;
-//! scatter's kernels raise only the fault word, and the CPU's re-run names the position). A
-//! trap fails the launch with
+//! CPU searches the whole launch as before. Gather's, bincount's and scatter's (`scatter`,
+//! `scatter_add`, `put_along_axis`) device kernels keep their lowest bad index position the same
+//! way (the CPU re-runs the intrinsic for the message). A trap fails the launch with
 //! an [`crate::ErrorKind::Trap`] error that every read of its results, and of results computed
 //! from them, returns; [`report::Trap`] records are kept for `Runtime::trapped()`.
 //!
