@@ -16,8 +16,22 @@ use crate::ir::{DType, Site};
 pub enum StepScope {
     /// One element of the domain (a work item): its row-major linear index.
     Element(usize),
-    /// One work unit: the CPU's tile `g`, elements `g * tile .. (g + 1) * tile` of the domain
-    /// (the kernel's launch tile; a GPU's work-groups are cut differently).
+    /// One launch tile: elements `g * tile .. min((g + 1) * tile, len)` of the domain (of an
+    /// intrinsic's output), `tile` the kernel's launch tile ([`crate::Runtime::config`]`().tile`
+    /// by default), on every executor. On the CPU (tile VM or native code) that is the unit one
+    /// worker runs. A GPU executor cuts the same domain into work-groups of 256 threads
+    /// differently, so on OpenCL or wgpu `Group(g)` is still the launch tile, not work-group `g`.
+    /// There an element-wise kernel in the scalar form (WGSL kernels that do not qualify for
+    /// quads, kernels with trap checks, `ARRAYFLOW_OPENCL_VECTOR=0` / `ARRAYFLOW_WGPU_VECTOR=0`)
+    /// gives thread `t` of `T` dispatched threads elements `t + u * T` (`u` in `0..4`) per loop
+    /// trip, so work-group `g`'s first trip is four runs of 256 elements, `256 * g + u * T ..`;
+    /// OpenCL's quad form gives thread `t` elements `4t .. 4t + 4` (with
+    /// `ARRAYFLOW_OPENCL_QUADS=Q > 1`, `Q` quads a global size apart per trip), so by default
+    /// work-group `g` computes elements `1024 * g .. 1024 * (g + 1)` in its first trip (the last
+    /// `len % 4` elements go to the first threads); WGSL's quad form (`ARRAYFLOW_WGPU_QUADS=Q`,
+    /// default 2) gives work-group `g` elements `1024 * Q * g .. 1024 * Q * (g + 1)` in its first
+    /// trip, the next trips `1024 * Q` times the work-groups further on. Kernels with reductions
+    /// spread their rows over work-groups in other ways again.
     Group(usize),
     /// The domain elements in this range.
     Range(std::ops::Range<usize>),

@@ -27,7 +27,8 @@ pub struct Stepped {
     pub values: Vec<Arc<TypedVec>>,
 }
 
-/// The domain elements `scope` picks in a kernel of `len` elements launched in tiles of `tile`,
+/// The domain elements `scope` picks in a kernel of `len` elements launched in tiles of `tile`
+/// (`Group(g)` is launch tile `g` whichever executor ran the kernel, see [`StepScope::Group`]),
 /// checked against the domain; an error names `site`.
 fn scope_range(scope: &StepScope, len: usize, tile: usize, site: Site) -> Result<Range<usize>> {
     let tile = tile.max(1);
@@ -44,7 +45,8 @@ fn scope_range(scope: &StepScope, len: usize, tile: usize, site: Site) -> Result
         )
         .at(site)
         .hint(format!(
-            "elements are 0..{len} (row-major over the domain), groups 0..{} of {tile} elements",
+            "elements are 0..{len} (row-major over the domain), groups 0..{} of {tile} elements \
+             (the launch tile on every executor, not a GPU's work-group)",
             len.div_ceil(tile)
         )));
     }
