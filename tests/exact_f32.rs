@@ -135,7 +135,35 @@ fn ldexp(x: f32, n: i32) -> f32 {
     x * pow2i(a) * pow2i(b) * pow2i(c - a - b)
 }
 
-/// af_div_f32 with `recip` for WGSL's `1.0f / my`.
+/// af_div_round with `recip` for WGSL's `1.0f / b`.
+fn div_round(a: f32, b: f32, recip: &impl Fn(f32) -> f32) -> f32 {
+    // let r = 1.0f / b;
+    let r = recip(b);
+    // let q0 = af_mul_f32(a, r);
+    let q0 = a * r;
+    // let q1 = q0 + af_mul_f32(af_residual(a, q0, b), r);
+    let q1 = q0 + residual(a, q0, b) * r;
+    // let qp = bitcast<f32>(bitcast<u32>(q1) + 1u);
+    let qp = f32::from_bits(q1.to_bits().wrapping_add(1));
+    // let qm = bitcast<f32>(bitcast<u32>(q1) - 1u);
+    let qm = f32::from_bits(q1.to_bits().wrapping_sub(1));
+    // let e = af_residual(a, q1, b);
+    let e = residual(a, q1, b);
+    // var q = q1;
+    let mut q = q1;
+    // if (e + e > (qp - q1) * b) { q = qp; }
+    if e + e > (qp - q1) * b {
+        q = qp;
+    }
+    // if (e + e < (qm - q1) * b) { q = qm; }
+    if e + e < (qm - q1) * b {
+        q = qm;
+    }
+    // return q;
+    q
+}
+
+/// af_div_f32 with `recip` for WGSL's `1.0f / b` in af_div_round.
 fn div_emul(x: f32, y: f32, recip: impl Fn(f32) -> f32) -> f32 {
     // let s = (bitcast<u32>(x) ^ bitcast<u32>(y)) & 0x80000000u;
     let s = (x.to_bits() ^ y.to_bits()) & 0x8000_0000;
@@ -145,34 +173,10 @@ fn div_emul(x: f32, y: f32, recip: impl Fn(f32) -> f32) -> f32 {
     let by = y.to_bits() & 0x7fff_ffff;
     // if (bx - 0x21800000u < 0x3c800000u && by - 0x21800000u < 0x3c800000u) {
     if bx.wrapping_sub(0x2180_0000) < 0x3c80_0000 && by.wrapping_sub(0x2180_0000) < 0x3c80_0000 {
-        // let ax = bitcast<f32>(bx);
-        let ax = f32::from_bits(bx);
-        // let ay = bitcast<f32>(by);
-        let ay = f32::from_bits(by);
-        // let ra = 1.0f / ay;
-        let ra = recip(ay);
-        // let a0 = af_mul_f32(ax, ra);
-        let a0 = ax * ra;
-        // let a1 = a0 + af_mul_f32(af_residual(ax, a0, ay), ra);
-        let a1 = a0 + residual(ax, a0, ay) * ra;
-        // let ap = bitcast<f32>(bitcast<u32>(a1) + 1u);
-        let ap = f32::from_bits(a1.to_bits().wrapping_add(1));
-        // let am = bitcast<f32>(bitcast<u32>(a1) - 1u);
-        let am = f32::from_bits(a1.to_bits().wrapping_sub(1));
-        // let ea = af_residual(ax, a1, ay);
-        let ea = residual(ax, a1, ay);
-        // var qa = a1;
-        let mut qa = a1;
-        // if (ea + ea > (ap - a1) * ay) { qa = ap; }
-        if ea + ea > (ap - a1) * ay {
-            qa = ap;
-        }
-        // if (ea + ea < (am - a1) * ay) { qa = am; }
-        if ea + ea < (am - a1) * ay {
-            qa = am;
-        }
-        // return bitcast<f32>(s | bitcast<u32>(qa));
-        return f32::from_bits(s | qa.to_bits());
+        // return bitcast<f32>(s | bitcast<u32>(af_div_round(bitcast<f32>(bx), bitcast<f32>(by))));
+        return f32::from_bits(
+            s | div_round(f32::from_bits(bx), f32::from_bits(by), &recip).to_bits(),
+        );
     }
     // if (bx > 0x7f800000u || by > 0x7f800000u || (bx == by && (bx == 0u || bx == 0x7f800000u))) {
     if bx > 0x7f80_0000 || by > 0x7f80_0000 || (bx == by && (bx == 0 || bx == 0x7f80_0000)) {
@@ -197,28 +201,8 @@ fn div_emul(x: f32, y: f32, recip: impl Fn(f32) -> f32) -> f32 {
     let my = f32::from_bits(uy.0);
     // let k = ux.y - uy.y;
     let k = ux.1 - uy.1;
-    // let r = 1.0f / my;
-    let r = recip(my);
-    // let q0 = af_mul_f32(mx, r);
-    let q0 = mx * r;
-    // let q1 = q0 + af_mul_f32(af_residual(mx, q0, my), r);
-    let q1 = q0 + residual(mx, q0, my) * r;
-    // let qp = bitcast<f32>(bitcast<u32>(q1) + 1u);
-    let qp = f32::from_bits(q1.to_bits().wrapping_add(1));
-    // let qm = bitcast<f32>(bitcast<u32>(q1) - 1u);
-    let qm = f32::from_bits(q1.to_bits().wrapping_sub(1));
-    // let e = af_residual(mx, q1, my);
-    let e = residual(mx, q1, my);
-    // var q = q1;
-    let mut q = q1;
-    // if (e + e > (qp - q1) * my) { q = qp; }
-    if e + e > (qp - q1) * my {
-        q = qp;
-    }
-    // if (e + e < (qm - q1) * my) { q = qm; }
-    if e + e < (qm - q1) * my {
-        q = qm;
-    }
+    // let q = af_div_round(mx, my);
+    let q = div_round(mx, my, &recip);
     // let bq = bitcast<u32>(q);
     let bq = q.to_bits();
     // let sh = 1 - i32(bq >> 23u) - k;
@@ -444,6 +428,7 @@ fn the_emulations_mirror_the_library_line_by_line() {
         ("fn af_unpack_f32(", "fn unpack("),
         ("fn af_sqrt_f32(", "fn sqrt_emul("),
         ("fn af_sqrt_core(", "fn sqrt_core("),
+        ("fn af_div_round(", "fn div_round("),
         ("fn af_div_f32(", "fn div_emul("),
     ] {
         let comments: Vec<&str> = function_lines(THIS, rust)

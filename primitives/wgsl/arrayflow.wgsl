@@ -620,6 +620,20 @@ fn af_unpack_f32(b: u32) -> vec2<i32> {
   k += i32(m >> 23u);
   return vec2<i32>(i32((m & 0x007fffffu) | 0x3f800000u), k);
 }
+// a / b correctly rounded for positive a and b whose steps all stay normal (af_div_f32 hands it
+// the significands, or the operands themselves where their exponents are in [-60, 60]).
+fn af_div_round(a: f32, b: f32) -> f32 {
+  let r = 1.0f / b;
+  let q0 = af_mul_f32(a, r);
+  let q1 = q0 + af_mul_f32(af_residual(a, q0, b), r);
+  let qp = bitcast<f32>(bitcast<u32>(q1) + 1u);
+  let qm = bitcast<f32>(bitcast<u32>(q1) - 1u);
+  let e = af_residual(a, q1, b);
+  var q = q1;
+  if (e + e > (qp - q1) * b) { q = qp; }
+  if (e + e < (qm - q1) * b) { q = qm; }
+  return q;
+}
 // Correctly rounded x / y (Vulkan's division is only within 2.5 ulp). The significands' quotient
 // Q = mx / my in (1/2, 2): q1, one Newton step from 1 / my, is within 1 ulp of Q; of q1 and its
 // neighbours the one whose midpoints bracket Q is picked by the exact remainder e = mx - q1 * my
@@ -636,18 +650,7 @@ fn af_div_f32(x: f32, y: f32) -> f32 {
   // Both exponents in [-60, 60] (the common case): the same steps on |x| and |y| themselves, with
   // no unpacking or scaling (every product and remainder stays normal, the quotient is normal).
   if (bx - 0x21800000u < 0x3c800000u && by - 0x21800000u < 0x3c800000u) {
-    let ax = bitcast<f32>(bx);
-    let ay = bitcast<f32>(by);
-    let ra = 1.0f / ay;
-    let a0 = af_mul_f32(ax, ra);
-    let a1 = a0 + af_mul_f32(af_residual(ax, a0, ay), ra);
-    let ap = bitcast<f32>(bitcast<u32>(a1) + 1u);
-    let am = bitcast<f32>(bitcast<u32>(a1) - 1u);
-    let ea = af_residual(ax, a1, ay);
-    var qa = a1;
-    if (ea + ea > (ap - a1) * ay) { qa = ap; }
-    if (ea + ea < (am - a1) * ay) { qa = am; }
-    return bitcast<f32>(s | bitcast<u32>(qa));
+    return bitcast<f32>(s | bitcast<u32>(af_div_round(bitcast<f32>(bx), bitcast<f32>(by))));
   }
   if (bx > 0x7f800000u || by > 0x7f800000u || (bx == by && (bx == 0u || bx == 0x7f800000u))) {
     return af_nan();
@@ -659,15 +662,7 @@ fn af_div_f32(x: f32, y: f32) -> f32 {
   let mx = bitcast<f32>(ux.x);
   let my = bitcast<f32>(uy.x);
   let k = ux.y - uy.y;
-  let r = 1.0f / my;
-  let q0 = af_mul_f32(mx, r);
-  let q1 = q0 + af_mul_f32(af_residual(mx, q0, my), r);
-  let qp = bitcast<f32>(bitcast<u32>(q1) + 1u);
-  let qm = bitcast<f32>(bitcast<u32>(q1) - 1u);
-  let e = af_residual(mx, q1, my);
-  var q = q1;
-  if (e + e > (qp - q1) * my) { q = qp; }
-  if (e + e < (qm - q1) * my) { q = qm; }
+  let q = af_div_round(mx, my);
   let bq = bitcast<u32>(q);
   let sh = 1 - i32(bq >> 23u) - k;
   if (sh <= 0) { return bitcast<f32>(s | bitcast<u32>(af_ldexp(q, k))); }
