@@ -216,15 +216,7 @@ fn check(case: &Case, inp: &Inputs, got: &[f32]) {
 }
 
 fn main() {
-    // arrayflow reports a missing device through `tracing`; `RUST_LOG=arrayflow::exec::source=trace`
-    // prints each generated kernel's source.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    common::init_log();
     let n = 1usize << env_usize("FUNC_LOG2", 24);
     let repeats = env_usize("FUNC_REPEATS", 50);
     let a = random_vec(n, 1, 0.5, 4.0);

@@ -1522,14 +1522,7 @@ fn main() {
         _ => vec![1 << 20, 1 << 24, 1 << 27],
     };
 
-    // arrayflow reports a missing or failed device through `tracing` (RUST_LOG sets the level).
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    common::init_log();
 
     let sel = selected();
     let backend = sel.backend.to_string();

@@ -194,3 +194,15 @@ pub fn print_peer_rows(bench: &str, extra: &str, rows: &[PeerRow]) {
         );
     }
 }
+
+/// arrayflow's log on stderr at the level `RUST_LOG` sets (default `warn`: a missing or failed
+/// device shows; `RUST_LOG=arrayflow::exec::source=trace` prints each generated kernel's source).
+pub fn init_log() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+}
