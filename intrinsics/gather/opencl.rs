@@ -29,11 +29,11 @@ pub fn render(call: &IntrinsicCall, axis: usize, t: Target) -> Result<GpuPlan, U
     let first = crate::debug::trap::device::fits(ni, 1);
     let (keep, raise) = if first {
         (
-            "af_first = max(af_first, 0xffffffffu - (u32)j);",
-            "if (af_first != 0u) atomic_max(&af_fault[1], af_first);",
+            crate::debug::trap::device::opencl_keep("j"),
+            crate::debug::trap::device::OPENCL_RAISE,
         )
     } else {
-        ("", "")
+        (String::new(), "")
     };
     let mut source = prelude(t);
     source.push_str(&format!(

@@ -31,9 +31,12 @@ pub fn render(call: &IntrinsicCall, axis: usize) -> Result<GpuPlan, Unsupported>
     // The lowest bad position, as the first-failing word (`debug::trap::device`), where it fits.
     let first = crate::debug::trap::device::fits(ni, 1);
     let raise = if first {
-        "\n      atomicMax(&fault[1], 0xffffffffu - lin);"
+        format!(
+            "\n      {}",
+            crate::debug::trap::device::wgsl_raise("fault", "lin")
+        )
     } else {
-        ""
+        String::new()
     };
     let source = format!(
         "@group(0) @binding(0) var<storage, read> data: array<{t}>;

@@ -71,9 +71,9 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
     // (`debug::trap::device`), where it fits.
     let first = !hist && crate::debug::trap::device::fits(n as usize, 1);
     let keep = if first {
-        " af_first = max(af_first, 0xffffffffu - (u32)i);"
+        format!(" {}", crate::debug::trap::device::opencl_keep("i"))
     } else {
-        ""
+        String::new()
     };
     let (head, args, body) = if hist {
         (
@@ -107,12 +107,12 @@ pub fn render(call: &IntrinsicCall, t: Target) -> Result<GpuPlan, Unsupported> {
         )
     };
     let tail = match (hist, first) {
-        (true, _) => "",
-        (false, false) => "if (fault != 0u) af_fault[0] = fault;",
-        (false, true) => {
-            "if (fault != 0u) af_fault[0] = fault;
-  if (af_first != 0u) atomic_max(&af_fault[1], af_first);"
-        }
+        (true, _) => String::new(),
+        (false, false) => "if (fault != 0u) af_fault[0] = fault;".to_string(),
+        (false, true) => format!(
+            "if (fault != 0u) af_fault[0] = fault;\n  {}",
+            crate::debug::trap::device::OPENCL_RAISE
+        ),
     };
     let count_groups = if local {
         groups_for(n, LOCAL as u64 * PER_THREAD).min(MAX_COUNT_GROUPS as u32)

@@ -35,9 +35,12 @@ pub fn render(call: &IntrinsicCall) -> Result<GpuPlan, Unsupported> {
     // (`debug::trap::device`), where it fits.
     let first = !hist && crate::debug::trap::device::fits(n, 1);
     let raise = if first {
-        " atomicMax(&k_fault[1], 0xffffffffu - i);"
+        format!(
+            " {}",
+            crate::debug::trap::device::wgsl_raise("k_fault", "i")
+        )
     } else {
-        ""
+        String::new()
     };
     let count_groups = if local {
         (n.div_ceil(LOCAL as usize * PER_THREAD as usize)

@@ -467,15 +467,16 @@ void af_scatter_sum(__global const {ty} *data, __global const {acc} *part, __glo
 /// What a checking pass adds for a bad index at position `s` (`af_first` raised to its
 /// first-failing word, `debug::trap::device`), and its last line (the fault word set, and the
 /// second word raised where `first`).
-fn first_parts(first: bool) -> (&'static str, &'static str) {
+fn first_parts(first: bool) -> (String, String) {
+    use crate::debug::trap::device::{OPENCL_RAISE, opencl_keep};
+    let set = "if (fault != 0u) af_fault[0] = fault;";
     if first {
         (
-            " af_first = max(af_first, 0xffffffffu - (uint)s);",
-            "if (fault != 0u) af_fault[0] = fault;
-  if (af_first != 0u) atomic_max(&af_fault[1], af_first);",
+            format!(" {}", opencl_keep("s")),
+            format!("{set}\n  {OPENCL_RAISE}"),
         )
     } else {
-        ("", "if (fault != 0u) af_fault[0] = fault;")
+        (String::new(), set.to_string())
     }
 }
 

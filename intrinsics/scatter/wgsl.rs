@@ -447,7 +447,10 @@ fn af_scatter_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
 /// word (`debug::trap::device`).
 fn raise(fault: &str, first: bool) -> String {
     if first {
-        format!("atomicStore(&{fault}[0], 1u); atomicMax(&{fault}[1], 0xffffffffu - s);")
+        format!(
+            "atomicStore(&{fault}[0], 1u); {}",
+            crate::debug::trap::device::wgsl_raise(fault, "s")
+        )
     } else {
         format!("atomicStore(&{fault}[0], 1u);")
     }

@@ -22,6 +22,23 @@ pub fn word(key: u32) -> u32 {
     u32::MAX - key
 }
 
+/// OpenCL C that raises a kernel's private `af_first` to the word of position `pos` (a `uint`
+/// expression: the intrinsics' index checks, one check per position), for [`OPENCL_RAISE`] to
+/// publish at the kernel's end.
+pub fn opencl_keep(pos: &str) -> String {
+    format!("af_first = max(af_first, 0xffffffffu - (uint)({pos}));")
+}
+
+/// OpenCL C that raises the fault buffer `af_fault`'s first-failing word to the kernel's
+/// `af_first` (see [`opencl_keep`]).
+pub const OPENCL_RAISE: &str = "if (af_first != 0u) atomic_max(&af_fault[1], af_first);";
+
+/// WGSL that raises the first-failing word of the atomic fault buffer `fault` to position
+/// `pos`'s word (a `u32` expression).
+pub fn wgsl_raise(fault: &str, pos: &str) -> String {
+    format!("atomicMax(&{fault}[1], 0xffffffffu - {pos});")
+}
+
 /// The first failing `(element, check)` a kernel's word holds (`None`: nothing failed).
 pub fn decode(word: u32, checks: usize) -> Option<(usize, usize)> {
     if word == 0 {
